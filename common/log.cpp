@@ -1,0 +1,38 @@
+#include "common/log.h"
+
+#include <mutex>
+#include <string>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+
+namespace am {
+
+std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
+  // The registry lookup and creation must be atomic: two threads asking for the same new
+  // component would otherwise race on spdlog's "logger already exists" exception.
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  std::string name(component);
+  if (auto existing = spdlog::get(name)) return existing;
+  try {
+    auto logger = spdlog::stderr_color_mt(name);
+    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] %n: %v");
+    logger->set_level(spdlog::get_level());
+    return logger;
+  } catch (const spdlog::spdlog_ex&) {
+    // Logging must never break the work: fall back to the default logger.
+    return spdlog::default_logger();
+  }
+}
+
+Status set_log_level(std::string_view level) {
+  auto parsed = spdlog::level::from_str(std::string(level));
+  if (parsed == spdlog::level::off && level != "off") {
+    return invalid_argument("unknown log level '" + std::string(level) +
+                            "' (expected trace|debug|info|warn|error|off)");
+  }
+  spdlog::set_level(parsed);
+  return Status::Ok();
+}
+
+}  // namespace am

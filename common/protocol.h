@@ -1,0 +1,169 @@
+// The accelmatrix wire protocol, v1: message types, version constants and the typed bodies.
+//
+// Contract: this header is the one definition shared by coordinator and worker; docs/PROTOCOL.md
+// is its prose twin and must match it. Every message on the wire is a ZeroMQ multipart message
+// [type][body] where `type` is the ASCII message name (e.g. "HELLO") and `body` is a msgpack map
+// with the named fields below. Unknown fields are ignored (forward compatibility); missing
+// required fields, wrong types, oversized strings/arrays or ids that are not well-formed make
+// decode() return an error — it never throws and never crashes on any input.
+// Nested documents (capability record, job spec, metrics) travel as msgpack maps and are handed
+// to the application as nlohmann::json, bounded in depth and size.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace am::proto {
+
+inline constexpr int kVersionMajor = 1;
+inline constexpr int kVersionMinor = 0;
+
+// Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
+inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
+inline constexpr std::size_t kMaxStringBytes = 64u << 10;     // any single string field
+inline constexpr std::size_t kMaxLogTailBytes = 64u << 10;    // RESULT.log_tail
+inline constexpr std::size_t kMaxIdBytes = 128;               // worker ids, job ids
+inline constexpr std::size_t kMaxMapEntries = 4096;           // any map or array
+inline constexpr int kMaxNestingDepth = 16;                   // nested documents
+
+enum class MsgType {
+  kHello,      // worker -> coordinator
+  kWelcome,    // coordinator -> worker
+  kReject,     // coordinator -> worker
+  kHeartbeat,  // both ways
+  kReady,      // worker -> coordinator: grants credits
+  kAssign,     // coordinator -> worker
+  kProgress,   // worker -> coordinator
+  kResult,     // worker -> coordinator
+  kAck,        // coordinator -> worker
+  kCancel,     // coordinator -> worker
+  kDrain,      // coordinator -> worker
+  kBye,        // worker -> coordinator
+};
+
+std::string_view msg_type_name(MsgType t);                 // "HELLO", ...
+std::optional<MsgType> msg_type_from_name(std::string_view name);
+
+// Terminal job statuses (RESULT.status and the store). Test outcomes are stored and never
+// retried; infrastructure failures are retried on another worker by the coordinator.
+//   pass        ran; accuracy within the precision's tolerance
+//   degraded    ran; accuracy outside "pass" but inside "degraded" tolerance
+//   fail        ran; accuracy outside tolerance, or NaN/Inf in the output
+//   crash       the job process died on a signal
+//   timeout     the job process exceeded its time limit and was killed
+//   oom         the job process exceeded its memory limit
+//   error       the job process exited non-zero / could not start / reported an error
+//   unsupported the backend lacks an op or format the job needs (reason names it)
+//   skipped     no eligible hardware (set by the coordinator)
+//   lost        infrastructure retries exhausted (set by the coordinator)
+bool is_valid_result_status(std::string_view s);
+
+struct Hello {
+  int version_major = kVersionMajor;
+  int version_minor = kVersionMinor;
+  std::string worker_id;          // stable across restarts (kept on disk by the worker)
+  std::string hostname;
+  std::string build;              // "accelmatrix 0.1.0 (abcdef123456)"
+  nlohmann::json capabilities = nlohmann::json::object();  // capability record
+  std::map<std::string, std::string> tags;
+  int slots = 1;                  // jobs it may run at once
+};
+
+struct Welcome {
+  int version_major = kVersionMajor;
+  int version_minor = kVersionMinor;
+  int64_t heartbeat_interval_ms = 0;
+  int heartbeat_liveness = 0;     // peer dead after this many silent intervals
+  int64_t lease_grace_ms = 0;     // lease = job timeout + this grace
+  std::string run_id;
+};
+
+struct Reject {
+  std::string reason;
+  bool retry = false;             // true: send HELLO again (e.g. coordinator restarted)
+};
+
+struct Heartbeat {};
+
+struct Ready {
+  // Additional jobs the worker can accept now, per device key ("cpu:0"). Credits add up;
+  // they are reset to zero when the coordinator sends WELCOME.
+  std::map<std::string, int> credits;
+};
+
+struct Assign {
+  std::string job_id;
+  int attempt = 0;                // 1-based
+  int64_t lease_ms = 0;           // the coordinator reclaims the job this long after ASSIGN
+  std::string device;             // device key the credit came from
+  nlohmann::json spec = nlohmann::json::object();   // jobs::JobSpec as a document
+};
+
+struct Progress {
+  std::string job_id;
+  int attempt = 0;
+  std::string phase;              // "started", "reference", "measuring", ...
+};
+
+struct JobResult {
+  std::string job_id;
+  int attempt = 0;
+  std::string status;             // one of the terminal statuses above
+  std::string reason;             // why, for every status other than pass
+  nlohmann::json metrics = nlohmann::json::object();  // latency/accuracy/memory documents
+  std::string log_tail;           // last bytes of the job process's output
+  int64_t started_at_ms = 0;      // unix epoch milliseconds
+  int64_t finished_at_ms = 0;
+};
+
+struct Ack {
+  std::string job_id;
+  int attempt = 0;
+};
+
+struct Cancel {
+  std::string job_id;
+  int attempt = 0;
+  std::string reason;
+};
+
+struct Drain {
+  std::string reason;
+};
+
+struct Bye {
+  std::string reason;
+};
+
+using Body = std::variant<Hello, Welcome, Reject, Heartbeat, Ready, Assign, Progress, JobResult,
+                          Ack, Cancel, Drain, Bye>;
+
+struct Message {
+  Body body;
+  MsgType type() const;
+};
+
+// Encodes to the two wire frames: type name and msgpack body.
+struct Frames {
+  std::string type;
+  std::string body;
+};
+Frames encode(const Message& msg);
+
+// Decodes and validates. Error messages name the message type and the offending field,
+// e.g. "RESULT.attempt: expected positive integer, got string".
+Result<Message> decode(std::string_view type_frame, std::string_view body_frame);
+
+// True when a peer speaking `major` can talk to us.
+bool version_compatible(int major);
+
+}  // namespace am::proto

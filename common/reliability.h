@@ -1,0 +1,39 @@
+// Reliability constants, with units, in one place. Every interval here can be overridden by a
+// command-line flag of the binary that uses it; these are the defaults.
+#pragma once
+
+#include <cstdint>
+
+namespace am::reliability {
+
+// Heartbeats flow both ways every interval; a peer silent for `liveness` intervals is dead.
+// Any traffic from a peer counts as a sign of life.
+inline constexpr int64_t kHeartbeatIntervalMs = 1000;
+inline constexpr int kHeartbeatLiveness = 5;
+
+// Worker reconnect backoff: starts at the initial delay, doubles per failed attempt, capped.
+inline constexpr int64_t kReconnectInitialMs = 250;
+inline constexpr int64_t kReconnectMaxMs = 8000;
+
+// A lease lasts the job's own time limit plus this grace (spawn, reference run, reporting).
+inline constexpr int64_t kLeaseGraceMs = 30'000;
+
+// Infrastructure failures (worker lost, lease expired) are retried on another worker up to
+// this many attempts in total; then the job is stored as `lost`.
+inline constexpr int kMaxInfraAttempts = 3;
+
+// A job's default time limit when the plan sets none.
+inline constexpr int64_t kDefaultJobTimeoutMs = 120'000;
+
+// The coordinator and worker wake at least this often to run timers.
+inline constexpr int64_t kPollTickMs = 50;
+
+// Results are written to SQLite in batches: at most this many per transaction, and a batch is
+// flushed (and ACKed) no later than this after its first result arrived.
+inline constexpr int kStoreBatchMax = 64;
+inline constexpr int64_t kStoreBatchMaxDelayMs = 20;
+
+// Bytes of a job process's output kept as its log tail.
+inline constexpr std::size_t kLogTailBytes = 16u << 10;
+
+}  // namespace am::reliability

@@ -1,0 +1,94 @@
+// The ZeroMQ transport: RAII endpoints that speak whole protocol messages.
+//
+// Contract:
+// - RouterEndpoint (coordinator side) binds a ROUTER socket; each received message comes with
+//   the peer's routing identity. DealerEndpoint (worker/client side) connects a DEALER socket.
+// - recv() returns std::nullopt on timeout. Frames that are oversized (> proto::kMaxFrameBytes),
+//   have the wrong frame count, or fail proto::decode() are dropped, logged, and counted in
+//   `rejections()`; they never surface as errors and never crash the caller.
+// - send() never blocks indefinitely: a message to a peer that is gone is dropped (ROUTER
+//   mandatory off), and a full DEALER queue yields kUnavailable.
+// - Endpoints are move-only and not thread-safe: use each from one thread.
+// - CURVE: when `curve` is given, the ROUTER is a CURVE server (with a ZAP allow-list of client
+//   public keys when `allowed_client_keys` is non-empty) and the DEALER a CURVE client.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/protocol.h"
+#include "common/status.h"
+
+namespace zmq { class context_t; class socket_t; }
+
+namespace am {
+
+struct RejectionCounters {
+  uint64_t oversized = 0;       // frame above the size limit
+  uint64_t malformed = 0;       // wrong frame count, unknown type, undecodable body
+  uint64_t total() const { return oversized + malformed; }
+};
+
+struct CurveServerConfig {
+  std::string public_key;                 // Z85, 40 chars
+  std::string secret_key;                 // Z85, 40 chars
+  std::vector<std::string> allowed_client_keys;  // Z85; empty = any client with the server key
+};
+struct CurveClientConfig {
+  std::string server_public_key;
+  std::string public_key;
+  std::string secret_key;
+};
+
+// One process-wide ZeroMQ context, created on first use. Never touched by job child processes:
+// they are spawned with exec, not forked.
+zmq::context_t& zmq_context();
+
+struct Envelope {
+  std::string peer;             // ROUTER routing identity (opaque bytes)
+  proto::Message message;
+};
+
+class RouterEndpoint {
+ public:
+  // endpoint like "tcp://*:7450" or "tcp://127.0.0.1:*" (ephemeral port).
+  static Result<RouterEndpoint> bind(const std::string& endpoint,
+                                     const CurveServerConfig* curve = nullptr);
+  RouterEndpoint(RouterEndpoint&&) noexcept;
+  RouterEndpoint& operator=(RouterEndpoint&&) noexcept;
+  ~RouterEndpoint();
+
+  // The resolved endpoint ("tcp://127.0.0.1:40123"), useful after binding port "*".
+  std::string bound_endpoint() const;
+  Status send(const std::string& peer, const proto::Message& msg);
+  Result<std::optional<Envelope>> recv(int timeout_ms);
+  const RejectionCounters& rejections() const;
+
+ private:
+  RouterEndpoint();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+class DealerEndpoint {
+ public:
+  static Result<DealerEndpoint> connect(const std::string& endpoint,
+                                       const CurveClientConfig* curve = nullptr);
+  DealerEndpoint(DealerEndpoint&&) noexcept;
+  DealerEndpoint& operator=(DealerEndpoint&&) noexcept;
+  ~DealerEndpoint();
+
+  Status send(const proto::Message& msg);
+  Result<std::optional<proto::Message>> recv(int timeout_ms);
+  const RejectionCounters& rejections() const;
+
+ private:
+  DealerEndpoint();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace am

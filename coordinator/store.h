@@ -1,0 +1,165 @@
+// The result store: all coordinator state in one SQLite file.
+//
+// Contract:
+// - open() creates or migrates the database (WAL mode, foreign keys on, a `schema_version`
+//   table; migrations are applied in order inside a transaction and are idempotent). A file
+//   that is not an accelmatrix database, or one with a newer schema than this build knows,
+//   is refused with a clear error and left untouched.
+// - Every write method runs in its own transaction (or a batch in one); a failure rolls back
+//   and leaves what was stored before intact.
+// - Idempotent storage: add_jobs() ignores jobs already present; store_results() stores each
+//   (job, attempt) at most once. A job's terminal result is set once, by the first terminal
+//   result stored for it; a later result of another attempt is kept as that attempt's record
+//   and never overrides it.
+// - Not thread-safe: one Store per thread (SQLite connections are cheap; WAL allows a reader
+//   process such as `accelmatrix report` beside a writing coordinator).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "jobs/plan.h"
+
+struct sqlite3;
+
+namespace am::coord {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct RunRecord {
+  std::string run_id;
+  std::string plan_name;
+  std::string plan_path;
+  std::string description;
+  int64_t created_at_ms = 0;
+  int64_t finished_at_ms = 0;      // 0 while running
+};
+
+// Job lifecycle in the store: queued -> leased -> done (terminal). An expired lease puts the
+// job back to queued with the attempt counter kept.
+struct JobRow {
+  std::string run_id;
+  std::string job_id;
+  nlohmann::json spec;             // jobs::JobSpec document
+  std::string state;               // queued | leased | done
+  int attempts = 0;                // highest attempt number issued so far (0 = never leased)
+  std::string status;              // terminal status when done, else ""
+  std::string reason;
+  int terminal_attempt = 0;        // attempt whose result is the job's result (0 = none)
+  // The currently outstanding lease, when state == leased.
+  std::string lease_worker;
+  int64_t lease_expires_at_ms = 0;
+};
+
+struct LeaseRecord {
+  std::string run_id;
+  std::string job_id;
+  int attempt = 0;
+  std::string worker_id;
+  std::string device;
+  std::string hardware_class;
+  int64_t leased_at_ms = 0;
+  int64_t lease_expires_at_ms = 0;
+};
+
+struct ResultRecord {
+  std::string run_id;
+  std::string job_id;
+  int attempt = 0;
+  std::string worker_id;
+  std::string status;
+  std::string reason;
+  nlohmann::json metrics = nlohmann::json::object();
+  std::string log_tail;
+  int64_t started_at_ms = 0;
+  int64_t finished_at_ms = 0;
+  int64_t received_at_ms = 0;
+};
+
+struct StoredOutcome {
+  bool duplicate = false;          // this (job, attempt) already had a result: nothing changed
+  bool became_terminal = false;    // this result is now the job's terminal result
+};
+
+struct WorkerRecord {
+  std::string worker_id;
+  std::string hostname;
+  std::string build;
+  nlohmann::json capabilities = nlohmann::json::object();
+  nlohmann::json tags = nlohmann::json::object();
+  int64_t last_seen_at_ms = 0;
+};
+
+// One row per job for reports: the job, its terminal attempt's result and provenance.
+struct ReportRow {
+  std::string run_id;
+  std::string job_id;
+  nlohmann::json spec;
+  std::string model, architecture, backend, precision;
+  std::string state;
+  std::string status;              // "" when not terminal yet
+  std::string reason;
+  int attempt = 0;                 // terminal attempt (or latest attempt when not terminal)
+  int attempts = 0;
+  std::string worker_id;
+  std::string hostname;
+  std::string build;
+  std::string hardware_class;
+  std::string device;
+  nlohmann::json metrics = nlohmann::json::object();
+  std::string log_tail;
+  int64_t started_at_ms = 0;
+  int64_t finished_at_ms = 0;
+};
+
+class Store {
+ public:
+  static Result<std::unique_ptr<Store>> open(const std::filesystem::path& db_path);
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  int schema_version() const;
+
+  // Runs.
+  Status upsert_run(const RunRecord& run);               // insert, or keep the existing row
+  Result<std::optional<RunRecord>> get_run(const std::string& run_id);
+  Result<std::vector<RunRecord>> list_runs();            // newest first
+  Status mark_run_finished(const std::string& run_id, int64_t at_ms);
+
+  // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
+  Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs);
+  Result<std::vector<JobRow>> load_jobs(const std::string& run_id);
+
+  // Leases: records attempt `attempt` as leased and the job as state=leased.
+  Status record_lease(const LeaseRecord& lease);
+  // The lease of (job, attempt) ran out or its worker was lost: the attempt is closed with
+  // `reason`, the job goes back to queued (unless already done).
+  Status expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
+                      const std::string& reason, int64_t at_ms);
+  // Terminal status without a result from a worker (skipped, lost). No-op if already done.
+  Status set_job_terminal(const std::string& run_id, const std::string& job_id,
+                          const std::string& status, const std::string& reason, int64_t at_ms);
+
+  // Stores a batch of results in one transaction; outcome i belongs to results[i].
+  Result<std::vector<StoredOutcome>> store_results(const std::vector<ResultRecord>& results);
+
+  // Workers (registry provenance).
+  Status upsert_worker(const WorkerRecord& worker);
+
+  // Reports: one row per job of the run, in job order.
+  Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
+
+ private:
+  explicit Store(sqlite3* db);
+  sqlite3* db_;
+};
+
+}  // namespace am::coord

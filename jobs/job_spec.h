@@ -1,0 +1,58 @@
+// A job: one (model, backend, precision, batch, shape, mode, seed) with everything a worker
+// needs to run it inlined — workers never read the catalog.
+//
+// Contract: to_json()/job_spec_from_json() round-trip exactly; job_spec_from_json() validates
+// every field and names the offending one. compute_job_id() is a pure function of the run id and
+// the spec's canonical JSON (sorted keys), so expanding the same plan twice yields the same ids.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+
+namespace am::jobs {
+
+// Names used across the system. Validation lives in names.cpp.
+inline constexpr const char* kModeAccuracy = "accuracy";
+inline constexpr const char* kModePerf = "perf";
+inline constexpr const char* kModeBoth = "both";
+
+bool is_known_backend(std::string_view b);     // cpu, opencl, vulkan, cuda, rocm, openvino, qnn
+bool is_known_precision(std::string_view p);   // f32 f16 bf16 q8_0 q4_0 q4_1 q3_k q2_k mixed
+bool is_known_architecture(std::string_view a);  // the eleven families, e.g. "encoder-only"
+
+struct JobSpec {
+  std::string model;              // catalog name, e.g. "bert-tiny"
+  std::string architecture;       // family, e.g. "encoder-only"
+  // The catalog's [config] table with the plan's overrides applied. Keys depend on the
+  // architecture; for encoder-only: layers, hidden, heads, intermediate, vocab, max_positions,
+  // type_vocab, norm_eps, activation.
+  nlohmann::json model_config = nlohmann::json::object();
+  bool scaled = false;            // overrides made the model smaller than published
+  std::string backend = "cpu";
+  std::string precision = "f32";
+  int batch = 1;
+  int seq_len = 32;               // tokens per sample (text models)
+  std::string mode = kModeBoth;   // accuracy | perf | both
+  uint64_t seed = 0;
+  // Performance method: warm-up runs, then repeat until both min_reps and min_time_s are met
+  // (and stop at max_reps).
+  int warmup = 2;
+  int min_reps = 5;
+  int max_reps = 1000;
+  double min_time_s = 0.5;
+  double timeout_s = 120.0;       // wall-clock limit for the job process
+  int64_t memory_limit_mb = 0;    // 0 = no limit
+  int threads = 0;                // 0 = all cores of the device
+};
+
+nlohmann::json to_json(const JobSpec& spec);
+Result<JobSpec> job_spec_from_json(const nlohmann::json& doc);
+
+// 16 lowercase hex chars; stable across processes and builds.
+std::string compute_job_id(std::string_view run_id, const JobSpec& spec);
+
+}  // namespace am::jobs

@@ -1,0 +1,43 @@
+// Plan files (TOML) → expanded job list.
+//
+// Contract: load_plan() parses and validates a plan file against the model catalog and returns
+// every job it expands to, in a deterministic order. Every error names the file, the line (and
+// column where known) and what is wrong: "smoke.toml:7:14: unknown precision 'q5' (expected
+// one of f32, f16, ...)". Nothing is run.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "jobs/job_spec.h"
+
+namespace am::jobs {
+
+struct PlannedJob {
+  std::string job_id;
+  JobSpec spec;
+};
+
+struct Plan {
+  std::string name;               // [plan].name; the default run id
+  std::string description;
+  std::filesystem::path source;   // the file it was read from
+  double time_budget_s = 0;       // 0 = none
+  std::vector<PlannedJob> jobs;
+};
+
+// `catalog_dir` holds the model catalog (jobs/models/*.toml). When empty, find_catalog_dir()
+// is used.
+Result<Plan> load_plan(const std::filesystem::path& plan_file,
+                       const std::filesystem::path& catalog_dir = {});
+
+// The catalog directory: $ACCELMATRIX_CATALOG, else <plan dir>/../models, else the source
+// tree's jobs/models (compiled in).
+std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file);
+
+// The plans directory of the source tree (compiled in), for `run` without --plan.
+std::filesystem::path default_plans_dir();
+
+}  // namespace am::jobs

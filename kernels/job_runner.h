@@ -1,0 +1,35 @@
+// Runs one job on this process's hardware with the project's own inference core, and measures it.
+//
+// Contract: run_job() builds the model graph for spec.architecture with seeded synthetic
+// weights (seed = spec.seed), runs it at spec.precision on spec.backend, and — per spec.mode —
+// measures latency and/or accuracy against the f32 reference computed on the same seeded inputs.
+// It never throws. A combination the core cannot run returns a JobOutcome with status
+// "unsupported" and a reason naming the missing op/format/architecture; internal errors return
+// status "error". The returned metrics document has this shape (fields absent when not measured):
+//   {
+//     "latency_ms": {"median", "p90", "min", "max", "mean", "stddev", "count", "samples": [...]},
+//     "throughput": {"samples_per_s", "tokens_per_s"},
+//     "accuracy":   {"nmse", "cosine", "max_abs_err", "top1_agreement"},
+//     "memory":     {"weights_bytes", "peak_rss_bytes"},
+//     "threads": N, "seed": S
+//   }
+// Statuses: pass | degraded | fail | unsupported | error (see common/protocol.h).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "jobs/job_spec.h"
+
+namespace am::kernels {
+
+struct JobOutcome {
+  std::string status;
+  std::string reason;
+  nlohmann::json metrics = nlohmann::json::object();
+};
+
+JobOutcome run_job(const jobs::JobSpec& spec);
+
+}  // namespace am::kernels

@@ -1,0 +1,57 @@
+// Runs one job in a fresh child process and turns whatever happens to it into a result.
+//
+// Contract: execute_job() spawns `<worker_binary> --run-job SPEC --result-file OUT
+// [--memory-limit-mb N]` with posix_spawn (exec, never a bare fork of a process that holds a
+// ZeroMQ context), captures the child's stdout+stderr (the last reliability::kLogTailBytes are
+// kept), enforces `timeout_s` (SIGTERM, then SIGKILL after a short grace) and returns:
+//   - the child's own result document when it exited 0 and wrote one;
+//   - status "timeout" when it ran past its time limit;
+//   - status "oom" when it died of the memory limit (allocation failure exit code or SIGKILL by
+//     the kernel's OOM killer);
+//   - status "crash" with the signal name when it died on a signal;
+//   - status "error" with the exit code when it exited non-zero or wrote no result.
+// If `cancel` becomes true the child is killed and status "error" (reason "cancelled") returned.
+// Never throws. Thread-safe: several jobs may execute at once from different threads.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace am::worker {
+
+struct ExecRequest {
+  std::string job_id;
+  int attempt = 0;
+  nlohmann::json spec;                      // jobs::JobSpec document
+  double timeout_s = 120.0;
+  int64_t memory_limit_mb = 0;              // 0 = none
+  std::filesystem::path worker_binary;      // path of accelmatrix-worker
+  std::filesystem::path scratch_dir;        // where spec/result files go (created if needed)
+};
+
+struct ExecOutcome {
+  std::string status;
+  std::string reason;
+  nlohmann::json metrics = nlohmann::json::object();
+  std::string log_tail;
+  int64_t started_at_ms = 0;
+  int64_t finished_at_ms = 0;
+  int exit_code = -1;                       // when it exited
+  int signal = 0;                           // when it was killed by a signal
+};
+
+ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel = nullptr);
+
+// Job mode: the child side. Reads the spec, applies the memory limit (RLIMIT_AS), runs
+// kernels::run_job(), writes the result document {"status","reason","metrics"} to result_file.
+// Returns the process exit code: 0 when a result was written, kExitOutOfMemory when an
+// allocation failed, 2 for a bad spec file.
+inline constexpr int kExitOutOfMemory = 75;
+int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
+                 int64_t memory_limit_mb);
+
+}  // namespace am::worker
