@@ -1,3 +1,5 @@
+#include "jobs/names.h"
+
 #include <algorithm>
 #include <array>
 #include <string_view>
@@ -14,16 +16,40 @@ constexpr std::array<std::string_view, 9> kPrecisions = {"f32",  "f16",  "bf16",
 constexpr std::array<std::string_view, 11> kArchitectures = {
     "encoder-only", "decoder-only", "encoder-decoder", "vision", "vision-encoder-text-decoder",
     "speech",       "multimodal",   "diffusion",       "mixture-of-experts", "state-space", "rag"};
+constexpr std::array<std::string_view, 3> kModes = {kModeAccuracy, kModePerf, kModeBoth};
 
-template <std::size_t N>
-bool contains(const std::array<std::string_view, N>& names, std::string_view s) {
+bool contains(std::span<const std::string_view> names, std::string_view s) {
   return std::find(names.begin(), names.end(), s) != names.end();
 }
 
 }  // namespace
 
+std::span<const std::string_view> known_backends() { return kBackends; }
+std::span<const std::string_view> known_precisions() { return kPrecisions; }
+std::span<const std::string_view> known_architectures() { return kArchitectures; }
+std::span<const std::string_view> known_modes() { return kModes; }
+
 bool is_known_backend(std::string_view b) { return contains(kBackends, b); }
 bool is_known_precision(std::string_view p) { return contains(kPrecisions, p); }
 bool is_known_architecture(std::string_view a) { return contains(kArchitectures, a); }
+bool is_known_mode(std::string_view m) { return contains(kModes, m); }
+
+bool is_valid_identifier(std::string_view name) {
+  if (name.empty() || name.size() > kMaxIdentifierLength) return false;
+  if (name.front() == '.' || name.front() == '-') return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-';
+  });
+}
+
+std::string join_names(std::span<const std::string_view> names) {
+  std::string out;
+  for (std::string_view n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
 
 }  // namespace am::jobs

@@ -1,0 +1,489 @@
+#include "jobs/plan.h"
+
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <optional>
+#include <unordered_set>
+
+#include "common/hash.h"
+#include "jobs/catalog.h"
+#include "jobs/names.h"
+#include "jobs/plan_settings.h"
+#include "jobs/suggest.h"
+#include "jobs/toml_support.h"
+
+#ifndef ACCELMATRIX_SOURCE_DIR
+#error "ACCELMATRIX_SOURCE_DIR must be defined by the build (jobs/CMakeLists.txt)"
+#endif
+
+namespace am::jobs {
+namespace {
+
+using detail::ErrorList;
+using detail::Placed;
+using detail::PlanSettings;
+using nlohmann::json;
+
+// A plan that expands further than this is almost certainly a mistake (a stray list of
+// hundreds of sizes), and would flood the store before anyone noticed.
+constexpr std::size_t kMaxJobsPerPlan = 100'000;
+
+// Derived seeds keep to 53 bits so they survive every JSON reader (doubles) and SQLite (int64).
+constexpr int kDerivedSeedBits = 53;
+constexpr uint64_t kDerivedSeedMask = (uint64_t{1} << kDerivedSeedBits) - 1;
+
+constexpr const char* kCatalogEnv = "ACCELMATRIX_CATALOG";
+
+const std::vector<std::string> kRootKeys = {"plan", "defaults", "models"};
+const std::vector<std::string> kPlanKeys = {"name", "description", "mode", "seed", "time_budget_s"};
+
+struct PlanHeader {
+  std::string name;
+  std::string description;
+  std::string mode = kModeBoth;
+  int64_t seed = 0;
+  double time_budget_s = 0;
+};
+
+// One [[models]] entry after parsing, before the catalog is consulted.
+struct ModelRequest {
+  std::string name;
+  const toml::node* name_node = nullptr;
+  const toml::table* table = nullptr;
+  const toml::table* overrides = nullptr;
+  PlanSettings settings;
+  bool ok = true;
+};
+
+void report_unknown_key(const toml::key& key, std::string_view table,
+                        const std::vector<std::string>& allowed, ErrorList& errors) {
+  std::string msg = "unknown key '" + std::string(key.str()) + "' in " + std::string(table);
+  std::string hint = did_you_mean(key.str(), allowed);
+  if (hint.empty()) {
+    msg += " (allowed: ";
+    for (std::size_t i = 0; i < allowed.size(); ++i) msg += (i ? ", " : "") + allowed[i];
+    msg += ")";
+  } else {
+    msg += hint;
+  }
+  errors.add(key, msg);
+}
+
+PlanHeader read_plan_table(const toml::table& t, ErrorList& errors) {
+  PlanHeader h;
+  for (const auto& [key, value] : t) {
+    const std::string_view k = key.str();
+    if (k == "name") {
+      if (detail::read_string("plan.name", value, errors, h.name) && !is_valid_identifier(h.name)) {
+        errors.add(value, "plan.name: '" + h.name +
+                              "' is not a valid run name (1-64 of letters, digits, '.', '_', '-')");
+      }
+    } else if (k == "description") {
+      detail::read_string("plan.description", value, errors, h.description);
+    } else if (k == "mode") {
+      std::string mode;
+      if (detail::read_string("plan.mode", value, errors, mode)) {
+        if (is_known_mode(mode)) {
+          h.mode = mode;
+        } else {
+          errors.add(value, "unknown mode '" + mode + "' (expected one of " +
+                                join_names(known_modes()) + ")");
+        }
+      }
+    } else if (k == "seed") {
+      detail::read_integer("plan.seed", value, 0, std::numeric_limits<int64_t>::max(), errors, h.seed);
+    } else if (k == "time_budget_s") {
+      detail::read_number("plan.time_budget_s", value, 0.0, false,
+                          std::numeric_limits<double>::max(), errors, h.time_budget_s);
+    } else {
+      report_unknown_key(key, "[plan]", kPlanKeys, errors);
+    }
+  }
+  if (!t.contains("name")) errors.add(t, "[plan] is missing 'name'");
+  return h;
+}
+
+PlanSettings read_defaults_table(const toml::table& t, ErrorList& errors) {
+  PlanSettings s = detail::builtin_settings();
+  for (const auto& [key, value] : t) {
+    if (!detail::read_setting("defaults", key.str(), value, s, errors)) {
+      report_unknown_key(key, "[defaults]", detail::setting_keys(), errors);
+    }
+  }
+  return s;
+}
+
+ModelRequest read_model_table(const toml::table& t, std::size_t index, const PlanSettings& defaults,
+                              ErrorList& errors) {
+  ModelRequest m;
+  m.table = &t;
+  m.settings = defaults;
+  const std::string label = "models[" + std::to_string(index) + "]";
+  std::vector<std::string> allowed = {"name", "overrides"};
+  allowed.insert(allowed.end(), detail::setting_keys().begin(), detail::setting_keys().end());
+  const std::size_t errors_before = errors.size();
+  for (const auto& [key, value] : t) {
+    const std::string_view k = key.str();
+    if (k == "name") {
+      m.name_node = &value;
+      detail::read_string(label + ".name", value, errors, m.name);
+    } else if (k == "overrides") {
+      m.overrides = value.as_table();
+      if (m.overrides == nullptr) {
+        errors.add(value, label + ".overrides: expected a table" + std::string(", got ") +
+                              std::string(detail::type_name(value)));
+      }
+    } else if (!detail::read_setting(label, k, value, m.settings, errors)) {
+      report_unknown_key(key, "[[models]]", allowed, errors);
+    }
+  }
+  if (m.name_node == nullptr) errors.add(t, "[[models]] entry is missing 'name'");
+  m.ok = errors.size() == errors_before;
+  return m;
+}
+
+enum class ValueKind { kInteger, kFloat, kString, kBoolean, kOther };
+
+ValueKind kind_of(const json& v) {
+  if (v.is_number_integer()) return ValueKind::kInteger;
+  if (v.is_number_float()) return ValueKind::kFloat;
+  if (v.is_string()) return ValueKind::kString;
+  if (v.is_boolean()) return ValueKind::kBoolean;
+  return ValueKind::kOther;
+}
+
+// An override keeps the catalog value's type; an integer is accepted where a float is published
+// (norm_eps = 1 means 1.0) and converted so the spec's config stays uniformly typed.
+std::optional<json> coerce_like(const json& published, const json& value) {
+  const ValueKind want = kind_of(published);
+  const ValueKind have = kind_of(value);
+  if (want == ValueKind::kFloat && have == ValueKind::kInteger) return json(value.get<double>());
+  if (want != ValueKind::kOther && want == have) return value;
+  return std::nullopt;
+}
+
+std::optional<json> coerce_override(const json& published, const json& value) {
+  if (!published.is_array()) return value.is_array() ? std::nullopt : coerce_like(published, value);
+  if (!value.is_array()) return std::nullopt;
+  if (published.empty()) return value;
+  json out = json::array();
+  for (const json& el : value) {
+    auto c = coerce_like(published.front(), el);
+    if (!c) return std::nullopt;
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+bool is_smaller(const json& published, const json& value) {
+  if (published.is_number_integer() && value.is_number_integer()) {
+    return value.get<int64_t>() < published.get<int64_t>();
+  }
+  if (published.is_array() && value.is_array()) {
+    if (value.size() < published.size()) return true;
+    for (std::size_t i = 0; i < published.size(); ++i) {
+      if (is_smaller(published[i], value[i])) return true;
+    }
+  }
+  return false;
+}
+
+std::string describe(ValueKind k) {
+  switch (k) {
+    case ValueKind::kInteger: return "an integer";
+    case ValueKind::kFloat: return "a number";
+    case ValueKind::kString: return "a string";
+    case ValueKind::kBoolean: return "a boolean";
+    case ValueKind::kOther: break;
+  }
+  return "an array";
+}
+
+// Applies [models.overrides] on top of the catalog config. Returns false when any override is
+// wrong (each problem is reported at its own line).
+bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& errors,
+                     json& config, bool& scaled) {
+  config = entry.config;
+  scaled = false;
+  if (m.overrides == nullptr) return true;
+  std::vector<std::string> config_keys;
+  for (const auto& [k, v] : entry.config.items()) config_keys.push_back(k);
+  bool ok = true;
+  for (const auto& [key, value] : *m.overrides) {
+    const std::string k(key.str());
+    auto published = entry.config.find(k);
+    if (published == entry.config.end()) {
+      std::string hint = did_you_mean(k, config_keys);
+      if (hint.empty()) {
+        hint = " (its config keys are: ";
+        for (std::size_t i = 0; i < config_keys.size(); ++i) hint += (i ? ", " : "") + config_keys[i];
+        hint += ")";
+      }
+      errors.add(key, "override '" + k + "' is not a config key of model '" + entry.name + "'" + hint);
+      ok = false;
+      continue;
+    }
+    std::string why;
+    auto converted = detail::config_value_to_json(value, why);
+    std::optional<json> coerced = converted ? coerce_override(*published, *converted) : std::nullopt;
+    if (!coerced) {
+      const std::string expected = published->is_array()
+                                       ? "an array like the catalog's " + published->dump()
+                                       : describe(kind_of(*published)) + " like the catalog's " +
+                                             published->dump();
+      errors.add(value, "override '" + k + "': expected " + expected + ", got " +
+                            std::string(detail::type_name(value)));
+      ok = false;
+      continue;
+    }
+    if (is_size_key(k)) {
+      const json probe = json::object({{k, *coerced}});
+      if (Status st = check_model_config(probe); !st.ok()) {
+        errors.add(value, "override '" + k + "': a size must be a positive integer, got " +
+                              coerced->dump());
+        ok = false;
+        continue;
+      }
+      if (is_smaller(*published, *coerced)) scaled = true;
+    }
+    config[k] = std::move(*coerced);
+  }
+  if (!ok) return false;
+  if (Status st = check_model_config(config); !st.ok()) {
+    errors.add(*m.overrides, "model '" + entry.name + "' with these overrides: " + st.message());
+    return false;
+  }
+  return true;
+}
+
+// The seed names the synthetic weights and inputs. It depends on the plan seed and the model
+// (name and effective config) only, not on backend, precision or shape: every job of one model
+// then works on the same numbers, so f32 vs q8_0 or cpu vs vulkan compare like with like, and a
+// job keeps its seed when other lists in the plan change.
+uint64_t derive_seed(int64_t plan_seed, const std::string& model, const json& config) {
+  std::string identity = std::to_string(plan_seed);
+  identity += '\n';
+  identity += model;
+  identity += '\n';
+  identity += config.dump();
+  return fnv1a64(identity) & kDerivedSeedMask;
+}
+
+bool check_settings(const ModelRequest& m, const json& config, ErrorList& errors) {
+  bool ok = true;
+  const PlanSettings& s = m.settings;
+  if (s.max_reps.value < s.min_reps.value) {
+    const toml::source_region& where =
+        s.max_reps.where.begin.line > 0 ? s.max_reps.where : s.min_reps.where;
+    errors.add(where, "max_reps (" + std::to_string(s.max_reps.value) + ") is below min_reps (" +
+                          std::to_string(s.min_reps.value) + ")");
+    ok = false;
+  }
+  auto max_positions = config.find("max_positions");
+  if (max_positions != config.end() && max_positions->is_number_integer()) {
+    const int64_t limit = max_positions->get<int64_t>();
+    for (const Placed<int64_t>& len : s.seq_len.value) {
+      if (len.value > limit) {
+        errors.add(len.where, "seq_len " + std::to_string(len.value) + " exceeds max_positions " +
+                                  std::to_string(limit) + " of model '" + m.name + "'");
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+class Expander {
+ public:
+  Expander(const PlanHeader& header, ErrorList& errors) : header_(header), errors_(errors) {}
+
+  void expand(const ModelRequest& m, const ModelEntry& entry, const json& config, bool scaled) {
+    const PlanSettings& s = m.settings;
+    const uint64_t seed = derive_seed(header_.seed, entry.name, config);
+    for (const auto& backend : s.backends.value) {
+      for (const auto& precision : s.precisions.value) {
+        for (const auto& batch : s.batch.value) {
+          for (const auto& seq_len : s.seq_len.value) {
+            JobSpec spec;
+            spec.model = entry.name;
+            spec.architecture = entry.architecture;
+            spec.model_config = config;
+            spec.scaled = scaled;
+            spec.backend = backend.value;
+            spec.precision = precision.value;
+            spec.batch = static_cast<int>(batch.value);
+            spec.seq_len = static_cast<int>(seq_len.value);
+            spec.mode = header_.mode;
+            spec.seed = seed;
+            spec.warmup = static_cast<int>(s.warmup.value);
+            spec.min_reps = static_cast<int>(s.min_reps.value);
+            spec.max_reps = static_cast<int>(s.max_reps.value);
+            spec.min_time_s = s.min_time_s.value;
+            spec.timeout_s = s.timeout_s.value;
+            spec.memory_limit_mb = s.memory_limit_mb.value;
+            spec.threads = static_cast<int>(s.threads.value);
+            if (!add(m, std::move(spec))) return;
+          }
+        }
+      }
+    }
+  }
+
+  std::vector<PlannedJob> take() { return std::move(jobs_); }
+
+ private:
+  bool add(const ModelRequest& m, JobSpec spec) {
+    // The plan checks above should make this unreachable; it guarantees that a plan can never
+    // hand the scheduler a spec a worker would refuse.
+    if (auto checked = job_spec_from_json(to_json(spec)); !checked.ok()) {
+      errors_.add(*m.table, "model '" + m.name + "' expands to an invalid job: " +
+                                checked.status().message());
+      return false;
+    }
+    std::string id = compute_job_id(header_.name, spec);
+    if (!seen_.insert(id).second) return true;  // the same job listed twice runs once
+    if (jobs_.size() >= kMaxJobsPerPlan) {
+      errors_.add_unplaced("plan expands to more than " + std::to_string(kMaxJobsPerPlan) +
+                           " jobs; split it into smaller plans");
+      return false;
+    }
+    jobs_.push_back(PlannedJob{std::move(id), std::move(spec)});
+    return true;
+  }
+
+  const PlanHeader& header_;
+  ErrorList& errors_;
+  std::unordered_set<std::string> seen_;
+  std::vector<PlannedJob> jobs_;
+};
+
+std::string list_or_none(const std::vector<std::string>& names) {
+  if (names.empty()) return "the catalog is empty";
+  std::string out = "catalog models: ";
+  for (std::size_t i = 0; i < names.size(); ++i) out += (i ? ", " : "") + names[i];
+  return out;
+}
+
+Result<Plan> load_plan_impl(const std::filesystem::path& plan_file,
+                            const std::filesystem::path& catalog_arg) {
+  AM_ASSIGN_OR_RETURN(toml::table root, detail::parse_toml_file(plan_file));
+  ErrorList errors(plan_file);
+
+  for (const auto& [key, value] : root) {
+    const std::string_view k = key.str();
+    if (k == "plan" || k == "defaults") {
+      if (!value.is_table()) {
+        errors.add(value, "'" + std::string(k) + "' must be a table ([" + std::string(k) +
+                              "]), got " + std::string(detail::type_name(value)));
+      }
+    } else if (k != "models") {
+      report_unknown_key(key, "the plan", kRootKeys, errors);
+    }
+  }
+
+  PlanHeader header;
+  if (const toml::table* t = root["plan"].as_table()) {
+    header = read_plan_table(*t, errors);
+  } else if (!root.contains("plan")) {
+    errors.add_unplaced("missing [plan] table (it needs at least name = \"...\")");
+  }
+  PlanSettings defaults = detail::builtin_settings();
+  if (const toml::table* t = root["defaults"].as_table()) defaults = read_defaults_table(*t, errors);
+
+  std::vector<ModelRequest> requests;
+  if (const toml::node* models = root.get("models")) {
+    const toml::array* arr = models->as_array();
+    if (arr == nullptr) {
+      errors.add(*models, "'models' must be an array of tables ([[models]]), got " +
+                              std::string(detail::type_name(*models)));
+    } else if (arr->empty()) {
+      errors.add(*models, "models: empty list (name at least one model)");
+    } else {
+      for (std::size_t i = 0; i < arr->size(); ++i) {
+        const toml::node& el = *arr->get(i);
+        if (const toml::table* t = el.as_table()) {
+          requests.push_back(read_model_table(*t, i, defaults, errors));
+        } else {
+          errors.add(el, "models[" + std::to_string(i) + "]: expected a table, got " +
+                             std::string(detail::type_name(el)));
+        }
+      }
+    }
+  } else {
+    errors.add_unplaced("no [[models]] entries: a plan names at least one model");
+  }
+
+  const std::filesystem::path catalog_dir =
+      catalog_arg.empty() ? find_catalog_dir(plan_file) : catalog_arg;
+  std::vector<std::string> catalog_names;
+  if (!requests.empty()) {
+    auto listed = list_models(catalog_dir);
+    if (!listed.ok()) return listed.status().with_context(plan_file.string());
+    catalog_names = std::move(listed).value();
+  }
+
+  Expander expander(header, errors);
+  std::map<std::string, std::optional<ModelEntry>> loaded;  // by name; nullopt = failed to load
+  for (const ModelRequest& m : requests) {
+    if (!m.ok) continue;
+    if (std::find(catalog_names.begin(), catalog_names.end(), m.name) == catalog_names.end()) {
+      std::string hint = did_you_mean(m.name, catalog_names);
+      if (hint.empty()) hint = " (" + list_or_none(catalog_names) + ")";
+      errors.add(*m.name_node, "unknown model '" + m.name + "'" + hint);
+      continue;
+    }
+    auto [it, inserted] = loaded.try_emplace(m.name);
+    if (inserted) {
+      auto entry = load_model(catalog_dir, m.name);
+      if (entry.ok()) {
+        it->second = std::move(entry).value();
+      } else {
+        errors.add(*m.name_node, "cannot load model '" + m.name + "': " + entry.status().message());
+      }
+    }
+    if (!it->second) continue;
+    const ModelEntry& entry = *it->second;
+    json config;
+    bool scaled = false;
+    if (!apply_overrides(m, entry, errors, config, scaled)) continue;
+    if (!check_settings(m, config, errors)) continue;
+    if (errors.empty()) expander.expand(m, entry, config, scaled);
+  }
+
+  AM_RETURN_IF_ERROR(errors.status());
+  Plan plan;
+  plan.name = header.name;
+  plan.description = header.description;
+  plan.source = plan_file;
+  plan.time_budget_s = header.time_budget_s;
+  plan.jobs = expander.take();
+  return plan;
+}
+
+}  // namespace
+
+Result<Plan> load_plan(const std::filesystem::path& plan_file,
+                       const std::filesystem::path& catalog_dir) {
+  try {
+    return load_plan_impl(plan_file, catalog_dir);
+  } catch (const std::exception& e) {
+    return internal_error(plan_file.string() + ": " + e.what());
+  }
+}
+
+std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file) {
+  if (const char* env = std::getenv(kCatalogEnv); env != nullptr && *env != '\0') {
+    return std::filesystem::path(env);
+  }
+  std::error_code ec;
+  const std::filesystem::path beside = plan_file.parent_path() / ".." / "models";
+  if (std::filesystem::is_directory(beside, ec)) return beside.lexically_normal();
+  return std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models";
+}
+
+std::filesystem::path default_plans_dir() {
+  return std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "plans";
+}
+
+}  // namespace am::jobs
