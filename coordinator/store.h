@@ -151,6 +151,11 @@ class Store {
   // Stores a batch of results in one transaction; outcome i belongs to results[i].
   Result<std::vector<StoredOutcome>> store_results(const std::vector<ResultRecord>& results);
 
+  // The worker an attempt was leased to, if that attempt exists. Lets the coordinator accept a
+  // late result of an older attempt from its rightful worker (and only from it).
+  Result<std::optional<std::string>> attempt_worker(const std::string& run_id,
+                                                    const std::string& job_id, int attempt);
+
   // Workers (registry provenance).
   Status upsert_worker(const WorkerRecord& worker);
 

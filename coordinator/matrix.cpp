@@ -1,0 +1,242 @@
+#include "coordinator/matrix.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+namespace am::coord {
+namespace {
+
+using ShapeKey = std::pair<int, int>;   // (batch, seq_len)
+
+// Raw per-shape samples of one cell before they are reduced to medians.
+struct ShapeSamples {
+  std::vector<double> medians;
+  std::vector<double> p90s;
+  std::vector<double> tokens_per_s;
+};
+
+struct CellBuilder {
+  MatrixCell cell;
+  int worst_severity = -1;
+  std::map<ShapeKey, ShapeSamples> shapes;
+};
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::optional<double> optional_median(const std::vector<double>& values) {
+  if (values.empty()) return std::nullopt;
+  return median_of(values);
+}
+
+void remember(std::vector<std::string>& order, const std::string& name) {
+  if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
+}
+
+std::size_t position(const std::vector<std::string>& order, const std::string& name) {
+  return static_cast<std::size_t>(std::find(order.begin(), order.end(), name) - order.begin());
+}
+
+int spec_int(const nlohmann::json& spec, const char* key) {
+  auto it = spec.find(key);
+  return it != spec.end() && it->is_number_integer() ? it->get<int>() : 0;
+}
+
+void keep_max(std::optional<double>& slot, std::optional<double> value) {
+  if (value && (!slot || *value > *slot)) slot = value;
+}
+
+void keep_min(std::optional<double>& slot, std::optional<double> value) {
+  if (value && (!slot || *value < *slot)) slot = value;
+}
+
+void add_row(CellBuilder& b, const ReportRow& row) {
+  MatrixCell& cell = b.cell;
+  cell.job_ids.push_back(row.job_id);
+  ++cell.status_counts[row.status.empty() ? "pending" : row.status];
+  auto scaled = row.spec.find("scaled");
+  if (scaled != row.spec.end() && scaled->is_boolean() && scaled->get<bool>()) cell.scaled = true;
+  if (!row.hardware_class.empty() &&
+      std::find(cell.hardware_classes.begin(), cell.hardware_classes.end(), row.hardware_class) ==
+          cell.hardware_classes.end()) {
+    cell.hardware_classes.push_back(row.hardware_class);
+  }
+  if (row.status.empty()) return;   // not terminal: its numbers (if any) are not final
+
+  const int severity = status_severity(row.status);
+  if (severity > b.worst_severity) {
+    b.worst_severity = severity;
+    cell.status = row.status;
+    cell.reason = row.reason;
+  }
+  keep_max(cell.nmse_max, metric_number(row.metrics, "accuracy", "nmse"));
+  keep_min(cell.cosine_min, metric_number(row.metrics, "accuracy", "cosine"));
+  keep_min(cell.top1_min, metric_number(row.metrics, "accuracy", "top1_agreement"));
+
+  if (!is_measured_status(row.status)) return;
+  const auto median = metric_number(row.metrics, "latency_ms", "median");
+  if (!median || *median <= 0) return;
+  const int batch = row.spec.contains("batch") ? spec_int(row.spec, "batch") : 0;
+  const int seq_len = row.spec.contains("seq_len") ? spec_int(row.spec, "seq_len") : 0;
+  ShapeSamples& samples = b.shapes[{batch, seq_len}];
+  samples.medians.push_back(*median);
+  if (auto p90 = metric_number(row.metrics, "latency_ms", "p90")) samples.p90s.push_back(*p90);
+  if (auto tps = metric_number(row.metrics, "throughput", "tokens_per_s")) {
+    samples.tokens_per_s.push_back(*tps);
+  }
+}
+
+void reduce_shapes(CellBuilder& b) {
+  for (const auto& [key, samples] : b.shapes) {   // std::map: ordered by (batch, seq_len)
+    ShapeLatency shape;
+    shape.batch = key.first;
+    shape.seq_len = key.second;
+    shape.median_ms = median_of(samples.medians);
+    shape.p90_ms = optional_median(samples.p90s);
+    shape.tokens_per_s = optional_median(samples.tokens_per_s);
+    b.cell.shapes.push_back(shape);
+  }
+}
+
+// Speed-ups against the baseline cell, the representative shape and the rating.
+void compare_with_baseline(MatrixCell& cell, const MatrixCell* baseline) {
+  const bool is_base = is_baseline(cell.backend, cell.precision);
+  const ShapeLatency* representative = nullptr;
+  if (baseline && !is_base && is_measured_status(baseline->status)) {
+    for (ShapeLatency& shape : cell.shapes) {
+      for (const ShapeLatency& base : baseline->shapes) {
+        if (base.batch == shape.batch && base.seq_len == shape.seq_len) {
+          shape.baseline_ms = base.median_ms;
+          shape.speedup = base.median_ms / shape.median_ms;
+          if (!representative) representative = &shape;
+        }
+      }
+    }
+  }
+  if (!representative && !cell.shapes.empty()) representative = &cell.shapes.front();
+  if (representative) {
+    cell.rep_batch = representative->batch;
+    cell.rep_seq_len = representative->seq_len;
+    cell.median_ms = representative->median_ms;
+    cell.baseline_ms = representative->baseline_ms;
+    cell.speedup = representative->speedup;
+  }
+  cell.rating = rate_cell(cell.status, is_base, cell.speedup, cell.median_ms.has_value());
+  if (cell.status.empty()) cell.reason = "pending";
+}
+
+OverviewCell summarize(const std::string& architecture, const std::string& backend,
+                       const std::vector<MatrixCell>& cells) {
+  OverviewCell o;
+  o.architecture = architecture;
+  o.backend = backend;
+  for (const MatrixCell& cell : cells) {
+    if (cell.architecture != architecture || cell.backend != backend) continue;
+    ++o.cells;
+    if (is_measured_status(cell.status)) {
+      ++o.working;
+      if (cell.status == "degraded") ++o.degraded;
+      remember(o.working_precisions, cell.precision);
+      if (cell.speedup && (!o.best_speedup || *cell.speedup > *o.best_speedup)) {
+        o.best_speedup = cell.speedup;
+        o.best_precision = cell.precision;
+        o.best_model = cell.model;
+      }
+    } else if (cell.rating == Rating::kUnsupported) {
+      ++o.unsupported;
+    } else if (cell.rating == Rating::kFailed) {
+      ++o.failed;
+    } else {
+      ++o.not_run;
+    }
+  }
+  const int finished = o.cells - o.not_run;
+  if (finished == 0) {
+    o.support = "not run";
+  } else if (o.working == finished) {
+    o.support = "full";
+  } else if (o.working == 0) {
+    o.support = "none";
+  } else {
+    o.support = "partial";
+  }
+  return o;
+}
+
+}  // namespace
+
+std::optional<double> metric_number(const nlohmann::json& metrics, std::string_view group,
+                                    std::string_view key) {
+  if (!metrics.is_object()) return std::nullopt;
+  auto g = metrics.find(group);
+  if (g == metrics.end() || !g->is_object()) return std::nullopt;
+  auto v = g->find(key);
+  if (v == g->end() || !v->is_number()) return std::nullopt;
+  return v->get<double>();
+}
+
+Matrix build_matrix(const std::vector<ReportRow>& rows) {
+  Matrix m;
+  std::vector<CellBuilder> builders;
+  std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
+  for (const ReportRow& row : rows) {
+    remember(m.architectures, row.architecture);
+    remember(m.models, row.model);
+    remember(m.backends, row.backend);
+    remember(m.precisions, row.precision);
+    auto key = std::make_tuple(row.model, row.backend, row.precision);
+    auto [it, inserted] = index.emplace(key, builders.size());
+    if (inserted) {
+      CellBuilder b;
+      b.cell.model = row.model;
+      b.cell.architecture = row.architecture;
+      b.cell.backend = row.backend;
+      b.cell.precision = row.precision;
+      builders.push_back(std::move(b));
+    }
+    add_row(builders[it->second], row);
+  }
+  for (CellBuilder& b : builders) reduce_shapes(b);
+  for (CellBuilder& b : builders) {
+    auto base = index.find({b.cell.model, std::string(kBaselineBackend), std::string(kBaselinePrecision)});
+    const MatrixCell* baseline = base != index.end() ? &builders[base->second].cell : nullptr;
+    compare_with_baseline(b.cell, baseline);
+  }
+  m.cells.reserve(builders.size());
+  for (CellBuilder& b : builders) m.cells.push_back(std::move(b.cell));
+  std::stable_sort(m.cells.begin(), m.cells.end(), [&](const MatrixCell& a, const MatrixCell& b) {
+    return std::make_tuple(position(m.backends, a.backend), position(m.models, a.model),
+                           position(m.precisions, a.precision)) <
+           std::make_tuple(position(m.backends, b.backend), position(m.models, b.model),
+                           position(m.precisions, b.precision));
+  });
+  for (const std::string& architecture : m.architectures) {
+    for (const std::string& backend : m.backends) {
+      OverviewCell o = summarize(architecture, backend, m.cells);
+      if (o.cells > 0) m.overview.push_back(std::move(o));
+    }
+  }
+  return m;
+}
+
+const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
+                            std::string_view precision) {
+  for (const MatrixCell& cell : matrix.cells) {
+    if (cell.model == model && cell.backend == backend && cell.precision == precision) return &cell;
+  }
+  return nullptr;
+}
+
+const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
+                                  std::string_view backend) {
+  for (const OverviewCell& o : matrix.overview) {
+    if (o.architecture == architecture && o.backend == backend) return &o;
+  }
+  return nullptr;
+}
+
+}  // namespace am::coord

@@ -1,0 +1,103 @@
+// Compatibility matrices derived from stored results — never typed in.
+//
+// Contract: build_matrix() is a pure function of the report rows of one run (Store::report_rows):
+//   - cells: one per model × backend × precision that has at least one job, with the cell's
+//     status and rating (rules in coordinator/ratings.h), latency, accuracy, and the ids of the
+//     jobs behind it;
+//   - overview: one per architecture × backend that has at least one job.
+// Latency comes from jobs that ran (pass or degraded) and reported latency_ms.median. Jobs of
+// the same shape (batch, seq_len) are combined by the median of their medians. A cell's
+// speed-up is taken at its representative shape: the smallest (batch, then seq_len) shape for
+// which both the cell and the cpu f32 cell of the same model have a latency; without such a
+// shape, the cell's smallest measured shape is shown with no speed-up. Accuracy is the worst
+// over every terminal job of the cell that reported it (largest NMSE, smallest cosine and
+// top-1 agreement). Orders (models, backends, precisions, architectures) follow the first
+// appearance in the rows, i.e. plan order. Thread-safe (no shared state).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/ratings.h"
+#include "coordinator/store.h"
+
+namespace am::coord {
+
+struct ShapeLatency {
+  int batch = 0;
+  int seq_len = 0;
+  double median_ms = 0;                  // median over the cell's jobs of this shape
+  std::optional<double> p90_ms;
+  std::optional<double> tokens_per_s;
+  std::optional<double> baseline_ms;     // the cpu f32 cell's median for the same shape
+  std::optional<double> speedup;         // baseline_ms / median_ms
+};
+
+struct MatrixCell {
+  std::string model;
+  std::string architecture;
+  std::string backend;
+  std::string precision;
+  bool scaled = false;                   // any job of the cell ran a scaled-down model
+  std::string status;                    // most severe terminal status; "" when none is terminal
+  std::map<std::string, int> status_counts;   // per job status; not-terminal jobs as "pending"
+  Rating rating = Rating::kNotRun;
+  std::string reason;                    // reason of the job that set the status (❌, skipped)
+  std::vector<ShapeLatency> shapes;      // ordered by (batch, seq_len)
+  std::optional<int> rep_batch;          // the representative shape, when any latency exists
+  std::optional<int> rep_seq_len;
+  std::optional<double> median_ms;       // at the representative shape
+  std::optional<double> baseline_ms;
+  std::optional<double> speedup;
+  std::optional<double> nmse_max;
+  std::optional<double> cosine_min;
+  std::optional<double> top1_min;
+  std::vector<std::string> job_ids;      // the result rows behind the cell, in job order
+  std::vector<std::string> hardware_classes;
+};
+
+// How well an architecture runs on a backend, over all its cells.
+struct OverviewCell {
+  std::string architecture;
+  std::string backend;
+  int cells = 0;
+  int working = 0;          // cells that ran (pass/degraded)
+  int degraded = 0;         // of which degraded
+  int failed = 0;           // ❌ failures
+  int unsupported = 0;      // ❌ unsupported
+  int not_run = 0;
+  // "full": every cell that finished works; "partial": some work, some ❌; "none": all ❌;
+  // "not run": nothing finished.
+  std::string support;
+  std::vector<std::string> working_precisions;
+  std::optional<double> best_speedup;    // over the cells' speed-ups
+  std::string best_precision;
+  std::string best_model;
+};
+
+struct Matrix {
+  std::vector<std::string> architectures;
+  std::vector<std::string> models;
+  std::vector<std::string> backends;
+  std::vector<std::string> precisions;
+  std::vector<MatrixCell> cells;         // ordered by backend, model, precision
+  std::vector<OverviewCell> overview;    // ordered by architecture, backend
+};
+
+Matrix build_matrix(const std::vector<ReportRow>& rows);
+
+const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
+                            std::string_view precision);
+const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
+                                  std::string_view backend);
+
+// metrics[group][key] when it is a number, e.g. metric_number(m, "latency_ms", "median").
+std::optional<double> metric_number(const nlohmann::json& metrics, std::string_view group,
+                                    std::string_view key);
+
+}  // namespace am::coord

@@ -1,0 +1,180 @@
+#include "coordinator/migrations.h"
+
+#include <string>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/sqlite_db.h"
+#include "coordinator/sqlite_statement.h"
+#include "coordinator/sqlite_transaction.h"
+
+namespace am::coord {
+namespace {
+
+// Version 1. Timestamps are unix epoch milliseconds (0 = not yet). Text columns default to ''
+// rather than NULL so readers need no NULL handling. jobs.seq keeps plan order independent of
+// rowids (VACUUM may renumber those). attempts.hostname/build snapshot the worker's provenance
+// when the attempt is leased or reported, so a worker that upgrades later does not rewrite the
+// history of its earlier results.
+constexpr const char* kSchemaV1 = R"sql(
+CREATE TABLE schema_version (
+  version     INTEGER PRIMARY KEY,
+  applied_at  INTEGER NOT NULL
+);
+
+CREATE TABLE runs (
+  run_id       TEXT PRIMARY KEY,
+  plan_name    TEXT NOT NULL DEFAULT '',
+  plan_path    TEXT NOT NULL DEFAULT '',
+  description  TEXT NOT NULL DEFAULT '',
+  created_at   INTEGER NOT NULL DEFAULT 0,
+  finished_at  INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE jobs (
+  run_id            TEXT NOT NULL REFERENCES runs(run_id),
+  job_id            TEXT NOT NULL,
+  seq               INTEGER NOT NULL,
+  spec_json         TEXT NOT NULL,
+  model             TEXT NOT NULL,
+  architecture      TEXT NOT NULL,
+  backend           TEXT NOT NULL,
+  precision         TEXT NOT NULL,
+  batch             INTEGER NOT NULL,
+  seq_len           INTEGER NOT NULL,
+  state             TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'leased', 'done')),
+  attempts          INTEGER NOT NULL DEFAULT 0,
+  status            TEXT NOT NULL DEFAULT '',
+  reason            TEXT NOT NULL DEFAULT '',
+  terminal_attempt  INTEGER NOT NULL DEFAULT 0,
+  created_at        INTEGER NOT NULL DEFAULT 0,
+  finished_at       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, job_id)
+);
+CREATE INDEX jobs_by_run_seq ON jobs(run_id, seq);
+CREATE INDEX jobs_by_run_state ON jobs(run_id, state);
+
+CREATE TABLE workers (
+  worker_id          TEXT PRIMARY KEY,
+  hostname           TEXT NOT NULL DEFAULT '',
+  build              TEXT NOT NULL DEFAULT '',
+  capabilities_json  TEXT NOT NULL DEFAULT '{}',
+  tags_json          TEXT NOT NULL DEFAULT '{}',
+  first_seen         INTEGER NOT NULL DEFAULT 0,
+  last_seen          INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE attempts (
+  run_id            TEXT NOT NULL,
+  job_id            TEXT NOT NULL,
+  attempt           INTEGER NOT NULL CHECK (attempt >= 1),
+  worker_id         TEXT NOT NULL DEFAULT '',
+  hostname          TEXT NOT NULL DEFAULT '',
+  build             TEXT NOT NULL DEFAULT '',
+  device            TEXT NOT NULL DEFAULT '',
+  hardware_class    TEXT NOT NULL DEFAULT '',
+  leased_at         INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at  INTEGER NOT NULL DEFAULT 0,
+  expired_at        INTEGER NOT NULL DEFAULT 0,
+  state             TEXT NOT NULL CHECK (state IN ('leased', 'done', 'expired')),
+  status            TEXT NOT NULL DEFAULT '',
+  reason            TEXT NOT NULL DEFAULT '',
+  metrics_json      TEXT NOT NULL DEFAULT '{}',
+  log_tail          TEXT NOT NULL DEFAULT '',
+  started_at        INTEGER NOT NULL DEFAULT 0,
+  finished_at       INTEGER NOT NULL DEFAULT 0,
+  received_at       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, job_id, attempt),
+  FOREIGN KEY (run_id, job_id) REFERENCES jobs(run_id, job_id)
+);
+CREATE INDEX attempts_by_worker ON attempts(worker_id);
+
+PRAGMA application_id = 1095587889;
+)sql";
+
+constexpr Migration kAll[] = {
+    {1, kSchemaV1},
+};
+
+static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");
+
+Result<bool> table_exists(sqlite3* db, const char* name) {
+  AM_ASSIGN_OR_RETURN(auto stmt, sqlite::Statement::prepare(
+                                     db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"));
+  stmt.bind(1, name);
+  return stmt.step();
+}
+
+Result<int64_t> single_int(sqlite3* db, const char* sql) {
+  AM_ASSIGN_OR_RETURN(auto stmt, sqlite::Statement::prepare(db, sql));
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return int64_t{0};
+  return stmt.column_int64(0);
+}
+
+}  // namespace
+
+std::span<const Migration> migrations() { return kAll; }
+
+Result<int> read_schema_version(sqlite3* db) {
+  const std::string path = sqlite::db_path(db);
+  // The first read of the file: SQLite reports SQLITE_NOTADB here for a file that is not a
+  // database.
+  auto tables = single_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'");
+  if (!tables.ok()) {
+    return failed_precondition(path + ": not an accelmatrix database (" +
+                               tables.status().message() + ")");
+  }
+  AM_ASSIGN_OR_RETURN(int64_t app_id, single_int(db, "PRAGMA application_id"));
+  if (app_id != 0 && app_id != kApplicationId) {
+    return failed_precondition(path + ": not an accelmatrix database (application_id " +
+                               std::to_string(app_id) + " belongs to another program)");
+  }
+  AM_ASSIGN_OR_RETURN(bool has_version_table, table_exists(db, "schema_version"));
+  if (!has_version_table) {
+    if (*tables == 0) return 0;
+    return failed_precondition(path + ": not an accelmatrix database (it has " +
+                               std::to_string(*tables) +
+                               " tables but no schema_version table); refusing to touch it");
+  }
+  AM_ASSIGN_OR_RETURN(int64_t version, single_int(db, "SELECT max(version) FROM schema_version"));
+  return static_cast<int>(version);
+}
+
+Status newer_schema_error(const std::string& path, int found_version, int supported_version) {
+  return failed_precondition(path + ": database schema version " + std::to_string(found_version) +
+                             " is newer than this build supports (" +
+                             std::to_string(supported_version) +
+                             "); use a newer accelmatrix or another database file");
+}
+
+Status migrate(sqlite3* db, int target_version) {
+  const std::string path = sqlite::db_path(db);
+  AM_ASSIGN_OR_RETURN(int current, read_schema_version(db));
+  if (current > target_version) return newer_schema_error(path, current, target_version);
+  for (const Migration& m : kAll) {
+    if (m.version <= current || m.version > target_version) continue;
+    AM_ASSIGN_OR_RETURN(auto tx, sqlite::Transaction::begin(db));
+    // Another process may have migrated between our read and the write lock.
+    AM_ASSIGN_OR_RETURN(int locked_version, read_schema_version(db));
+    if (locked_version >= m.version) {
+      current = locked_version;
+      continue;   // tx rolls back: nothing to do
+    }
+    Status applied = sqlite::exec(db, m.sql);
+    if (!applied.ok()) {
+      return applied.with_context(path + ": migration to schema version " +
+                                  std::to_string(m.version) + " failed");
+    }
+    AM_ASSIGN_OR_RETURN(auto record, sqlite::Statement::prepare(
+                                         db, "INSERT INTO schema_version(version, applied_at) VALUES (?, ?)"));
+    record.bind(1, m.version).bind(2, now_epoch_ms());
+    AM_RETURN_IF_ERROR(record.run());
+    AM_RETURN_IF_ERROR(tx.commit());
+    get_logger("coordinator/store")->info("{}: migrated to schema version {}", path, m.version);
+    current = m.version;
+  }
+  return Status::Ok();
+}
+
+}  // namespace am::coord

@@ -1,0 +1,48 @@
+// What the exporters (Markdown, JSON) share: the run's provenance gathered from its result rows,
+// timestamps and text made safe for any output.
+//
+// Contract: pure functions of their arguments; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/store.h"
+
+namespace am::coord {
+
+struct WorkerSummary {
+  std::string worker_id;
+  std::string hostname;
+  std::string build;
+  std::vector<std::string> hardware_classes;
+  std::vector<std::string> devices;
+  int jobs = 0;                          // rows whose shown attempt ran on this worker
+};
+
+struct RunSummary {
+  int total = 0;                         // jobs of the run
+  int terminal = 0;                      // jobs with a terminal status
+  std::map<std::string, int> by_status;  // terminal statuses; jobs not terminal under their state
+  std::vector<WorkerSummary> workers;    // in order of first appearance
+  std::vector<std::string> hardware_classes;
+  std::vector<std::string> builds;
+};
+
+RunSummary summarize_run(const std::vector<ReportRow>& rows);
+
+// "2024-05-01T12:34:56.789Z" (UTC); "" for 0.
+std::string format_utc(int64_t epoch_ms);
+
+// Replaces every byte sequence that is not valid UTF-8 with U+FFFD, so that text from workers
+// (log tails, reasons) can be written into JSON and Markdown whatever it contains.
+std::string sanitize_utf8(std::string_view text);
+
+// The last `max_bytes` bytes of `text` at most, cut at a UTF-8 character boundary, prefixed
+// with "…" when something was cut.
+std::string utf8_tail(std::string_view text, std::size_t max_bytes);
+
+}  // namespace am::coord

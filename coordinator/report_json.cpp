@@ -1,0 +1,163 @@
+#include "coordinator/report_json.h"
+
+#include <optional>
+#include <string>
+
+#include "coordinator/matrix.h"
+#include "coordinator/ratings.h"
+#include "coordinator/report_common.h"
+
+namespace am::coord {
+namespace {
+
+using nlohmann::json;
+
+json number_or_null(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
+
+// A spec field copied as stored, or `fallback` when the spec lacks it.
+json spec_field(const json& spec, const char* key, json fallback) {
+  if (!spec.is_object()) return fallback;
+  auto it = spec.find(key);
+  return it != spec.end() ? *it : fallback;
+}
+
+json strings(const std::vector<std::string>& values) {
+  json out = json::array();
+  for (const std::string& v : values) out.push_back(sanitize_utf8(v));
+  return out;
+}
+
+json run_json(const RunRecord& run, const RunSummary& summary) {
+  json workers = json::array();
+  for (const WorkerSummary& w : summary.workers) {
+    workers.push_back({{"worker_id", sanitize_utf8(w.worker_id)},
+                       {"hostname", sanitize_utf8(w.hostname)},
+                       {"build", sanitize_utf8(w.build)},
+                       {"hardware_classes", strings(w.hardware_classes)},
+                       {"devices", strings(w.devices)},
+                       {"jobs", w.jobs}});
+  }
+  return {{"run_id", sanitize_utf8(run.run_id)},
+          {"plan_name", sanitize_utf8(run.plan_name)},
+          {"plan_path", sanitize_utf8(run.plan_path)},
+          {"description", sanitize_utf8(run.description)},
+          {"created_at_ms", run.created_at_ms},
+          {"finished_at_ms", run.finished_at_ms},
+          {"created_at", format_utc(run.created_at_ms)},
+          {"finished_at", format_utc(run.finished_at_ms)},
+          {"workers", std::move(workers)},
+          {"hardware_classes", strings(summary.hardware_classes)},
+          {"builds", strings(summary.builds)}};
+}
+
+json result_json(const ReportRow& r) {
+  return {{"job_id", sanitize_utf8(r.job_id)},
+          {"model", sanitize_utf8(r.model)},
+          {"architecture", sanitize_utf8(r.architecture)},
+          {"backend", sanitize_utf8(r.backend)},
+          {"precision", sanitize_utf8(r.precision)},
+          {"batch", spec_field(r.spec, "batch", nullptr)},
+          {"seq_len", spec_field(r.spec, "seq_len", nullptr)},
+          {"mode", spec_field(r.spec, "mode", "")},
+          {"seed", spec_field(r.spec, "seed", nullptr)},
+          {"scaled", spec_field(r.spec, "scaled", false)},
+          {"state", r.state},
+          {"status", sanitize_utf8(r.status)},
+          {"reason", sanitize_utf8(r.reason)},
+          {"attempt", r.attempt},
+          {"attempts", r.attempts},
+          {"worker", sanitize_utf8(r.worker_id)},
+          {"hostname", sanitize_utf8(r.hostname)},
+          {"hardware_class", sanitize_utf8(r.hardware_class)},
+          {"device", sanitize_utf8(r.device)},
+          {"build", sanitize_utf8(r.build)},
+          {"started_at_ms", r.started_at_ms},
+          {"finished_at_ms", r.finished_at_ms},
+          {"metrics", r.metrics.is_object() ? r.metrics : json::object()},
+          {"log_tail", utf8_tail(sanitize_utf8(r.log_tail), kJsonLogTailBytes)},
+          {"spec", r.spec.is_object() ? r.spec : json::object()}};
+}
+
+json cell_json(const MatrixCell& c) {
+  json shapes = json::array();
+  for (const ShapeLatency& s : c.shapes) {
+    shapes.push_back({{"batch", s.batch},
+                      {"seq_len", s.seq_len},
+                      {"median_ms", s.median_ms},
+                      {"p90_ms", number_or_null(s.p90_ms)},
+                      {"tokens_per_s", number_or_null(s.tokens_per_s)},
+                      {"baseline_ms", number_or_null(s.baseline_ms)},
+                      {"speedup", number_or_null(s.speedup)}});
+  }
+  json counts = json::object();
+  for (const auto& [status, n] : c.status_counts) counts[sanitize_utf8(status)] = n;
+  json shape = nullptr;
+  if (c.rep_batch) shape = {{"batch", *c.rep_batch}, {"seq_len", c.rep_seq_len.value_or(0)}};
+  return {{"model", sanitize_utf8(c.model)},
+          {"architecture", sanitize_utf8(c.architecture)},
+          {"backend", sanitize_utf8(c.backend)},
+          {"precision", sanitize_utf8(c.precision)},
+          {"scaled", c.scaled},
+          {"status", sanitize_utf8(c.status)},
+          {"status_counts", std::move(counts)},
+          {"rating", std::string(rating_key(c.rating))},
+          {"rating_label", std::string(rating_label(c.rating))},
+          {"reason", sanitize_utf8(c.reason)},
+          {"representative_shape", std::move(shape)},
+          {"median_ms", number_or_null(c.median_ms)},
+          {"baseline_ms", number_or_null(c.baseline_ms)},
+          {"speedup", number_or_null(c.speedup)},
+          {"nmse_max", number_or_null(c.nmse_max)},
+          {"cosine_min", number_or_null(c.cosine_min)},
+          {"top1_min", number_or_null(c.top1_min)},
+          {"shapes", std::move(shapes)},
+          {"job_ids", strings(c.job_ids)},
+          {"hardware_classes", strings(c.hardware_classes)}};
+}
+
+json overview_json(const OverviewCell& o) {
+  return {{"architecture", sanitize_utf8(o.architecture)},
+          {"backend", sanitize_utf8(o.backend)},
+          {"support", o.support},
+          {"cells", o.cells},
+          {"working", o.working},
+          {"degraded", o.degraded},
+          {"failed", o.failed},
+          {"unsupported", o.unsupported},
+          {"not_run", o.not_run},
+          {"working_precisions", strings(o.working_precisions)},
+          {"best_speedup", number_or_null(o.best_speedup)},
+          {"best_precision", sanitize_utf8(o.best_precision)},
+          {"best_model", sanitize_utf8(o.best_model)}};
+}
+
+}  // namespace
+
+json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
+  const RunSummary summary = summarize_run(rows);
+  const Matrix matrix = build_matrix(rows);
+
+  json by_status = json::object();
+  for (const auto& [status, n] : summary.by_status) by_status[sanitize_utf8(status)] = n;
+  json results = json::array();
+  for (const ReportRow& r : rows) results.push_back(result_json(r));
+  json cells = json::array();
+  for (const MatrixCell& c : matrix.cells) cells.push_back(cell_json(c));
+  json overview = json::array();
+  for (const OverviewCell& o : matrix.overview) overview.push_back(overview_json(o));
+
+  return {{"schema", kReportJsonSchema},
+          {"run", run_json(run, summary)},
+          {"summary", {{"total", summary.total}, {"terminal", summary.terminal}, {"by_status", std::move(by_status)}}},
+          {"rating_rules",
+           {{"baseline_backend", std::string(kBaselineBackend)},
+            {"baseline_precision", std::string(kBaselinePrecision)},
+            {"excellent_min_speedup", kExcellentMinSpeedup},
+            {"good_min_speedup", kGoodMinSpeedup},
+            {"moderate_min_speedup", kModerateMinSpeedup}}},
+          {"results", std::move(results)},
+          {"matrix", std::move(cells)},
+          {"overview", std::move(overview)}};
+}
+
+}  // namespace am::coord

@@ -1,0 +1,51 @@
+// The JSON export of one run, with a stable schema (version kReportJsonSchema).
+//
+// Contract: render_json() is a pure function of the run and its report rows
+// (Store::report_rows). Schema 1:
+//   {
+//     "schema": 1,
+//     "run": {"run_id", "plan_name", "plan_path", "description", "created_at_ms",
+//             "finished_at_ms" (0 while running), "created_at", "finished_at" (UTC ISO 8601 or
+//             ""), "workers": [{"worker_id", "hostname", "build", "hardware_classes": [...],
+//             "devices": [...], "jobs"}], "hardware_classes": [...], "builds": [...]},
+//     "summary": {"total", "terminal", "by_status": {status-or-state: count}},
+//     "rating_rules": {"baseline_backend", "baseline_precision", "excellent_min_speedup",
+//                      "good_min_speedup", "moderate_min_speedup"},
+//     "results": [ one per job, in job order:
+//       {"job_id", "model", "architecture", "backend", "precision", "batch", "seq_len", "mode",
+//        "seed", "scaled", "state", "status" ("" while not terminal), "reason", "attempt",
+//        "attempts", "worker", "hostname", "hardware_class", "device", "build",
+//        "started_at_ms", "finished_at_ms", "metrics": {...} (the stored document),
+//        "log_tail" (at most kJsonLogTailBytes, tail end), "spec": {...}} ],
+//     "matrix": [ one per model × backend × precision cell:
+//       {"model", "architecture", "backend", "precision", "scaled", "status", "status_counts",
+//        "rating" (machine key, see ratings.h rating_key), "rating_label", "reason",
+//        "representative_shape": {"batch", "seq_len"} | null, "median_ms", "baseline_ms",
+//        "speedup", "nmse_max", "cosine_min", "top1_min" (number | null),
+//        "shapes": [{"batch", "seq_len", "median_ms", "p90_ms", "tokens_per_s", "baseline_ms",
+//                    "speedup"}], "job_ids": [...], "hardware_classes": [...]} ],
+//     "overview": [ one per architecture × backend:
+//       {"architecture", "backend", "support" (full|partial|none|not run), "cells", "working",
+//        "degraded", "failed", "unsupported", "not_run", "working_precisions": [...],
+//        "best_speedup" | null, "best_precision", "best_model"} ]
+//   }
+// Fields are only ever added in later schema versions, never renamed or removed. All strings
+// are valid UTF-8, so dump() never throws. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/store.h"
+
+namespace am::coord {
+
+inline constexpr int kReportJsonSchema = 1;
+// Log tails are for diagnosing a failure; the end of the output is what says why.
+inline constexpr std::size_t kJsonLogTailBytes = 4096;
+
+nlohmann::json render_json(const RunRecord& run, const std::vector<ReportRow>& rows);
+
+}  // namespace am::coord

@@ -1,0 +1,274 @@
+#include "coordinator/report_markdown.h"
+
+#include <cstdio>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include "coordinator/matrix.h"
+#include "coordinator/ratings.h"
+#include "coordinator/report_common.h"
+
+namespace am::coord {
+namespace {
+
+// Reasons can be whole error messages; a table cell shows the start, the JSON export has all.
+constexpr std::size_t kMaxCellTextChars = 160;
+constexpr std::string_view kMissing = "—";
+
+// Valid UTF-8, one line, no unescaped '|', bounded length.
+std::string cell_text(std::string_view raw) {
+  const std::string text = sanitize_utf8(raw);
+  std::string out;
+  out.reserve(text.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool starts_char = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_char && kept == kMaxCellTextChars) {
+      out += "…";
+      break;
+    }
+    if (starts_char) ++kept;
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string code(std::string_view raw) {
+  if (raw.empty()) return std::string(kMissing);
+  return "`" + cell_text(raw) + "`";
+}
+
+std::string fixed(std::optional<double> v, int decimals) {
+  if (!v) return std::string(kMissing);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f", decimals, *v);
+  return buf;
+}
+
+std::string scientific(std::optional<double> v) {
+  if (!v) return std::string(kMissing);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.2e", *v);
+  return buf;
+}
+
+// Sub-millisecond latencies need more decimals than multi-second ones to stay readable.
+std::string millis(std::optional<double> v) {
+  if (!v) return std::string(kMissing);
+  const double ms = *v;
+  return fixed(v, ms < 10 ? 3 : ms < 100 ? 2 : 1);
+}
+
+std::string speedup_text(std::optional<double> v) {
+  if (!v) return std::string(kMissing);
+  return fixed(v, 2) + "×";
+}
+
+std::string status_text(std::string_view status, std::string_view state) {
+  if (status.empty()) return std::string(status_emoji("")) + " " + std::string(state.empty() ? "queued" : state);
+  return std::string(status_emoji(status)) + " " + std::string(status);
+}
+
+std::string rating_text(const MatrixCell& cell) {
+  if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported) {
+    return "❌ " + cell_text(cell.status);
+  }
+  return std::string(rating_label(cell.rating));
+}
+
+std::string notes(const MatrixCell& cell) {
+  std::vector<std::string> parts;
+  if (cell.scaled) parts.push_back("scaled");
+  if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported ||
+      cell.status == "skipped") {
+    parts.push_back(cell.status + (cell.reason.empty() ? "" : ": " + cell.reason));
+  }
+  if (cell.status == "degraded") {
+    parts.push_back("degraded accuracy" + (cell.reason.empty() ? "" : ": " + cell.reason));
+  }
+  if (cell.rating == Rating::kNoBaseline) parts.push_back("no cpu f32 latency for this shape");
+  if (cell.rep_batch) {
+    parts.push_back("batch " + std::to_string(*cell.rep_batch) + ", seq " +
+                    std::to_string(*cell.rep_seq_len));
+  }
+  const int jobs = static_cast<int>(cell.job_ids.size());
+  if (cell.status_counts.size() > 1 || jobs > 1) {
+    std::string counts;
+    for (const auto& [status, n] : cell.status_counts) {
+      if (!counts.empty()) counts += ", ";
+      counts += std::to_string(n) + " " + status;
+    }
+    parts.push_back(std::to_string(jobs) + " jobs: " + counts);
+  }
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += "; ";
+    out += p;
+  }
+  return out.empty() ? "" : cell_text(out);
+}
+
+std::string overview_text(const OverviewCell& o) {
+  if (o.support == "not run") return "not run";
+  std::string emoji = o.support == "full" ? (o.degraded > 0 ? "⚠️" : "✅")
+                      : o.support == "partial" ? "⚠️"
+                                               : "❌";
+  std::string text = emoji + " " + std::to_string(o.working) + "/" + std::to_string(o.cells);
+  if (o.best_speedup) {
+    text += " · best " + cell_text(o.best_precision) + " " + speedup_text(o.best_speedup);
+  }
+  if (o.unsupported > 0) text += " · " + std::to_string(o.unsupported) + " unsupported";
+  if (o.failed > 0) text += " · " + std::to_string(o.failed) + " failed";
+  if (o.not_run > 0) text += " · " + std::to_string(o.not_run) + " not run";
+  return text;
+}
+
+void write_provenance(std::ostringstream& out, const RunRecord& run, const RunSummary& summary) {
+  out << "| Run | " << code(run.run_id) << " |\n|---|---|\n";
+  std::string plan = code(run.plan_name);
+  if (!run.plan_path.empty()) plan += " (" + code(run.plan_path) + ")";
+  out << "| Plan | " << plan << " |\n";
+  if (!run.description.empty()) out << "| Description | " << cell_text(run.description) << " |\n";
+  out << "| Created | " << (run.created_at_ms ? format_utc(run.created_at_ms) : std::string(kMissing))
+      << " |\n";
+  out << "| Finished | " << (run.finished_at_ms ? format_utc(run.finished_at_ms) : "still running")
+      << " |\n";
+  out << "| Jobs | " << summary.total << " (" << summary.terminal << " finished) |\n";
+  std::string workers;
+  for (const WorkerSummary& w : summary.workers) {
+    if (!workers.empty()) workers += "<br>";
+    workers += code(w.worker_id);
+    if (!w.hostname.empty()) workers += " on " + cell_text(w.hostname);
+    if (!w.hardware_classes.empty()) {
+      workers += " (";
+      for (std::size_t i = 0; i < w.hardware_classes.size(); ++i) {
+        workers += (i ? ", " : "") + code(w.hardware_classes[i]);
+      }
+      workers += ")";
+    }
+    workers += ", " + std::to_string(w.jobs) + " jobs";
+  }
+  out << "| Workers | " << (workers.empty() ? std::string(kMissing) : workers) << " |\n";
+  std::string classes;
+  for (const std::string& c : summary.hardware_classes) classes += (classes.empty() ? "" : ", ") + code(c);
+  out << "| Hardware classes | " << (classes.empty() ? std::string(kMissing) : classes) << " |\n";
+  std::string builds;
+  for (const std::string& b : summary.builds) builds += (builds.empty() ? "" : "<br>") + cell_text(b);
+  out << "| Builds | " << (builds.empty() ? std::string(kMissing) : builds) << " |\n\n";
+}
+
+void write_summary(std::ostringstream& out, const RunSummary& summary) {
+  out << "## Summary\n\n| Status | Jobs |\n|---|---:|\n";
+  for (const auto& [status, n] : summary.by_status) {
+    const bool terminal = status != "queued" && status != "leased" && status != "done";
+    out << "| " << (terminal ? status_text(status, "") : status_text("", status)) << " | " << n
+        << " |\n";
+  }
+  out << "| **total** | **" << summary.total << "** |\n\n";
+}
+
+void write_overview(std::ostringstream& out, const Matrix& m) {
+  out << "## Overview: architecture × backend\n\n";
+  if (m.overview.empty()) {
+    out << "No jobs.\n\n";
+    return;
+  }
+  out << "| Architecture |";
+  for (const std::string& b : m.backends) out << " " << cell_text(b) << " |";
+  out << "\n|---|";
+  for (std::size_t i = 0; i < m.backends.size(); ++i) out << "---|";
+  out << "\n";
+  for (const std::string& a : m.architectures) {
+    out << "| " << cell_text(a) << " |";
+    for (const std::string& b : m.backends) {
+      const OverviewCell* o = find_overview(m, a, b);
+      out << " " << (o ? overview_text(*o) : std::string(kMissing)) << " |";
+    }
+    out << "\n";
+  }
+  char rules[512];
+  std::snprintf(rules, sizeof(rules),
+                "\nA cell counts the model × precision combinations that work out of those "
+                "planned. Ratings: **Baseline** = %s %s; speed-up = median latency of %s %s ÷ "
+                "median latency, same model and shape: **Excellent** ≥ %.1f×, **Good** ≥ %.1f×, "
+                "**Moderate** ≥ %.1f×, **Poor** < %.1f×; ❌ failed or unsupported (reason in "
+                "the notes); *not run* where nothing was measured.\n\n",
+                std::string(kBaselineBackend).c_str(), std::string(kBaselinePrecision).c_str(),
+                std::string(kBaselineBackend).c_str(), std::string(kBaselinePrecision).c_str(),
+                kExcellentMinSpeedup, kGoodMinSpeedup, kModerateMinSpeedup, kModerateMinSpeedup);
+  out << rules;
+}
+
+void write_backend_tables(std::ostringstream& out, const Matrix& m) {
+  for (const std::string& backend : m.backends) {
+    out << "## Backend: " << cell_text(backend) << "\n\n";
+    out << "| Model | Architecture | Precision | Status | Rating | Median ms | Speed-up | NMSE | "
+           "Cosine | Notes |\n";
+    out << "|---|---|---|---|---|---:|---:|---:|---:|---|\n";
+    for (const MatrixCell& cell : m.cells) {
+      if (cell.backend != backend) continue;
+      const std::string speedup =
+          cell.rating == Rating::kBaseline ? "baseline" : speedup_text(cell.speedup);
+      out << "| " << cell_text(cell.model) << " | " << cell_text(cell.architecture) << " | "
+          << cell_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
+          << rating_text(cell) << " | " << millis(cell.median_ms) << " | " << speedup << " | "
+          << scientific(cell.nmse_max) << " | " << fixed(cell.cosine_min, 6) << " | "
+          << notes(cell) << " |\n";
+    }
+    out << "\n";
+  }
+}
+
+void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
+  out << "## Jobs\n\n";
+  out << "| Job | Model | Backend | Precision | Batch | Seq len | Status | Attempt | Worker | "
+         "Median ms | p90 ms | Tokens/s | NMSE | Cosine | Top-1 |\n";
+  out << "|---|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const ReportRow& r : rows) {
+    const auto batch = r.spec.find("batch");
+    const auto seq_len = r.spec.find("seq_len");
+    auto number = [](const nlohmann::json& doc, nlohmann::json::const_iterator it) {
+      return it != doc.end() && it->is_number() ? it->dump() : std::string(kMissing);
+    };
+    std::string status = status_text(r.status, r.state);
+    if (!r.status.empty() && r.status != "pass" && !r.reason.empty()) status += ": " + r.reason;
+    out << "| " << code(r.job_id) << " | " << cell_text(r.model) << " | " << cell_text(r.backend)
+        << " | " << cell_text(r.precision) << " | " << number(r.spec, batch) << " | "
+        << number(r.spec, seq_len) << " | " << cell_text(status) << " | "
+        << (r.attempt > 0 ? std::to_string(r.attempt) : std::string(kMissing)) << " | "
+        << (r.worker_id.empty() ? std::string(kMissing) : cell_text(r.worker_id)) << " | "
+        << millis(metric_number(r.metrics, "latency_ms", "median")) << " | "
+        << millis(metric_number(r.metrics, "latency_ms", "p90")) << " | "
+        << fixed(metric_number(r.metrics, "throughput", "tokens_per_s"), 1) << " | "
+        << scientific(metric_number(r.metrics, "accuracy", "nmse")) << " | "
+        << fixed(metric_number(r.metrics, "accuracy", "cosine"), 6) << " | "
+        << fixed(metric_number(r.metrics, "accuracy", "top1_agreement"), 3) << " |\n";
+  }
+  out << "\n";
+}
+
+}  // namespace
+
+std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows) {
+  const RunSummary summary = summarize_run(rows);
+  const Matrix matrix = build_matrix(rows);
+  std::ostringstream out;
+  out << "# accelmatrix report: " << cell_text(run.plan_name.empty() ? run.run_id : run.plan_name)
+      << "\n\n";
+  write_provenance(out, run, summary);
+  write_summary(out, summary);
+  write_overview(out, matrix);
+  write_backend_tables(out, matrix);
+  write_jobs(out, rows);
+  return out.str();
+}
+
+}  // namespace am::coord

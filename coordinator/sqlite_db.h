@@ -1,0 +1,51 @@
+// RAII ownership of one SQLite connection, and the translation of SQLite result codes into
+// am::Status.
+//
+// Contract: SqliteDb owns its sqlite3* and closes it on destruction (sqlite3_close_v2, so a
+// forgotten statement cannot leak the connection). Move-only. Not thread-safe: one SqliteDb per
+// thread. Every error message names the database file and SQLite's own message.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+struct sqlite3;
+
+namespace am::coord::sqlite {
+
+class SqliteDb {
+ public:
+  // Opens (creating when missing) the database file read-write. Does not read the file yet:
+  // SQLite opens lazily, so a file that is not a database is only detected by the first query.
+  static Result<SqliteDb> open(const std::filesystem::path& path);
+
+  SqliteDb() = default;
+  explicit SqliteDb(sqlite3* db) : db_(db) {}
+  ~SqliteDb();
+  SqliteDb(SqliteDb&& other) noexcept;
+  SqliteDb& operator=(SqliteDb&& other) noexcept;
+  SqliteDb(const SqliteDb&) = delete;
+  SqliteDb& operator=(const SqliteDb&) = delete;
+
+  sqlite3* get() const { return db_; }
+  // Gives up ownership; the caller must close the handle.
+  sqlite3* release();
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+// Runs one or more SQL statements that return no rows the caller needs.
+Status exec(sqlite3* db, std::string_view sql);
+
+// The file name of the connection's main database ("" for an in-memory one).
+std::string db_path(sqlite3* db);
+
+// Maps an SQLite result code to a Status; `what` says which operation failed. The message
+// reads "<path>: <what>: <sqlite message> (<code name>)".
+Status status_from_sqlite(sqlite3* db, int rc, std::string_view what);
+
+}  // namespace am::coord::sqlite

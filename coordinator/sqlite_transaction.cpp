@@ -1,0 +1,41 @@
+#include "coordinator/sqlite_transaction.h"
+
+#include <utility>
+
+#include <sqlite3.h>
+
+#include "common/log.h"
+#include "coordinator/sqlite_db.h"
+
+namespace am::coord::sqlite {
+
+Result<Transaction> Transaction::begin(sqlite3* db) {
+  AM_RETURN_IF_ERROR(exec(db, "BEGIN IMMEDIATE"));
+  return Transaction(db);
+}
+
+Transaction::~Transaction() {
+  if (!db_) return;
+  // A failed statement inside the transaction may already have ended it (SQLite rolls back on
+  // some errors such as SQLITE_FULL); only roll back what is still open.
+  if (sqlite3_get_autocommit(db_)) return;
+  Status rolled_back = exec(db_, "ROLLBACK");
+  if (!rolled_back.ok()) {
+    get_logger("coordinator/store")->error("rollback failed: {}", rolled_back.to_string());
+  }
+}
+
+Transaction::Transaction(Transaction&& other) noexcept : db_(std::exchange(other.db_, nullptr)) {}
+
+Status Transaction::commit() {
+  if (!db_) return failed_precondition("transaction already finished");
+  sqlite3* db = std::exchange(db_, nullptr);
+  Status committed = exec(db, "COMMIT");
+  if (!committed.ok() && !sqlite3_get_autocommit(db)) {
+    // COMMIT can fail with SQLITE_BUSY and leave the transaction open; do not leave it dangling.
+    (void)exec(db, "ROLLBACK");
+  }
+  return committed;
+}
+
+}  // namespace am::coord::sqlite

@@ -1,0 +1,578 @@
+#include "coordinator/store.h"
+
+#include <array>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include <sqlite3.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "coordinator/migrations.h"
+#include "coordinator/sqlite_db.h"
+#include "coordinator/sqlite_statement.h"
+#include "coordinator/sqlite_transaction.h"
+#include "jobs/job_spec.h"
+
+namespace am::coord {
+namespace {
+
+using sqlite::Statement;
+using sqlite::Transaction;
+
+// How long a connection waits for another one's write lock before giving up with SQLITE_BUSY.
+// A coordinator's write transactions are short (a batch of results), so a reader such as
+// `accelmatrix report` or a second writer is delayed at most by one batch.
+constexpr int kBusyTimeoutMs = 5000;
+
+// The first 16 bytes of every SQLite 3 database file, NUL included.
+constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                                'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+
+// SQLite itself would only notice a foreign file at the first query; checking the header first
+// means such a file is never handed to SQLite at all and cannot be modified by it.
+Status check_file_header(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return Status::Ok();
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return failed_precondition(path.string() + ": not a regular file; refusing to open it as a database");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return io_error(path.string() + ": cannot read size: " + ec.message());
+  if (size == 0) return Status::Ok();   // SQLite treats an empty file as an empty database
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return io_error(path.string() + ": cannot open for reading");
+  std::array<char, kSqliteHeader.size()> head{};
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  if (in.gcount() != static_cast<std::streamsize>(head.size()) || head != kSqliteHeader) {
+    return failed_precondition(path.string() +
+                               ": not an SQLite database (unrecognised file header); refusing to touch it");
+  }
+  return Status::Ok();
+}
+
+// Workers send arbitrary bytes in log tails and metrics; replacing invalid UTF-8 keeps dump()
+// from throwing and the stored text valid.
+std::string dump_json(const nlohmann::json& doc) {
+  return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Result<nlohmann::json> parse_stored_json(const std::string& text, const std::string& what) {
+  if (text.empty()) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    return internal_error("corrupt " + what + " in the store: " + e.what());
+  }
+}
+
+std::string job_name(const std::string& run_id, const std::string& job_id) {
+  return "job '" + job_id + "' of run '" + run_id + "'";
+}
+
+Status require_ids(const std::string& run_id, const std::string& job_id) {
+  if (run_id.empty()) return invalid_argument("empty run id");
+  if (job_id.empty()) return invalid_argument("empty job id (run '" + run_id + "')");
+  return Status::Ok();
+}
+
+// The job's state, or nullopt when the job does not exist.
+Result<std::optional<std::string>> job_state(sqlite3* db, const std::string& run_id,
+                                             const std::string& job_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt,
+                      Statement::prepare(db, "SELECT state FROM jobs WHERE run_id = ? AND job_id = ?"));
+  stmt.bind(1, run_id).bind(2, job_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt.column_text(0));
+}
+
+RunRecord run_from_row(const Statement& stmt) {
+  RunRecord run;
+  run.run_id = stmt.column_text(0);
+  run.plan_name = stmt.column_text(1);
+  run.plan_path = stmt.column_text(2);
+  run.description = stmt.column_text(3);
+  run.created_at_ms = stmt.column_int64(4);
+  run.finished_at_ms = stmt.column_int64(5);
+  return run;
+}
+
+constexpr const char* kRunColumns =
+    "SELECT run_id, plan_name, plan_path, description, created_at, finished_at FROM runs ";
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path) {
+  if (db_path.empty()) return invalid_argument("empty database path");
+  std::error_code ec;
+  if (db_path.has_parent_path() && !std::filesystem::exists(db_path.parent_path(), ec)) {
+    std::filesystem::create_directories(db_path.parent_path(), ec);
+    if (ec) {
+      return io_error(db_path.string() + ": cannot create directory " +
+                      db_path.parent_path().string() + ": " + ec.message());
+    }
+  }
+  AM_RETURN_IF_ERROR(check_file_header(db_path));
+  AM_ASSIGN_OR_RETURN(auto db, sqlite::SqliteDb::open(db_path));
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+
+  // Refuse foreign and newer databases before anything that writes: switching the journal mode
+  // to WAL rewrites the file header.
+  AM_ASSIGN_OR_RETURN(int version, read_schema_version(db.get()));
+  if (version > kSchemaVersion) return newer_schema_error(db_path.string(), version, kSchemaVersion);
+
+  {
+    AM_ASSIGN_OR_RETURN(auto wal, Statement::prepare(db.get(), "PRAGMA journal_mode = WAL"));
+    AM_ASSIGN_OR_RETURN(bool row, wal.step());
+    const std::string mode = row ? wal.column_text(0) : "";
+    if (mode != "wal") {
+      // Still usable (e.g. a file system without shared memory), only without a concurrent
+      // reader; say so instead of failing.
+      get_logger("coordinator/store")
+          ->warn("{}: journal mode is '{}', not WAL; readers will wait for writers",
+                 db_path.string(), mode);
+    }
+  }
+  // NORMAL is durable across application crashes in WAL mode; only a power loss may lose the
+  // last transactions, which workers re-send until acknowledged anyway.
+  AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"));
+  AM_RETURN_IF_ERROR(migrate(db.get(), kSchemaVersion));
+  return std::unique_ptr<Store>(new Store(db.release()));
+}
+
+Store::Store(sqlite3* db) : db_(db) {}
+
+Store::~Store() { sqlite::SqliteDb closer(db_); }
+
+int Store::schema_version() const {
+  auto version = read_schema_version(db_);
+  return version.ok() ? *version : 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs
+
+Status Store::upsert_run(const RunRecord& run) {
+  if (run.run_id.empty()) return invalid_argument("empty run id");
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      INSERT INTO runs(run_id, plan_name, plan_path, description, created_at, finished_at)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT(run_id) DO NOTHING)sql"));
+  stmt.bind(1, run.run_id)
+      .bind(2, run.plan_name)
+      .bind(3, run.plan_path)
+      .bind(4, run.description)
+      .bind(5, run.created_at_ms != 0 ? run.created_at_ms : now_epoch_ms())
+      .bind(6, run.finished_at_ms);
+  return stmt.run();
+}
+
+Result<std::optional<RunRecord>> Store::get_run(const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, std::string(kRunColumns) + "WHERE run_id = ?"));
+  stmt.bind(1, run_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return std::optional<RunRecord>();
+  return std::optional<RunRecord>(run_from_row(stmt));
+}
+
+Result<std::vector<RunRecord>> Store::list_runs() {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(
+                                     db_, std::string(kRunColumns) + "ORDER BY created_at DESC, rowid DESC"));
+  std::vector<RunRecord> runs;
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    runs.push_back(run_from_row(stmt));
+  }
+  return runs;
+}
+
+Status Store::mark_run_finished(const std::string& run_id, int64_t at_ms) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET finished_at = ? WHERE run_id = ?"));
+  stmt.bind(1, at_ms).bind(2, run_id);
+  AM_RETURN_IF_ERROR(stmt.run());
+  if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Jobs
+
+Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs) {
+  if (run_id.empty()) return invalid_argument("empty run id");
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto run, get_run(run_id));
+  if (!run) {
+    return failed_precondition("run '" + run_id + "' is not in the store; upsert_run() comes first");
+  }
+  int64_t next_seq = 0;
+  {
+    AM_ASSIGN_OR_RETURN(auto max_seq, Statement::prepare(
+                                          db_, "SELECT coalesce(max(seq), 0) FROM jobs WHERE run_id = ?"));
+    max_seq.bind(1, run_id);
+    AM_ASSIGN_OR_RETURN(bool row, max_seq.step());
+    next_seq = (row ? max_seq.column_int64(0) : 0) + 1;
+  }
+  AM_ASSIGN_OR_RETURN(auto insert, Statement::prepare(db_, R"sql(
+      INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision,
+                       batch, seq_len, created_at)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
+  const int64_t now = now_epoch_ms();
+  int inserted = 0;
+  for (const jobs::PlannedJob& job : jobs) {
+    if (job.job_id.empty()) return invalid_argument("empty job id in run '" + run_id + "'");
+    insert.reset();
+    insert.bind(1, run_id)
+        .bind(2, job.job_id)
+        .bind(3, next_seq)
+        .bind(4, dump_json(jobs::to_json(job.spec)))
+        .bind(5, job.spec.model)
+        .bind(6, job.spec.architecture)
+        .bind(7, job.spec.backend)
+        .bind(8, job.spec.precision)
+        .bind(9, job.spec.batch)
+        .bind(10, job.spec.seq_len)
+        .bind(11, now);
+    AM_RETURN_IF_ERROR(insert.run());
+    if (insert.changes() > 0) {
+      ++inserted;
+      ++next_seq;
+    }
+  }
+  AM_RETURN_IF_ERROR(tx.commit());
+  return inserted;
+}
+
+Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
+  // The outstanding lease is the highest attempt still in state 'leased'.
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT j.job_id, j.spec_json, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
+             coalesce(a.worker_id, ''), coalesce(a.lease_expires_at, 0)
+      FROM jobs j
+      LEFT JOIN attempts a
+        ON j.state = 'leased' AND a.run_id = j.run_id AND a.job_id = j.job_id
+       AND a.attempt = (SELECT max(attempt) FROM attempts l
+                        WHERE l.run_id = j.run_id AND l.job_id = j.job_id AND l.state = 'leased')
+      WHERE j.run_id = ?
+      ORDER BY j.seq)sql"));
+  stmt.bind(1, run_id);
+  std::vector<JobRow> rows;
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    JobRow job;
+    job.run_id = run_id;
+    job.job_id = stmt.column_text(0);
+    AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text(1), "spec of " + job_name(run_id, job.job_id)));
+    job.state = stmt.column_text(2);
+    job.attempts = stmt.column_int(3);
+    job.status = stmt.column_text(4);
+    job.reason = stmt.column_text(5);
+    job.terminal_attempt = stmt.column_int(6);
+    job.lease_worker = stmt.column_text(7);
+    job.lease_expires_at_ms = stmt.column_int64(8);
+    rows.push_back(std::move(job));
+  }
+  return rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Leases
+
+Status Store::record_lease(const LeaseRecord& lease) {
+  AM_RETURN_IF_ERROR(require_ids(lease.run_id, lease.job_id));
+  if (lease.attempt < 1) {
+    return invalid_argument("attempt must be >= 1 (got " + std::to_string(lease.attempt) + ") for " +
+                            job_name(lease.run_id, lease.job_id));
+  }
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto state, job_state(db_, lease.run_id, lease.job_id));
+  if (!state) return not_found(job_name(lease.run_id, lease.job_id) + " is not in the store");
+
+  // Renewing a lease that is still out updates it; an attempt that already expired or has a
+  // result is history and is not revived (the scheduler issues a new attempt number instead).
+  AM_ASSIGN_OR_RETURN(auto upsert, Statement::prepare(db_, R"sql(
+      INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, device,
+                           hardware_class, leased_at, lease_expires_at, state)
+      VALUES (?1, ?2, ?3, ?4,
+              coalesce((SELECT hostname FROM workers WHERE worker_id = ?4), ''),
+              coalesce((SELECT build FROM workers WHERE worker_id = ?4), ''),
+              ?5, ?6, ?7, ?8, 'leased')
+      ON CONFLICT(run_id, job_id, attempt) DO UPDATE SET
+        worker_id = excluded.worker_id, hostname = excluded.hostname, build = excluded.build,
+        device = excluded.device, hardware_class = excluded.hardware_class,
+        leased_at = excluded.leased_at, lease_expires_at = excluded.lease_expires_at
+      WHERE attempts.state = 'leased')sql"));
+  upsert.bind(1, lease.run_id)
+      .bind(2, lease.job_id)
+      .bind(3, lease.attempt)
+      .bind(4, lease.worker_id)
+      .bind(5, lease.device)
+      .bind(6, lease.hardware_class)
+      .bind(7, lease.leased_at_ms != 0 ? lease.leased_at_ms : now_epoch_ms())
+      .bind(8, lease.lease_expires_at_ms);
+  AM_RETURN_IF_ERROR(upsert.run());
+  if (upsert.changes() == 0) {
+    return failed_precondition("attempt " + std::to_string(lease.attempt) + " of " +
+                               job_name(lease.run_id, lease.job_id) +
+                               " already expired or has a result; lease a new attempt instead");
+  }
+
+  // A done job keeps its state: a lease recorded after the terminal result changes nothing
+  // but the attempt counter.
+  AM_ASSIGN_OR_RETURN(auto job, Statement::prepare(db_, R"sql(
+      UPDATE jobs SET attempts = max(attempts, ?3),
+                      state = CASE WHEN state = 'done' THEN 'done' ELSE 'leased' END
+      WHERE run_id = ?1 AND job_id = ?2)sql"));
+  job.bind(1, lease.run_id).bind(2, lease.job_id).bind(3, lease.attempt);
+  AM_RETURN_IF_ERROR(job.run());
+  return tx.commit();
+}
+
+Status Store::expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
+                           const std::string& reason, int64_t at_ms) {
+  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto select, Statement::prepare(
+                                       db_, "SELECT state FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
+  select.bind(1, run_id).bind(2, job_id).bind(3, attempt);
+  AM_ASSIGN_OR_RETURN(bool found, select.step());
+  if (!found) {
+    return not_found("attempt " + std::to_string(attempt) + " of " + job_name(run_id, job_id) +
+                     " was never leased");
+  }
+  if (select.column_text(0) != "leased") return Status::Ok();   // result or expiry already stored
+
+  AM_ASSIGN_OR_RETURN(auto close, Statement::prepare(db_, R"sql(
+      UPDATE attempts SET state = 'expired', reason = ?4, expired_at = ?5
+      WHERE run_id = ?1 AND job_id = ?2 AND attempt = ?3 AND state = 'leased')sql"));
+  close.bind(1, run_id).bind(2, job_id).bind(3, attempt).bind(4, reason).bind(5, at_ms);
+  AM_RETURN_IF_ERROR(close.run());
+
+  // Back to the queue only when no other attempt of the job is still out.
+  AM_ASSIGN_OR_RETURN(auto requeue, Statement::prepare(db_, R"sql(
+      UPDATE jobs SET state = 'queued'
+      WHERE run_id = ?1 AND job_id = ?2 AND state = 'leased'
+        AND NOT EXISTS (SELECT 1 FROM attempts
+                        WHERE run_id = ?1 AND job_id = ?2 AND state = 'leased'))sql"));
+  requeue.bind(1, run_id).bind(2, job_id);
+  AM_RETURN_IF_ERROR(requeue.run());
+  return tx.commit();
+}
+
+Status Store::set_job_terminal(const std::string& run_id, const std::string& job_id,
+                               const std::string& status, const std::string& reason, int64_t at_ms) {
+  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
+  if (status.empty()) return invalid_argument("empty terminal status for " + job_name(run_id, job_id));
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto state, job_state(db_, run_id, job_id));
+  if (!state) return not_found(job_name(run_id, job_id) + " is not in the store");
+  if (*state == "done") return Status::Ok();
+  AM_ASSIGN_OR_RETURN(auto update, Statement::prepare(db_, R"sql(
+      UPDATE jobs SET state = 'done', status = ?3, reason = ?4, finished_at = ?5
+      WHERE run_id = ?1 AND job_id = ?2 AND state <> 'done')sql"));
+  update.bind(1, run_id).bind(2, job_id).bind(3, status).bind(4, reason).bind(5, at_ms);
+  AM_RETURN_IF_ERROR(update.run());
+  return tx.commit();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results
+
+Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<ResultRecord>& results) {
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const ResultRecord& r = results[i];
+    Status ids = require_ids(r.run_id, r.job_id);
+    if (!ids.ok()) return ids.with_context("result " + std::to_string(i));
+    if (r.attempt < 1) {
+      return invalid_argument("result " + std::to_string(i) + " for " + job_name(r.run_id, r.job_id) +
+                              ": attempt must be >= 1 (got " + std::to_string(r.attempt) + ")");
+    }
+    if (r.status.empty()) {
+      return invalid_argument("result " + std::to_string(i) + " for " + job_name(r.run_id, r.job_id) +
+                              ": empty status");
+    }
+  }
+  std::vector<StoredOutcome> outcomes(results.size());
+  if (results.empty()) return outcomes;
+
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto job_exists, Statement::prepare(
+                                           db_, "SELECT 1 FROM jobs WHERE run_id = ? AND job_id = ?"));
+  AM_ASSIGN_OR_RETURN(auto attempt_state, Statement::prepare(
+                                              db_, "SELECT state FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
+  // Without a lease row (e.g. the result of an attempt leased before a coordinator restart
+  // that lost it) the attempt is created from the result alone. The lease's worker, device and
+  // hardware class are kept when present.
+  AM_ASSIGN_OR_RETURN(auto upsert, Statement::prepare(db_, R"sql(
+      INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, state, status,
+                           reason, metrics_json, log_tail, started_at, finished_at, received_at)
+      VALUES (?1, ?2, ?3, ?4,
+              coalesce((SELECT hostname FROM workers WHERE worker_id = ?4), ''),
+              coalesce((SELECT build FROM workers WHERE worker_id = ?4), ''),
+              'done', ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+      ON CONFLICT(run_id, job_id, attempt) DO UPDATE SET
+        worker_id = CASE WHEN attempts.worker_id = '' THEN excluded.worker_id ELSE attempts.worker_id END,
+        hostname = CASE WHEN attempts.hostname = '' THEN excluded.hostname ELSE attempts.hostname END,
+        build = CASE WHEN attempts.build = '' THEN excluded.build ELSE attempts.build END,
+        state = 'done', status = excluded.status, reason = excluded.reason,
+        metrics_json = excluded.metrics_json, log_tail = excluded.log_tail,
+        started_at = excluded.started_at, finished_at = excluded.finished_at,
+        received_at = excluded.received_at
+      WHERE attempts.state <> 'done')sql"));
+  AM_ASSIGN_OR_RETURN(auto settle, Statement::prepare(db_, R"sql(
+      UPDATE jobs SET state = 'done', status = ?3, reason = ?4, terminal_attempt = ?5,
+                      finished_at = ?6
+      WHERE run_id = ?1 AND job_id = ?2 AND state <> 'done')sql"));
+  AM_ASSIGN_OR_RETURN(auto count_attempt, Statement::prepare(
+                                              db_, "UPDATE jobs SET attempts = max(attempts, ?3) WHERE run_id = ?1 AND job_id = ?2"));
+
+  const int64_t now = now_epoch_ms();
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const ResultRecord& r = results[i];
+    job_exists.reset();
+    job_exists.bind(1, r.run_id).bind(2, r.job_id);
+    AM_ASSIGN_OR_RETURN(bool known, job_exists.step());
+    if (!known) {
+      return not_found("result " + std::to_string(i) + ": " + job_name(r.run_id, r.job_id) +
+                       " is not in the store; nothing of this batch was stored");
+    }
+    attempt_state.reset();
+    attempt_state.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
+    AM_ASSIGN_OR_RETURN(bool has_attempt, attempt_state.step());
+    if (has_attempt && attempt_state.column_text(0) == "done") {
+      outcomes[i].duplicate = true;
+      continue;
+    }
+    const int64_t received = r.received_at_ms != 0 ? r.received_at_ms : now;
+    upsert.reset();
+    upsert.bind(1, r.run_id)
+        .bind(2, r.job_id)
+        .bind(3, r.attempt)
+        .bind(4, r.worker_id)
+        .bind(5, r.status)
+        .bind(6, r.reason)
+        .bind(7, dump_json(r.metrics.is_null() ? nlohmann::json::object() : r.metrics))
+        .bind(8, r.log_tail)
+        .bind(9, r.started_at_ms)
+        .bind(10, r.finished_at_ms)
+        .bind(11, received);
+    AM_RETURN_IF_ERROR(upsert.run());
+
+    settle.reset();
+    settle.bind(1, r.run_id)
+        .bind(2, r.job_id)
+        .bind(3, r.status)
+        .bind(4, r.reason)
+        .bind(5, r.attempt)
+        .bind(6, r.finished_at_ms != 0 ? r.finished_at_ms : received);
+    AM_RETURN_IF_ERROR(settle.run());
+    outcomes[i].became_terminal = settle.changes() > 0;
+
+    count_attempt.reset();
+    count_attempt.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
+    AM_RETURN_IF_ERROR(count_attempt.run());
+  }
+  AM_RETURN_IF_ERROR(tx.commit());
+  return outcomes;
+}
+
+Result<std::optional<std::string>> Store::attempt_worker(const std::string& run_id,
+                                                         const std::string& job_id, int attempt) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(
+                                     db_, "SELECT worker_id FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
+  stmt.bind(1, run_id).bind(2, job_id).bind(3, attempt);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt.column_text(0));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Workers
+
+Status Store::upsert_worker(const WorkerRecord& worker) {
+  if (worker.worker_id.empty()) return invalid_argument("empty worker id");
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      INSERT INTO workers(worker_id, hostname, build, capabilities_json, tags_json, first_seen,
+                          last_seen)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+      ON CONFLICT(worker_id) DO UPDATE SET
+        hostname = excluded.hostname, build = excluded.build,
+        capabilities_json = excluded.capabilities_json, tags_json = excluded.tags_json,
+        last_seen = excluded.last_seen)sql"));
+  stmt.bind(1, worker.worker_id)
+      .bind(2, worker.hostname)
+      .bind(3, worker.build)
+      .bind(4, dump_json(worker.capabilities))
+      .bind(5, dump_json(worker.tags))
+      .bind(6, worker.last_seen_at_ms != 0 ? worker.last_seen_at_ms : now_epoch_ms());
+  return stmt.run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reports
+
+Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(auto run, get_run(run_id));
+  if (!run) return not_found("run '" + run_id + "' is not in the store");
+  // The attempt shown is the terminal one, or the latest issued while the job is not terminal
+  // (and for jobs settled without a result, e.g. lost). Provenance snapshotted on the attempt
+  // wins over the worker's current registry entry.
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
+             j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at,
+             a.attempt IS NOT NULL, coalesce(a.worker_id, ''),
+             coalesce(nullif(a.hostname, ''), w.hostname, ''),
+             coalesce(nullif(a.build, ''), w.build, ''),
+             coalesce(a.hardware_class, ''), coalesce(a.device, ''),
+             coalesce(a.metrics_json, '{}'), coalesce(a.log_tail, ''),
+             coalesce(a.started_at, 0), coalesce(a.finished_at, 0), coalesce(a.reason, '')
+      FROM jobs j
+      LEFT JOIN attempts a
+        ON a.run_id = j.run_id AND a.job_id = j.job_id
+       AND a.attempt = CASE WHEN j.terminal_attempt > 0 THEN j.terminal_attempt ELSE j.attempts END
+      LEFT JOIN workers w ON w.worker_id = a.worker_id
+      WHERE j.run_id = ?
+      ORDER BY j.seq)sql"));
+  stmt.bind(1, run_id);
+  std::vector<ReportRow> rows;
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    ReportRow r;
+    r.run_id = run_id;
+    r.job_id = stmt.column_text(0);
+    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(stmt.column_text(1), "spec of " + job_name(run_id, r.job_id)));
+    r.model = stmt.column_text(2);
+    r.architecture = stmt.column_text(3);
+    r.backend = stmt.column_text(4);
+    r.precision = stmt.column_text(5);
+    r.state = stmt.column_text(6);
+    r.status = stmt.column_text(7);
+    r.reason = stmt.column_text(8);
+    const int terminal_attempt = stmt.column_int(9);
+    r.attempts = stmt.column_int(10);
+    r.attempt = terminal_attempt > 0 ? terminal_attempt : r.attempts;
+    const int64_t job_finished = stmt.column_int64(11);
+    const bool has_attempt = stmt.column_int(12) != 0;
+    r.worker_id = stmt.column_text(13);
+    r.hostname = stmt.column_text(14);
+    r.build = stmt.column_text(15);
+    r.hardware_class = stmt.column_text(16);
+    r.device = stmt.column_text(17);
+    AM_ASSIGN_OR_RETURN(r.metrics, parse_stored_json(stmt.column_text(18), "metrics of " + job_name(run_id, r.job_id)));
+    r.log_tail = stmt.column_text(19);
+    r.started_at_ms = stmt.column_int64(20);
+    const int64_t attempt_finished = stmt.column_int64(21);
+    r.finished_at_ms = attempt_finished != 0 ? attempt_finished : job_finished;
+    // A job back in the queue says why its last attempt ended (e.g. the lease expired).
+    if (r.reason.empty() && has_attempt && r.state != "done") r.reason = stmt.column_text(22);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+}  // namespace am::coord

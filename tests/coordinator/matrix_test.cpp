@@ -1,0 +1,264 @@
+// Matrix assembly and rating rules, from results stored in a real SQLite file.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "coordinator/matrix.h"
+#include "coordinator/ratings.h"
+#include "store_fixture.h"
+
+namespace am::coord {
+namespace {
+
+using testing::make_spec;
+using testing::perf_metrics;
+
+nlohmann::json latency_only(double median_ms) {
+  return {{"latency_ms", {{"median", median_ms}, {"p90", median_ms * 1.25}}}};
+}
+
+nlohmann::json accuracy_only(double nmse, double cosine, double top1) {
+  return {{"accuracy", {{"nmse", nmse}, {"cosine", cosine}, {"top1_agreement", top1}}}};
+}
+
+class MatrixFromStore : public testing::StoreFixture {
+ protected:
+  void SetUp() override {
+    StoreFixture::SetUp();
+    std::mt19937 rng(4242);
+    std::uniform_real_distribution<double> dist(2.0, 20.0);
+    base_ms_ = dist(rng);
+  }
+
+  Matrix matrix() { return build_matrix(rows()); }
+
+  double base_ms_ = 0;
+};
+
+TEST(Ratings, SpeedupThresholdsAreInclusiveLowerBounds) {
+  EXPECT_EQ(rating_for_speedup(3.7), Rating::kExcellent);
+  EXPECT_EQ(rating_for_speedup(2.0), Rating::kExcellent);
+  EXPECT_EQ(rating_for_speedup(1.9999), Rating::kGood);
+  EXPECT_EQ(rating_for_speedup(1.2), Rating::kGood);
+  EXPECT_EQ(rating_for_speedup(1.1999), Rating::kModerate);
+  EXPECT_EQ(rating_for_speedup(0.8), Rating::kModerate);
+  EXPECT_EQ(rating_for_speedup(0.7999), Rating::kPoor);
+  EXPECT_EQ(rating_for_speedup(0.01), Rating::kPoor);
+}
+
+TEST(Ratings, CellRatingFollowsStatusBeforeSpeed) {
+  EXPECT_EQ(rate_cell("pass", true, std::nullopt, false), Rating::kBaseline);
+  EXPECT_EQ(rate_cell("degraded", false, 2.5, true), Rating::kExcellent);
+  EXPECT_EQ(rate_cell("pass", false, std::nullopt, true), Rating::kNoBaseline);
+  EXPECT_EQ(rate_cell("pass", false, std::nullopt, false), Rating::kAccuracyOnly);
+  for (const char* s : {"fail", "crash", "timeout", "oom", "error", "lost", "weird"}) {
+    EXPECT_EQ(rate_cell(s, false, 3.0, true), Rating::kFailed) << s;
+    EXPECT_EQ(rate_cell(s, true, std::nullopt, true), Rating::kFailed) << s;
+  }
+  EXPECT_EQ(rate_cell("unsupported", false, std::nullopt, false), Rating::kUnsupported);
+  EXPECT_EQ(rate_cell("skipped", false, std::nullopt, false), Rating::kNotRun);
+  EXPECT_EQ(rate_cell("", false, std::nullopt, false), Rating::kNotRun);
+  EXPECT_EQ(rating_label(Rating::kNoBaseline), "measured, no baseline");
+  EXPECT_EQ(rating_label(Rating::kNotRun), "not run");
+  EXPECT_EQ(rating_label(Rating::kFailed), "❌");
+}
+
+TEST(Ratings, SeverityOrdersCrashAboveFailAboveDegradedAbovePass) {
+  EXPECT_GT(status_severity("crash"), status_severity("oom"));
+  EXPECT_GT(status_severity("timeout"), status_severity("error"));
+  EXPECT_GT(status_severity("lost"), status_severity("fail"));
+  EXPECT_GT(status_severity("fail"), status_severity("unsupported"));
+  EXPECT_GT(status_severity("unsupported"), status_severity("degraded"));
+  EXPECT_GT(status_severity("degraded"), status_severity("pass"));
+  EXPECT_GT(status_severity("pass"), status_severity("skipped"));
+  EXPECT_GT(status_severity("skipped"), status_severity(""));
+}
+
+TEST_F(MatrixFromStore, CpuF32IsTheBaselineAndOthersAreRatedBySpeedup) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32"), "pass", "",
+          perf_metrics(base_ms_, base_ms_ * 1.1, 1000, 1e-12, 1.0, 1.0));
+  const std::vector<std::pair<std::string, double>> factors = {
+      {"f16", 2.5}, {"bf16", 1.5}, {"q8_0", 1.0}, {"q4_0", 0.5}};
+  for (const auto& [precision, factor] : factors) {
+    run_job(make_spec("bert-tiny", "encoder-only", "cpu", precision), "pass", "",
+            perf_metrics(base_ms_ / factor, base_ms_ / factor * 1.1, 1000, 1e-4, 0.999, 1.0));
+  }
+  const Matrix m = matrix();
+  ASSERT_EQ(m.cells.size(), 5u);
+  const MatrixCell* base = find_cell(m, "bert-tiny", "cpu", "f32");
+  ASSERT_NE(base, nullptr);
+  EXPECT_EQ(base->rating, Rating::kBaseline);
+  EXPECT_FALSE(base->speedup.has_value());
+  EXPECT_DOUBLE_EQ(*base->median_ms, base_ms_);
+
+  const std::vector<std::pair<std::string, Rating>> expected = {
+      {"f16", Rating::kExcellent}, {"bf16", Rating::kGood}, {"q8_0", Rating::kModerate}, {"q4_0", Rating::kPoor}};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", expected[i].first);
+    ASSERT_NE(cell, nullptr) << expected[i].first;
+    EXPECT_EQ(cell->rating, expected[i].second) << expected[i].first;
+    ASSERT_TRUE(cell->speedup.has_value());
+    const double reference = base_ms_ / (base_ms_ / factors[i].second);
+    EXPECT_NEAR(*cell->speedup, reference, 1e-12);
+    EXPECT_DOUBLE_EQ(*cell->baseline_ms, base_ms_);
+    EXPECT_EQ(cell->job_ids.size(), 1u);
+  }
+  // Plan order: f32 first, as the jobs were added.
+  EXPECT_EQ(m.precisions, (std::vector<std::string>{"f32", "f16", "bf16", "q8_0", "q4_0"}));
+}
+
+TEST_F(MatrixFromStore, FailedAndUnsupportedCellsAreCrossedWithTheirReason) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32"), "pass", "", latency_only(base_ms_));
+  const std::string unsupported = run_job(make_spec("bert-tiny", "encoder-only", "opencl", "q2_k"),
+                                          "unsupported", "opencl lacks op matmul for format q2_k");
+  run_job(make_spec("bert-tiny", "encoder-only", "opencl", "f16"), "crash", "killed by signal 11 (SIGSEGV)");
+  run_job(make_spec("bert-tiny", "encoder-only", "vulkan", "f16"), "timeout", "exceeded 120 s");
+  const Matrix m = matrix();
+  const MatrixCell* u = find_cell(m, "bert-tiny", "opencl", "q2_k");
+  ASSERT_NE(u, nullptr);
+  EXPECT_EQ(u->rating, Rating::kUnsupported);
+  EXPECT_EQ(u->status, "unsupported");
+  EXPECT_EQ(u->reason, "opencl lacks op matmul for format q2_k");
+  EXPECT_EQ(u->job_ids, std::vector<std::string>{unsupported});
+  const MatrixCell* c = find_cell(m, "bert-tiny", "opencl", "f16");
+  EXPECT_EQ(c->rating, Rating::kFailed);
+  EXPECT_EQ(c->reason, "killed by signal 11 (SIGSEGV)");
+  EXPECT_EQ(find_cell(m, "bert-tiny", "vulkan", "f16")->rating, Rating::kFailed);
+}
+
+TEST_F(MatrixFromStore, NothingMeasuredIsNotRun) {
+  add(make_spec("bert-tiny", "encoder-only", "vulkan", "f32"));   // still queued
+  const std::string skipped = add(make_spec("bert-tiny", "encoder-only", "cuda", "f16"));
+  ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "skipped", "no eligible hardware", kT0).ok());
+  const Matrix m = matrix();
+  const MatrixCell* pending = find_cell(m, "bert-tiny", "vulkan", "f32");
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(pending->rating, Rating::kNotRun);
+  EXPECT_EQ(pending->status, "");
+  EXPECT_EQ(pending->reason, "pending");
+  EXPECT_EQ(pending->status_counts.at("pending"), 1);
+  const MatrixCell* sk = find_cell(m, "bert-tiny", "cuda", "f16");
+  EXPECT_EQ(sk->rating, Rating::kNotRun);
+  EXPECT_EQ(sk->reason, "no eligible hardware");
+  EXPECT_EQ(find_overview(m, "encoder-only", "cuda")->support, "not run");
+}
+
+TEST_F(MatrixFromStore, WithoutAMeasuredBaselineNoSpeedupIsClaimed) {
+  // whisper: cpu f32 ran in accuracy mode only (no latency); deit: cpu f32 failed.
+  run_job(make_spec("whisper-tiny", "speech", "cpu", "f32"), "pass", "", accuracy_only(0, 1, 1));
+  run_job(make_spec("whisper-tiny", "speech", "opencl", "f16"), "pass", "", latency_only(3.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "f32"), "fail", "NaN in output", latency_only(5.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "q8_0"), "pass", "", latency_only(2.0));
+  run_job(make_spec("clap", "multimodal", "opencl", "f16"), "pass", "", latency_only(1.0));
+  const Matrix m = matrix();
+  const MatrixCell* whisper_base = find_cell(m, "whisper-tiny", "cpu", "f32");
+  EXPECT_EQ(whisper_base->rating, Rating::kBaseline);
+  EXPECT_FALSE(whisper_base->median_ms.has_value());
+  for (auto [model, backend, precision] : {std::tuple{"whisper-tiny", "opencl", "f16"},
+                                           std::tuple{"deit-tiny", "cpu", "q8_0"},
+                                           std::tuple{"clap", "opencl", "f16"}}) {
+    const MatrixCell* cell = find_cell(m, model, backend, precision);
+    ASSERT_NE(cell, nullptr) << model;
+    EXPECT_EQ(cell->rating, Rating::kNoBaseline) << model;
+    EXPECT_FALSE(cell->speedup.has_value()) << model;
+    EXPECT_TRUE(cell->median_ms.has_value()) << model;
+  }
+  EXPECT_EQ(find_cell(m, "deit-tiny", "cpu", "f32")->rating, Rating::kFailed);
+}
+
+TEST_F(MatrixFromStore, CellStatusIsTheMostSevereOfItsJobs) {
+  run_job(make_spec("deit-tiny", "vision", "cpu", "f32", 1, 16), "pass", "", latency_only(4.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "f32", 1, 32), "pass", "", latency_only(8.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "q4_0", 1, 16), "pass", "", latency_only(2.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "q4_0", 1, 32), "fail", "nmse 0.2 > 0.05", latency_only(3.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "f16", 1, 16), "pass", "", latency_only(2.0));
+  run_job(make_spec("deit-tiny", "vision", "cpu", "f16", 1, 32), "degraded", "cosine 0.97", latency_only(4.0));
+  const Matrix m = matrix();
+  const MatrixCell* q4 = find_cell(m, "deit-tiny", "cpu", "q4_0");
+  EXPECT_EQ(q4->status, "fail");
+  EXPECT_EQ(q4->reason, "nmse 0.2 > 0.05");
+  EXPECT_EQ(q4->status_counts.at("pass"), 1);
+  EXPECT_EQ(q4->status_counts.at("fail"), 1);
+  EXPECT_EQ(q4->rating, Rating::kFailed);
+  const MatrixCell* f16 = find_cell(m, "deit-tiny", "cpu", "f16");
+  EXPECT_EQ(f16->status, "degraded");
+  EXPECT_EQ(f16->rating, Rating::kExcellent);   // 4.0 / 2.0 at the smallest shape
+  EXPECT_DOUBLE_EQ(*f16->speedup, 2.0);
+  ASSERT_EQ(f16->shapes.size(), 2u);
+  EXPECT_DOUBLE_EQ(*f16->shapes[1].speedup, 2.0);
+  const OverviewCell* o = find_overview(m, "vision", "cpu");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->cells, 3);
+  EXPECT_EQ(o->working, 2);
+  EXPECT_EQ(o->degraded, 1);
+  EXPECT_EQ(o->failed, 1);
+  EXPECT_EQ(o->support, "partial");
+  EXPECT_EQ(o->best_precision, "f16");
+  EXPECT_DOUBLE_EQ(*o->best_speedup, 2.0);
+}
+
+TEST_F(MatrixFromStore, SameShapeJobsCombineByMedianAndTheSmallestSharedShapeRepresents) {
+  std::mt19937 rng(99);
+  std::uniform_real_distribution<double> dist(1.0, 9.0);
+  const double a = dist(rng), b = dist(rng), c = dist(rng), big = dist(rng) * 4, q = dist(rng);
+  run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "f32", 1, 16, 1), "pass", "", latency_only(a));
+  run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "f32", 1, 16, 2), "pass", "", latency_only(b));
+  run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "f32", 1, 16, 3), "pass", "", latency_only(c));
+  run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "f32", 1, 64, 1), "pass", "", latency_only(big));
+  // q8_0 measured only the long shape: that is where it is compared.
+  run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "q8_0", 1, 64, 1), "pass", "", latency_only(q));
+  const Matrix m = matrix();
+  const MatrixCell* base = find_cell(m, "qwen2-0.5b", "cpu", "f32");
+  ASSERT_EQ(base->shapes.size(), 2u);
+  std::vector<double> three = {a, b, c};
+  std::sort(three.begin(), three.end());
+  EXPECT_DOUBLE_EQ(base->shapes[0].median_ms, three[1]);
+  EXPECT_EQ(*base->rep_seq_len, 16);
+  EXPECT_DOUBLE_EQ(*base->median_ms, three[1]);
+  EXPECT_EQ(base->job_ids.size(), 4u);
+  const MatrixCell* q8 = find_cell(m, "qwen2-0.5b", "cpu", "q8_0");
+  EXPECT_EQ(*q8->rep_batch, 1);
+  EXPECT_EQ(*q8->rep_seq_len, 64);
+  EXPECT_DOUBLE_EQ(*q8->median_ms, q);
+  EXPECT_DOUBLE_EQ(*q8->baseline_ms, big);
+  EXPECT_DOUBLE_EQ(*q8->speedup, big / q);
+  EXPECT_EQ(q8->rating, rating_for_speedup(big / q));
+}
+
+TEST_F(MatrixFromStore, AccuracyIsTheWorstOverTheCell) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> nmse(1e-6, 1e-2);
+  std::uniform_real_distribution<double> cosine(0.95, 1.0);
+  double worst_nmse = 0, worst_cos = 1, worst_top1 = 1;
+  for (int seq : {8, 16, 32, 64}) {
+    const double n = nmse(rng), cs = cosine(rng), t = cosine(rng);
+    worst_nmse = std::max(worst_nmse, n);
+    worst_cos = std::min(worst_cos, cs);
+    worst_top1 = std::min(worst_top1, t);
+    run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q4_1", 1, seq), "pass", "", accuracy_only(n, cs, t));
+  }
+  const Matrix m = matrix();
+  const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", "q4_1");
+  EXPECT_DOUBLE_EQ(*cell->nmse_max, worst_nmse);
+  EXPECT_DOUBLE_EQ(*cell->cosine_min, worst_cos);
+  EXPECT_DOUBLE_EQ(*cell->top1_min, worst_top1);
+  EXPECT_EQ(cell->rating, Rating::kAccuracyOnly);
+  EXPECT_EQ(find_overview(m, "encoder-only", "cpu")->support, "full");
+}
+
+TEST_F(MatrixFromStore, OverviewSaysNoneWhenNothingWorks) {
+  run_job(make_spec("mamba-130m", "state-space", "opencl", "f32"), "unsupported", "opencl lacks op selective_scan");
+  run_job(make_spec("mamba-130m", "state-space", "opencl", "f16"), "error", "exit code 3");
+  const Matrix m = matrix();
+  const OverviewCell* o = find_overview(m, "state-space", "opencl");
+  ASSERT_NE(o, nullptr);
+  EXPECT_EQ(o->support, "none");
+  EXPECT_EQ(o->unsupported, 1);
+  EXPECT_EQ(o->failed, 1);
+  EXPECT_EQ(o->working, 0);
+  EXPECT_TRUE(o->working_precisions.empty());
+}
+
+}  // namespace
+}  // namespace am::coord

@@ -1,0 +1,415 @@
+// The job lifecycle in the store: jobs, leases, results, terminal statuses, and report rows.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "coordinator/store.h"
+#include "store_fixture.h"
+
+namespace am::coord {
+namespace {
+
+using testing::make_spec;
+using testing::perf_metrics;
+using testing::raw_query;
+
+class StoreJobs : public testing::StoreFixture {
+ protected:
+  JobRow job(const std::string& job_id) {
+    auto jobs = store_->load_jobs(kRun);
+    EXPECT_TRUE(jobs.ok()) << jobs.status().to_string();
+    if (jobs.ok()) {
+      for (const JobRow& j : *jobs) {
+        if (j.job_id == job_id) return j;
+      }
+    }
+    ADD_FAILURE() << "job " << job_id << " not loaded";
+    return {};
+  }
+
+  std::string attempt_column(const std::string& job_id, int attempt, const std::string& column) {
+    return raw_query(db_path_, "SELECT " + column + " FROM attempts WHERE run_id='" + kRun +
+                                   "' AND job_id='" + job_id + "' AND attempt=" + std::to_string(attempt));
+  }
+};
+
+TEST_F(StoreJobs, AddingTheSameJobsTwiceInsertsNothingTheSecondTime) {
+  std::vector<jobs::PlannedJob> planned;
+  for (const char* precision : {"f32", "f16", "q8_0"}) {
+    auto spec = make_spec("bert-tiny", "encoder-only", "cpu", precision);
+    planned.push_back({jobs::compute_job_id(kRun, spec), spec});
+  }
+  auto first = store_->add_jobs(kRun, planned);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(*first, 3);
+  auto second = store_->add_jobs(kRun, planned);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(*second, 0);
+
+  auto extra = make_spec("bert-tiny", "encoder-only", "cpu", "q4_0");
+  planned.insert(planned.begin(), {jobs::compute_job_id(kRun, extra), extra});
+  auto third = store_->add_jobs(kRun, planned);
+  ASSERT_TRUE(third.ok());
+  EXPECT_EQ(*third, 1);
+
+  auto loaded = store_->load_jobs(kRun);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 4u);
+  // Insertion order is kept: the late job comes last although it was first in the list.
+  EXPECT_EQ((*loaded)[0].job_id, planned[1].job_id);
+  EXPECT_EQ((*loaded)[3].job_id, planned[0].job_id);
+  for (const JobRow& j : *loaded) {
+    EXPECT_EQ(j.state, "queued");
+    EXPECT_EQ(j.attempts, 0);
+    EXPECT_EQ(j.status, "");
+  }
+  // The stored spec is the job spec document and reads back into the same spec.
+  auto spec_back = jobs::job_spec_from_json((*loaded)[3].spec);
+  ASSERT_TRUE(spec_back.ok()) << spec_back.status().to_string();
+  EXPECT_EQ(spec_back->precision, "q4_0");
+  EXPECT_EQ(spec_back->seed, 1234u);
+}
+
+TEST_F(StoreJobs, AddingJobsToAnUnknownRunIsRefused) {
+  auto spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  auto added = store_->add_jobs("no-such-run", {{"0123456789abcdef", spec}});
+  ASSERT_FALSE(added.ok());
+  EXPECT_EQ(added.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(added.status().message().find("no-such-run"), std::string::npos);
+}
+
+TEST_F(StoreJobs, LeaseThenResultMakesTheJobTerminal) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(id, 1);
+  JobRow leased = job(id);
+  EXPECT_EQ(leased.state, "leased");
+  EXPECT_EQ(leased.attempts, 1);
+  EXPECT_EQ(leased.lease_worker, "worker-a");
+  EXPECT_EQ(leased.lease_expires_at_ms, kT0 + 1000 + 60'000);
+  EXPECT_EQ(leased.terminal_attempt, 0);
+  ASSERT_TRUE(store_->attempt_worker(kRun, id, 1).ok());
+  EXPECT_EQ(store_->attempt_worker(kRun, id, 1)->value_or("none"), "worker-a");
+  EXPECT_FALSE(store_->attempt_worker(kRun, id, 2)->has_value());
+
+  const StoredOutcome out = store_one(result(id, 1, "pass", "", perf_metrics(3.5, 3.9, 9142.0, 1e-7, 0.99999, 1.0)));
+  EXPECT_FALSE(out.duplicate);
+  EXPECT_TRUE(out.became_terminal);
+  JobRow done = job(id);
+  EXPECT_EQ(done.state, "done");
+  EXPECT_EQ(done.status, "pass");
+  EXPECT_EQ(done.terminal_attempt, 1);
+  EXPECT_EQ(done.lease_worker, "");
+  EXPECT_EQ(attempt_column(id, 1, "state"), "done");
+  EXPECT_EQ(attempt_column(id, 1, "hardware_class"), "cpu-00112233aabbccdd");   // kept from lease
+}
+
+TEST_F(StoreJobs, DuplicateResultIsFlaggedAndChangesNothing) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(id, 1);
+  ASSERT_TRUE(store_one(result(id, 1, "pass", "", perf_metrics(2.25, 2.5, 1000.0, 1e-8, 1.0, 1.0))).became_terminal);
+  const std::string metrics_before = attempt_column(id, 1, "metrics_json");
+  const std::string received_before = attempt_column(id, 1, "received_at");
+
+  ResultRecord again = result(id, 1, "fail", "different payload", perf_metrics(99.0, 99.0, 1.0, 0.5, 0.1, 0.0));
+  again.received_at_ms += 10'000;
+  const StoredOutcome out = store_one(again);
+  EXPECT_TRUE(out.duplicate);
+  EXPECT_FALSE(out.became_terminal);
+  JobRow j = job(id);
+  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.reason, "");
+  EXPECT_EQ(attempt_column(id, 1, "metrics_json"), metrics_before);
+  EXPECT_EQ(attempt_column(id, 1, "received_at"), received_before);
+  EXPECT_EQ(attempt_column(id, 1, "status"), "pass");
+}
+
+TEST_F(StoreJobs, DuplicateWithinOneBatchIsFlagged) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(id, 1);
+  auto stored = store_->store_results({result(id, 1, "pass"), result(id, 1, "pass")});
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE((*stored)[0].became_terminal);
+  EXPECT_FALSE((*stored)[0].duplicate);
+  EXPECT_TRUE((*stored)[1].duplicate);
+  EXPECT_FALSE((*stored)[1].became_terminal);
+}
+
+TEST_F(StoreJobs, LateResultOfAnotherAttemptIsKeptButDoesNotOverrideTerminal) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0"));
+  lease(id, 1, "worker-a");
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 70'000).ok());
+  lease(id, 2, "worker-b");
+  ASSERT_TRUE(store_one(result(id, 2, "pass", "", perf_metrics(1.0, 1.1, 5.0, 1e-4, 0.999, 1.0), "worker-b"))
+                  .became_terminal);
+
+  const StoredOutcome late = store_one(result(id, 1, "fail", "nmse 0.3 above tolerance", {}, "worker-a"));
+  EXPECT_FALSE(late.duplicate);
+  EXPECT_FALSE(late.became_terminal);
+  JobRow j = job(id);
+  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.terminal_attempt, 2);
+  EXPECT_EQ(j.attempts, 2);
+  // The late result is the record of attempt 1.
+  EXPECT_EQ(attempt_column(id, 1, "state"), "done");
+  EXPECT_EQ(attempt_column(id, 1, "status"), "fail");
+  EXPECT_EQ(attempt_column(id, 1, "reason"), "nmse 0.3 above tolerance");
+  // A repeat of the late result is now a duplicate.
+  EXPECT_TRUE(store_one(result(id, 1, "fail", "again", {}, "worker-a")).duplicate);
+
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].attempt, 2);
+  EXPECT_EQ(rows[0].worker_id, "worker-b");
+  EXPECT_EQ(rows[0].status, "pass");
+}
+
+TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "opencl", "f16"));
+  lease(id, 1);
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "worker lost: 3 heartbeats missed", kT0 + 90'000).ok());
+  JobRow j = job(id);
+  EXPECT_EQ(j.state, "queued");
+  EXPECT_EQ(j.attempts, 1);
+  EXPECT_EQ(j.lease_worker, "");
+  EXPECT_EQ(j.status, "");
+  EXPECT_EQ(attempt_column(id, 1, "state"), "expired");
+  EXPECT_EQ(attempt_column(id, 1, "reason"), "worker lost: 3 heartbeats missed");
+  EXPECT_EQ(attempt_column(id, 1, "expired_at"), std::to_string(kT0 + 90'000));
+
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].state, "queued");
+  EXPECT_EQ(rows[0].status, "");
+  EXPECT_EQ(rows[0].reason, "worker lost: 3 heartbeats missed");
+
+  // An expired attempt is history: it cannot be leased again under the same number.
+  LeaseRecord relapse{kRun, id, 1, "worker-a", "cpu:0", "cpu-1", kT0, kT0 + 1};
+  EXPECT_EQ(store_->record_lease(relapse).code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->expire_lease(kRun, id, 7, "x", kT0).code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreJobs, ExpiringAnOlderAttemptKeepsTheJobLeasedToTheNewerOne) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f16"));
+  lease(id, 1, "worker-a");
+  lease(id, 2, "worker-b");
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 5).ok());
+  JobRow j = job(id);
+  EXPECT_EQ(j.state, "leased");
+  EXPECT_EQ(j.lease_worker, "worker-b");
+}
+
+TEST_F(StoreJobs, ExpiringAnAttemptWithAResultChangesNothing) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f16"));
+  lease(id, 1);
+  ASSERT_TRUE(store_one(result(id, 1, "degraded", "nmse 2e-3")).became_terminal);
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 5).ok());
+  EXPECT_EQ(job(id).state, "done");
+  EXPECT_EQ(attempt_column(id, 1, "state"), "done");
+  EXPECT_EQ(attempt_column(id, 1, "reason"), "nmse 2e-3");
+}
+
+TEST_F(StoreJobs, LeaseRecordedAfterTheJobIsDoneKeepsItDone) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f16"));
+  lease(id, 1);
+  ASSERT_TRUE(store_one(result(id, 1, "pass")).became_terminal);
+  lease(id, 2);
+  JobRow j = job(id);
+  EXPECT_EQ(j.state, "done");
+  EXPECT_EQ(j.attempts, 2);
+  EXPECT_EQ(j.terminal_attempt, 1);
+}
+
+TEST_F(StoreJobs, ResultWithoutLeaseRowCreatesTheAttempt) {
+  // A coordinator that restarted without the lease row still stores the worker's result.
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  ASSERT_TRUE(store_->upsert_worker({"worker-z", "host-z", "accelmatrix 0.1.0 (feedface)", {}, {}, kT0}).ok());
+  const StoredOutcome out = store_one(result(id, 3, "pass", "", {}, "worker-z"));
+  EXPECT_TRUE(out.became_terminal);
+  JobRow j = job(id);
+  EXPECT_EQ(j.attempts, 3);
+  EXPECT_EQ(j.terminal_attempt, 3);
+  EXPECT_EQ(attempt_column(id, 3, "worker_id"), "worker-z");
+  EXPECT_EQ(attempt_column(id, 3, "build"), "accelmatrix 0.1.0 (feedface)");
+}
+
+TEST_F(StoreJobs, SetJobTerminalSettlesOnceAndNeverOverridesAResult) {
+  const std::string skipped = add(make_spec("bert-tiny", "encoder-only", "vulkan", "f32"));
+  ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "skipped", "no eligible hardware", kT0 + 9).ok());
+  JobRow s = job(skipped);
+  EXPECT_EQ(s.state, "done");
+  EXPECT_EQ(s.status, "skipped");
+  EXPECT_EQ(s.reason, "no eligible hardware");
+  EXPECT_EQ(s.terminal_attempt, 0);
+  ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "lost", "again", kT0 + 10).ok());
+  EXPECT_EQ(job(skipped).status, "skipped");
+
+  const std::string passed = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(passed, 1);
+  ASSERT_TRUE(store_one(result(passed, 1, "pass")).became_terminal);
+  ASSERT_TRUE(store_->set_job_terminal(kRun, passed, "lost", "retries exhausted", kT0).ok());
+  EXPECT_EQ(job(passed).status, "pass");
+
+  EXPECT_EQ(store_->set_job_terminal(kRun, "ffffffffffffffff", "lost", "", kT0).code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreJobs, LostJobReportsItsLastAttempt) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(id, 1, "worker-a");
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "worker lost", kT0 + 1).ok());
+  lease(id, 2, "worker-b");
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 2, "worker lost", kT0 + 2).ok());
+  ASSERT_TRUE(store_->set_job_terminal(kRun, id, "lost", "infrastructure retries exhausted (2)", kT0 + 3).ok());
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].status, "lost");
+  EXPECT_EQ(rows[0].reason, "infrastructure retries exhausted (2)");
+  EXPECT_EQ(rows[0].attempt, 2);
+  EXPECT_EQ(rows[0].worker_id, "worker-b");
+  EXPECT_EQ(rows[0].finished_at_ms, kT0 + 3);
+}
+
+TEST_F(StoreJobs, BatchOf100ResultsIsStoredInOneTransaction) {
+  std::vector<jobs::PlannedJob> planned;
+  for (int i = 0; i < 100; ++i) {
+    auto spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 8 + i, 1000 + i);
+    planned.push_back({jobs::compute_job_id(kRun, spec), spec});
+  }
+  ASSERT_EQ(*store_->add_jobs(kRun, planned), 100);
+
+  // A batch whose last entry names an unknown job fails as a whole: nothing of it is stored.
+  std::vector<ResultRecord> bad;
+  for (const auto& p : planned) bad.push_back(result(p.job_id, 1, "pass"));
+  bad.push_back(result("0000000000000000", 1, "pass"));
+  auto failed = store_->store_results(bad);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM attempts"), "0");
+  EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM jobs WHERE state='done'"), "0");
+
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> latency(0.5, 20.0);
+  std::vector<ResultRecord> batch;
+  std::vector<double> medians;
+  for (const auto& p : planned) {
+    medians.push_back(latency(rng));
+    batch.push_back(result(p.job_id, 1, "pass", "", perf_metrics(medians.back(), medians.back() * 1.1, 10, 1e-9, 1, 1)));
+  }
+  auto stored = store_->store_results(batch);
+  ASSERT_TRUE(stored.ok()) << stored.status().to_string();
+  ASSERT_EQ(stored->size(), 100u);
+  for (const StoredOutcome& o : *stored) {
+    EXPECT_TRUE(o.became_terminal);
+    EXPECT_FALSE(o.duplicate);
+  }
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 100u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].job_id, planned[i].job_id);
+    EXPECT_DOUBLE_EQ(rows[i].metrics["latency_ms"]["median"].get<double>(), medians[i]);
+  }
+}
+
+TEST_F(StoreJobs, DataSurvivesCloseAndReopen) {
+  const std::string id = add(make_spec("tinyllama-1.1b", "decoder-only", "cpu", "q8_0", 1, 64, 99, true));
+  lease(id, 1);
+  ASSERT_TRUE(store_one(result(id, 1, "pass", "", perf_metrics(12.5, 13.0, 5120.0, 3e-4, 0.9991, 0.98))).became_terminal);
+  ASSERT_TRUE(store_->mark_run_finished(kRun, kT0 + 123'456).ok());
+
+  open_store();
+  auto run = store_->get_run(kRun);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->plan_name, "smoke");
+  EXPECT_EQ((*run)->finished_at_ms, kT0 + 123'456);
+  JobRow j = job(id);
+  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.spec["seed"], 99);
+  EXPECT_EQ(j.spec["scaled"], true);
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].metrics["accuracy"]["cosine"].get<double>(), 0.9991);
+}
+
+TEST_F(StoreJobs, RunsAreListedNewestFirstAndUpsertKeepsTheFirstRecord) {
+  RunRecord older{"run-0", "old", "", "", kT0 - 10, 0};
+  RunRecord newer{"run-2", "new", "", "", kT0 + 10, 0};
+  ASSERT_TRUE(store_->upsert_run(older).ok());
+  ASSERT_TRUE(store_->upsert_run(newer).ok());
+  RunRecord changed{kRun, "renamed", "", "", kT0 + 999, 0};
+  ASSERT_TRUE(store_->upsert_run(changed).ok());
+  auto runs = store_->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 3u);
+  EXPECT_EQ((*runs)[0].run_id, "run-2");
+  EXPECT_EQ((*runs)[1].run_id, kRun);
+  EXPECT_EQ((*runs)[1].plan_name, "smoke");
+  EXPECT_EQ((*runs)[2].run_id, "run-0");
+  EXPECT_FALSE(store_->get_run("nope")->has_value());
+  EXPECT_EQ(store_->mark_run_finished("nope", 1).code(), StatusCode::kNotFound);
+  EXPECT_EQ(store_->report_rows("nope").status().code(), StatusCode::kNotFound);
+}
+
+TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
+  ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)",
+                                     {{"schema", 1}}, {{"rack", "r1"}}, kT0}).ok());
+  const std::string done = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 2, 16, 77));
+  const std::string pending = add(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 2, 16, 77));
+  const std::string leased = add(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 2, 16, 77));
+  lease(done, 1, "worker-a", "cpu-feedbeefcafe0001");
+  const nlohmann::json metrics = perf_metrics(4.75, 5.5, 6736.8, 2.5e-9, 0.9999998, 1.0);
+  ASSERT_TRUE(store_one(result(done, 1, "pass", "", metrics)).became_terminal);
+  lease(leased, 1, "worker-a", "cpu-feedbeefcafe0001");
+  // The worker upgrades later; the stored result keeps the build it ran with.
+  ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.2.0 (999999999999)", {}, {}, kT0 + 5}).ok());
+
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 3u);
+  const ReportRow& r = rows[0];
+  EXPECT_EQ(r.run_id, kRun);
+  EXPECT_EQ(r.job_id, done);
+  EXPECT_EQ(r.model, "bert-tiny");
+  EXPECT_EQ(r.architecture, "encoder-only");
+  EXPECT_EQ(r.backend, "cpu");
+  EXPECT_EQ(r.precision, "f32");
+  EXPECT_EQ(r.state, "done");
+  EXPECT_EQ(r.status, "pass");
+  EXPECT_EQ(r.attempt, 1);
+  EXPECT_EQ(r.attempts, 1);
+  EXPECT_EQ(r.worker_id, "worker-a");
+  EXPECT_EQ(r.hostname, "lab-box-1");
+  EXPECT_EQ(r.build, "accelmatrix 0.1.0 (abc123def456)");
+  EXPECT_EQ(r.hardware_class, "cpu-feedbeefcafe0001");
+  EXPECT_EQ(r.device, "cpu:0");
+  EXPECT_EQ(r.metrics, metrics);
+  EXPECT_EQ(r.log_tail, "log of " + done + " attempt 1");
+  EXPECT_EQ(r.started_at_ms, kT0 + 2000);
+  EXPECT_EQ(r.finished_at_ms, kT0 + 2500);
+  EXPECT_EQ(r.spec["batch"], 2);
+  EXPECT_EQ(r.spec["seq_len"], 16);
+  EXPECT_EQ(r.spec["seed"], 77);
+
+  EXPECT_EQ(rows[1].job_id, pending);
+  EXPECT_EQ(rows[1].state, "queued");
+  EXPECT_EQ(rows[1].status, "");
+  EXPECT_EQ(rows[1].attempt, 0);
+  EXPECT_EQ(rows[1].worker_id, "");
+  EXPECT_TRUE(rows[1].metrics.empty());
+
+  EXPECT_EQ(rows[2].job_id, leased);
+  EXPECT_EQ(rows[2].state, "leased");
+  EXPECT_EQ(rows[2].attempt, 1);
+  EXPECT_EQ(rows[2].worker_id, "worker-a");
+  EXPECT_EQ(rows[2].build, "accelmatrix 0.1.0 (abc123def456)");
+}
+
+TEST_F(StoreJobs, InvalidInputIsRefusedWithoutWriting) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  EXPECT_EQ(store_->store_results({result(id, 0, "pass")}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->store_results({result(id, 1, "")}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->record_lease({kRun, id, 0, "w", "", "", 0, 0}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->record_lease({kRun, "ffffffffffffffff", 1, "w", "", "", 0, 0}).code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM attempts"), "0");
+  EXPECT_EQ(job(id).state, "queued");
+}
+
+}  // namespace
+}  // namespace am::coord

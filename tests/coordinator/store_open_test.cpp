@@ -1,0 +1,220 @@
+// Opening, creating and migrating the store; refusing files it must not touch.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <random>
+#include <atomic>
+#include <thread>
+
+#include "coordinator/migrations.h"
+#include "coordinator/store.h"
+#include "store_fixture.h"
+
+namespace am::coord {
+namespace {
+
+using testing::raw_exec;
+using testing::raw_query;
+using testing::read_bytes;
+using testing::TempDir;
+
+struct FileSnapshot {
+  std::string bytes;
+  std::filesystem::file_time_type mtime;
+};
+
+FileSnapshot snapshot(const std::filesystem::path& p) {
+  return {read_bytes(p), std::filesystem::last_write_time(p)};
+}
+
+bool sidecars_absent(const std::filesystem::path& p) {
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) {
+    if (std::filesystem::exists(p.string() + suffix)) return false;
+  }
+  return true;
+}
+
+TEST(StoreOpen, CreatesSchemaVersion1InWalMode) {
+  TempDir dir;
+  const auto path = dir.path() / "new.db";
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 1);
+  EXPECT_EQ(kSchemaVersion, 1);
+  EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1");
+  for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version"}) {
+    EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
+                                  table + "'"),
+              "1")
+        << table;
+  }
+}
+
+TEST(StoreOpen, CreatesMissingParentDirectories) {
+  TempDir dir;
+  const auto path = dir.path() / "a" / "b" / "results.db";
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_TRUE(std::filesystem::exists(path));
+}
+
+TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
+  TempDir dir;
+  const auto path = dir.path() / "twice.db";
+  { ASSERT_TRUE(Store::open(path).ok()); }
+  const std::string applied_at = raw_query(path, "SELECT applied_at FROM schema_version");
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto again = Store::open(path);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ((*again)->schema_version(), 1);
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
+}
+
+TEST(StoreOpen, RefusesNewerSchemaAndLeavesFileUntouched) {
+  TempDir dir;
+  const auto path = dir.path() / "future.db";
+  { ASSERT_TRUE(Store::open(path).ok()); }
+  raw_exec(path, "INSERT INTO schema_version(version, applied_at) VALUES (99, 0)");
+  ASSERT_TRUE(sidecars_absent(path));   // the last connection checkpointed and removed the WAL
+  const FileSnapshot before = snapshot(path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));   // a write would move mtime
+
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find(path.string()), std::string::npos) << store.status().message();
+  EXPECT_NE(store.status().message().find("99"), std::string::npos) << store.status().message();
+
+  const FileSnapshot after = snapshot(path);
+  EXPECT_EQ(after.bytes, before.bytes);
+  EXPECT_EQ(after.mtime, before.mtime);
+  EXPECT_TRUE(sidecars_absent(path));
+}
+
+TEST(StoreOpen, RefusesNonSqliteFileNamingItAndLeavesItUntouched) {
+  TempDir dir;
+  const auto path = dir.path() / "garbage.db";
+  std::mt19937 rng(20240521);
+  std::string garbage(8192, '\0');
+  for (char& c : garbage) c = static_cast<char>(rng() & 0xff);
+  { std::ofstream(path, std::ios::binary) << garbage; }
+  const FileSnapshot before = snapshot(path);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(store.status().message().find(path.string()), std::string::npos) << store.status().message();
+  EXPECT_NE(store.status().message().find("not an SQLite database"), std::string::npos);
+
+  const FileSnapshot after = snapshot(path);
+  EXPECT_EQ(after.bytes, garbage);
+  EXPECT_EQ(after.mtime, before.mtime);
+  EXPECT_TRUE(sidecars_absent(path));
+}
+
+TEST(StoreOpen, RefusesAnotherProgramsSqliteDatabase) {
+  TempDir dir;
+  const auto path = dir.path() / "other.db";
+  raw_exec(path, "CREATE TABLE notes(id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes(body) VALUES ('keep me')");
+  const FileSnapshot before = snapshot(path);
+
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find(path.string()), std::string::npos);
+  EXPECT_NE(store.status().message().find("no schema_version table"), std::string::npos)
+      << store.status().message();
+  EXPECT_EQ(snapshot(path).bytes, before.bytes);
+  EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "delete");   // not switched to WAL
+}
+
+TEST(StoreOpen, RefusesDatabaseWithAnotherApplicationId) {
+  TempDir dir;
+  const auto path = dir.path() / "app.db";
+  raw_exec(path, "PRAGMA application_id = 12345; CREATE TABLE schema_version(version INTEGER)");
+  auto store = Store::open(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_NE(store.status().message().find("12345"), std::string::npos) << store.status().message();
+}
+
+TEST(StoreOpen, AcceptsEmptyFileAsNewDatabase) {
+  TempDir dir;
+  const auto path = dir.path() / "empty.db";
+  { std::ofstream touch(path); }
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 1);
+}
+
+TEST(StoreOpen, MigrationsAreOrderedAndEndAtCurrentVersion) {
+  const auto list = migrations();
+  ASSERT_FALSE(list.empty());
+  for (std::size_t i = 0; i < list.size(); ++i) EXPECT_EQ(list[i].version, static_cast<int>(i) + 1);
+  EXPECT_EQ(list.back().version, kSchemaVersion);
+}
+
+TEST(StoreOpen, ReaderConnectionSeesWritesOfAnotherConnection) {
+  TempDir dir;
+  const auto path = dir.path() / "shared.db";
+  auto writer = Store::open(path);
+  auto reader = Store::open(path);
+  ASSERT_TRUE(writer.ok() && reader.ok());
+  RunRecord run;
+  run.run_id = "shared-run";
+  run.created_at_ms = 42;
+  ASSERT_TRUE((*writer)->upsert_run(run).ok());
+  auto seen = (*reader)->get_run("shared-run");
+  ASSERT_TRUE(seen.ok());
+  ASSERT_TRUE(seen->has_value());
+  EXPECT_EQ((*seen)->created_at_ms, 42);
+}
+
+TEST(StoreOpen, WriterWaitsForAnotherWritersLockAndReaderDoesNot) {
+  TempDir dir;
+  const auto path = dir.path() / "busy.db";
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok());
+  RunRecord first;
+  first.run_id = "before";
+  ASSERT_TRUE((*store)->upsert_run(first).ok());
+
+  constexpr auto kHold = std::chrono::milliseconds(300);
+  std::atomic<bool> locked{false};
+  std::thread other([&] {
+    sqlite3* db = nullptr;
+    sqlite3_open(path.c_str(), &db);
+    sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO runs(run_id) VALUES ('held')", nullptr, nullptr, nullptr);
+    locked = true;
+    std::this_thread::sleep_for(kHold);
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  });
+  while (!locked) std::this_thread::yield();
+
+  // WAL: reading does not wait for the writer and sees the last committed state.
+  const auto read_start = std::chrono::steady_clock::now();
+  auto runs = (*store)->list_runs();
+  const auto read_took = std::chrono::steady_clock::now() - read_start;
+  ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+  EXPECT_EQ(runs->size(), 1u);
+  EXPECT_LT(read_took, kHold / 2);
+
+  // The busy timeout lets a write wait for the lock instead of failing with SQLITE_BUSY.
+  const auto write_start = std::chrono::steady_clock::now();
+  RunRecord second;
+  second.run_id = "after";
+  Status written = (*store)->upsert_run(second);
+  const auto write_took = std::chrono::steady_clock::now() - write_start;
+  other.join();
+  EXPECT_TRUE(written.ok()) << written.to_string();
+  EXPECT_GE(write_took, kHold / 2);
+  auto all = (*store)->list_runs();
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 3u);
+}
+
+}  // namespace
+}  // namespace am::coord
