@@ -160,7 +160,11 @@ struct Frames {
 Frames encode(const Message& msg);
 
 // Decodes and validates. Error messages name the message type and the offending field,
-// e.g. "RESULT.attempt: expected positive integer, got string".
+// e.g. "RESULT.attempt: expected integer >= 1, got string". Required vs optional fields and
+// every bound are listed in docs/PROTOCOL.md §3; a nil field counts as absent. A HELLO or
+// WELCOME whose version_major is not kVersionMajor is decoded only as far as its two version
+// fields (the rest keep their defaults), so the receiver can refuse it with a reason: check
+// version_compatible() before using any other field.
 Result<Message> decode(std::string_view type_frame, std::string_view body_frame);
 
 // True when a peer speaking `major` can talk to us.

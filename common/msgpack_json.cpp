@@ -1,0 +1,300 @@
+#include "common/msgpack_json.h"
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <new>
+
+namespace am::proto {
+
+namespace {
+
+constexpr std::string_view kReplacementUtf8 = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<unsigned char>(s[i]);
+  if (b0 < 0x80) return 1;
+  std::size_t len = 0;
+  char32_t min_cp = 0;
+  char32_t cp = 0;
+  if ((b0 & 0xE0) == 0xC0) { len = 2; min_cp = 0x80; cp = b0 & 0x1F; }
+  else if ((b0 & 0xF0) == 0xE0) { len = 3; min_cp = 0x800; cp = b0 & 0x0F; }
+  else if ((b0 & 0xF8) == 0xF0) { len = 4; min_cp = 0x10000; cp = b0 & 0x07; }
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<unsigned char>(s[i + k]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+class DocConverter {
+ public:
+  explicit DocConverter(const DocLimits& limits) : limits_(limits) {}
+
+  // `path` is extended in place while descending and restored on the way back, so the error
+  // message can name the offending element without building strings on the happy path.
+  Status convert(const msgpack::object& o, int depth, std::string& path, nlohmann::json& out) {
+    switch (o.type) {
+      case msgpack::type::NIL: out = nullptr; return Status::Ok();
+      case msgpack::type::BOOLEAN: out = o.via.boolean; return Status::Ok();
+      case msgpack::type::POSITIVE_INTEGER: out = o.via.u64; return Status::Ok();
+      case msgpack::type::NEGATIVE_INTEGER: out = o.via.i64; return Status::Ok();
+      case msgpack::type::FLOAT32:
+      case msgpack::type::FLOAT64: out = o.via.f64; return Status::Ok();
+      case msgpack::type::STR: {
+        std::string_view s(o.via.str.ptr, o.via.str.size);
+        AM_RETURN_IF_ERROR(check_string(s, path));
+        out = repair_utf8(s);
+        return Status::Ok();
+      }
+      case msgpack::type::ARRAY: {
+        AM_RETURN_IF_ERROR(check_container(o.via.array.size, depth + 1, path));
+        out = nlohmann::json::array();
+        auto& arr = out.get_ref<nlohmann::json::array_t&>();
+        arr.reserve(o.via.array.size);
+        for (uint32_t i = 0; i < o.via.array.size; ++i) {
+          const std::size_t mark = path.size();
+          path += '[';
+          path += std::to_string(i);
+          path += ']';
+          nlohmann::json elem;
+          AM_RETURN_IF_ERROR(convert(o.via.array.ptr[i], depth + 1, path, elem));
+          path.resize(mark);
+          arr.push_back(std::move(elem));
+        }
+        return Status::Ok();
+      }
+      case msgpack::type::MAP: {
+        AM_RETURN_IF_ERROR(check_container(o.via.map.size, depth + 1, path));
+        out = nlohmann::json::object();
+        auto& obj = out.get_ref<nlohmann::json::object_t&>();
+        for (uint32_t i = 0; i < o.via.map.size; ++i) {
+          const msgpack::object_kv& kv = o.via.map.ptr[i];
+          if (kv.key.type != msgpack::type::STR) {
+            return invalid_argument(path + ": map keys must be strings, got " +
+                                    std::string(msgpack_type_name(kv.key)));
+          }
+          std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
+          AM_RETURN_IF_ERROR(check_string(key_raw, path));
+          std::string key = repair_utf8(key_raw);
+          const std::size_t mark = path.size();
+          path += '.';
+          path += key;
+          if (obj.count(key) != 0) return invalid_argument(path + ": duplicate key");
+          nlohmann::json value;
+          AM_RETURN_IF_ERROR(convert(kv.val, depth + 1, path, value));
+          path.resize(mark);
+          obj.emplace(std::move(key), std::move(value));
+        }
+        return Status::Ok();
+      }
+      case msgpack::type::BIN:
+      case msgpack::type::EXT:
+        return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) +
+                                " values are not supported in documents");
+    }
+    return invalid_argument(path + ": unknown msgpack type");
+  }
+
+ private:
+  Status check_container(std::size_t entries, int depth, const std::string& path) const {
+    if (depth > limits_.max_depth) {
+      return invalid_argument(path + ": nested deeper than " + std::to_string(limits_.max_depth) +
+                              " levels");
+    }
+    if (entries > limits_.max_entries) {
+      return resource_exhausted(path + ": " + std::to_string(entries) + " entries exceed the limit of " +
+                                std::to_string(limits_.max_entries));
+    }
+    return Status::Ok();
+  }
+
+  Status check_string(std::string_view s, const std::string& path) const {
+    if (s.size() > limits_.max_string_bytes) {
+      return resource_exhausted(path + ": string of " + std::to_string(s.size()) +
+                                " bytes exceeds the limit of " +
+                                std::to_string(limits_.max_string_bytes));
+    }
+    return Status::Ok();
+  }
+
+  const DocLimits& limits_;
+};
+
+bool reference_input(msgpack::type::object_type, std::size_t, void*) { return true; }
+
+}  // namespace
+
+std::string_view msgpack_type_name(const msgpack::object& o) {
+  switch (o.type) {
+    case msgpack::type::NIL: return "nil";
+    case msgpack::type::BOOLEAN: return "bool";
+    case msgpack::type::POSITIVE_INTEGER:
+    case msgpack::type::NEGATIVE_INTEGER: return "integer";
+    case msgpack::type::FLOAT32:
+    case msgpack::type::FLOAT64: return "float";
+    case msgpack::type::STR: return "string";
+    case msgpack::type::BIN: return "binary";
+    case msgpack::type::ARRAY: return "array";
+    case msgpack::type::MAP: return "map";
+    case msgpack::type::EXT: return "ext";
+  }
+  return "unknown";
+}
+
+void pack_utf8_string(msgpack::sbuffer& out, std::string_view s) {
+  Packer pk(out);
+  if (is_valid_utf8(s)) {
+    pk.pack_str(static_cast<uint32_t>(s.size()));
+    pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+    return;
+  }
+  const std::string fixed = repair_utf8(s);
+  pk.pack_str(static_cast<uint32_t>(fixed.size()));
+  pk.pack_str_body(fixed.data(), static_cast<uint32_t>(fixed.size()));
+}
+
+void pack_float64(msgpack::sbuffer& out, double v) {
+  constexpr unsigned char kFloat64Marker = 0xcb;
+  uint64_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  char bytes[9];
+  bytes[0] = static_cast<char>(kFloat64Marker);
+  for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xFF);
+  out.write(bytes, sizeof bytes);
+}
+
+bool is_valid_utf8(std::string_view s) {
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string repair_utf8(std::string_view s) {
+  if (is_valid_utf8(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 8);
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      out += kReplacementUtf8;
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+void pack_json(msgpack::sbuffer& out, const nlohmann::json& doc) {
+  using V = nlohmann::json::value_t;
+  Packer pk(out);  // stateless: writes straight through to `out`
+  switch (doc.type()) {
+    case V::null:
+    case V::discarded: pk.pack_nil(); return;
+    case V::boolean:
+      if (doc.get<bool>()) pk.pack_true(); else pk.pack_false();
+      return;
+    case V::number_integer: pk.pack_int64(doc.get<int64_t>()); return;
+    case V::number_unsigned: pk.pack_uint64(doc.get<uint64_t>()); return;
+    case V::number_float: pack_float64(out, doc.get<double>()); return;
+    case V::string: pack_utf8_string(out, doc.get_ref<const std::string&>()); return;
+    case V::binary: {
+      const auto& bin = doc.get_binary();
+      pk.pack_bin(static_cast<uint32_t>(bin.size()));
+      pk.pack_bin_body(reinterpret_cast<const char*>(bin.data()), static_cast<uint32_t>(bin.size()));
+      return;
+    }
+    case V::array:
+      pk.pack_array(static_cast<uint32_t>(doc.size()));
+      for (const auto& elem : doc) pack_json(out, elem);
+      return;
+    case V::object:
+      pk.pack_map(static_cast<uint32_t>(doc.size()));
+      for (const auto& [key, value] : doc.items()) {
+        pack_utf8_string(out, key);
+        pack_json(out, value);
+      }
+      return;
+  }
+  pk.pack_nil();
+}
+
+Status msgpack_object_to_json(const msgpack::object& obj, std::string_view path,
+                              nlohmann::json& out, const DocLimits& limits) {
+  std::string p(path);
+  DocConverter conv(limits);
+  try {
+    return conv.convert(obj, 0, p, out);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(std::string(path) + ": out of memory converting document");
+  } catch (const std::exception& e) {
+    // nlohmann containers can only throw on allocation here; keep the promise of no exceptions.
+    return internal_error(std::string(path) + ": " + e.what());
+  }
+}
+
+std::string json_to_msgpack(const nlohmann::json& doc) {
+  msgpack::sbuffer buf;
+  pack_json(buf, doc);
+  return std::string(buf.data(), buf.size());
+}
+
+msgpack::unpack_limit unpack_limits_for(const DocLimits& limits, int extra_depth,
+                                        std::size_t max_string_bytes) {
+  const auto depth = static_cast<std::size_t>(limits.max_depth + extra_depth);
+  return msgpack::unpack_limit(limits.max_entries, limits.max_entries, max_string_bytes,
+                               /*bin=*/max_string_bytes, /*ext=*/max_string_bytes, depth);
+}
+
+Result<msgpack::object_handle> unpack_bounded(std::string_view bytes,
+                                              const msgpack::unpack_limit& limit,
+                                              std::string_view what) {
+  const std::string prefix(what);
+  try {
+    std::size_t offset = 0;
+    msgpack::object_handle handle =
+        msgpack::unpack(bytes.data(), bytes.size(), offset, &reference_input, nullptr, limit);
+    if (offset != bytes.size()) {
+      return invalid_argument(prefix + ": " + std::to_string(bytes.size() - offset) +
+                              " trailing bytes after the msgpack value");
+    }
+    return handle;
+  } catch (const msgpack::insufficient_bytes&) {
+    return invalid_argument(prefix + ": truncated msgpack");
+  } catch (const msgpack::depth_size_overflow&) {
+    return invalid_argument(prefix + ": nested deeper than " + std::to_string(limit.depth()) +
+                            " levels");
+  } catch (const msgpack::str_size_overflow&) {
+    return resource_exhausted(prefix + ": a string exceeds " + std::to_string(limit.str()) +
+                              " bytes");
+  } catch (const msgpack::size_overflow& e) {
+    return resource_exhausted(prefix + ": size limit exceeded (" + e.what() + ")");
+  } catch (const msgpack::parse_error&) {
+    return invalid_argument(prefix + ": malformed msgpack");
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(prefix + ": out of memory while unpacking");
+  } catch (const std::exception& e) {
+    return invalid_argument(prefix + ": undecodable msgpack (" + e.what() + ")");
+  }
+}
+
+Result<nlohmann::json> msgpack_to_json(std::string_view bytes, const DocLimits& limits) {
+  AM_ASSIGN_OR_RETURN(msgpack::object_handle handle,
+                      unpack_bounded(bytes, unpack_limits_for(limits, 0, limits.max_string_bytes),
+                                     "document"));
+  nlohmann::json out;
+  AM_RETURN_IF_ERROR(msgpack_object_to_json(handle.get(), "document", out, limits));
+  return out;
+}
+
+}  // namespace am::proto

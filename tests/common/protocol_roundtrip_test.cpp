@@ -1,0 +1,207 @@
+// Encoding then decoding gives back exactly what was sent, for every message type.
+#include <cmath>
+#include <limits>
+
+#include <gtest/gtest.h>
+
+#include "common/msgpack_json.h"
+#include "common/protocol.h"
+#include "tests/common/sample_messages.h"
+
+namespace am::proto {
+namespace {
+
+using testing::messages_equal;
+using testing::sample_messages;
+
+TEST(ProtocolNames, EveryTypeNameRoundTrips) {
+  const std::vector<std::string> expected = {"HELLO", "WELCOME", "REJECT", "HEARTBEAT",
+                                             "READY", "ASSIGN", "PROGRESS", "RESULT",
+                                             "ACK", "CANCEL", "DRAIN", "BYE"};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    const auto t = static_cast<MsgType>(i);
+    EXPECT_EQ(msg_type_name(t), expected[i]);
+    auto back = msg_type_from_name(expected[i]);
+    ASSERT_TRUE(back.has_value()) << expected[i];
+    EXPECT_EQ(*back, t);
+  }
+  EXPECT_FALSE(msg_type_from_name("hello").has_value());
+  EXPECT_FALSE(msg_type_from_name("HELLO ").has_value());
+  EXPECT_FALSE(msg_type_from_name("").has_value());
+}
+
+TEST(ProtocolNames, MessageTypeFollowsTheBodyAlternative) {
+  const auto msgs = sample_messages(7);
+  ASSERT_EQ(msgs.size(), 12u);
+  for (std::size_t i = 0; i < msgs.size(); ++i) {
+    EXPECT_EQ(msgs[i].type(), static_cast<MsgType>(i));
+    EXPECT_EQ(encode(msgs[i]).type, msg_type_name(static_cast<MsgType>(i)));
+  }
+  EXPECT_EQ(Message{JobResult{}}.type(), MsgType::kResult);
+}
+
+TEST(ProtocolStatus, AcceptsExactlyTheTenTerminalStatuses) {
+  for (const char* s : {"pass", "degraded", "fail", "crash", "timeout", "oom", "error",
+                        "unsupported", "skipped", "lost"}) {
+    EXPECT_TRUE(is_valid_result_status(s)) << s;
+  }
+  for (const char* s : {"", "PASS", "passed", "ok", "pass ", "lost\n", "cancelled"}) {
+    EXPECT_FALSE(is_valid_result_status(s)) << s;
+  }
+}
+
+TEST(ProtocolVersion, OnlyTheSameMajorIsCompatible) {
+  EXPECT_TRUE(version_compatible(kVersionMajor));
+  EXPECT_FALSE(version_compatible(kVersionMajor + 1));
+  EXPECT_FALSE(version_compatible(kVersionMajor - 1));
+  EXPECT_FALSE(version_compatible(-1));
+}
+
+TEST(ProtocolRoundTrip, EveryMessageTypeSurvivesEncodeDecode) {
+  for (uint64_t seed : {1u, 2u, 3u}) {
+    for (const Message& m : sample_messages(seed)) {
+      const Frames f = encode(m);
+      Result<Message> back = decode(f.type, f.body);
+      ASSERT_TRUE(back.ok()) << f.type << ": " << back.status().to_string();
+      EXPECT_TRUE(messages_equal(m, *back));
+    }
+  }
+}
+
+TEST(ProtocolRoundTrip, BodyIsAMapWithSnakeCaseFieldNames) {
+  const auto msgs = sample_messages(11);
+  auto fields = [](const Message& m) {
+    auto doc = msgpack_to_json(encode(m).body);
+    EXPECT_TRUE(doc.ok());
+    std::vector<std::string> names;
+    for (const auto& [k, v] : doc->items()) names.push_back(k);
+    return names;
+  };
+  EXPECT_EQ(fields(msgs[0]), (std::vector<std::string>{"build", "capabilities", "hostname", "slots",
+                                                       "tags", "version_major", "version_minor",
+                                                       "worker_id"}));
+  EXPECT_EQ(fields(msgs[1]), (std::vector<std::string>{"heartbeat_interval_ms", "heartbeat_liveness",
+                                                       "lease_grace_ms", "run_id", "version_major",
+                                                       "version_minor"}));
+  EXPECT_EQ(fields(msgs[3]), std::vector<std::string>{});
+  EXPECT_EQ(fields(msgs[7]), (std::vector<std::string>{"attempt", "finished_at_ms", "job_id",
+                                                       "log_tail", "metrics", "reason",
+                                                       "started_at_ms", "status"}));
+  // A HEARTBEAT is the empty msgpack map, one byte.
+  EXPECT_EQ(encode(msgs[3]).body, std::string("\x80", 1));
+}
+
+TEST(ProtocolRoundTrip, NestedNumbersKeepTheirKindAndValue) {
+  JobResult r;
+  r.job_id = "j1";
+  r.attempt = 1;
+  r.status = "pass";
+  r.metrics = {{"neg", std::numeric_limits<int64_t>::min()},
+               {"umax", std::numeric_limits<uint64_t>::max()},
+               {"pi", 3.141592653589793},
+               {"tiny", 4.9e-324},
+               {"nan", std::numeric_limits<double>::quiet_NaN()},
+               {"inf", -std::numeric_limits<double>::infinity()}};
+  const Frames f = encode(Message{r});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const auto& m = std::get<JobResult>(back->body).metrics;
+  EXPECT_EQ(m["neg"].get<int64_t>(), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(m["umax"].get<uint64_t>(), std::numeric_limits<uint64_t>::max());
+  EXPECT_TRUE(m["pi"].is_number_float());
+  EXPECT_EQ(m["pi"].get<double>(), 3.141592653589793);
+  EXPECT_EQ(m["tiny"].get<double>(), 4.9e-324);
+  EXPECT_TRUE(std::isnan(m["nan"].get<double>()));
+  EXPECT_EQ(m["inf"].get<double>(), -std::numeric_limits<double>::infinity());
+}
+
+TEST(ProtocolRoundTrip, LogTailLongerThanTheLimitKeepsItsEnd) {
+  JobResult r;
+  r.job_id = "j1";
+  r.attempt = 1;
+  r.status = "crash";
+  std::string tail;
+  for (std::size_t i = 0; tail.size() < kMaxLogTailBytes + 5000; ++i) tail += "line " + std::to_string(i) + "\n";
+  r.log_tail = tail;
+  const Frames f = encode(Message{r});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const std::string& got = std::get<JobResult>(back->body).log_tail;
+  EXPECT_EQ(got.size(), kMaxLogTailBytes);
+  EXPECT_EQ(got, tail.substr(tail.size() - kMaxLogTailBytes));
+}
+
+TEST(ProtocolRoundTrip, InvalidUtf8IsRepairedNotRejected) {
+  Bye bye{std::string("bad \xff byte and cut \xe2\x9c")};
+  const Frames f = encode(Message{bye});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(std::get<Bye>(back->body).reason, "bad \xEF\xBF\xBD byte and cut \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(ProtocolRoundTrip, OptionalFieldsMayBeLeftOutOrNil) {
+  // RESULT with its required fields only, built by hand as another implementation would.
+  const nlohmann::json body = {{"job_id", "abc"}, {"attempt", 3}, {"status", "oom"},
+                               {"reason", nullptr}};
+  auto back = decode("RESULT", json_to_msgpack(body));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const auto& r = std::get<JobResult>(back->body);
+  EXPECT_EQ(r.job_id, "abc");
+  EXPECT_EQ(r.attempt, 3);
+  EXPECT_EQ(r.status, "oom");
+  EXPECT_EQ(r.reason, "");
+  EXPECT_EQ(r.metrics, nlohmann::json::object());
+  EXPECT_EQ(r.started_at_ms, 0);
+
+  auto hello = decode("HELLO", json_to_msgpack({{"version_major", 1}, {"version_minor", 0},
+                                                {"worker_id", "w1"}, {"slots", 2}}));
+  ASSERT_TRUE(hello.ok()) << hello.status().to_string();
+  EXPECT_EQ(std::get<Hello>(hello->body).slots, 2);
+  EXPECT_TRUE(std::get<Hello>(hello->body).tags.empty());
+}
+
+TEST(ProtocolRoundTrip, UnknownFieldsAreIgnored) {
+  const nlohmann::json body = {{"job_id", "abc"}, {"attempt", 1}, {"future_field", {1, 2, 3}},
+                               {"x", {{"deep", true}}}};
+  auto back = decode("ACK", json_to_msgpack(body));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(std::get<Ack>(back->body).job_id, "abc");
+}
+
+TEST(ProtocolRoundTrip, HelloOfAnotherMajorVersionDecodesItsVersionOnly) {
+  // A v2 worker may have dropped v1's required fields; the coordinator must still learn its
+  // version to refuse it with a reason.
+  auto back = decode("HELLO", json_to_msgpack({{"version_major", 2}, {"version_minor", 5},
+                                               {"worker_id", 42}}));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const auto& h = std::get<Hello>(back->body);
+  EXPECT_EQ(h.version_major, 2);
+  EXPECT_EQ(h.version_minor, 5);
+  EXPECT_TRUE(h.worker_id.empty());
+  EXPECT_FALSE(version_compatible(h.version_major));
+
+  auto no_version = decode("HELLO", json_to_msgpack({{"worker_id", "w"}, {"slots", 1}}));
+  ASSERT_FALSE(no_version.ok());
+  EXPECT_EQ(no_version.status().message(), "HELLO.version_major: missing required field");
+}
+
+TEST(ProtocolRoundTrip, MinorVersionMayDiffer) {
+  auto back = decode("HELLO", json_to_msgpack({{"version_major", kVersionMajor},
+                                               {"version_minor", kVersionMinor + 7},
+                                               {"worker_id", "w1"}, {"slots", 1}}));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(std::get<Hello>(back->body).version_minor, kVersionMinor + 7);
+}
+
+TEST(ProtocolRoundTrip, WelcomeRunIdMayBeEmpty) {
+  Welcome w;
+  w.heartbeat_interval_ms = 1000;
+  w.heartbeat_liveness = 5;
+  const Frames f = encode(Message{w});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(std::get<Welcome>(back->body).run_id, "");
+}
+
+}  // namespace
+}  // namespace am::proto
