@@ -12,6 +12,14 @@
 //   - status "error" with the exit code when it exited non-zero or wrote no result.
 // If `cancel` becomes true the child is killed and status "error" (reason "cancelled") returned.
 // Never throws. Thread-safe: several jobs may execute at once from different threads.
+// The outcome's metrics also carry "process": {"wall_s", "cpu_user_s", "cpu_sys_s",
+// "peak_rss_bytes", "output_bytes"} — the parent's view of the job process (wait4), whatever
+// the status.
+//
+// Diagnostic jobs: a spec whose model is "selftest:<mode>" (pass, fail, noisy, fds, segv, abort,
+// sigkill, hang, stubborn, exit3, noresult, alloc) makes the job process misbehave on purpose
+// instead of running the inference core — see worker/selftest_job.h. Tests and the integration
+// suite use it to provoke crashes, hangs and OOMs through the whole system.
 #pragma once
 
 #include <atomic>

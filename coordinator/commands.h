@@ -1,0 +1,46 @@
+// The `accelmatrix` subcommands. Each returns the process exit code and prints its own errors
+// (one line naming what is wrong) to stderr. main.cpp only parses flags into these structs.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "coordinator/server.h"
+
+namespace am::coord {
+
+struct ServeArgs {
+  std::string plan_file;
+  std::string catalog_dir;
+  std::string run_id;                  // default: the plan's name
+  ServerOptions server;
+  std::string endpoint_file;           // written with the resolved endpoint once bound
+  bool quiet = false;                  // no progress lines
+};
+
+struct RunArgs {
+  ServeArgs serve;                     // bind defaults to tcp://127.0.0.1:* (loopback only)
+  int workers = 1;
+  std::string worker_log_level = "warn";
+};
+
+struct ReportArgs {
+  std::string db;
+  std::string format = "md";           // md | json
+  std::string run_id;                  // default: newest run
+  std::string output;                  // default: stdout
+};
+
+struct PlanArgs {
+  std::string plan_file;
+  std::string catalog_dir;
+  bool json = false;
+};
+
+int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop);
+int cmd_run(const RunArgs& args, const std::atomic<bool>& stop);
+int cmd_report(const ReportArgs& args);
+int cmd_plan(const PlanArgs& args);
+
+}  // namespace am::coord

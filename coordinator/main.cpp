@@ -1,0 +1,94 @@
+// accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "common/build_info.h"
+#include "common/log.h"
+#include "coordinator/commands.h"
+#include "jobs/plan.h"
+
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+
+void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
+  auto& s = a.server;
+  cmd->add_option("--db", s.db_path, "SQLite database file")->capture_default_str();
+  cmd->add_option("--catalog", a.catalog_dir, "Model catalog directory (default: beside the plan)");
+  cmd->add_option("--run", a.run_id, "Run id (default: the plan's name; same id resumes)");
+  cmd->add_option("--heartbeat-ms", s.heartbeat_interval_ms, "Heartbeat interval")
+      ->check(CLI::Range(int64_t{10}, int64_t{600000}))->capture_default_str();
+  cmd->add_option("--liveness", s.heartbeat_liveness, "Missed heartbeats before a worker is dead")
+      ->check(CLI::Range(1, 1000))->capture_default_str();
+  cmd->add_option("--lease-grace-ms", s.lease_grace_ms, "Lease = job timeout + this grace")
+      ->check(CLI::Range(int64_t{0}, int64_t{86400000}))->capture_default_str();
+  cmd->add_option("--max-attempts", s.max_infra_attempts, "Attempts before a job is 'lost'")
+      ->check(CLI::Range(1, 100))->capture_default_str();
+  cmd->add_option("--endpoint-file", a.endpoint_file, "Write the bound endpoint to this file");
+  cmd->add_flag("--quiet", a.quiet, "No progress lines");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"accelmatrix: measures which models run at which precision on which hardware"};
+  app.set_version_flag("--version", am::build_string());
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+
+  am::coord::RunArgs run;
+  run.serve.plan_file = (am::jobs::default_plans_dir() / "default.toml").string();
+  run.serve.server.bind = "tcp://127.0.0.1:*";
+  auto* run_cmd = app.add_subcommand("run", "Embedded coordinator + local workers; prints the matrix");
+  run_cmd->add_option("--plan", run.serve.plan_file, "Plan file")->capture_default_str();
+  run_cmd->add_option("--workers", run.workers, "Local worker processes")
+      ->check(CLI::Range(1, 64))->capture_default_str();
+  run_cmd->add_option("--bind", run.serve.server.bind, "Endpoint to bind")->capture_default_str();
+  add_server_flags(run_cmd, run.serve);
+
+  am::coord::ServeArgs serve;
+  auto* serve_cmd = app.add_subcommand("serve", "Run the coordinator for a plan");
+  serve_cmd->add_option("--plan", serve.plan_file, "Plan file")->required();
+  serve_cmd->add_option("--bind", serve.server.bind, "Endpoint to bind")->capture_default_str();
+  serve_cmd->add_flag("--exit-when-done", serve.server.exit_when_done,
+                      "Exit once every job is terminal (workers are drained)");
+  serve_cmd->add_option("--expect-workers", serve.server.expect_workers,
+                        "Settle jobs no device can run once this many workers registered (0 = never)")
+      ->check(CLI::Range(0, 100000))->capture_default_str();
+  add_server_flags(serve_cmd, serve);
+
+  am::coord::ReportArgs report;
+  auto* report_cmd = app.add_subcommand("report", "Export a run's results and matrix");
+  report_cmd->add_option("--db", report.db, "SQLite database file")->required();
+  report_cmd->add_option("--format", report.format, "md | json")
+      ->check(CLI::IsMember({"md", "json"}))->capture_default_str();
+  report_cmd->add_option("--run", report.run_id, "Run id (default: newest)");
+  report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout");
+
+  am::coord::PlanArgs plan;
+  auto* plan_cmd = app.add_subcommand("plan", "Validate a plan and list its jobs; runs nothing");
+  plan_cmd->add_option("file", plan.plan_file, "Plan file")->required();
+  plan_cmd->add_option("--catalog", plan.catalog_dir, "Model catalog directory");
+  plan_cmd->add_flag("--json", plan.json, "Print the expanded job specs as JSON");
+
+  CLI11_PARSE(app, argc, argv);
+  if (am::Status st = am::set_log_level(log_level); !st.ok()) {
+    std::cerr << "error: --log-level: " << st.message() << "\n";
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  if (*run_cmd) return am::coord::cmd_run(run, g_stop);
+  if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
+  if (*report_cmd) return am::coord::cmd_report(report);
+  if (*plan_cmd) return am::coord::cmd_plan(plan);
+  return 2;
+}

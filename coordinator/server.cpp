@@ -1,0 +1,577 @@
+#include "coordinator/server.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "common/transport.h"
+#include "coordinator/matching.h"
+#include "coordinator/store.h"
+
+namespace am::coord {
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  static auto l = get_logger("coordinator/server");
+  return l;
+}
+
+// At most this many messages are handled per loop iteration before timers run, so a flood
+// from one peer cannot starve heartbeats and lease checks.
+constexpr int kMaxMessagesPerTick = 256;
+
+// After a run completes, how long the coordinator keeps serving so that DRAIN reaches every
+// worker and their BYEs come back.
+constexpr int64_t kDrainWaitMs = 3000;
+
+struct JobEntry {
+  std::string run_id;
+  std::string job_id;
+  nlohmann::json spec_doc;
+  jobs::JobSpec spec;
+  std::string state;                 // queued | leased | done
+  int attempts = 0;
+  std::string status;
+  std::string lease_worker;          // worker id holding the current lease
+  int lease_attempt = 0;
+  int64_t lease_expires_at_ms = 0;   // epoch ms
+  std::set<std::string> lost_on;     // workers on which an attempt was lost
+};
+
+struct WorkerSession {
+  std::string identity;
+  std::string worker_id;
+  std::string hostname;
+  std::vector<DeviceInfo> devices;
+  std::map<std::string, int> credits;
+  int64_t last_seen_ms = 0;          // steady ms
+};
+
+struct PendingResult {
+  ResultRecord record;
+};
+
+std::string describe(const JobEntry& j) {
+  const auto& s = j.spec;
+  return s.model + " " + s.backend + " " + s.precision + " b" + std::to_string(s.batch) + " s" +
+         std::to_string(s.seq_len);
+}
+
+std::string summarize_metrics(const nlohmann::json& m) {
+  char buf[160];
+  std::string out;
+  if (auto l = m.find("latency_ms"); l != m.end() && l->is_object() && l->contains("median") &&
+                                     (*l)["median"].is_number()) {
+    std::snprintf(buf, sizeof buf, "  median %.3f ms", (*l)["median"].get<double>());
+    out += buf;
+  }
+  if (auto a = m.find("accuracy"); a != m.end() && a->is_object() && a->contains("nmse") &&
+                                   (*a)["nmse"].is_number()) {
+    std::snprintf(buf, sizeof buf, "  nmse %.2e", (*a)["nmse"].get<double>());
+    out += buf;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct Server::Impl {
+  ServerOptions opt;
+  std::unique_ptr<Store> store;
+  RouterEndpoint router;
+
+  std::map<std::string, JobEntry> jobs;            // job id -> entry
+  std::vector<std::string> order;                  // job ids in submission order
+  std::set<std::string> runs;
+  std::map<std::string, WorkerSession> sessions;   // routing identity -> session
+  std::map<std::string, std::string> identity_of;  // worker id -> routing identity
+  std::vector<PendingResult> pending;
+  int64_t pending_since_ms = 0;
+  int64_t last_heartbeat_ms = 0;
+  bool assign_dirty = true;
+  uint64_t unauthorized_results = 0;
+  uint64_t unexpected_messages = 0;
+  std::string last_event;
+  std::function<void(const Progress&)> progress_cb;
+
+  Impl(ServerOptions o, std::unique_ptr<Store> s, RouterEndpoint r)
+      : opt(std::move(o)), store(std::move(s)), router(std::move(r)) {}
+
+  // ---- sending -------------------------------------------------------------------------
+  void send(const std::string& identity, proto::Body body) {
+    Status st = router.send(identity, proto::Message{std::move(body)});
+    if (!st.ok()) logger()->warn("send failed: {}", st.to_string());
+  }
+  void send_to_worker(const std::string& worker_id, proto::Body body) {
+    auto it = identity_of.find(worker_id);
+    if (it != identity_of.end()) send(it->second, std::move(body));
+  }
+
+  void notify() {
+    if (progress_cb) progress_cb(snapshot());
+  }
+
+  Progress snapshot() const {
+    Progress p;
+    p.total = static_cast<int>(jobs.size());
+    for (const auto& [id, j] : jobs) {
+      if (j.state == "done") {
+        ++p.done;
+        ++p.by_status[j.status];
+      } else if (j.state == "leased") {
+        ++p.leased;
+      } else {
+        ++p.queued;
+      }
+    }
+    p.workers = static_cast<int>(sessions.size());
+    p.last_event = last_event;
+    return p;
+  }
+
+  bool all_done() const {
+    return std::all_of(jobs.begin(), jobs.end(),
+                       [](const auto& kv) { return kv.second.state == "done"; });
+  }
+
+  // ---- job state transitions --------------------------------------------------------------
+  void settle(JobEntry& j, const std::string& status, const std::string& reason) {
+    Status st = store->set_job_terminal(j.run_id, j.job_id, status, reason, now_epoch_ms());
+    if (!st.ok()) {
+      logger()->error("could not store terminal status of {}: {}", j.job_id, st.to_string());
+      return;
+    }
+    j.state = "done";
+    j.status = status;
+    last_event = status + "  " + describe(j) + "  (" + reason + ")";
+    logger()->info("job {} {}: {}", j.job_id, status, reason);
+    notify();
+  }
+
+  // The current lease of `j` is gone (worker lost, lease expired, worker left). The job goes
+  // back to the queue — preferably for another worker — or is settled as lost when its
+  // infrastructure attempts are used up.
+  void lease_lost(JobEntry& j, const std::string& reason) {
+    if (j.state != "leased") return;
+    Status st = store->expire_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
+    if (!st.ok()) {
+      logger()->error("could not expire lease of {}: {}", j.job_id, st.to_string());
+      return;
+    }
+    logger()->warn("job {} attempt {} on {}: {}", j.job_id, j.lease_attempt, j.lease_worker,
+                   reason);
+    j.lost_on.insert(j.lease_worker);
+    j.lease_worker.clear();
+    j.lease_attempt = 0;
+    j.state = "queued";
+    assign_dirty = true;
+    if (j.attempts >= opt.max_infra_attempts) {
+      settle(j, "lost",
+             "infrastructure retries exhausted after " + std::to_string(j.attempts) +
+                 " attempts; last: " + reason);
+    }
+  }
+
+  // ---- workers -----------------------------------------------------------------------------
+  void remove_session(const std::string& identity, const std::string& reason) {
+    auto it = sessions.find(identity);
+    if (it == sessions.end()) return;
+    std::string worker_id = it->second.worker_id;
+    logger()->warn("worker {} gone: {}", worker_id, reason);
+    sessions.erase(it);
+    auto id_it = identity_of.find(worker_id);
+    if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
+    for (auto& [id, j] : jobs) {
+      if (j.state == "leased" && j.lease_worker == worker_id) lease_lost(j, "worker lost: " + reason);
+    }
+    notify();
+  }
+
+  void on_hello(const std::string& identity, const proto::Hello& h) {
+    if (!proto::version_compatible(h.version_major)) {
+      std::string reason = "protocol version " + std::to_string(h.version_major) + "." +
+                           std::to_string(h.version_minor) + " not supported: coordinator speaks " +
+                           std::to_string(proto::kVersionMajor) + "." +
+                           std::to_string(proto::kVersionMinor);
+      logger()->warn("rejecting worker {}: {}", h.worker_id, reason);
+      send(identity, proto::Reject{reason, false});
+      return;
+    }
+    // The same worker reconnecting (new socket, new identity) replaces its old session; its
+    // leases stay valid because leases belong to the worker id, not the connection.
+    if (auto old = identity_of.find(h.worker_id); old != identity_of.end() && old->second != identity) {
+      sessions.erase(old->second);
+    }
+    WorkerSession s;
+    s.identity = identity;
+    s.worker_id = h.worker_id;
+    s.hostname = h.hostname;
+    s.devices = devices_from_capabilities(h.capabilities);
+    s.last_seen_ms = steady_ms();
+    sessions[identity] = std::move(s);
+    identity_of[h.worker_id] = identity;
+
+    WorkerRecord rec;
+    rec.worker_id = h.worker_id;
+    rec.hostname = h.hostname;
+    rec.build = h.build;
+    rec.capabilities = h.capabilities;
+    rec.tags = nlohmann::json::object();
+    for (const auto& [k, v] : h.tags) rec.tags[k] = v;
+    rec.last_seen_at_ms = now_epoch_ms();
+    if (Status st = store->upsert_worker(rec); !st.ok()) {
+      logger()->error("could not store worker {}: {}", h.worker_id, st.to_string());
+    }
+
+    proto::Welcome w;
+    w.heartbeat_interval_ms = opt.heartbeat_interval_ms;
+    w.heartbeat_liveness = opt.heartbeat_liveness;
+    w.lease_grace_ms = opt.lease_grace_ms;
+    w.run_id = runs.empty() ? std::string() : *runs.begin();
+    send(identity, w);
+    logger()->info("worker {} ({}) registered with {} device(s)", h.worker_id, h.hostname,
+                   sessions[identity].devices.size());
+    settle_ineligible_jobs();
+    assign_dirty = true;
+    notify();
+  }
+
+  // Jobs no registered device could ever run are settled at once instead of waiting forever.
+  void settle_ineligible_jobs() {
+    if (opt.expect_workers <= 0 || static_cast<int>(sessions.size()) < opt.expect_workers) return;
+    std::vector<DeviceInfo> all;
+    for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
+    for (const auto& id : order) {
+      JobEntry& j = jobs[id];
+      if (j.state != "queued") continue;
+      if (auto settlement = settle_ineligible(j.spec, all)) {
+        settle(j, settlement->status, settlement->reason);
+      }
+    }
+  }
+
+  bool worker_owns_attempt(const std::string& worker_id, const JobEntry& j, int attempt) {
+    if (j.lease_worker == worker_id && j.lease_attempt == attempt) return true;
+    auto owner = store->attempt_worker(j.run_id, j.job_id, attempt);
+    if (!owner.ok()) {
+      logger()->error("attempt lookup failed: {}", owner.status().to_string());
+      return false;
+    }
+    return owner->has_value() && **owner == worker_id;
+  }
+
+  void on_result(WorkerSession& s, const proto::JobResult& r) {
+    auto it = jobs.find(r.job_id);
+    if (it == jobs.end() || !worker_owns_attempt(s.worker_id, it->second, r.attempt)) {
+      ++unauthorized_results;
+      logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
+                     r.job_id, r.attempt, s.worker_id, unauthorized_results);
+      return;
+    }
+    ResultRecord rec;
+    rec.run_id = it->second.run_id;
+    rec.job_id = r.job_id;
+    rec.attempt = r.attempt;
+    rec.worker_id = s.worker_id;
+    rec.status = r.status;
+    rec.reason = r.reason;
+    rec.metrics = r.metrics;
+    rec.log_tail = r.log_tail;
+    rec.started_at_ms = r.started_at_ms;
+    rec.finished_at_ms = r.finished_at_ms;
+    rec.received_at_ms = now_epoch_ms();
+    if (pending.empty()) pending_since_ms = steady_ms();
+    pending.push_back({std::move(rec)});
+  }
+
+  // Stores the batch in one transaction, then ACKs: a result is never acknowledged before it
+  // is durable. On a store failure nothing is ACKed and the batch is retried next tick.
+  void flush_results() {
+    if (pending.empty()) return;
+    std::vector<ResultRecord> batch;
+    batch.reserve(pending.size());
+    for (const auto& p : pending) batch.push_back(p.record);
+    auto outcomes = store->store_results(batch);
+    if (!outcomes.ok()) {
+      logger()->error("storing {} result(s) failed, will retry: {}", batch.size(),
+                      outcomes.status().to_string());
+      return;
+    }
+    pending.clear();
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      const ResultRecord& rec = batch[i];
+      const StoredOutcome& out = (*outcomes)[i];
+      JobEntry& j = jobs[rec.job_id];
+      const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
+      if (out.became_terminal) {
+        // Another attempt still out there (e.g. the job was re-queued after a lease expired and
+        // the first worker delivered late) is no longer needed.
+        if (j.state == "leased" && !is_current_lease) {
+          send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt,
+                                                       "job already has a result"});
+        }
+        j.state = "done";
+        j.status = rec.status;
+        j.lease_worker.clear();
+        j.lease_attempt = 0;
+        last_event = rec.status + "  " + describe(j) + summarize_metrics(rec.metrics) +
+                     (rec.reason.empty() ? "" : "  (" + rec.reason + ")");
+        notify();
+      } else if (is_current_lease) {
+        j.lease_worker.clear();
+        j.lease_attempt = 0;
+      }
+      send_to_worker(rec.worker_id, proto::Ack{rec.job_id, rec.attempt});
+    }
+  }
+
+  void on_ready(WorkerSession& s, const proto::Ready& r) {
+    for (const auto& [device, n] : r.credits) {
+      bool known = std::any_of(s.devices.begin(), s.devices.end(),
+                               [&](const DeviceInfo& d) { return d.key == device; });
+      if (!known || n < 0) {
+        ++unexpected_messages;
+        logger()->warn("READY from {} names unknown device '{}' or negative credits", s.worker_id,
+                       device);
+        continue;
+      }
+      s.credits[device] += n;
+    }
+    assign_dirty = true;
+  }
+
+  void handle(const Envelope& env) {
+    const proto::Body& body = env.message.body;
+    if (const auto* hello = std::get_if<proto::Hello>(&body)) {
+      on_hello(env.peer, *hello);
+      return;
+    }
+    auto it = sessions.find(env.peer);
+    if (it == sessions.end()) {
+      send(env.peer, proto::Reject{"unknown peer: send HELLO", true});
+      return;
+    }
+    WorkerSession& s = it->second;
+    s.last_seen_ms = steady_ms();
+    if (std::holds_alternative<proto::Heartbeat>(body) || std::holds_alternative<proto::Progress>(body)) {
+      return;
+    }
+    if (const auto* ready = std::get_if<proto::Ready>(&body)) return on_ready(s, *ready);
+    if (const auto* result = std::get_if<proto::JobResult>(&body)) return on_result(s, *result);
+    if (const auto* bye = std::get_if<proto::Bye>(&body)) {
+      return remove_session(env.peer, "said BYE: " + bye->reason);
+    }
+    ++unexpected_messages;
+    logger()->warn("unexpected {} from worker {}", proto::msg_type_name(env.message.type()),
+                   s.worker_id);
+  }
+
+  // ---- scheduling ------------------------------------------------------------------------
+  bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
+    for (const auto& [id, s] : sessions) {
+      if (s.worker_id == worker_id || j.lost_on.count(s.worker_id)) continue;
+      for (const auto& d : s.devices) {
+        if (device_can_run(d, j.spec)) return true;
+      }
+    }
+    return false;
+  }
+
+  JobEntry* pick_job(const WorkerSession& s, const DeviceInfo& device) {
+    JobEntry* fallback = nullptr;
+    for (const auto& id : order) {
+      JobEntry& j = jobs[id];
+      if (j.state != "queued" || !device_can_run(device, j.spec)) continue;
+      // Infrastructure retries go to a different worker when one could take them.
+      if (j.lost_on.count(s.worker_id) && someone_else_could_run(j, s.worker_id)) continue;
+      if (!j.lost_on.count(s.worker_id)) return &j;
+      if (!fallback) fallback = &j;
+    }
+    return fallback;
+  }
+
+  void assign_jobs() {
+    if (!assign_dirty) return;
+    assign_dirty = false;
+    for (auto& [identity, s] : sessions) {
+      for (const auto& device : s.devices) {
+        int& credits = s.credits[device.key];
+        while (credits > 0) {
+          JobEntry* j = pick_job(s, device);
+          if (!j) break;
+          const int attempt = j->attempts + 1;
+          const int64_t lease_ms =
+              static_cast<int64_t>(j->spec.timeout_s * 1000.0) + opt.lease_grace_ms;
+          LeaseRecord lease;
+          lease.run_id = j->run_id;
+          lease.job_id = j->job_id;
+          lease.attempt = attempt;
+          lease.worker_id = s.worker_id;
+          lease.device = device.key;
+          lease.hardware_class = device.hardware_class;
+          lease.leased_at_ms = now_epoch_ms();
+          lease.lease_expires_at_ms = lease.leased_at_ms + lease_ms;
+          if (Status st = store->record_lease(lease); !st.ok()) {
+            logger()->error("could not record lease of {}: {}", j->job_id, st.to_string());
+            assign_dirty = true;
+            return;
+          }
+          j->attempts = attempt;
+          j->state = "leased";
+          j->lease_worker = s.worker_id;
+          j->lease_attempt = attempt;
+          j->lease_expires_at_ms = lease.lease_expires_at_ms;
+          --credits;
+          proto::Assign a;
+          a.job_id = j->job_id;
+          a.attempt = attempt;
+          a.lease_ms = lease_ms;
+          a.device = device.key;
+          a.spec = j->spec_doc;
+          send(identity, std::move(a));
+          logger()->debug("assigned {} attempt {} to {}", j->job_id, attempt, s.worker_id);
+        }
+      }
+    }
+  }
+
+  // ---- timers ------------------------------------------------------------------------------
+  void run_timers() {
+    const int64_t now = steady_ms();
+    if (now - last_heartbeat_ms >= opt.heartbeat_interval_ms) {
+      last_heartbeat_ms = now;
+      for (const auto& [identity, s] : sessions) send(identity, proto::Heartbeat{});
+    }
+    const int64_t dead_after = opt.heartbeat_interval_ms * opt.heartbeat_liveness;
+    std::vector<std::string> dead;
+    for (const auto& [identity, s] : sessions) {
+      if (now - s.last_seen_ms > dead_after) dead.push_back(identity);
+    }
+    for (const auto& identity : dead) {
+      remove_session(identity, "silent for more than " + std::to_string(dead_after) + " ms");
+    }
+    const int64_t epoch = now_epoch_ms();
+    for (auto& [id, j] : jobs) {
+      if (j.state == "leased" && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
+        send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
+        lease_lost(j, "lease expired");
+      }
+    }
+    if (!pending.empty() &&
+        (static_cast<int>(pending.size()) >= reliability::kStoreBatchMax ||
+         now - pending_since_ms >= reliability::kStoreBatchMaxDelayMs)) {
+      flush_results();
+    }
+    assign_jobs();
+  }
+};
+
+Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Server::~Server() = default;
+
+Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
+  if (options.heartbeat_interval_ms <= 0 || options.heartbeat_liveness <= 0) {
+    return invalid_argument("heartbeat interval and liveness must be positive");
+  }
+  if (options.max_infra_attempts <= 0) return invalid_argument("max attempts must be positive");
+  auto store = Store::open(options.db_path);
+  if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
+  auto router = RouterEndpoint::bind(options.bind);
+  if (!router.ok()) return router.status().with_context("binding " + options.bind);
+  auto impl = std::make_unique<Impl>(options, std::move(store).value(), std::move(router).value());
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
+  Impl& m = *impl_;
+  RunRecord run;
+  run.run_id = run_id;
+  run.plan_name = plan.name;
+  run.plan_path = plan.source.string();
+  run.description = plan.description;
+  run.created_at_ms = now_epoch_ms();
+  AM_RETURN_IF_ERROR(m.store->upsert_run(run));
+  AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, plan.jobs));
+  AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
+  logger()->info("run {}: {} job(s), {} new", run_id, rows.size(), added);
+  for (const JobRow& row : rows) {
+    if (m.jobs.count(row.job_id)) continue;
+    JobEntry j;
+    j.run_id = row.run_id;
+    j.job_id = row.job_id;
+    j.spec_doc = row.spec;
+    j.state = row.state;
+    j.attempts = row.attempts;
+    j.status = row.status;
+    auto spec = jobs::job_spec_from_json(row.spec);
+    m.order.push_back(row.job_id);
+    if (!spec.ok()) {
+      m.jobs[row.job_id] = std::move(j);
+      m.settle(m.jobs[row.job_id], "error", "stored job spec is invalid: " + spec.status().message());
+      continue;
+    }
+    j.spec = std::move(spec).value();
+    if (j.state == "leased") {
+      j.lease_worker = row.lease_worker;
+      j.lease_attempt = row.attempts;
+      j.lease_expires_at_ms = row.lease_expires_at_ms;
+    }
+    m.jobs[row.job_id] = std::move(j);
+  }
+  m.runs.insert(run_id);
+  m.assign_dirty = true;
+  return Status::Ok();
+}
+
+std::string Server::endpoint() const { return impl_->router.bound_endpoint(); }
+
+void Server::on_progress(std::function<void(const Progress&)> callback) {
+  impl_->progress_cb = std::move(callback);
+}
+
+Progress Server::progress() const { return impl_->snapshot(); }
+bool Server::all_done() const { return impl_->all_done(); }
+
+Status Server::serve(const std::atomic<bool>& stop) {
+  Impl& m = *impl_;
+  m.notify();
+  int64_t drain_started_ms = 0;
+  while (!stop.load()) {
+    auto first = m.router.recv(static_cast<int>(reliability::kPollTickMs));
+    if (!first.ok()) return first.status().with_context("coordinator receive");
+    if (first->has_value()) {
+      m.handle(**first);
+      for (int i = 1; i < kMaxMessagesPerTick; ++i) {
+        auto more = m.router.recv(0);
+        if (!more.ok()) return more.status().with_context("coordinator receive");
+        if (!more->has_value()) break;
+        m.handle(**more);
+      }
+    }
+    m.run_timers();
+    if (m.opt.exit_when_done && m.pending.empty() && m.all_done()) {
+      if (drain_started_ms == 0) {
+        drain_started_ms = steady_ms();
+        for (const auto& [identity, s] : m.sessions) {
+          m.send(identity, proto::Drain{"run complete"});
+        }
+        for (const auto& run_id : m.runs) {
+          if (Status st = m.store->mark_run_finished(run_id, now_epoch_ms()); !st.ok()) {
+            logger()->error("could not mark run {} finished: {}", run_id, st.to_string());
+          }
+        }
+        logger()->info("all {} job(s) terminal; draining workers", m.jobs.size());
+      }
+      // Stay up until every worker has said BYE (so DRAIN is delivered), or give up waiting.
+      if (m.sessions.empty() || steady_ms() - drain_started_ms > kDrainWaitMs) return Status::Ok();
+    }
+  }
+  m.flush_results();
+  return Status::Ok();
+}
+
+}  // namespace am::coord

@@ -1,0 +1,158 @@
+#include "tests/integration/harness.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <fcntl.h>
+#include <fstream>
+#include <spawn.h>
+#include <sqlite3.h>
+#include <sstream>
+#include <stdexcept>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace am::testing {
+
+std::filesystem::path build_dir() { return ACCELMATRIX_BINARY_DIR; }
+std::filesystem::path source_dir() { return ACCELMATRIX_SOURCE_DIR; }
+std::filesystem::path coordinator_binary() { return build_dir() / "accelmatrix"; }
+std::filesystem::path worker_binary() { return build_dir() / "accelmatrix-worker"; }
+
+ScratchDir::ScratchDir(const std::string& name) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / ("am-" + name + "-XXXXXX")).string();
+  if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+ScratchDir::~ScratchDir() {
+  if (std::getenv("ACCELMATRIX_KEEP_TEST_DIRS")) return;
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+Process::Process(const std::vector<std::string>& argv, const std::filesystem::path& log_file)
+    : log_file_(log_file) {
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (auto& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_file.c_str(),
+                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + " failed");
+}
+
+Process::~Process() {
+  if (pid_ > 0) kill_hard();
+}
+
+bool Process::running() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r = waitpid(pid_, &status, WNOHANG);
+  if (r == pid_) {
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void Process::kill_hard() {
+  if (pid_ <= 0) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  exit_code_ = 128 + SIGKILL;
+  pid_ = -1;
+}
+
+void Process::terminate() {
+  if (pid_ > 0) ::kill(pid_, SIGTERM);
+}
+
+int Process::wait(std::chrono::milliseconds timeout) {
+  wait_until([&] { return !running(); }, timeout);
+  return pid_ > 0 ? -1 : exit_code_;
+}
+
+std::string Process::log() const { return read_file(log_file_); }
+
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+std::vector<std::vector<std::string>> sql_rows(const std::filesystem::path& db,
+                                               const std::string& query) {
+  std::vector<std::vector<std::string>> rows;
+  if (!std::filesystem::exists(db)) return rows;
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
+    sqlite3_close(h);
+    return rows;
+  }
+  sqlite3_busy_timeout(h, 5000);
+  sqlite3_stmt* st = nullptr;
+  if (sqlite3_prepare_v2(h, query.c_str(), -1, &st, nullptr) == SQLITE_OK) {
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      std::vector<std::string> row;
+      for (int i = 0; i < sqlite3_column_count(st); ++i) {
+        const auto* t = sqlite3_column_text(st, i);
+        row.emplace_back(t ? reinterpret_cast<const char*>(t) : "");
+      }
+      rows.push_back(std::move(row));
+    }
+  }
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  return rows;
+}
+
+int64_t sql_int(const std::filesystem::path& db, const std::string& query) {
+  auto rows = sql_rows(db, query);
+  if (rows.empty() || rows[0].empty() || rows[0][0].empty()) return 0;
+  return std::stoll(rows[0][0]);
+}
+
+std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return path;
+}
+
+std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string run_capture(const std::vector<std::string>& argv, int* exit_code,
+                        std::chrono::milliseconds timeout) {
+  char tmpl[] = "/tmp/am-capture-XXXXXX";
+  int fd = mkstemp(tmpl);
+  if (fd >= 0) close(fd);
+  std::string out;
+  {
+    Process p(argv, tmpl);
+    *exit_code = p.wait(timeout);
+    out = p.log();
+  }
+  unlink(tmpl);
+  return out;
+}
+
+}  // namespace am::testing

@@ -1,0 +1,72 @@
+// Helpers for integration tests: real accelmatrix processes, a scratch directory, and direct
+// SQLite queries against the coordinator's database.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace am::testing {
+
+std::filesystem::path build_dir();
+std::filesystem::path source_dir();
+std::filesystem::path coordinator_binary();   // build/accelmatrix
+std::filesystem::path worker_binary();        // build/accelmatrix-worker
+
+// A fresh directory under the system temp dir, removed when the object dies (kept on failure
+// when ACCELMATRIX_KEEP_TEST_DIRS is set).
+class ScratchDir {
+ public:
+  explicit ScratchDir(const std::string& name);
+  ~ScratchDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& leaf) const { return path_ / leaf; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A child process with stdout+stderr in a log file. Killed (SIGKILL) on destruction if alive.
+class Process {
+ public:
+  Process(const std::vector<std::string>& argv, const std::filesystem::path& log_file);
+  ~Process();
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+
+  pid_t pid() const { return pid_; }
+  bool running();
+  void kill_hard();                            // SIGKILL and reap
+  void terminate();                            // SIGTERM (no wait)
+  // Waits for exit; returns the exit code, 128+signal, or -1 on timeout.
+  int wait(std::chrono::milliseconds timeout);
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  int exit_code_ = -1;
+  std::filesystem::path log_file_;
+};
+
+// Polls `pred` every 20 ms until true or the timeout passes.
+bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// Runs a query returning one integer (0 when no row).
+int64_t sql_int(const std::filesystem::path& db, const std::string& query);
+// Runs a query and returns every row as strings (NULL -> "").
+std::vector<std::vector<std::string>> sql_rows(const std::filesystem::path& db,
+                                               const std::string& query);
+
+// Writes a plan for bert-tiny with the given body appended to a [plan] header.
+std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);
+std::string read_file(const std::filesystem::path& path);
+
+// Runs a command to completion and returns its stdout; exit code in *exit_code.
+std::string run_capture(const std::vector<std::string>& argv, int* exit_code,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+}  // namespace am::testing

@@ -1,0 +1,116 @@
+// A running coordinator facing peers that misbehave: garbage frames, a wrong protocol version,
+// messages before HELLO, and results for jobs it never leased to them. It must answer with
+// REJECTs where the protocol says so, store nothing forged, and still finish the run.
+#include <gtest/gtest.h>
+
+#include <zmq.hpp>
+
+#include "common/protocol.h"
+#include "common/transport.h"
+#include "tests/integration/harness.h"
+
+namespace am::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::optional<proto::Message> recv_one(DealerEndpoint& d, int timeout_ms) {
+  auto r = d.recv(timeout_ms);
+  if (!r.ok() || !r->has_value()) return std::nullopt;
+  return **r;
+}
+
+// Waits for a message of type T, skipping heartbeats.
+template <typename T>
+std::optional<T> expect_message(DealerEndpoint& d) {
+  for (int i = 0; i < 50; ++i) {
+    auto m = recv_one(d, 200);
+    if (!m) continue;
+    if (const T* t = std::get_if<T>(&m->body)) return *t;
+  }
+  return std::nullopt;
+}
+
+TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
+  ScratchDir dir("hostile");
+  const auto db = dir / "h.db";
+  const auto ep_file = dir / "endpoint";
+  const auto plan = write_file(dir / "hostile.toml",
+                               "[plan]\nname = \"hostile\"\nmode = \"both\"\nseed = 3\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\n"
+                               "batch = [1]\nseq_len = [16]\nmin_reps = 3\nmin_time_s = 0.05\n\n"
+                               "[[models]]\nname = \"bert-tiny\"\n");
+  Process serve({coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                 plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog",
+                 (source_dir() / "jobs/models").string(), "--exit-when-done", "--endpoint-file",
+                 ep_file.string(), "--expect-workers", "0"},
+                dir / "serve.log");
+  std::string ep;
+  ASSERT_TRUE(wait_until([&] {
+    ep = read_file(ep_file);
+    if (!ep.empty() && ep.back() == '\n') ep.pop_back();
+    return !ep.empty();
+  }, 20s));
+
+  // 1. Raw garbage: wrong frame counts, unknown types, undecodable bodies.
+  {
+    zmq::socket_t raw(zmq_context(), zmq::socket_type::dealer);
+    raw.set(zmq::sockopt::linger, 0);
+    raw.connect(ep);
+    for (int i = 0; i < 50; ++i) {
+      std::string junk(static_cast<std::size_t>(1 + i * 7), static_cast<char>(i * 31));
+      raw.send(zmq::buffer(junk), zmq::send_flags::none);                      // one frame
+      raw.send(zmq::str_buffer("HELLO"), zmq::send_flags::sndmore);            // bad body
+      raw.send(zmq::buffer(junk), zmq::send_flags::none);
+      raw.send(zmq::str_buffer("NOT_A_TYPE"), zmq::send_flags::sndmore);
+      raw.send(zmq::str_buffer("\x80"), zmq::send_flags::none);
+    }
+  }
+
+  // 2. A message before HELLO gets REJECT{retry}; a HELLO of another major version is refused.
+  auto d = DealerEndpoint::connect(ep);
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(d->send(proto::Message{proto::Heartbeat{}}).ok());
+  auto rej = expect_message<proto::Reject>(*d);
+  ASSERT_TRUE(rej.has_value());
+  EXPECT_TRUE(rej->retry);
+  proto::Hello wrong;
+  wrong.version_major = proto::kVersionMajor + 1;
+  wrong.worker_id = "time-traveller";
+  wrong.hostname = "future";
+  ASSERT_TRUE(d->send(proto::Message{wrong}).ok());
+  auto rej2 = expect_message<proto::Reject>(*d);
+  ASSERT_TRUE(rej2.has_value());
+  EXPECT_FALSE(rej2->retry);
+  EXPECT_NE(rej2->reason.find("version"), std::string::npos) << rej2->reason;
+
+  // 3. A registered peer forging a result for a job never leased to it: dropped, not stored.
+  proto::Hello hello;
+  hello.worker_id = "forger";
+  hello.hostname = "nowhere";
+  hello.capabilities = {{"devices", nlohmann::json::array()}};   // can run nothing
+  ASSERT_TRUE(d->send(proto::Message{hello}).ok());
+  ASSERT_TRUE(expect_message<proto::Welcome>(*d).has_value());
+  const auto job_id = sql_rows(db, "SELECT job_id FROM jobs")[0][0];
+  proto::JobResult forged;
+  forged.job_id = job_id;
+  forged.attempt = 1;
+  forged.status = "fail";
+  forged.reason = "forged";
+  ASSERT_TRUE(d->send(proto::Message{forged}).ok());
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 0);
+
+  // 4. An honest worker still gets the job done.
+  Process worker({worker_binary().string(), "--coordinator", ep, "--id", "honest", "--state-dir",
+                  (dir / "state").string()},
+                 dir / "worker.log");
+  ASSERT_EQ(serve.wait(60s), 0) << serve.log();
+  EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs")[0][0], "pass");
+  EXPECT_EQ(sql_rows(db, "SELECT a.worker_id FROM jobs j JOIN attempts a ON a.job_id = j.job_id "
+                         "AND a.attempt = j.terminal_attempt")[0][0], "honest");
+}
+
+}  // namespace
+}  // namespace am::testing

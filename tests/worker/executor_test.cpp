@@ -1,0 +1,234 @@
+// execute_job() against a real job process (the job_mode_host binary, which runs the same
+// run_job_mode() as accelmatrix-worker) told to misbehave through "selftest:<mode>" specs.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/reliability.h"
+#include "jobs/job_spec.h"
+#include "worker/executor.h"
+#include "worker/selftest_job.h"
+
+namespace am::worker {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+class ExecutorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::mt19937_64 rng(std::random_device{}());
+    seed_ = rng();
+    scratch_ = std::filesystem::temp_directory_path() /
+               ("am-exec-test-" + std::to_string(getpid()) + "-" + std::to_string(seed_));
+  }
+  void TearDown() override {
+    // The executor removes its files; an empty directory proves it.
+    if (std::filesystem::exists(scratch_)) {
+      EXPECT_TRUE(std::filesystem::is_empty(scratch_)) << "leftover files in " << scratch_;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_, ec);
+  }
+
+  ExecRequest request(const std::string& model, double timeout_s = 20.0) {
+    jobs::JobSpec spec;
+    spec.model = model;
+    spec.architecture = "encoder-only";
+    spec.seed = seed_;
+    ExecRequest req;
+    req.job_id = "0123456789abcdef";
+    req.attempt = 1;
+    req.spec = jobs::to_json(spec);
+    req.timeout_s = timeout_s;
+    req.worker_binary = AM_JOB_MODE_HOST;
+    req.scratch_dir = scratch_;
+    return req;
+  }
+
+  uint64_t seed_ = 0;
+  std::filesystem::path scratch_;
+};
+
+TEST_F(ExecutorTest, PassingJobReturnsItsOwnResultAndMetrics) {
+  const ExecOutcome out = execute_job(request("selftest:pass"));
+  EXPECT_EQ(out.status, "pass") << out.reason << "\n" << out.log_tail;
+  EXPECT_EQ(out.reason, "");
+  EXPECT_EQ(out.exit_code, 0);
+  EXPECT_EQ(out.signal, 0);
+  EXPECT_EQ(out.metrics.at("seed").get<uint64_t>(), seed_);
+  EXPECT_EQ(out.metrics.at("selftest"), "selftest:pass");
+  EXPECT_GT(out.metrics.at("process").at("wall_s").get<double>(), 0.0);
+  EXPECT_GT(out.metrics.at("process").at("peak_rss_bytes").get<int64_t>(), 0);
+  EXPECT_GT(out.started_at_ms, 0);
+  EXPECT_GE(out.finished_at_ms, out.started_at_ms);
+}
+
+TEST_F(ExecutorTest, SegfaultIsACrashNamingTheSignal) {
+  const ExecOutcome out = execute_job(request("selftest:segv"));
+  EXPECT_EQ(out.status, "crash");
+  EXPECT_EQ(out.reason, "signal SIGSEGV (11)");
+  EXPECT_EQ(out.signal, SIGSEGV);
+  EXPECT_EQ(out.exit_code, -1);
+}
+
+TEST_F(ExecutorTest, AbortIsACrashWithSigabrt) {
+  const ExecOutcome out = execute_job(request("selftest:abort"));
+  EXPECT_EQ(out.status, "crash");
+  EXPECT_EQ(out.reason, "signal SIGABRT (6)");
+  EXPECT_EQ(out.signal, SIGABRT);
+}
+
+TEST_F(ExecutorTest, HangingJobTimesOutAndIsKilledPromptly) {
+  const auto t0 = Clock::now();
+  const ExecOutcome out = execute_job(request("selftest:hang", 1.0));
+  const double took = seconds_since(t0);
+  EXPECT_EQ(out.status, "timeout");
+  EXPECT_EQ(out.reason, "exceeded 1.0 s");
+  EXPECT_EQ(out.signal, SIGTERM);
+  EXPECT_GE(took, 1.0);
+  EXPECT_LT(took, 4.0);
+}
+
+TEST_F(ExecutorTest, JobIgnoringSigtermGetsSigkillAfterTheGrace) {
+  const auto t0 = Clock::now();
+  const ExecOutcome out = execute_job(request("selftest:stubborn", 0.5));
+  const double took = seconds_since(t0);
+  EXPECT_EQ(out.status, "timeout");
+  EXPECT_EQ(out.reason, "exceeded 0.5 s");
+  EXPECT_EQ(out.signal, SIGKILL);
+  EXPECT_GE(took, 2.4);  // 0.5 s limit + 2 s grace
+  EXPECT_LT(took, 5.0);
+}
+
+TEST_F(ExecutorTest, NonZeroExitIsAnErrorWithTheCode) {
+  const ExecOutcome out = execute_job(request("selftest:exit3"));
+  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.reason, "exited with code 3");
+  EXPECT_EQ(out.exit_code, 3);
+}
+
+TEST_F(ExecutorTest, ExitWithoutResultIsAnError) {
+  const ExecOutcome out = execute_job(request("selftest:noresult"));
+  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.reason, "exited 0 without writing a result");
+  EXPECT_EQ(out.exit_code, 0);
+}
+
+TEST_F(ExecutorTest, AllocationFailureUnderTheMemoryLimitIsOom) {
+  ExecRequest req = request("selftest:alloc");
+  req.memory_limit_mb = 256;
+  const ExecOutcome out = execute_job(req);
+  EXPECT_EQ(out.status, "oom") << out.reason << "\n" << out.log_tail;
+  EXPECT_EQ(out.exit_code, kExitOutOfMemory);
+  EXPECT_EQ(out.reason, "allocation failed under the 256 MiB memory limit");
+  EXPECT_NE(out.log_tail.find("std::bad_alloc"), std::string::npos) << out.log_tail;
+  EXPECT_NE(out.log_tail.find("selftest:alloc: allocation failed after"), std::string::npos);
+  // The limit held: resident memory never exceeds the address-space limit.
+  EXPECT_LT(out.metrics.at("process").at("peak_rss_bytes").get<int64_t>(), 256 << 20);
+}
+
+TEST_F(ExecutorTest, SigkillNotSentByUsIsReportedAsOom) {
+  const ExecOutcome out = execute_job(request("selftest:sigkill"));
+  EXPECT_EQ(out.status, "oom");
+  EXPECT_EQ(out.reason, "killed (SIGKILL), likely the kernel OOM killer");
+  EXPECT_EQ(out.signal, SIGKILL);
+}
+
+TEST_F(ExecutorTest, NoisyJobKeepsTheLastBytesOfBothStreams) {
+  const ExecOutcome out = execute_job(request("selftest:noisy"));
+  EXPECT_EQ(out.status, "pass");
+  EXPECT_EQ(out.log_tail.size(), reliability::kLogTailBytes);
+  const std::string last_line = std::string(kSelftestNoisyLastLine) + "\n";
+  ASSERT_GE(out.log_tail.size(), last_line.size());
+  EXPECT_EQ(out.log_tail.substr(out.log_tail.size() - last_line.size()), last_line);
+  EXPECT_GE(out.metrics.at("process").at("output_bytes").get<uint64_t>(), kSelftestNoisyBytes - 200);
+  // Lines from stdout (even numbers) and stderr (odd numbers) both reach the tail.
+  EXPECT_NE(out.log_tail.find("0: the quick"), std::string::npos);
+  EXPECT_NE(out.log_tail.find("1: the quick"), std::string::npos);
+}
+
+TEST_F(ExecutorTest, CancelKillsTheJobPromptly) {
+  std::atomic<bool> cancel{false};
+  std::thread canceller([&cancel] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    cancel.store(true);
+  });
+  const auto t0 = Clock::now();
+  const ExecOutcome out = execute_job(request("selftest:hang", 60.0), &cancel);
+  const double took = seconds_since(t0);
+  canceller.join();
+  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.reason, "cancelled");
+  EXPECT_GE(took, 0.3);
+  EXPECT_LT(took, 1.5);
+}
+
+TEST_F(ExecutorTest, BadSpecIsAnErrorWithTheMessageInTheLog) {
+  ExecRequest req = request("selftest:pass");
+  req.spec.erase("architecture");
+  const ExecOutcome out = execute_job(req);
+  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.reason, "exited with code 2");
+  EXPECT_NE(out.log_tail.find("bad spec"), std::string::npos) << out.log_tail;
+  EXPECT_NE(out.log_tail.find("architecture"), std::string::npos) << out.log_tail;
+}
+
+TEST_F(ExecutorTest, MissingBinaryIsAnErrorNotACrash) {
+  ExecRequest req = request("selftest:pass");
+  req.worker_binary = scratch_ / "no-such-worker";
+  const ExecOutcome out = execute_job(req);
+  EXPECT_EQ(out.status, "error");
+  EXPECT_NE(out.reason.find("cannot start"), std::string::npos) << out.reason;
+}
+
+TEST_F(ExecutorTest, JobInheritsOnlyStdioEvenFromNonCloexecDescriptors) {
+  const auto marker = std::filesystem::temp_directory_path() /
+                      ("am-exec-marker-" + std::to_string(seed_));
+  // Deliberately without O_CLOEXEC: the spawn itself must keep it from the job.
+  const int fd = ::open(marker.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  const ExecOutcome out = execute_job(request("selftest:fds"));
+  ::close(fd);
+  std::filesystem::remove(marker);
+  ASSERT_EQ(out.status, "pass") << out.reason << out.log_tail;
+  const json& fds = out.metrics.at("open_fds");
+  EXPECT_EQ(fds.at("0"), "/dev/null");
+  EXPECT_EQ(fds.at("1"), fds.at("2"));  // one pipe for both streams
+  EXPECT_EQ(fds.at("1").get<std::string>().rfind("pipe:", 0), 0u);
+  for (const auto& [num, target] : fds.items()) {
+    EXPECT_NE(target.get<std::string>(), marker.string()) << "fd " << num << " leaked";
+  }
+}
+
+TEST_F(ExecutorTest, ConcurrentJobsDoNotHoldEachOthersOutput) {
+  // If the hanging job inherited the passing job's pipe, the passing job's output would never
+  // reach end of file and it would wait for the hang to time out.
+  std::thread hang([this] {
+    const ExecOutcome out = execute_job(request("selftest:hang", 3.0));
+    EXPECT_EQ(out.status, "timeout");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = Clock::now();
+  ExecRequest req = request("selftest:pass");
+  req.job_id = "fedcba9876543210";
+  const ExecOutcome out = execute_job(req);
+  const double took = seconds_since(t0);
+  hang.join();
+  EXPECT_EQ(out.status, "pass");
+  EXPECT_LT(took, 2.0);
+}
+
+}  // namespace
+}  // namespace am::worker

@@ -1,0 +1,303 @@
+#include "worker/client.h"
+
+#include <algorithm>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include "common/build_info.h"
+#include "common/clock.h"
+#include "common/hash.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "common/transport.h"
+#include "worker/executor.h"
+
+namespace am::worker {
+namespace {
+
+std::shared_ptr<spdlog::logger> logger() {
+  static auto l = get_logger("worker/client");
+  return l;
+}
+
+std::string attempt_key(const std::string& job_id, int attempt) {
+  return job_id + "#" + std::to_string(attempt);
+}
+
+std::string local_hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+}  // namespace
+
+Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) return io_error("cannot create state dir " + state_dir.string() + ": " + ec.message());
+  const auto path = state_dir / "worker-id";
+  if (std::ifstream in(path); in) {
+    std::string id;
+    std::getline(in, id);
+    const bool well_formed =
+        !id.empty() && id.size() <= proto::kMaxIdBytes &&
+        std::all_of(id.begin(), id.end(), [](unsigned char c) { return c > 32 && c < 127; });
+    if (!well_formed) return invalid_argument(path.string() + ": malformed worker id");
+    return id;
+  }
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::string id = "w-" + hex64(r);
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << id << "\n";
+    if (!out) return io_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return io_error("cannot create " + path.string() + ": " + ec.message());
+  return id;
+}
+
+struct RunningJob {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> cancel;
+};
+
+struct Finished {
+  std::string job_id;
+  int attempt = 0;
+  ExecOutcome outcome;
+};
+
+struct WorkerClient::Impl {
+  ClientOptions opt;
+  std::string device_key = "cpu:0";
+  std::optional<DealerEndpoint> endpoint;
+  bool registered = false;
+  int64_t interval_ms;
+  int liveness;
+  int64_t backoff_ms;
+  int64_t next_connect_ms = 0;
+  int64_t last_heard_ms = 0;
+  int64_t last_beat_ms = 0;
+  bool draining = false;
+  int64_t drain_started_ms = 0;
+
+  std::map<std::string, RunningJob> running;         // attempt key -> job thread
+  std::map<std::string, proto::JobResult> outbox;    // attempt key -> result awaiting ACK
+  std::mutex finished_mu;
+  std::vector<Finished> finished;                    // filled by job threads
+
+  explicit Impl(ClientOptions o)
+      : opt(std::move(o)),
+        interval_ms(opt.heartbeat_interval_ms),
+        liveness(opt.heartbeat_liveness),
+        backoff_ms(opt.reconnect_initial_ms) {
+    if (opt.capabilities.contains("devices") && opt.capabilities["devices"].is_array()) {
+      for (const auto& d : opt.capabilities["devices"]) {
+        if (d.value("backend", "") == "cpu" && d.contains("key") && d["key"].is_string()) {
+          device_key = d["key"].get<std::string>();
+          break;
+        }
+      }
+    }
+  }
+
+  ~Impl() {
+    for (auto& [key, job] : running) {
+      job.cancel->store(true);
+      if (job.thread.joinable()) job.thread.join();
+    }
+  }
+
+  void send(proto::Body body) {
+    if (!endpoint) return;
+    Status st = endpoint->send(proto::Message{std::move(body)});
+    if (!st.ok()) logger()->warn("send failed: {}", st.to_string());
+  }
+
+  void connect() {
+    auto ep = DealerEndpoint::connect(opt.coordinator);
+    if (!ep.ok()) {
+      logger()->error("cannot connect to {}: {}", opt.coordinator, ep.status().to_string());
+      schedule_reconnect();
+      return;
+    }
+    endpoint.emplace(std::move(ep).value());
+    registered = false;
+    last_heard_ms = steady_ms();
+    send_hello();
+  }
+
+  void send_hello() {
+    proto::Hello h;
+    h.worker_id = opt.worker_id;
+    h.hostname = local_hostname();
+    h.build = build_string();
+    h.capabilities = opt.capabilities;
+    h.tags = opt.tags;
+    h.slots = opt.slots;
+    send(std::move(h));
+  }
+
+  // The coordinator went silent: drop the socket (and with it any queued messages) and try a
+  // fresh connection after a backoff that doubles up to the cap.
+  void schedule_reconnect() {
+    endpoint.reset();
+    registered = false;
+    next_connect_ms = steady_ms() + backoff_ms;
+    logger()->warn("coordinator unreachable; reconnecting in {} ms", backoff_ms);
+    backoff_ms = std::min(backoff_ms * 2, opt.reconnect_max_ms);
+  }
+
+  int free_slots() const { return opt.slots - static_cast<int>(running.size()); }
+
+  void on_welcome(const proto::Welcome& w) {
+    registered = true;
+    backoff_ms = opt.reconnect_initial_ms;
+    if (w.heartbeat_interval_ms > 0) interval_ms = w.heartbeat_interval_ms;
+    if (w.heartbeat_liveness > 0) liveness = w.heartbeat_liveness;
+    logger()->info("registered with {} as {}", opt.coordinator, opt.worker_id);
+    // Credits start from zero at every WELCOME; results not yet ACKed are delivered again.
+    if (!draining && free_slots() > 0) send(proto::Ready{{{device_key, free_slots()}}});
+    for (const auto& [key, result] : outbox) send(result);
+  }
+
+  void on_assign(const proto::Assign& a) {
+    const std::string key = attempt_key(a.job_id, a.attempt);
+    if (running.count(key) || outbox.count(key)) return;  // a duplicate delivery
+    if (draining || free_slots() <= 0 || a.device != device_key) {
+      logger()->warn("ignoring ASSIGN of {} (device {}, {} free slot(s), draining {})", key,
+                     a.device, free_slots(), draining);
+      return;
+    }
+    ExecRequest req;
+    req.job_id = a.job_id;
+    req.attempt = a.attempt;
+    req.spec = a.spec;
+    req.timeout_s = a.spec.value("timeout_s", reliability::kDefaultJobTimeoutMs / 1000.0);
+    req.memory_limit_mb = a.spec.value("memory_limit_mb", int64_t{0});
+    req.worker_binary = opt.worker_binary;
+    req.scratch_dir = opt.scratch_dir;
+    auto cancel = std::make_shared<std::atomic<bool>>(false);
+    RunningJob job;
+    job.cancel = cancel;
+    job.thread = std::thread([this, req = std::move(req), cancel] {
+      ExecOutcome outcome = execute_job(req, cancel.get());
+      std::lock_guard lock(finished_mu);
+      finished.push_back({req.job_id, req.attempt, std::move(outcome)});
+    });
+    running.emplace(key, std::move(job));
+    send(proto::Progress{a.job_id, a.attempt, "started"});
+    logger()->info("running {} ({} {} {})", key, a.spec.value("model", "?"),
+                   a.spec.value("backend", "?"), a.spec.value("precision", "?"));
+  }
+
+  void collect_finished() {
+    std::vector<Finished> done;
+    {
+      std::lock_guard lock(finished_mu);
+      done.swap(finished);
+    }
+    for (auto& f : done) {
+      const std::string key = attempt_key(f.job_id, f.attempt);
+      if (auto it = running.find(key); it != running.end()) {
+        if (it->second.thread.joinable()) it->second.thread.join();
+        running.erase(it);
+      }
+      proto::JobResult r;
+      r.job_id = f.job_id;
+      r.attempt = f.attempt;
+      r.status = f.outcome.status;
+      r.reason = f.outcome.reason;
+      r.metrics = std::move(f.outcome.metrics);
+      r.log_tail = std::move(f.outcome.log_tail);
+      r.started_at_ms = f.outcome.started_at_ms;
+      r.finished_at_ms = f.outcome.finished_at_ms;
+      logger()->info("finished {}: {} {}", key, r.status, r.reason);
+      outbox[key] = r;
+      if (registered) {
+        send(std::move(r));
+        if (!draining) send(proto::Ready{{{device_key, 1}}});
+      }
+    }
+  }
+
+  // Returns a non-OK status only when the coordinator refuses this worker for good.
+  Status handle(const proto::Message& msg) {
+    last_heard_ms = steady_ms();
+    const auto& body = msg.body;
+    if (const auto* w = std::get_if<proto::Welcome>(&body)) {
+      on_welcome(*w);
+    } else if (const auto* r = std::get_if<proto::Reject>(&body)) {
+      if (!r->retry) return failed_precondition("coordinator rejected this worker: " + r->reason);
+      logger()->info("coordinator asks to register again: {}", r->reason);
+      registered = false;
+      send_hello();
+    } else if (const auto* a = std::get_if<proto::Assign>(&body)) {
+      if (registered) on_assign(*a);
+    } else if (const auto* ack = std::get_if<proto::Ack>(&body)) {
+      outbox.erase(attempt_key(ack->job_id, ack->attempt));
+    } else if (const auto* c = std::get_if<proto::Cancel>(&body)) {
+      if (auto it = running.find(attempt_key(c->job_id, c->attempt)); it != running.end()) {
+        logger()->info("cancelling {} attempt {}: {}", c->job_id, c->attempt, c->reason);
+        it->second.cancel->store(true);
+      }
+    } else if (const auto* d = std::get_if<proto::Drain>(&body)) {
+      if (!draining) {
+        logger()->info("draining: {}", d->reason);
+        draining = true;
+        drain_started_ms = steady_ms();
+      }
+    } else if (!std::holds_alternative<proto::Heartbeat>(body)) {
+      logger()->warn("unexpected {} from coordinator", proto::msg_type_name(msg.type()));
+    }
+    return Status::Ok();
+  }
+
+  Status run(const std::atomic<bool>& stop) {
+    while (!stop.load()) {
+      const int64_t now = steady_ms();
+      if (!endpoint && now >= next_connect_ms) connect();
+      if (endpoint) {
+        auto msg = endpoint->recv(static_cast<int>(reliability::kPollTickMs));
+        if (!msg.ok()) return msg.status();
+        if (msg->has_value()) AM_RETURN_IF_ERROR(handle(**msg));
+      } else {
+        std::this_thread::sleep_for(Millis(reliability::kPollTickMs));
+      }
+      collect_finished();
+      const int64_t t = steady_ms();
+      if (endpoint && registered && t - last_beat_ms >= interval_ms) {
+        last_beat_ms = t;
+        send(proto::Heartbeat{});
+      }
+      if (endpoint && t - last_heard_ms > interval_ms * liveness) schedule_reconnect();
+      if (draining && running.empty() &&
+          (outbox.empty() || t - drain_started_ms > opt.drain_wait_ms)) {
+        if (!outbox.empty()) {
+          logger()->warn("leaving with {} unacknowledged result(s)", outbox.size());
+        }
+        send(proto::Bye{"drained"});
+        return Status::Ok();
+      }
+    }
+    for (auto& [key, job] : running) job.cancel->store(true);
+    collect_finished();
+    send(proto::Bye{"stopped"});
+    return Status::Ok();
+  }
+};
+
+WorkerClient::WorkerClient(ClientOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+WorkerClient::~WorkerClient() = default;
+Status WorkerClient::run(const std::atomic<bool>& stop) { return impl_->run(stop); }
+
+}  // namespace am::worker

@@ -1,0 +1,299 @@
+// execute_job(): the parent side of job isolation. Whatever the job process does — crash, hang,
+// eat all memory, flood its output — this function returns an outcome and the worker goes on.
+#include "worker/executor.h"
+
+#include <poll.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/protocol.h"
+#include "common/reliability.h"
+#include "worker/child_process.h"
+#include "worker/log_tail.h"
+
+namespace am::worker {
+namespace {
+
+// After SIGTERM a job gets this long to exit before SIGKILL.
+constexpr int64_t kKillGraceMs = 2000;
+// After the job process exits, output still in flight is read for at most this long. Anything
+// that keeps the pipe open past that (a grandchild that left the process group) is abandoned.
+constexpr int64_t kDrainAfterExitMs = 500;
+// A result file larger than this is not a result document.
+constexpr std::size_t kMaxResultFileBytes = 16u << 20;
+constexpr double kMsPerSecond = 1000.0;
+// Longer limits are clamped to this (30 days), far beyond any job but safe from overflow.
+constexpr double kMaxTimeoutMs = 30.0 * 24 * 3600 * kMsPerSecond;
+constexpr int64_t kBytesPerKiB = 1024;
+
+std::shared_ptr<spdlog::logger> logger() { return get_logger("worker/executor"); }
+
+// Job ids are validated hex on the wire, but a file name must never escape scratch_dir.
+std::string file_stem(const ExecRequest& req) {
+  std::string id = req.job_id.empty() ? std::string("job") : req.job_id;
+  for (char& c : id) {
+    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '_';
+    if (!safe) c = '_';
+  }
+  return id + "-" + std::to_string(req.attempt);
+}
+
+Status write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return io_error("cannot create " + path.string());
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.close();
+  if (!out) return io_error("cannot write " + path.string());
+  return Status::Ok();
+}
+
+std::string format_seconds(double s) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+// Fills status/reason/metrics from the child's result document; a malformed one is an error.
+void read_result_document(const std::filesystem::path& path, ExecOutcome& out) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) {
+    out.status = "error";
+    out.reason = "exited 0 without writing a result";
+    return;
+  }
+  if (size > kMaxResultFileBytes) {
+    out.status = "error";
+    out.reason = "malformed result: file of " + std::to_string(size) + " bytes exceeds the limit";
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    out.status = "error";
+    out.reason = "malformed result: not a JSON object";
+    return;
+  }
+  const auto status = doc.find("status");
+  if (status == doc.end() || !status->is_string() ||
+      !proto::is_valid_result_status(status->get<std::string>())) {
+    out.status = "error";
+    out.reason = "malformed result: missing or unknown \"status\"";
+    return;
+  }
+  const auto reason = doc.find("reason");
+  if (reason != doc.end() && !reason->is_string() && !reason->is_null()) {
+    out.status = "error";
+    out.reason = "malformed result: \"reason\" is not a string";
+    return;
+  }
+  const auto metrics = doc.find("metrics");
+  if (metrics != doc.end() && !metrics->is_object() && !metrics->is_null()) {
+    out.status = "error";
+    out.reason = "malformed result: \"metrics\" is not an object";
+    return;
+  }
+  out.status = status->get<std::string>();
+  out.reason = reason != doc.end() && reason->is_string() ? reason->get<std::string>() : "";
+  if (metrics != doc.end() && metrics->is_object()) out.metrics = *metrics;
+}
+
+enum class StopCause { kNone, kTimeout, kCancel };
+
+// Runs the spawned child to its end: reads its output, enforces the deadline and the cancel
+// flag, escalates SIGTERM to SIGKILL, and reaps it.
+Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
+                           const std::atomic<bool>* cancel, LogTail& tail, StopCause& cause) {
+  const int64_t start = steady_ms();
+  // Written so that NaN and negative limits mean "now" and absurd ones cannot overflow.
+  double limit_ms = req.timeout_s * kMsPerSecond;
+  if (!(limit_ms > 0.0)) limit_ms = 0.0;
+  if (limit_ms > kMaxTimeoutMs) limit_ms = kMaxTimeoutMs;
+  const int64_t deadline = start + static_cast<int64_t>(limit_ms);
+  int64_t kill_at = 0;  // when SIGKILL follows SIGTERM; 0 = no stop requested yet
+  bool killed = false;
+  std::string chunk;
+  auto drain = [&]() {
+    chunk.clear();
+    const bool open = child.read_output(chunk);
+    if (!chunk.empty()) tail.append(chunk);
+    return open;
+  };
+
+  bool output_open = true;
+  while (true) {
+    const int64_t now = steady_ms();
+    if (cause == StopCause::kNone) {
+      if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+        cause = StopCause::kCancel;
+      } else if (now >= deadline) {
+        cause = StopCause::kTimeout;
+      }
+      if (cause != StopCause::kNone) {
+        child.signal_group(SIGTERM);
+        kill_at = now + kKillGraceMs;
+      }
+    }
+    if (cause != StopCause::kNone && !killed && now >= kill_at) {
+      child.signal_group(SIGKILL);
+      killed = true;
+    }
+    if (child.exited()) break;
+
+    int64_t wait_ms = reliability::kPollTickMs;
+    if (cause == StopCause::kNone) wait_ms = std::min(wait_ms, std::max<int64_t>(0, deadline - now));
+    else if (!killed) wait_ms = std::min(wait_ms, std::max<int64_t>(0, kill_at - now));
+    if (output_open) {
+      pollfd pfd{child.output_fd(), POLLIN, 0};
+      const int rc = ::poll(&pfd, 1, static_cast<int>(wait_ms));
+      if (rc > 0) output_open = drain();
+      // rc < 0 is EINTR (or a transient error): the loop re-checks everything anyway.
+    } else {
+      ::poll(nullptr, 0, static_cast<int>(wait_ms));
+    }
+  }
+
+  // The leader has exited; what is left of its group (helpers it started) goes with it.
+  child.signal_group(SIGKILL);
+  const int64_t drain_until = steady_ms() + kDrainAfterExitMs;
+  while (output_open) {
+    output_open = drain();
+    const int64_t left = drain_until - steady_ms();
+    if (!output_open || left <= 0) break;
+    pollfd pfd{child.output_fd(), POLLIN, 0};
+    ::poll(&pfd, 1, static_cast<int>(left));
+  }
+  return child.wait();
+}
+
+// Turns how the child ended into the outcome's status and reason.
+void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
+              const std::filesystem::path& result_file, ExecOutcome& out) {
+  if (exit.exited) out.exit_code = exit.code;
+  out.signal = exit.signal;
+  if (cause == StopCause::kCancel) {
+    out.status = "error";
+    out.reason = "cancelled";
+    return;
+  }
+  if (cause == StopCause::kTimeout) {
+    out.status = "timeout";
+    out.reason = "exceeded " + format_seconds(req.timeout_s);
+    return;
+  }
+  if (exit.exited) {
+    if (exit.code == 0) {
+      read_result_document(result_file, out);
+    } else if (exit.code == kExitOutOfMemory) {
+      out.status = "oom";
+      out.reason = req.memory_limit_mb > 0
+                       ? "allocation failed under the " + std::to_string(req.memory_limit_mb) +
+                             " MiB memory limit"
+                       : "allocation failed";
+    } else {
+      out.status = "error";
+      out.reason = "exited with code " + std::to_string(exit.code);
+    }
+    return;
+  }
+  if (exit.signal == SIGKILL) {
+    // We did not send it (no timeout, no cancel): on Linux that is almost always the OOM killer.
+    out.status = "oom";
+    out.reason = "killed (SIGKILL), likely the kernel OOM killer";
+    return;
+  }
+  out.status = "crash";
+  out.reason = "signal " + signal_name(exit.signal) + " (" + std::to_string(exit.signal) + ")";
+}
+
+double timeval_seconds(const timeval& tv) {
+  return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel) {
+  ExecOutcome out;
+  out.started_at_ms = now_epoch_ms();
+  auto fail = [&out](std::string reason) -> ExecOutcome {
+    out.status = "error";
+    out.reason = std::move(reason);
+    out.finished_at_ms = now_epoch_ms();
+    logger()->warn("job could not run: {}", out.reason);
+    return std::move(out);
+  };
+
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(req.scratch_dir, ec);
+    if (ec) return fail("cannot create scratch dir " + req.scratch_dir.string() + ": " + ec.message());
+    const std::string stem = file_stem(req);
+    const auto spec_file = req.scratch_dir / (stem + ".spec.json");
+    const auto result_file = req.scratch_dir / (stem + ".result.json");
+    // Files are removed on every path out, including an early return.
+    struct Cleanup {
+      std::filesystem::path a, b;
+      ~Cleanup() {
+        std::error_code ignored;
+        std::filesystem::remove(a, ignored);
+        std::filesystem::remove(b, ignored);
+      }
+    } cleanup{spec_file, result_file};
+    // A result left by an earlier run of the same attempt must not pass for this one's.
+    std::filesystem::remove(result_file, ec);
+
+    const std::string spec_text =
+        req.spec.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (Status s = write_text_file(spec_file, spec_text); !s.ok()) return fail(s.message());
+
+    std::vector<std::string> argv = {req.worker_binary.string(), "--run-job", spec_file.string(),
+                                     "--result-file", result_file.string()};
+    if (req.memory_limit_mb > 0) {
+      argv.push_back("--memory-limit-mb");
+      argv.push_back(std::to_string(req.memory_limit_mb));
+    }
+
+    auto spawned = ChildProcess::spawn(argv);
+    if (!spawned.ok()) return fail(spawned.status().message());
+    ChildProcess child = std::move(spawned).value();
+    const int64_t started_steady = steady_ms();
+    logger()->info("job {} attempt {}: started pid {} (timeout {}, memory limit {} MiB)",
+                   req.job_id, req.attempt, child.pid(), format_seconds(req.timeout_s),
+                   req.memory_limit_mb);
+
+    LogTail tail(reliability::kLogTailBytes);
+    StopCause cause = StopCause::kNone;
+    auto ended = supervise(child, req, cancel, tail, cause);
+    out.finished_at_ms = now_epoch_ms();
+    out.log_tail = tail.str();
+    if (!ended.ok()) return fail("lost track of the job process: " + ended.status().message());
+
+    classify(*ended, cause, req, result_file, out);
+    // The parent's view of the process, whatever the job itself reported.
+    out.metrics["process"] = {
+        {"wall_s", static_cast<double>(steady_ms() - started_steady) / kMsPerSecond},
+        {"cpu_user_s", timeval_seconds(ended->usage.ru_utime)},
+        {"cpu_sys_s", timeval_seconds(ended->usage.ru_stime)},
+        {"peak_rss_bytes", static_cast<int64_t>(ended->usage.ru_maxrss) * kBytesPerKiB},
+        {"output_bytes", tail.total_bytes()},
+    };
+    logger()->info("job {} attempt {}: {}{}{}", req.job_id, req.attempt, out.status,
+                   out.reason.empty() ? "" : " — ", out.reason);
+    return out;
+  } catch (const std::exception& e) {
+    // Allocation failure while building the outcome, or a filesystem exception: still a result.
+    return fail(std::string("executor: ") + e.what());
+  }
+}
+
+}  // namespace am::worker

@@ -1,0 +1,48 @@
+// hardware_class_id(): identical boxes must share a class, so the fingerprint uses only what
+// identifies the hardware and its software stack — never the hostname — and memory rounded to
+// whole GiB, because MemTotal differs by a few MiB between identical machines (kernel and
+// firmware reservations).
+#include <cstdint>
+#include <string>
+
+#include "common/hash.h"
+#include "worker/capability.h"
+
+namespace am::worker {
+namespace {
+
+constexpr uint64_t kBytesPerGiB = uint64_t{1} << 30;
+
+std::string string_field(const nlohmann::json& doc, const char* key) {
+  if (!doc.is_object()) return {};
+  auto it = doc.find(key);
+  return it != doc.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+uint64_t memory_gib(const nlohmann::json& device) {
+  if (!device.is_object()) return 0;
+  auto it = device.find("memory_bytes");
+  if (it == device.end() || !it->is_number()) return 0;
+  if (it->is_number_unsigned()) return (it->get<uint64_t>() + kBytesPerGiB / 2) / kBytesPerGiB;
+  if (it->is_number_integer()) {
+    const int64_t v = it->get<int64_t>();
+    return v > 0 ? (static_cast<uint64_t>(v) + kBytesPerGiB / 2) / kBytesPerGiB : 0;
+  }
+  const double v = it->get<double>();
+  return v > 0 ? static_cast<uint64_t>(v / static_cast<double>(kBytesPerGiB) + 0.5) : 0;
+}
+
+}  // namespace
+
+std::string hardware_class_id(const nlohmann::json& device, const nlohmann::json& cpu) {
+  std::string backend = string_field(device, "backend");
+  // '|' separates fields so that ("ab","c") and ("a","bc") hash differently.
+  const std::string fingerprint = backend + '|' + string_field(device, "name") + '|' +
+                                  string_field(device, "driver") + '|' +
+                                  string_field(cpu, "isa_level") + '|' +
+                                  std::to_string(memory_gib(device));
+  if (backend.empty()) backend = "device";
+  return backend + '-' + hex64(fnv1a64(fingerprint));
+}
+
+}  // namespace am::worker
