@@ -1,0 +1,74 @@
+#include "kernels/measure.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+namespace am::kernels {
+
+LatencyStats summarize_latency(std::vector<double> samples_ms) {
+  LatencyStats s;
+  s.samples_ms = std::move(samples_ms);
+  const std::size_t n = s.samples_ms.size();
+  if (n == 0) return s;
+  std::vector<double> sorted = s.samples_ms;
+  std::sort(sorted.begin(), sorted.end());
+  s.min_ms = sorted.front();
+  s.max_ms = sorted.back();
+  s.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  // Nearest rank: the smallest sample with at least 90% of samples at or below it.
+  const std::size_t rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));
+  s.p90_ms = sorted[std::max<std::size_t>(rank, 1) - 1];
+  double sum = 0.0;
+  for (double v : sorted) sum += v;
+  s.mean_ms = sum / static_cast<double>(n);
+  if (n > 1) {
+    double sq = 0.0;
+    for (double v : sorted) sq += (v - s.mean_ms) * (v - s.mean_ms);
+    s.stddev_ms = std::sqrt(sq / static_cast<double>(n - 1));
+  }
+  return s;
+}
+
+Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
+                                     const MeasureOptions& options) {
+  const int min_reps = std::max(1, options.min_reps);
+  const int max_reps = std::max(min_reps, options.max_reps);
+  const double min_time_s = std::max(0.0, options.min_time_s);
+  for (int i = 0; i < std::max(0, options.warmup); ++i) AM_RETURN_IF_ERROR(run_once());
+
+  using Clock = std::chrono::steady_clock;
+  std::vector<double> samples;
+  double total_s = 0.0;
+  while (static_cast<int>(samples.size()) < max_reps &&
+         (static_cast<int>(samples.size()) < min_reps || total_s < min_time_s)) {
+    const auto start = Clock::now();
+    AM_RETURN_IF_ERROR(run_once());
+    const std::chrono::duration<double> took = Clock::now() - start;
+    samples.push_back(took.count() * 1e3);
+    total_s += took.count();
+  }
+  return summarize_latency(std::move(samples));
+}
+
+nlohmann::json to_json(const LatencyStats& s) {
+  return {{"median", s.median_ms},
+          {"p90", s.p90_ms},
+          {"min", s.min_ms},
+          {"max", s.max_ms},
+          {"mean", s.mean_ms},
+          {"stddev", s.stddev_ms},
+          {"count", s.samples_ms.size()},
+          {"samples", s.samples_ms}};
+}
+
+int64_t peak_rss_bytes() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+}  // namespace am::kernels

@@ -1,0 +1,140 @@
+#include "kernels/q8_0.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/check.h"
+#include "kernels/fp16.h"
+#include "kernels/q8_0_kernels.h"
+
+namespace am::kernels {
+namespace {
+
+using detail::kFp16QuietNaN;
+using detail::kQ8_0MaxQ;
+
+void quantize_block_ref(const float* x, BlockQ8_0* y) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+    const float a = std::fabs(x[j]);
+    finite = finite && std::isfinite(a);
+    amax = std::max(amax, a);
+  }
+  if (!finite) {
+    y->d = kFp16QuietNaN;
+    std::memset(y->qs, 0, sizeof(y->qs));
+    return;
+  }
+  // Same arithmetic as GGUF's reference: divide once, then multiply by the reciprocal. Using
+  // x / d instead would differ in the last bit for some inputs and break byte compatibility.
+  const float d = amax / kQ8_0MaxQ;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  y->d = fp32_to_fp16(d);
+  for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+    const float v = x[j] * id;
+    // NaN only from 0 * inf when d is so small that 1/d overflows; that value is 0.
+    const float r = std::isnan(v) ? 0.0f : std::clamp(std::round(v), -kQ8_0MaxQ, kQ8_0MaxQ);
+    y->qs[j] = static_cast<int8_t>(r);
+  }
+}
+
+// Runs `block_fn` over whole blocks and over a zero-padded copy of a partial last block, so the
+// SIMD block kernels never read past the row.
+template <typename BlockFn>
+void quantize_row_with(const float* x, BlockQ8_0* y, int64_t k, BlockFn block_fn) {
+  const int64_t full = k / kQ8_0BlockSize;
+  for (int64_t b = 0; b < full; ++b) block_fn(x + b * kQ8_0BlockSize, y + b);
+  const int64_t rest = k - full * kQ8_0BlockSize;
+  if (rest > 0) {
+    alignas(64) float padded[kQ8_0BlockSize] = {};
+    std::memcpy(padded, x + full * kQ8_0BlockSize, static_cast<std::size_t>(rest) * sizeof(float));
+    block_fn(padded, y + full);
+  }
+}
+
+}  // namespace
+
+void quantize_row_q8_0_ref(const float* x, BlockQ8_0* y, int64_t k) {
+  quantize_row_with(x, y, k, quantize_block_ref);
+}
+
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k, KernelPath path) {
+  switch (path) {
+    case KernelPath::kScalar:
+      quantize_row_with(x, y, k, quantize_block_ref);
+      return;
+    case KernelPath::kAvx2:
+      quantize_row_with(x, y, k, detail::quantize_block_q8_0_avx2);
+      return;
+    case KernelPath::kAvx512:
+      quantize_row_with(x, y, k, detail::quantize_block_q8_0_avx512);
+      return;
+  }
+}
+
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k) {
+  for (int64_t i = 0; i < k; ++i) {
+    const BlockQ8_0& b = x[i / kQ8_0BlockSize];
+    y[i] = fp16_to_fp32(b.d) * static_cast<float>(b.qs[i % kQ8_0BlockSize]);
+  }
+}
+
+namespace detail {
+
+void q8_0_dot_rows_scalar(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride,
+                          int64_t nrows, int64_t nblocks, float* out) {
+  for (int64_t r = 0; r < nrows; ++r) {
+    const BlockQ8_0* wr = w + r * w_row_stride;
+    float sum = 0.0f;
+    for (int64_t b = 0; b < nblocks; ++b) {
+      int32_t isum = 0;
+      for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
+        isum += static_cast<int32_t>(x[b].qs[j]) * static_cast<int32_t>(wr[b].qs[j]);
+      }
+      sum += static_cast<float>(isum) * (fp16_to_fp32(x[b].d) * fp16_to_fp32(wr[b].d));
+    }
+    out[r] = sum;
+  }
+}
+
+}  // namespace detail
+
+void q8_0_dot_rows(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride, int64_t nrows,
+                   int64_t nblocks, float* out, KernelPath path) {
+  switch (path) {
+    case KernelPath::kScalar:
+      detail::q8_0_dot_rows_scalar(x, w, w_row_stride, nrows, nblocks, out);
+      return;
+    case KernelPath::kAvx2:
+      detail::q8_0_dot_rows_avx2(x, w, w_row_stride, nrows, nblocks, out);
+      return;
+    case KernelPath::kAvx512:
+      detail::q8_0_dot_rows_avx512(x, w, w_row_stride, nrows, nblocks, out);
+      return;
+  }
+}
+
+Q8_0Matrix Q8_0Matrix::quantize(ConstTensorView w, const ExecContext& ctx) {
+  AM_KERNEL_CHECK(w.shape.rank() == 2, "q8_0 matrices are 2-D");
+  Q8_0Matrix m;
+  m.rows_ = w.rows();
+  m.cols_ = w.cols();
+  m.blocks_.resize(static_cast<std::size_t>(m.rows_ * m.blocks_per_row()));
+  const int64_t bpr = m.blocks_per_row();
+  parallel_for(ctx, m.rows_, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      quantize_row_q8_0(w.row(r), m.blocks_.data() + r * bpr, m.cols_, ctx.path);
+    }
+  });
+  return m;
+}
+
+Tensor Q8_0Matrix::dequantize() const {
+  Tensor t(Shape{rows_, cols_});
+  for (int64_t r = 0; r < rows_; ++r) dequantize_row_q8_0(row(r), t.row(r), cols_);
+  return t;
+}
+
+}  // namespace am::kernels

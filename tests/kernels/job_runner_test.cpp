@@ -1,0 +1,175 @@
+#include "kernels/job_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "kernels/cpu_features.h"
+#include "kernels/thread_pool.h"
+
+namespace am::kernels {
+namespace {
+
+jobs::JobSpec small_bert_job(const std::string& precision, const std::string& mode) {
+  jobs::JobSpec spec;
+  spec.model = "bert-test";
+  spec.architecture = "encoder-only";
+  spec.model_config = {{"layers", 2},         {"hidden", 96},      {"heads", 2},
+                       {"intermediate", 224}, {"vocab", 1000},     {"max_positions", 64},
+                       {"type_vocab", 2},     {"norm_eps", 1e-12}, {"activation", "gelu"}};
+  spec.backend = "cpu";
+  spec.precision = precision;
+  spec.batch = 2;
+  spec.seq_len = 16;
+  spec.mode = mode;
+  spec.seed = 1234;
+  spec.warmup = 1;
+  spec.min_reps = 3;
+  spec.max_reps = 20;
+  spec.min_time_s = 0.02;
+  spec.threads = 2;
+  return spec;
+}
+
+void expect_has(const nlohmann::json& doc, const std::string& key, const std::string& field) {
+  ASSERT_TRUE(doc.contains(key)) << key << " missing in " << doc.dump();
+  ASSERT_TRUE(doc.at(key).contains(field)) << key << "." << field << " missing in " << doc.dump();
+}
+
+TEST(RunJob, SmallBertPassesWithEveryMetricPresent) {
+  for (const char* precision : {"f32", "q8_0"}) {
+    const JobOutcome out = run_job(small_bert_job(precision, jobs::kModeBoth));
+    ASSERT_EQ(out.status, "pass") << precision << ": " << out.reason;
+    const nlohmann::json& m = out.metrics;
+    for (const char* f : {"median", "p90", "min", "max", "mean", "stddev", "count", "samples"}) {
+      expect_has(m, "latency_ms", f);
+    }
+    for (const char* f : {"samples_per_s", "tokens_per_s"}) expect_has(m, "throughput", f);
+    for (const char* f : {"nmse", "cosine", "max_abs_err", "top1_agreement"})
+      expect_has(m, "accuracy", f);
+    for (const char* f : {"weights_bytes", "peak_rss_bytes"}) expect_has(m, "memory", f);
+    EXPECT_EQ(m.at("threads"), 2);
+    EXPECT_EQ(m.at("seed"), 1234u);
+    EXPECT_EQ(m.at("kernel_path"), std::string(kernel_path_name(best_kernel_path())));
+
+    const nlohmann::json& lat = m.at("latency_ms");
+    const int count = lat.at("count");
+    EXPECT_GE(count, 3);
+    EXPECT_LE(count, 20);
+    EXPECT_EQ(lat.at("samples").size(), static_cast<std::size_t>(count));
+    EXPECT_LE(lat.at("min").get<double>(), lat.at("median").get<double>());
+    EXPECT_LE(lat.at("median").get<double>(), lat.at("max").get<double>());
+    EXPECT_NEAR(m.at("throughput").at("tokens_per_s").get<double>(),
+                32.0 / (lat.at("median").get<double>() / 1e3), 1e-6);
+    EXPECT_GT(m.at("memory").at("peak_rss_bytes").get<int64_t>(), 0);
+    EXPECT_GE(m.at("accuracy").at("top1_agreement").get<double>(), 0.9);
+  }
+}
+
+TEST(RunJob, Q8_0ReportsNonZeroErrorAndSmallerWeightsThanF32) {
+  const JobOutcome f = run_job(small_bert_job("f32", jobs::kModeAccuracy));
+  const JobOutcome q = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
+  ASSERT_EQ(f.status, "pass") << f.reason;
+  ASSERT_EQ(q.status, "pass") << q.reason;
+  EXPECT_EQ(f.metrics.at("accuracy").at("nmse").get<double>(), 0.0);
+  EXPECT_GT(q.metrics.at("accuracy").at("nmse").get<double>(), 0.0);
+  EXPECT_LT(q.metrics.at("memory").at("weights_bytes").get<int64_t>(),
+            f.metrics.at("memory").at("weights_bytes").get<int64_t>());
+}
+
+TEST(RunJob, ModeSelectsWhatIsMeasured) {
+  const JobOutcome acc = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
+  ASSERT_EQ(acc.status, "pass") << acc.reason;
+  EXPECT_TRUE(acc.metrics.contains("accuracy"));
+  EXPECT_FALSE(acc.metrics.contains("latency_ms"));
+  const JobOutcome perf = run_job(small_bert_job("q8_0", jobs::kModePerf));
+  ASSERT_EQ(perf.status, "pass") << perf.reason;
+  EXPECT_FALSE(perf.metrics.contains("accuracy"));
+  EXPECT_TRUE(perf.metrics.contains("latency_ms"));
+  EXPECT_TRUE(perf.metrics.contains("memory"));
+}
+
+TEST(RunJob, RunsOnEveryForcedKernelPath) {
+  for (KernelPath p : available_kernel_paths()) {
+    const std::string name(kernel_path_name(p));
+    setenv(kKernelPathEnvVar, name.c_str(), 1);
+    const JobOutcome out = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
+    unsetenv(kKernelPathEnvVar);
+    ASSERT_EQ(out.status, "pass") << name << ": " << out.reason;
+    EXPECT_EQ(out.metrics.at("kernel_path"), name);
+  }
+}
+
+TEST(RunJob, UnknownForcedKernelPathIsAnError) {
+  setenv(kKernelPathEnvVar, "mmx", 1);
+  const JobOutcome out = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
+  unsetenv(kKernelPathEnvVar);
+  EXPECT_EQ(out.status, "error");
+  EXPECT_NE(out.reason.find("mmx"), std::string::npos);
+}
+
+TEST(RunJob, UnimplementedPrecisionIsUnsupportedNamingIt) {
+  const JobOutcome out = run_job(small_bert_job("q4_0", jobs::kModeBoth));
+  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.reason, "precision q4_0 not implemented on backend cpu");
+}
+
+TEST(RunJob, UnavailableBackendIsUnsupportedNamingIt) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
+  spec.backend = "opencl";
+  const JobOutcome out = run_job(spec);
+  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.reason, "backend opencl not available in this build");
+}
+
+TEST(RunJob, ArchitectureWithoutGraphBuilderIsUnsupportedNamingIt) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
+  spec.architecture = "decoder-only";
+  const JobOutcome out = run_job(spec);
+  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.reason, "architecture decoder-only has no graph builder yet");
+}
+
+TEST(RunJob, InvalidConfigIsAnErrorNamingTheKey) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
+  spec.model_config.erase("hidden");
+  const JobOutcome out = run_job(spec);
+  EXPECT_EQ(out.status, "error");
+  EXPECT_NE(out.reason.find("'hidden'"), std::string::npos) << out.reason;
+}
+
+TEST(RunJob, SequenceBeyondMaxPositionsIsAnError) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
+  spec.seq_len = 65;
+  const JobOutcome out = run_job(spec);
+  EXPECT_EQ(out.status, "error");
+  EXPECT_NE(out.reason.find("max_positions"), std::string::npos) << out.reason;
+}
+
+TEST(RunJob, ConfigThatIsNotAnObjectIsAnError) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
+  spec.model_config = nlohmann::json::array({1, 2});
+  const JobOutcome out = run_job(spec);
+  EXPECT_EQ(out.status, "error");
+}
+
+// The one exception run_job lets through: the job-mode process turns it into the "oom" exit.
+TEST(RunJob, AllocationFailurePropagatesAsBadAlloc) {
+  jobs::JobSpec spec = small_bert_job("f32", jobs::kModeAccuracy);
+  spec.model_config["vocab"] = 1 << 24;
+  spec.model_config["hidden"] = 1 << 24;  // a 2^48-float embedding table: beyond any address space
+  EXPECT_THROW(run_job(spec), std::bad_alloc);
+}
+
+TEST(RunJob, ZeroThreadsMeansAllCores) {
+  jobs::JobSpec spec = small_bert_job("q8_0", jobs::kModeAccuracy);
+  spec.threads = 0;
+  const JobOutcome out = run_job(spec);
+  ASSERT_EQ(out.status, "pass") << out.reason;
+  EXPECT_EQ(out.metrics.at("threads").get<int>(), default_thread_count());
+}
+
+}  // namespace
+}  // namespace am::kernels

@@ -1,0 +1,162 @@
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "kernels/accuracy.h"
+#include "kernels/measure.h"
+#include "kernels/tolerances.h"
+
+namespace am::kernels {
+namespace {
+
+TEST(Accuracy, ComputesHandCheckedMetrics) {
+  // Two rows of three: y differs from r in one entry by 1.
+  const std::vector<float> y = {1, 2, 3, 5, 0, 1};
+  const std::vector<float> r = {1, 2, 4, 5, 0, 1};
+  const AccuracyMetrics m = compare_outputs(y.data(), r.data(), 2, 3);
+  const double ref2 = 1 + 4 + 16 + 25 + 0 + 1;  // 47
+  const double y2 = 1 + 4 + 9 + 25 + 0 + 1;     // 40
+  const double dot = 1 + 4 + 12 + 25 + 0 + 1;   // 43
+  EXPECT_DOUBLE_EQ(m.nmse, 1.0 / ref2);
+  EXPECT_NEAR(m.cosine, dot / std::sqrt(ref2 * y2), 1e-12);
+  EXPECT_DOUBLE_EQ(m.max_abs_err, 1.0);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 1.0);  // argmax 2 and 0 in both
+  EXPECT_EQ(m.nonfinite, 0);
+}
+
+TEST(Accuracy, Top1CountsRowsWhoseArgmaxMoved) {
+  const std::vector<float> y = {0, 1, 5, 0, 9, 1, 3, 0};
+  const std::vector<float> r = {1, 0, 5, 0, 9, 1, 0, 3};
+  const AccuracyMetrics m = compare_outputs(y.data(), r.data(), 4, 2);
+  EXPECT_DOUBLE_EQ(m.top1_agreement, 0.5);  // rows 0 and 3 disagree
+}
+
+TEST(Accuracy, IdenticalOutputsAndZeroReference) {
+  const std::vector<float> y = {0.5f, -2.0f};
+  AccuracyMetrics m = compare_outputs(y.data(), y.data(), 1, 2);
+  EXPECT_EQ(m.nmse, 0.0);
+  EXPECT_DOUBLE_EQ(m.cosine, 1.0);
+  const std::vector<float> zeros = {0, 0};
+  m = compare_outputs(y.data(), zeros.data(), 1, 2);
+  EXPECT_TRUE(std::isinf(m.nmse));
+  EXPECT_TRUE(to_json(m).at("nmse").is_null());
+}
+
+TEST(Accuracy, CountsNanAndInf) {
+  const std::vector<float> y = {1, std::numeric_limits<float>::quiet_NaN(), INFINITY, 2};
+  const std::vector<float> r = {1, 2, 3, 2};
+  const AccuracyMetrics m = compare_outputs(y.data(), r.data(), 2, 2);
+  EXPECT_EQ(m.nonfinite, 2);
+  EXPECT_EQ(count_nonfinite(y.data(), 4), 2);
+}
+
+TEST(Tolerances, ExistForImplementedPrecisionsOnly) {
+  ASSERT_TRUE(tolerance_for("f32").has_value());
+  ASSERT_TRUE(tolerance_for("q8_0").has_value());
+  EXPECT_LT(tolerance_for("f32")->pass_nmse, tolerance_for("q8_0")->pass_nmse);
+  EXPECT_FALSE(tolerance_for("q4_0").has_value());
+}
+
+TEST(Tolerances, ClassifyPassDegradedFail) {
+  const Tolerance tol = *tolerance_for("q8_0");
+  AccuracyMetrics m;
+  m.nmse = tol.pass_nmse / 2;
+  EXPECT_EQ(classify_accuracy(m, tol).status, "pass");
+  EXPECT_EQ(classify_accuracy(m, tol).reason, "");
+  m.nmse = tol.pass_nmse * 2;
+  Verdict v = classify_accuracy(m, tol);
+  EXPECT_EQ(v.status, "degraded");
+  EXPECT_NE(v.reason.find("q8_0"), std::string::npos);
+  m.nmse = tol.degraded_nmse * 2;
+  EXPECT_EQ(classify_accuracy(m, tol).status, "fail");
+  m.nmse = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(classify_accuracy(m, tol).status, "fail");
+}
+
+TEST(Tolerances, AnyNanOrInfFails) {
+  AccuracyMetrics m;
+  m.nmse = 0.0;
+  m.nonfinite = 1;
+  const Verdict v = classify_accuracy(m, *tolerance_for("f32"));
+  EXPECT_EQ(v.status, "fail");
+  EXPECT_NE(v.reason.find("NaN/Inf"), std::string::npos);
+  m.nonfinite = 0;
+  m.nonfinite_reference = 3;
+  EXPECT_EQ(classify_accuracy(m, *tolerance_for("f32")).status, "fail");
+}
+
+TEST(Latency, SummarizesSamples) {
+  const LatencyStats s = summarize_latency({5, 1, 4, 2, 3, 10, 6, 7, 8, 9});
+  EXPECT_DOUBLE_EQ(s.median_ms, 5.5);
+  EXPECT_DOUBLE_EQ(s.p90_ms, 9);  // nearest rank: 9th of 10
+  EXPECT_DOUBLE_EQ(s.min_ms, 1);
+  EXPECT_DOUBLE_EQ(s.max_ms, 10);
+  EXPECT_DOUBLE_EQ(s.mean_ms, 5.5);
+  EXPECT_NEAR(s.stddev_ms, std::sqrt(82.5 / 9), 1e-12);
+  EXPECT_EQ(s.samples_ms.size(), 10u);
+  EXPECT_EQ(s.samples_ms.front(), 5);  // raw order kept
+  const nlohmann::json j = to_json(s);
+  EXPECT_EQ(j.at("count"), 10);
+  EXPECT_EQ(j.at("samples").size(), 10u);
+}
+
+TEST(Latency, RunsWarmupThenUntilMinRepsAndMinTime) {
+  int calls = 0;
+  MeasureOptions o;
+  o.warmup = 3;
+  o.min_reps = 4;
+  o.max_reps = 100;
+  o.min_time_s = 0.0;
+  Result<LatencyStats> s = measure_latency(
+      [&] {
+        ++calls;
+        return Status::Ok();
+      },
+      o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->samples_ms.size(), 4u);
+  EXPECT_EQ(calls, 7);
+
+  // min_time_s keeps it going past min_reps...
+  o.warmup = 0;
+  o.min_time_s = 0.03;
+  calls = 0;
+  s = measure_latency(
+      [&] {
+        ++calls;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        return Status::Ok();
+      },
+      o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_GT(s->samples_ms.size(), 4u);
+  double total = 0;
+  for (double v : s->samples_ms) total += v;
+  EXPECT_GE(total, 30.0);
+  // ...but max_reps caps it.
+  o.min_time_s = 10.0;
+  o.max_reps = 6;
+  s = measure_latency([&] { return Status::Ok(); }, o);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->samples_ms.size(), 6u);
+}
+
+TEST(Latency, StopsAtTheFirstFailingRun) {
+  int calls = 0;
+  MeasureOptions o;
+  o.warmup = 1;
+  const Result<LatencyStats> s =
+      measure_latency([&] { return ++calls == 3 ? internal_error("boom") : Status::Ok(); }, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "boom");
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Latency, PeakRssIsPositive) { EXPECT_GT(peak_rss_bytes(), 1 << 20); }
+
+}  // namespace
+}  // namespace am::kernels
