@@ -88,7 +88,7 @@ struct Encoder {
   msgpack::sbuffer& out;
   Packer pk{out};
   void operator()(const Hello& m) {
-    pk.pack_map(8);
+    pk.pack_map(9);
     put(out, "version_major", m.version_major);
     put(out, "version_minor", m.version_minor);
     put(out, "worker_id", m.worker_id);
@@ -97,6 +97,7 @@ struct Encoder {
     put(out, "capabilities", m.capabilities);
     put_map(out, "tags", m.tags);
     put(out, "slots", m.slots);
+    put_map(out, "held", m.held);
   }
   void operator()(const Welcome& m) {
     pk.pack_map(6);
@@ -373,6 +374,20 @@ class FieldReader {
     return Status::Ok();
   }
 
+  // {job_id: attempt}, attempts >= 1.
+  Status attempt_map(std::string_view field, Need need, std::map<std::string, int>& out) const {
+    std::map<std::string, int> m;
+    AM_RETURN_IF_ERROR(id_keyed_map(field, need, [&](const std::string& p, std::string& key,
+                                                     const msgpack::object& v) -> Status {
+      int attempt = 0;
+      AM_RETURN_IF_ERROR(integer_value(p, v, 1, kInt32Max, attempt));
+      if (!m.emplace(std::move(key), attempt).second) return error(p, "duplicate key");
+      return Status::Ok();
+    }));
+    out = std::move(m);
+    return Status::Ok();
+  }
+
  private:
   static std::string printable(std::string_view s) {
     std::string out;
@@ -401,6 +416,7 @@ Result<Message> decode_hello(const FieldReader& r) {
   AM_RETURN_IF_ERROR(r.document("capabilities", Need::kOptional, m.capabilities));
   AM_RETURN_IF_ERROR(r.string_map("tags", Need::kOptional, m.tags));
   AM_RETURN_IF_ERROR(r.integer("slots", Need::kRequired, 1, kMaxSlots, m.slots));
+  AM_RETURN_IF_ERROR(r.attempt_map("held", Need::kOptional, m.held));
   return Message{std::move(m)};
 }
 

@@ -25,7 +25,7 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 0;
+inline constexpr int kVersionMinor = 1;   // 1.1: HELLO.held
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
@@ -76,6 +76,11 @@ struct Hello {
   nlohmann::json capabilities = nlohmann::json::object();  // capability record
   std::map<std::string, std::string> tags;
   int slots = 1;                  // jobs it may run at once
+  // Attempts this worker holds — running, or finished with the result not yet ACKed — as
+  // {job_id: attempt}. On (re-)registration the coordinator reclaims at once every lease of
+  // this worker that is not listed (an ASSIGN lost with a dead connection, or a restarted
+  // worker). Since 1.1; absent means "nothing held".
+  std::map<std::string, int> held;
 };
 
 struct Welcome {

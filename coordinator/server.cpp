@@ -39,6 +39,7 @@ struct JobEntry {
   std::string lease_worker;          // worker id holding the current lease
   int lease_attempt = 0;
   int64_t lease_expires_at_ms = 0;   // epoch ms
+  bool result_pending = false;       // the current lease's RESULT waits in the store batch
   std::set<std::string> lost_on;     // workers on which an attempt was lost
 };
 
@@ -47,6 +48,7 @@ struct WorkerSession {
   std::string worker_id;
   std::string hostname;
   std::vector<DeviceInfo> devices;
+  int slots = 1;
   std::map<std::string, int> credits;
   int64_t last_seen_ms = 0;          // steady ms
 };
@@ -177,11 +179,15 @@ struct Server::Impl {
   }
 
   // ---- workers -----------------------------------------------------------------------------
-  void remove_session(const std::string& identity, const std::string& reason) {
+  void remove_session(const std::string& identity, const std::string& reason, bool expected = false) {
     auto it = sessions.find(identity);
     if (it == sessions.end()) return;
     std::string worker_id = it->second.worker_id;
-    logger()->warn("worker {} gone: {}", worker_id, reason);
+    if (expected) {
+      logger()->info("worker {} left: {}", worker_id, reason);
+    } else {
+      logger()->warn("worker {} gone: {}", worker_id, reason);
+    }
     sessions.erase(it);
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
@@ -211,6 +217,7 @@ struct Server::Impl {
     s.worker_id = h.worker_id;
     s.hostname = h.hostname;
     s.devices = devices_from_capabilities(h.capabilities);
+    s.slots = h.slots;
     s.last_seen_ms = steady_ms();
     sessions[identity] = std::move(s);
     identity_of[h.worker_id] = identity;
@@ -235,6 +242,15 @@ struct Server::Impl {
     send(identity, w);
     logger()->info("worker {} ({}) registered with {} device(s)", h.worker_id, h.hostname,
                    sessions[identity].devices.size());
+    // Leases the worker does not hold any more (an ASSIGN lost with a dead connection, or a
+    // restarted worker) are reclaimed now rather than when they run out.
+    for (auto& [id, j] : jobs) {
+      if (j.state != "leased" || j.lease_worker != h.worker_id) continue;
+      auto held = h.held.find(j.job_id);
+      if (held == h.held.end() || held->second != j.lease_attempt) {
+        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt));
+      }
+    }
     settle_ineligible_jobs();
     assign_dirty = true;
     notify();
@@ -285,6 +301,8 @@ struct Server::Impl {
     rec.finished_at_ms = r.finished_at_ms;
     rec.received_at_ms = now_epoch_ms();
     if (pending.empty()) pending_since_ms = steady_ms();
+    JobEntry& j = it->second;
+    if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) j.result_pending = true;
     pending.push_back({std::move(rec)});
   }
 
@@ -306,6 +324,7 @@ struct Server::Impl {
       const ResultRecord& rec = batch[i];
       const StoredOutcome& out = (*outcomes)[i];
       JobEntry& j = jobs[rec.job_id];
+      j.result_pending = false;
       const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
       if (out.became_terminal) {
         // Another attempt still out there (e.g. the job was re-queued after a lease expired and
@@ -329,6 +348,14 @@ struct Server::Impl {
     }
   }
 
+  int leases_held_by(const std::string& worker_id) const {
+    int n = 0;
+    for (const auto& [id, j] : jobs) {
+      n += (j.state == "leased" && j.lease_worker == worker_id && !j.result_pending);
+    }
+    return n;
+  }
+
   void on_ready(WorkerSession& s, const proto::Ready& r) {
     for (const auto& [device, n] : r.credits) {
       bool known = std::any_of(s.devices.begin(), s.devices.end(),
@@ -339,7 +366,9 @@ struct Server::Impl {
                        device);
         continue;
       }
-      s.credits[device] += n;
+      // Never more outstanding credits than free slots, whatever a peer grants.
+      const int cap = std::max(0, s.slots - leases_held_by(s.worker_id));
+      s.credits[device] = std::min(s.credits[device] + n, cap);
     }
     assign_dirty = true;
   }
@@ -363,7 +392,7 @@ struct Server::Impl {
     if (const auto* ready = std::get_if<proto::Ready>(&body)) return on_ready(s, *ready);
     if (const auto* result = std::get_if<proto::JobResult>(&body)) return on_result(s, *result);
     if (const auto* bye = std::get_if<proto::Bye>(&body)) {
-      return remove_session(env.peer, "said BYE: " + bye->reason);
+      return remove_session(env.peer, "said BYE: " + bye->reason, /*expected=*/true);
     }
     ++unexpected_messages;
     logger()->warn("unexpected {} from worker {}", proto::msg_type_name(env.message.type()),

@@ -55,14 +55,23 @@ Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
 }
 
 nlohmann::json to_json(const LatencyStats& s) {
-  return {{"median", s.median_ms},
-          {"p90", s.p90_ms},
-          {"min", s.min_ms},
-          {"max", s.max_ms},
-          {"mean", s.mean_ms},
-          {"stddev", s.stddev_ms},
-          {"count", s.samples_ms.size()},
-          {"samples", s.samples_ms}};
+  nlohmann::json out = {{"median", s.median_ms}, {"p90", s.p90_ms},   {"min", s.min_ms},
+                        {"max", s.max_ms},       {"mean", s.mean_ms}, {"stddev", s.stddev_ms},
+                        {"count", s.samples_ms.size()}};
+  const std::size_t n = s.samples_ms.size();
+  if (n <= kMaxReportedSamples) {
+    out["samples"] = s.samples_ms;
+    return out;
+  }
+  std::vector<double> kept;
+  kept.reserve(kMaxReportedSamples);
+  const double stride = static_cast<double>(n - 1) / static_cast<double>(kMaxReportedSamples - 1);
+  for (std::size_t i = 0; i < kMaxReportedSamples; ++i) {
+    kept.push_back(s.samples_ms[static_cast<std::size_t>(static_cast<double>(i) * stride + 0.5)]);
+  }
+  out["samples"] = std::move(kept);
+  out["samples_stride"] = stride;
+  return out;
 }
 
 int64_t peak_rss_bytes() {

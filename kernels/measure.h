@@ -42,7 +42,14 @@ LatencyStats summarize_latency(std::vector<double> samples_ms);
 Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
                                      const MeasureOptions& options);
 
+// At most this many raw samples travel in a result document (a RESULT must stay within the
+// protocol's limits). Statistics are always computed over every sample.
+inline constexpr std::size_t kMaxReportedSamples = 1024;
+
 // {"median", "p90", "min", "max", "mean", "stddev", "count", "samples": [...]} in ms.
+// "count" is the number of runs measured; "samples" holds them all in run order when there are
+// at most kMaxReportedSamples, else an evenly strided subset of that many (first and last run
+// included) and "samples_stride" says the step.
 nlohmann::json to_json(const LatencyStats& s);
 
 int64_t peak_rss_bytes();

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "worker/deliverable_result.h"
 #include "worker/executor.h"
 
 namespace am::worker {
@@ -81,6 +82,7 @@ struct WorkerClient::Impl {
   std::string device_key = "cpu:0";
   std::optional<DealerEndpoint> endpoint;
   bool registered = false;
+  bool awaiting_welcome = false;   // a HELLO is out on this connection
   int64_t interval_ms;
   int liveness;
   int64_t backoff_ms;
@@ -132,6 +134,7 @@ struct WorkerClient::Impl {
     }
     endpoint.emplace(std::move(ep).value());
     registered = false;
+    awaiting_welcome = false;
     last_heard_ms = steady_ms();
     send_hello();
   }
@@ -144,6 +147,14 @@ struct WorkerClient::Impl {
     h.capabilities = opt.capabilities;
     h.tags = opt.tags;
     h.slots = opt.slots;
+    // Parse the attempt keys back: both running jobs and un-ACKed results are held.
+    auto hold = [&](const std::string& key) {
+      const auto hash = key.rfind('#');
+      h.held[key.substr(0, hash)] = std::max(h.held[key.substr(0, hash)], std::stoi(key.substr(hash + 1)));
+    };
+    for (const auto& [key, job] : running) hold(key);
+    for (const auto& [key, result] : outbox) hold(key);
+    awaiting_welcome = true;
     send(std::move(h));
   }
 
@@ -152,6 +163,7 @@ struct WorkerClient::Impl {
   void schedule_reconnect() {
     endpoint.reset();
     registered = false;
+    awaiting_welcome = false;
     next_connect_ms = steady_ms() + backoff_ms;
     logger()->warn("coordinator unreachable; reconnecting in {} ms", backoff_ms);
     backoff_ms = std::min(backoff_ms * 2, opt.reconnect_max_ms);
@@ -160,7 +172,13 @@ struct WorkerClient::Impl {
   int free_slots() const { return opt.slots - static_cast<int>(running.size()); }
 
   void on_welcome(const proto::Welcome& w) {
+    if (!proto::version_compatible(w.version_major)) {
+      logger()->error("coordinator speaks protocol {}.{}; this worker speaks {}.{}",
+                      w.version_major, w.version_minor, proto::kVersionMajor, proto::kVersionMinor);
+      return;
+    }
     registered = true;
+    awaiting_welcome = false;
     backoff_ms = opt.reconnect_initial_ms;
     if (w.heartbeat_interval_ms > 0) interval_ms = w.heartbeat_interval_ms;
     if (w.heartbeat_liveness > 0) liveness = w.heartbeat_liveness;
@@ -221,6 +239,9 @@ struct WorkerClient::Impl {
       r.log_tail = std::move(f.outcome.log_tail);
       r.started_at_ms = f.outcome.started_at_ms;
       r.finished_at_ms = f.outcome.finished_at_ms;
+      if (!ensure_deliverable(r)) {
+        logger()->error("result of {} attempt {} was not deliverable: {}", r.job_id, r.attempt, r.reason);
+      }
       logger()->info("finished {}: {} {}", key, r.status, r.reason);
       outbox[key] = r;
       if (registered) {
@@ -238,9 +259,12 @@ struct WorkerClient::Impl {
       on_welcome(*w);
     } else if (const auto* r = std::get_if<proto::Reject>(&body)) {
       if (!r->retry) return failed_precondition("coordinator rejected this worker: " + r->reason);
-      logger()->info("coordinator asks to register again: {}", r->reason);
-      registered = false;
-      send_hello();
+      // REJECTs answering messages sent before our HELLO need no second HELLO (PROTOCOL §5.1).
+      if (!awaiting_welcome) {
+        logger()->info("coordinator asks to register again: {}", r->reason);
+        registered = false;
+        send_hello();
+      }
     } else if (const auto* a = std::get_if<proto::Assign>(&body)) {
       if (registered) on_assign(*a);
     } else if (const auto* ack = std::get_if<proto::Ack>(&body)) {

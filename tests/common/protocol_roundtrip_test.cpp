@@ -77,8 +77,8 @@ TEST(ProtocolRoundTrip, BodyIsAMapWithSnakeCaseFieldNames) {
     for (const auto& [k, v] : doc->items()) names.push_back(k);
     return names;
   };
-  EXPECT_EQ(fields(msgs[0]), (std::vector<std::string>{"build", "capabilities", "hostname", "slots",
-                                                       "tags", "version_major", "version_minor",
+  EXPECT_EQ(fields(msgs[0]), (std::vector<std::string>{"build", "capabilities", "held", "hostname",
+                                                       "slots", "tags", "version_major", "version_minor",
                                                        "worker_id"}));
   EXPECT_EQ(fields(msgs[1]), (std::vector<std::string>{"heartbeat_interval_ms", "heartbeat_liveness",
                                                        "lease_grace_ms", "run_id", "version_major",

@@ -91,7 +91,7 @@ TEST(ProtocolValidation, RejectsEveryMissingRequiredField) {
 
 TEST(ProtocolValidation, EveryOptionalFieldMayBeOmitted) {
   const std::vector<std::pair<MsgType, std::vector<std::string>>> optional = {
-      {MsgType::kHello, {"hostname", "build", "capabilities", "tags"}},
+      {MsgType::kHello, {"hostname", "build", "capabilities", "tags", "held"}},
       {MsgType::kWelcome, {"run_id"}},
       {MsgType::kReject, {"retry"}},
       {MsgType::kResult, {"reason", "metrics", "log_tail", "started_at_ms", "finished_at_ms"}},
@@ -342,6 +342,28 @@ TEST(ProtocolValidation, RejectsMapsWithTooManyEntries) {
   big.erase("k0");
   doc["metrics"] = big;
   EXPECT_TRUE(decode_doc(MsgType::kResult, doc).ok());
+}
+
+}  // namespace
+}  // namespace am::proto
+
+namespace am::proto {
+namespace {
+
+TEST(ProtocolValidation, RejectsHeldAttemptsThatAreNotPositive) {
+  auto doc = testing::sample_messages(5)[0];
+  auto body = msgpack_to_json(encode(doc).body);
+  ASSERT_TRUE(body.ok());
+  (*body)["held"] = {{"0123456789abcdef", 0}};
+  auto r = decode("HELLO", json_to_msgpack(*body));
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("HELLO.held"), std::string::npos) << r.status().message();
+  (*body)["held"] = {{"0123456789abcdef", "two"}};
+  EXPECT_FALSE(decode("HELLO", json_to_msgpack(*body)).ok());
+  (*body)["held"] = {{"0123456789abcdef", 7}};
+  auto ok = decode("HELLO", json_to_msgpack(*body));
+  ASSERT_TRUE(ok.ok()) << ok.status().to_string();
+  EXPECT_EQ(std::get<Hello>(ok->body).held.at("0123456789abcdef"), 7);
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
   hello.capabilities = sample_capabilities(rng);
   hello.tags = {{"rack", random_token(rng, 3)}, {"owner", "lab \xe2\x9c\x93"}};
   hello.slots = 3;
+  hello.held = {{"0123456789abcdef", 2}, {"fedcba9876543210", 1}};
   out.push_back({hello});
 
   Welcome welcome;
@@ -130,7 +131,7 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
 inline ::testing::AssertionResult bodies_equal(const Hello& a, const Hello& b) {
   AM_FIELD_EQ(version_major) AM_FIELD_EQ(version_minor) AM_FIELD_EQ(worker_id)
   AM_FIELD_EQ(hostname) AM_FIELD_EQ(build) AM_FIELD_EQ(capabilities) AM_FIELD_EQ(tags)
-  AM_FIELD_EQ(slots)
+  AM_FIELD_EQ(slots) AM_FIELD_EQ(held)
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Welcome& a, const Welcome& b) {

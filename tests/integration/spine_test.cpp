@@ -26,7 +26,7 @@ std::filesystem::path write_plan(const ScratchDir& dir, const std::string& name,
   return write_file(dir / (name + ".toml"),
                     "[plan]\nname = \"" + name + "\"\nmode = \"both\"\nseed = 7\n\n"
                     "[defaults]\nbackends = [\"cpu\"]\nprecisions = " + precisions + "\n"
-                    "batch = [1]\nseq_len = " + seq_lens + "\nwarmup = 1\nmin_reps = 3\n"
+                    "batch = [1]\nseq_len = " + seq_lens + "\nwarmup = 1\nmin_reps = 3\nmax_reps = 100000\n"
                     "min_time_s = " + std::to_string(min_time_s) + "\ntimeout_s = 60\n\n"
                     "[[models]]\nname = \"bert-tiny\"\n");
 }
@@ -199,9 +199,13 @@ TEST(Spine, RestartedCoordinatorResumesRunWithNothingLostOrDuplicated) {
   const int64_t done_before = sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'");
   EXPECT_LT(done_before, 6) << "the run finished before the coordinator was killed";
 
-  // Same database, same endpoint: the workers reconnect by themselves.
+  // Same database, same endpoint: the workers reconnect by themselves. Leases last 65 s
+  // (timeout 60 s + grace 5 s); the run must not wait for any of them to run out, because
+  // re-registering workers say which attempts they hold (HELLO.held).
+  const auto restart_at = std::chrono::steady_clock::now();
   Process restarted(serve_argv(plan, db, ep, dir / "endpoint2", 2), dir / "serve2.log");
   ASSERT_EQ(restarted.wait(120s), 0) << restarted.log();
+  EXPECT_LT(std::chrono::steady_clock::now() - restart_at, 40s) << restarted.log();
   EXPECT_EQ(w1.wait(15s), 0) << w1.log();
   EXPECT_EQ(w2.wait(15s), 0) << w2.log();
 

@@ -160,3 +160,28 @@ TEST(Latency, PeakRssIsPositive) { EXPECT_GT(peak_rss_bytes(), 1 << 20); }
 
 }  // namespace
 }  // namespace am::kernels
+
+namespace am::kernels {
+namespace {
+
+TEST(Latency, ReportsAllSamplesUpToTheCapThenAnEvenSubsetWithTheTrueCount) {
+  std::vector<double> few = {3.0, 1.0, 2.0};
+  auto doc = to_json(summarize_latency(few));
+  EXPECT_EQ(doc["count"], 3);
+  EXPECT_EQ(doc["samples"].get<std::vector<double>>(), few);   // run order kept
+  EXPECT_FALSE(doc.contains("samples_stride"));
+
+  std::vector<double> many(10'000);
+  for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<double>(i);
+  auto big = to_json(summarize_latency(many));
+  EXPECT_EQ(big["count"], 10'000);
+  const auto kept = big["samples"].get<std::vector<double>>();
+  ASSERT_EQ(kept.size(), kMaxReportedSamples);
+  EXPECT_EQ(kept.front(), 0.0);
+  EXPECT_EQ(kept.back(), 9999.0);
+  for (std::size_t i = 1; i < kept.size(); ++i) EXPECT_GT(kept[i], kept[i - 1]);
+  EXPECT_NEAR(big["median"].get<double>(), 4999.5, 1e-9);     // over all samples, not the subset
+}
+
+}  // namespace
+}  // namespace am::kernels
