@@ -10,7 +10,18 @@ Result<Activation> activation_from_name(std::string_view name) {
     return Activation::kGeluTanh;
   }
   if (name == "relu") return Activation::kRelu;
+  if (name == "silu" || name == "swish") return Activation::kSilu;
   return unsupported("activation " + std::string(name) + " not implemented on backend cpu");
+}
+
+std::string_view activation_name(Activation act) {
+  switch (act) {
+    case Activation::kGeluErf: return "gelu";
+    case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kRelu: return "relu";
+    case Activation::kSilu: return "silu";
+  }
+  return "unknown";
 }
 
 void apply_activation(Activation act, TensorView x, const ExecContext& ctx) {
@@ -28,6 +39,9 @@ void apply_activation(Activation act, TensorView x, const ExecContext& ctx) {
       case Activation::kRelu:
         // Written as a compare so NaN passes through instead of turning into 0.
         for (int64_t i = 0; i < n; ++i) p[i] = p[i] < 0.0f ? 0.0f : p[i];
+        break;
+      case Activation::kSilu:
+        for (int64_t i = 0; i < n; ++i) p[i] = silu(p[i]);
         break;
     }
   });

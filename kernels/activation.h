@@ -15,7 +15,9 @@
 
 namespace am::kernels {
 
-enum class Activation { kGeluErf, kGeluTanh, kRelu };
+enum class Activation { kGeluErf, kGeluTanh, kRelu, kSilu };
+
+std::string_view activation_name(Activation act);
 
 Result<Activation> activation_from_name(std::string_view name);
 
@@ -31,6 +33,9 @@ inline float gelu_tanh(float x) {
   constexpr float kCubic = 0.044715f;
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + kCubic * x * x * x)));
 }
+
+// x * sigmoid(x), the SwiGLU gate of LLaMA-family feed-forwards.
+inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 void apply_activation(Activation act, TensorView x, const ExecContext& ctx);
 

@@ -16,11 +16,44 @@
 
 #include <cstdint>
 
+#include "common/status.h"
+
 #include "kernels/exec_context.h"
 #include "kernels/linear.h"
 #include "kernels/tensor.h"
 
 namespace am::kernels {
+
+// Scaled dot-product attention over already-projected q, k, v.
+//   q:   [batch * q_len,  heads    * head_dim]
+//   k,v: [batch * kv_len, kv_heads * head_dim]   (kv_heads divides heads: grouped-query)
+//   out: [batch * q_len,  heads    * head_dim]
+// scores = q·k^T · scale, then masked, softmax over keys, then · v.
+// - key_mask (optional, batch * kv_len): 0 masks a key out (padding).
+// - causal: query i of a sample may see keys j <= q_offset + i (q_offset = number of cached
+//   positions before the first query; 0 for a prompt without cache).
+struct AttentionArgs {
+  ConstTensorView q, k, v;
+  TensorView out;
+  int64_t batch = 1;
+  int64_t q_len = 0;
+  int64_t kv_len = 0;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;
+  int64_t head_dim = 0;
+  float scale = 0.0f;              // 0 = 1/sqrt(head_dim)
+  const int32_t* key_mask = nullptr;
+  bool causal = false;
+  int64_t q_offset = 0;
+};
+
+// OK when the sizes are positive and consistent (kv_heads divides heads, tensor shapes as
+// above); else InvalidArgument naming what is wrong. Every backend checks this first.
+Status validate_attention_args(const AttentionArgs& args);
+
+// The cpu implementation of AttentionArgs (checked with AM_KERNEL_CHECK). A query that sees no
+// key at all (every key masked) gets a zero output row.
+void attention(const AttentionArgs& args, const ExecContext& ctx);
 
 struct AttentionWeights {
   Linear query;

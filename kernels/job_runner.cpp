@@ -8,6 +8,8 @@
 
 #include "common/log.h"
 #include "kernels/accuracy.h"
+#include "kernels/backend.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/measure.h"
@@ -61,6 +63,11 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
   const ExecContext ctx{*path, &pool};
   metrics["threads"] = threads;
   metrics["kernel_path"] = std::string(kernel_path_name(*path));
+  // The job runs on its backend; the f32 reference always runs on the cpu.
+  Result<std::unique_ptr<Backend>> backend = make_backend(spec.backend, ctx);
+  if (!backend.ok()) return from_status(backend.status(), std::move(metrics));
+  CpuBackend reference_backend(ctx);
+  metrics["device"] = (*backend)->device_name();
 
   // The job's model. With accuracy wanted it is derived from the f32 reference (same seed, so
   // exactly the quantization of the reference weights) instead of being drawn a second time.
@@ -78,13 +85,16 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
     model.emplace(std::move(m).value());
   }
   const EncoderModel& job_model = model ? *model : *reference;
+  for (const auto& [op, op_format] : job_model.required_ops()) {
+    if (Status s = (*backend)->supports(op, op_format); !s.ok()) return from_status(s, std::move(metrics));
+  }
   const int64_t rows = spec.batch * static_cast<int64_t>(spec.seq_len);
 
   Verdict verdict{kStatusPass, ""};
   if (want_accuracy) {
-    Result<Tensor> ref_out = reference->forward(input, ctx);
+    Result<Tensor> ref_out = reference->forward(input, reference_backend);
     if (!ref_out.ok()) return from_status(ref_out.status(), std::move(metrics));
-    Result<Tensor> out = job_model.forward(input, ctx);
+    Result<Tensor> out = job_model.forward(input, **backend);
     if (!out.ok()) return from_status(out.status(), std::move(metrics));
     const AccuracyMetrics acc = compare_outputs(out->data(), ref_out->data(), rows, config->hidden);
     metrics["accuracy"] = to_json(acc);
@@ -108,7 +118,7 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
     options.min_time_s = spec.min_time_s;
     Result<LatencyStats> stats = measure_latency(
         [&]() -> Status {
-          Result<Tensor> out = job_model.forward(input, ctx);
+          Result<Tensor> out = job_model.forward(input, **backend);
           if (!out.ok()) return out.status();
           last = std::move(out).value();
           return Status::Ok();
@@ -142,11 +152,9 @@ JobOutcome run_job_checked(const jobs::JobSpec& spec) {
                    "architecture " + spec.architecture + " has no graph builder yet",
                    std::move(metrics));
   }
-  if (spec.backend != kBackendCpu) {
-    return outcome(kStatusUnsupported, "backend " + spec.backend + " not available in this build",
-                   std::move(metrics));
-  }
-  Result<WeightFormat> format = weight_format_for_precision(spec.precision, spec.backend);
+  // Format names are backend-independent; whether the job's backend runs the format is asked
+  // of the backend itself (Backend::supports) once it exists.
+  Result<WeightFormat> format = weight_format_for_precision(spec.precision, kBackendCpu);
   if (!format.ok()) return from_status(format.status(), std::move(metrics));
   if (spec.mode != jobs::kModeAccuracy && spec.mode != jobs::kModePerf &&
       spec.mode != jobs::kModeBoth) {

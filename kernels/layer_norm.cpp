@@ -37,4 +37,20 @@ void layer_norm(ConstTensorView x, const float* gamma, const float* beta, float 
   });
 }
 
+void rms_norm_row(const float* x, const float* gamma, float eps, int64_t n, float* y) {
+  // Accumulate in double: the mean of squares of a long row loses digits in f32.
+  double sum_sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
+  const float inv = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * gamma[i];
+}
+
+void rms_norm(ConstTensorView x, const float* gamma, float eps, TensorView y, const ExecContext& ctx) {
+  AM_KERNEL_CHECK(x.rows() == y.rows() && x.cols() == y.cols(), "rms_norm: x and y differ");
+  const int64_t cols = x.cols();
+  parallel_for(ctx, x.rows(), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rms_norm_row(x.row(r), gamma, eps, cols, y.row(r));
+  });
+}
+
 }  // namespace am::kernels

@@ -16,4 +16,8 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
 void layer_norm(ConstTensorView x, const float* gamma, const float* beta, float eps, TensorView y,
                 const ExecContext& ctx);
 
+// RMSNorm (LLaMA, T5): y = x / sqrt(mean(x^2) + eps) * gamma.
+void rms_norm_row(const float* x, const float* gamma, float eps, int64_t n, float* y);
+void rms_norm(ConstTensorView x, const float* gamma, float eps, TensorView y, const ExecContext& ctx);
+
 }  // namespace am::kernels

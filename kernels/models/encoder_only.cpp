@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "kernels/embedding.h"
+#include "kernels/cpu_backend.h"
 #include "kernels/layer_norm.h"
 #include "kernels/rng.h"
 
@@ -69,16 +69,6 @@ class WeightSource {
   const ExecContext& ctx_;
   uint64_t next_stream_ = 0;
 };
-
-void add_in_place(TensorView y, ConstTensorView x, const ExecContext& ctx) {
-  const int64_t cols = y.cols();
-  parallel_for(ctx, y.rows(), 64, [&](int64_t begin, int64_t end) {
-    float* yp = y.row(begin);
-    const float* xp = x.row(begin);
-    const int64_t n = (end - begin) * cols;
-    for (int64_t i = 0; i < n; ++i) yp[i] += xp[i];
-  });
-}
 
 }  // namespace
 
@@ -241,34 +231,62 @@ std::size_t EncoderModel::weights_bytes() const {
   return total;
 }
 
+std::vector<std::pair<Op, WeightFormat>> EncoderModel::required_ops() const {
+  return {{Op::kGatherRows, WeightFormat::kF32}, {Op::kLayerNorm, WeightFormat::kF32},
+          {Op::kLinear, format_},                {Op::kAttention, WeightFormat::kF32},
+          {Op::kActivation, WeightFormat::kF32}, {Op::kAdd, WeightFormat::kF32}};
+}
+
 Result<Tensor> EncoderModel::forward(const EncoderInput& input, const ExecContext& ctx) const {
+  CpuBackend cpu(ctx);
+  return forward(input, cpu);
+}
+
+Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) const {
   AM_RETURN_IF_ERROR(validate_encoder_input(config_, input));
   const int64_t tokens = input.batch * input.seq;
   const int64_t h = config_.hidden;
   const float eps = config_.norm_eps;
-  const int32_t* mask = input.attention_mask.data();
+
+  std::vector<int32_t> positions(static_cast<std::size_t>(tokens));
+  for (int64_t t = 0; t < tokens; ++t) positions[static_cast<std::size_t>(t)] = static_cast<int32_t>(t % input.seq);
 
   Tensor x(Shape{tokens, h});
-  embed_tokens(input.token_ids.data(), input.token_type_ids.data(), input.batch, input.seq,
-               word_embeddings_.view(), position_embeddings_.view(), token_type_embeddings_.view(),
-               x.view(), ctx);
-  layer_norm(x.view(), embedding_norm_gamma_.data(), embedding_norm_beta_.data(), eps, x.view(),
-             ctx);
+  AM_RETURN_IF_ERROR(be.gather_rows(word_embeddings_.view(), input.token_ids.data(), tokens, x.view(), false));
+  AM_RETURN_IF_ERROR(be.gather_rows(position_embeddings_.view(), positions.data(), tokens, x.view(), true));
+  AM_RETURN_IF_ERROR(
+      be.gather_rows(token_type_embeddings_.view(), input.token_type_ids.data(), tokens, x.view(), true));
+  AM_RETURN_IF_ERROR(be.layer_norm(x.view(), embedding_norm_gamma_.data(), embedding_norm_beta_.data(), eps, x.view()));
 
+  Tensor q(Shape{tokens, h}), k(Shape{tokens, h}), v(Shape{tokens, h}), context(Shape{tokens, h});
   Tensor branch(Shape{tokens, h});
   Tensor ffn_hidden(Shape{tokens, config_.intermediate});
+  AttentionArgs attn;
+  attn.q = q.view();
+  attn.k = k.view();
+  attn.v = v.view();
+  attn.out = context.view();
+  attn.batch = input.batch;
+  attn.q_len = input.seq;
+  attn.kv_len = input.seq;
+  attn.heads = config_.heads;
+  attn.kv_heads = config_.heads;
+  attn.head_dim = h / config_.heads;
+  attn.key_mask = input.attention_mask.data();
   for (const Layer& l : layers_) {
-    self_attention(x.view(), mask, input.batch, input.seq, config_.heads, l.attention,
-                   branch.view(), ctx);
-    add_in_place(branch.view(), x.view(), ctx);
-    layer_norm(branch.view(), l.attention_norm_gamma.data(), l.attention_norm_beta.data(), eps,
-               x.view(), ctx);
+    AM_RETURN_IF_ERROR(be.linear(l.attention.query, x.view(), q.view()));
+    AM_RETURN_IF_ERROR(be.linear(l.attention.key, x.view(), k.view()));
+    AM_RETURN_IF_ERROR(be.linear(l.attention.value, x.view(), v.view()));
+    AM_RETURN_IF_ERROR(be.attention(attn));
+    AM_RETURN_IF_ERROR(be.linear(l.attention.output, context.view(), branch.view()));
+    AM_RETURN_IF_ERROR(be.add(branch.view(), x.view()));
+    AM_RETURN_IF_ERROR(be.layer_norm(branch.view(), l.attention_norm_gamma.data(), l.attention_norm_beta.data(), eps, x.view()));
 
-    l.ffn_up.forward(x.view(), ffn_hidden.view(), ctx);
-    apply_activation(activation_, ffn_hidden.view(), ctx);
-    l.ffn_down.forward(ffn_hidden.view(), branch.view(), ctx);
-    add_in_place(branch.view(), x.view(), ctx);
-    layer_norm(branch.view(), l.ffn_norm_gamma.data(), l.ffn_norm_beta.data(), eps, x.view(), ctx);
+    AM_RETURN_IF_ERROR(be.linear(l.ffn_up, x.view(), ffn_hidden.view()));
+    AM_RETURN_IF_ERROR(be.activation(activation_, ffn_hidden.view()));
+    AM_RETURN_IF_ERROR(be.linear(l.ffn_down, ffn_hidden.view(), branch.view()));
+    AM_RETURN_IF_ERROR(be.add(branch.view(), x.view()));
+    AM_RETURN_IF_ERROR(be.layer_norm(branch.view(), l.ffn_norm_gamma.data(), l.ffn_norm_beta.data(), eps, x.view()));
   }
   x.reshape(Shape{input.batch, input.seq, h});
   return x;

@@ -10,7 +10,7 @@
 //     beta N(0, 0.02). The f32 values depend only on (config, seed); a q8_0 model holds exactly
 //     the quantization of the f32 model with the same seed. Linear weights are stored in the
 //     requested format; embeddings, LayerNorms and biases stay f32.
-//   - forward() runs the post-LN BERT stack: embeddings + LayerNorm, then per layer
+//   - forward() runs on any Backend (ops only through it) the post-LN BERT stack: embeddings + LayerNorm, then per layer
 //     self-attention -> add & LayerNorm -> FFN (up, activation, down) -> add & LayerNorm, and
 //     returns the final hidden states [batch, seq, hidden]. Inputs are validated (ids in range,
 //     seq <= max_positions) with InvalidArgument. Deterministic: the same model, input and
@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include "common/status.h"
 #include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "kernels/backend.h"
 #include "kernels/exec_context.h"
 #include "kernels/linear.h"
 #include "kernels/tensor.h"
@@ -76,6 +78,11 @@ class EncoderModel {
   WeightFormat format() const { return format_; }
   // Bytes of every weight at its stored format (linear weights at the model's format).
   std::size_t weights_bytes() const;
+  // Every (op, weight format) forward() needs; ask the backend about each before running.
+  std::vector<std::pair<Op, WeightFormat>> required_ops() const;
+  // Runs on `backend`; its ops' errors (Unsupported included) are returned as they are.
+  Result<Tensor> forward(const EncoderInput& input, Backend& backend) const;
+  // The same on a CpuBackend over `ctx`.
   Result<Tensor> forward(const EncoderInput& input, const ExecContext& ctx) const;
 
  private:

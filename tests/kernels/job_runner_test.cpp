@@ -118,10 +118,10 @@ TEST(RunJob, UnimplementedPrecisionIsUnsupportedNamingIt) {
 
 TEST(RunJob, UnavailableBackendIsUnsupportedNamingIt) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
-  spec.backend = "opencl";
+  spec.backend = "qnn";
   const JobOutcome out = run_job(spec);
   EXPECT_EQ(out.status, "unsupported");
-  EXPECT_EQ(out.reason, "backend opencl not available in this build");
+  EXPECT_EQ(out.reason, "backend qnn is not available in this build");
 }
 
 TEST(RunJob, ArchitectureWithoutGraphBuilderIsUnsupportedNamingIt) {

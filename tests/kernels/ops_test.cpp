@@ -129,10 +129,12 @@ TEST(Activation, NamesMapToFunctionsAndUnknownIsUnsupported) {
   EXPECT_EQ(*activation_from_name("gelu"), Activation::kGeluErf);
   EXPECT_EQ(*activation_from_name("gelu_new"), Activation::kGeluTanh);
   EXPECT_EQ(*activation_from_name("relu"), Activation::kRelu);
-  const Result<Activation> bad = activation_from_name("swish");
+  EXPECT_EQ(*activation_from_name("silu"), Activation::kSilu);
+  EXPECT_EQ(*activation_from_name("swish"), Activation::kSilu);
+  const Result<Activation> bad = activation_from_name("mish");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(bad.status().message().find("swish"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("mish"), std::string::npos);
 }
 
 TEST(Embedding, SumsWordPositionAndTypeRows) {

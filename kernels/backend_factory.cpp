@@ -1,0 +1,14 @@
+#include <memory>
+#include <string>
+
+#include "kernels/backend.h"
+#include "kernels/cpu_backend.h"
+
+namespace am::kernels {
+
+Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const ExecContext& ctx) {
+  if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(ctx));
+  return unsupported("backend " + std::string(name) + " is not available in this build");
+}
+
+}  // namespace am::kernels
