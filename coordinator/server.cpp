@@ -427,9 +427,12 @@ struct Server::Impl {
     if (!assign_dirty) return;
     assign_dirty = false;
     for (auto& [identity, s] : sessions) {
+      // Credits are per device, slots per worker: a worker with one slot and two devices
+      // grants a credit on each, yet runs one job at a time.
+      int free_slots = s.slots - leases_held_by(s.worker_id);
       for (const auto& device : s.devices) {
         int& credits = s.credits[device.key];
-        while (credits > 0) {
+        while (credits > 0 && free_slots > 0) {
           JobEntry* j = pick_job(s, device);
           if (!j) break;
           const int attempt = j->attempts + 1;
@@ -455,6 +458,7 @@ struct Server::Impl {
           j->lease_attempt = attempt;
           j->lease_expires_at_ms = lease.lease_expires_at_ms;
           --credits;
+          --free_slots;
           proto::Assign a;
           a.job_id = j->job_id;
           a.attempt = attempt;

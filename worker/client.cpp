@@ -79,7 +79,8 @@ struct Finished {
 
 struct WorkerClient::Impl {
   ClientOptions opt;
-  std::string device_key = "cpu:0";
+  std::vector<std::string> device_keys;
+  std::map<std::string, int> granted;                // credits outstanding at the coordinator
   std::optional<DealerEndpoint> endpoint;
   bool registered = false;
   bool awaiting_welcome = false;   // a HELLO is out on this connection
@@ -102,12 +103,12 @@ struct WorkerClient::Impl {
         interval_ms(opt.heartbeat_interval_ms),
         liveness(opt.heartbeat_liveness),
         backoff_ms(opt.reconnect_initial_ms) {
+    // Every device the probes found schedulable takes jobs.
     if (opt.capabilities.contains("devices") && opt.capabilities["devices"].is_array()) {
       for (const auto& d : opt.capabilities["devices"]) {
-        if (d.value("backend", "") == "cpu" && d.contains("key") && d["key"].is_string()) {
-          device_key = d["key"].get<std::string>();
-          break;
-        }
+        if (!d.is_object() || !d.contains("key") || !d["key"].is_string()) continue;
+        if (d.contains("schedulable") && d["schedulable"].is_boolean() && !d["schedulable"].get<bool>()) continue;
+        device_keys.push_back(d["key"].get<std::string>());
       }
     }
   }
@@ -171,6 +172,21 @@ struct WorkerClient::Impl {
 
   int free_slots() const { return opt.slots - static_cast<int>(running.size()); }
 
+  // Tops every device's outstanding credits up to the free slots. The coordinator never runs
+  // more than `slots` jobs here in total, whatever the per-device credits add up to.
+  void grant_credits() {
+    if (!registered || draining) return;
+    proto::Ready ready;
+    for (const auto& key : device_keys) {
+      const int top_up = free_slots() - granted[key];
+      if (top_up > 0) {
+        ready.credits[key] = top_up;
+        granted[key] += top_up;
+      }
+    }
+    if (!ready.credits.empty()) send(std::move(ready));
+  }
+
   void on_welcome(const proto::Welcome& w) {
     if (!proto::version_compatible(w.version_major)) {
       logger()->error("coordinator speaks protocol {}.{}; this worker speaks {}.{}",
@@ -184,14 +200,17 @@ struct WorkerClient::Impl {
     if (w.heartbeat_liveness > 0) liveness = w.heartbeat_liveness;
     logger()->info("registered with {} as {}", opt.coordinator, opt.worker_id);
     // Credits start from zero at every WELCOME; results not yet ACKed are delivered again.
-    if (!draining && free_slots() > 0) send(proto::Ready{{{device_key, free_slots()}}});
+    granted.clear();
+    grant_credits();
     for (const auto& [key, result] : outbox) send(result);
   }
 
   void on_assign(const proto::Assign& a) {
     const std::string key = attempt_key(a.job_id, a.attempt);
     if (running.count(key) || outbox.count(key)) return;  // a duplicate delivery
-    if (draining || free_slots() <= 0 || a.device != device_key) {
+    const bool our_device = std::find(device_keys.begin(), device_keys.end(), a.device) != device_keys.end();
+    if (our_device && granted[a.device] > 0) --granted[a.device];
+    if (draining || free_slots() <= 0 || !our_device) {
       logger()->warn("ignoring ASSIGN of {} (device {}, {} free slot(s), draining {})", key,
                      a.device, free_slots(), draining);
       return;
@@ -244,11 +263,9 @@ struct WorkerClient::Impl {
       }
       logger()->info("finished {}: {} {}", key, r.status, r.reason);
       outbox[key] = r;
-      if (registered) {
-        send(std::move(r));
-        if (!draining) send(proto::Ready{{{device_key, 1}}});
-      }
+      if (registered) send(std::move(r));
     }
+    if (!done.empty()) grant_credits();
   }
 
   // Returns a non-OK status only when the coordinator refuses this worker for good.
