@@ -65,6 +65,35 @@ AccuracyMetrics compare_outputs(const float* y, const float* ref, int64_t rows, 
   return m;
 }
 
+double mean_kl_divergence(const float* y, const float* ref, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return 0.0;
+  double total = 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* p = ref + r * cols;   // reference distribution
+    const float* q = y + r * cols;
+    double max_p = p[0], max_q = q[0];
+    for (int64_t c = 1; c < cols; ++c) {
+      max_p = std::max<double>(max_p, p[c]);
+      max_q = std::max<double>(max_q, q[c]);
+    }
+    double zp = 0.0, zq = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      zp += std::exp(p[c] - max_p);
+      zq += std::exp(q[c] - max_q);
+    }
+    const double log_zp = std::log(zp) + max_p;
+    const double log_zq = std::log(zq) + max_q;
+    double kl = 0.0;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double log_p = p[c] - log_zp;
+      const double log_q = q[c] - log_zq;
+      kl += std::exp(log_p) * (log_p - log_q);
+    }
+    total += kl;
+  }
+  return total / static_cast<double>(rows);
+}
+
 nlohmann::json to_json(const AccuracyMetrics& m) {
   return {{"nmse", number_or_null(m.nmse)},
           {"cosine", number_or_null(m.cosine)},

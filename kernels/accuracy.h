@@ -30,6 +30,11 @@ int64_t count_nonfinite(const float* y, int64_t n);
 
 // {"nmse", "cosine", "max_abs_err", "top1_agreement", "nonfinite"}; non-finite doubles (an
 // infinite NMSE) are written as null since JSON has no Inf.
+// Mean over rows of KL(softmax(ref_row) || softmax(y_row)) in nats, for outputs that are logits
+// (generation: one row per teacher-forced token). Computed in double with max-subtraction.
+// Non-finite logits make the result NaN (the runner fails such jobs anyway).
+double mean_kl_divergence(const float* y, const float* ref, int64_t rows, int64_t cols);
+
 nlohmann::json to_json(const AccuracyMetrics& m);
 
 }  // namespace am::kernels

@@ -13,7 +13,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/measure.h"
-#include "kernels/models/encoder_only.h"
+#include "kernels/models/model.h"
 #include "kernels/thread_pool.h"
 #include "kernels/tolerances.h"
 #include "kernels/weight_format.h"
@@ -26,7 +26,6 @@ constexpr const char* kStatusFail = "fail";
 constexpr const char* kStatusUnsupported = "unsupported";
 constexpr const char* kStatusError = "error";
 constexpr const char* kBackendCpu = "cpu";
-constexpr const char* kArchitectureEncoderOnly = "encoder-only";
 
 JobOutcome outcome(std::string status, std::string reason, nlohmann::json metrics) {
   JobOutcome o;
@@ -42,18 +41,10 @@ JobOutcome from_status(const Status& s, nlohmann::json metrics) {
                  s.message(), std::move(metrics));
 }
 
-JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohmann::json metrics) {
+JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   auto log = get_logger("kernels/job");
   const bool want_accuracy = spec.mode != jobs::kModePerf;
   const bool want_perf = spec.mode != jobs::kModeAccuracy;
-
-  Result<EncoderConfig> config = encoder_config_from_json(spec.model_config);
-  if (!config.ok()) return from_status(config.status(), std::move(metrics));
-  const EncoderInput input =
-      make_synthetic_encoder_input(*config, spec.batch, spec.seq_len, spec.seed);
-  if (Status s = validate_encoder_input(*config, input); !s.ok()) {
-    return from_status(s, std::move(metrics));
-  }
 
   Result<KernelPath> path = select_kernel_path();
   if (!path.ok()) return outcome(kStatusError, path.status().message(), std::move(metrics));
@@ -66,38 +57,38 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
   // The job runs on its backend; the f32 reference always runs on the cpu.
   Result<std::unique_ptr<Backend>> backend = make_backend(spec.backend, ctx);
   if (!backend.ok()) return from_status(backend.status(), std::move(metrics));
-  CpuBackend reference_backend(ctx);
   metrics["device"] = (*backend)->device_name();
 
-  // The job's model. With accuracy wanted it is derived from the f32 reference (same seed, so
-  // exactly the quantization of the reference weights) instead of being drawn a second time.
-  std::optional<EncoderModel> reference;
-  std::optional<EncoderModel> model;
-  if (want_accuracy) {
-    Result<EncoderModel> ref =
-        EncoderModel::create_synthetic(*config, WeightFormat::kF32, spec.seed, ctx);
-    if (!ref.ok()) return from_status(ref.status(), std::move(metrics));
-    reference.emplace(std::move(ref).value());
-    if (format != WeightFormat::kF32) model.emplace(reference->converted(format, ctx));
-  } else {
-    Result<EncoderModel> m = EncoderModel::create_synthetic(*config, format, spec.seed, ctx);
-    if (!m.ok()) return from_status(m.status(), std::move(metrics));
-    model.emplace(std::move(m).value());
-  }
-  const EncoderModel& job_model = model ? *model : *reference;
-  for (const auto& [op, op_format] : job_model.required_ops()) {
+  Result<std::unique_ptr<ModelGraph>> graph = build_graph(spec, spec.precision, ctx);
+  if (!graph.ok()) return from_status(graph.status(), std::move(metrics));
+  for (const auto& [op, op_format] : (*graph)->required_ops()) {
     if (Status s = (*backend)->supports(op, op_format); !s.ok()) return from_status(s, std::move(metrics));
   }
-  const int64_t rows = spec.batch * static_cast<int64_t>(spec.seq_len);
+  metrics["memory"] = {{"weights_bytes", (*graph)->weights_bytes()}};
 
   Verdict verdict{kStatusPass, ""};
   if (want_accuracy) {
-    Result<Tensor> ref_out = reference->forward(input, reference_backend);
-    if (!ref_out.ok()) return from_status(ref_out.status(), std::move(metrics));
-    Result<Tensor> out = job_model.forward(input, **backend);
-    if (!out.ok()) return from_status(out.status(), std::move(metrics));
-    const AccuracyMetrics acc = compare_outputs(out->data(), ref_out->data(), rows, config->hidden);
+    // The reference is built and run first and freed before timing starts.
+    AccuracyMetrics acc;
+    std::optional<double> kl;
+    {
+      Result<std::unique_ptr<ModelGraph>> reference = build_graph(spec, "f32", ctx);
+      if (!reference.ok()) return from_status(reference.status(), std::move(metrics));
+      CpuBackend reference_backend(ctx);
+      Result<GraphOutput> ref_out = (*reference)->run(reference_backend);
+      if (!ref_out.ok()) return from_status(ref_out.status(), std::move(metrics));
+      Result<GraphOutput> out = (*graph)->run(**backend);
+      if (!out.ok()) return from_status(out.status(), std::move(metrics));
+      const Tensor& y = out->output;
+      const Tensor& r = ref_out->output;
+      if (y.rows() != r.rows() || y.cols() != r.cols()) {
+        return outcome(kStatusError, "output shape differs from the reference's", std::move(metrics));
+      }
+      acc = compare_outputs(y.data(), r.data(), y.rows(), y.cols());
+      if (out->logits) kl = mean_kl_divergence(y.data(), r.data(), y.rows(), y.cols());
+    }
     metrics["accuracy"] = to_json(acc);
+    if (kl) metrics["accuracy"]["kl_divergence"] = *kl;
     const std::optional<Tolerance> tol = tolerance_for(spec.precision);
     if (!tol) {
       return outcome(kStatusError, "no accuracy tolerance defined for " + spec.precision,
@@ -105,22 +96,28 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
     }
     verdict = classify_accuracy(acc, *tol);
     log->info("{} {} {}: nmse {:.3g} cosine {:.6f} top1 {:.3f} -> {}", spec.model, spec.precision,
-              kernel_path_name(*path), acc.nmse, acc.cosine, acc.top1_agreement, verdict.status);
-    if (model) reference.reset();  // the reference is no longer needed; free it before timing
+              spec.backend, acc.nmse, acc.cosine, acc.top1_agreement, verdict.status);
   }
 
   if (want_perf) {
     Tensor last;
+    std::vector<double> prefill_ms, decode_ms, first_token_ms;
+    PhaseTimes phases;
     MeasureOptions options;
     options.warmup = spec.warmup;
     options.min_reps = spec.min_reps;
     options.max_reps = spec.max_reps;
     options.min_time_s = spec.min_time_s;
+    // Warm-up runs call this too; their phase times are dropped below (the first `warmup`).
     Result<LatencyStats> stats = measure_latency(
         [&]() -> Status {
-          Result<Tensor> out = job_model.forward(input, **backend);
+          Result<GraphOutput> out = (*graph)->run(**backend);
           if (!out.ok()) return out.status();
-          last = std::move(out).value();
+          phases = out->phases;
+          prefill_ms.push_back(phases.prefill_ms);
+          decode_ms.push_back(phases.decode_ms);
+          first_token_ms.push_back(phases.first_token_ms);
+          last = std::move(out->output);
           return Status::Ok();
         },
         options);
@@ -128,34 +125,42 @@ JobOutcome run_encoder_job(const jobs::JobSpec& spec, WeightFormat format, nlohm
     metrics["latency_ms"] = to_json(*stats);
     const double median_s = stats->median_ms / 1e3;
     if (median_s > 0.0) {
-      metrics["throughput"] = {{"samples_per_s", spec.batch / median_s},
-                               {"tokens_per_s", static_cast<double>(rows) / median_s}};
+      metrics["throughput"] = {{"samples_per_s", static_cast<double>((*graph)->samples_per_run()) / median_s}};
+      if ((*graph)->tokens_per_run() > 0) {
+        metrics["throughput"]["tokens_per_s"] = static_cast<double>((*graph)->tokens_per_run()) / median_s;
+      }
+    }
+    if (phases.decode_tokens > 0 || phases.prefill_tokens > 0) {
+      const std::size_t skip = std::min(prefill_ms.size(), static_cast<std::size_t>(std::max(0, spec.warmup)));
+      auto measured = [&](const std::vector<double>& v) {
+        return summarize_latency(std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(skip), v.end()));
+      };
+      const LatencyStats prefill = measured(prefill_ms);
+      const LatencyStats decode = measured(decode_ms);
+      const LatencyStats ttft = measured(first_token_ms);
+      nlohmann::json gen = {{"prefill_ms_median", prefill.median_ms},
+                            {"decode_ms_median", decode.median_ms},
+                            {"time_to_first_token_ms_median", ttft.median_ms},
+                            {"prefill_tokens", phases.prefill_tokens},
+                            {"decode_tokens", phases.decode_tokens}};
+      if (prefill.median_ms > 0) gen["prefill_tokens_per_s"] = phases.prefill_tokens / (prefill.median_ms / 1e3);
+      if (decode.median_ms > 0) gen["decode_tokens_per_s"] = phases.decode_tokens / (decode.median_ms / 1e3);
+      metrics["generation"] = gen;
     }
     const int64_t nonfinite = count_nonfinite(last.data(), last.numel());
     if (nonfinite > 0) {
       verdict = {kStatusFail, std::to_string(nonfinite) + " NaN/Inf values in the output"};
     }
     log->info("{} {} {} batch {} seq {}: median {:.3f} ms over {} runs", spec.model, spec.precision,
-              kernel_path_name(*path), spec.batch, spec.seq_len, stats->median_ms,
-              stats->samples_ms.size());
+              spec.backend, spec.batch, spec.seq_len, stats->median_ms, stats->samples_ms.size());
   }
 
-  metrics["memory"] = {{"weights_bytes", job_model.weights_bytes()},
-                       {"peak_rss_bytes", peak_rss_bytes()}};
+  metrics["memory"]["peak_rss_bytes"] = peak_rss_bytes();
   return outcome(verdict.status, verdict.reason, std::move(metrics));
 }
 
 JobOutcome run_job_checked(const jobs::JobSpec& spec) {
   nlohmann::json metrics = {{"seed", spec.seed}};
-  if (spec.architecture != kArchitectureEncoderOnly) {
-    return outcome(kStatusUnsupported,
-                   "architecture " + spec.architecture + " has no graph builder yet",
-                   std::move(metrics));
-  }
-  // Format names are backend-independent; whether the job's backend runs the format is asked
-  // of the backend itself (Backend::supports) once it exists.
-  Result<WeightFormat> format = weight_format_for_precision(spec.precision, kBackendCpu);
-  if (!format.ok()) return from_status(format.status(), std::move(metrics));
   if (spec.mode != jobs::kModeAccuracy && spec.mode != jobs::kModePerf &&
       spec.mode != jobs::kModeBoth) {
     return outcome(kStatusError, "unknown mode '" + spec.mode + "' (expected accuracy|perf|both)",
@@ -164,7 +169,7 @@ JobOutcome run_job_checked(const jobs::JobSpec& spec) {
   if (spec.batch < 1 || spec.seq_len < 1) {
     return outcome(kStatusError, "batch and seq_len must be positive", std::move(metrics));
   }
-  return run_encoder_job(spec, *format, std::move(metrics));
+  return run_graph_job(spec, std::move(metrics));
 }
 
 }  // namespace

@@ -185,3 +185,21 @@ TEST(Latency, ReportsAllSamplesUpToTheCapThenAnEvenSubsetWithTheTrueCount) {
 
 }  // namespace
 }  // namespace am::kernels
+
+namespace am::kernels {
+namespace {
+
+TEST(Accuracy, KlDivergenceMatchesAHandComputedValue) {
+  // p = softmax(0, 0) = (1/2, 1/2); q = softmax(ln 3, 0) = (3/4, 1/4).
+  // KL(p || q) = 1/2 ln(2/3) + 1/2 ln 2 = 0.1438410362...
+  const float ref[] = {0.0f, 0.0f, 5.0f, -1.0f};
+  const float y[] = {std::log(3.0f), 0.0f, 5.0f, -1.0f};   // second row identical: KL 0
+  EXPECT_NEAR(mean_kl_divergence(y, ref, 1, 2), 0.1438410362, 1e-6);
+  EXPECT_NEAR(mean_kl_divergence(y, ref, 2, 2), 0.1438410362 / 2, 1e-6);
+  // Shift invariance: adding a constant to a row's logits changes nothing.
+  const float shifted[] = {std::log(3.0f) + 100.0f, 100.0f};
+  EXPECT_NEAR(mean_kl_divergence(shifted, ref, 1, 2), 0.1438410362, 1e-5);
+}
+
+}  // namespace
+}  // namespace am::kernels

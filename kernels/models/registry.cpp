@@ -1,0 +1,37 @@
+#include <string>
+
+#include "kernels/models/families.h"
+#include "kernels/models/model.h"
+
+namespace am::kernels {
+namespace {
+
+struct Family {
+  std::string_view architecture;
+  GraphBuilder build;
+};
+
+// One line per family. A family without a builder yet is absent: its jobs are `unsupported`.
+constexpr Family kFamilies[] = {
+    {"encoder-only", &build_encoder_only_graph},
+};
+
+}  // namespace
+
+GraphBuilder graph_builder_for(std::string_view architecture) {
+  for (const Family& f : kFamilies) {
+    if (f.architecture == architecture) return f.build;
+  }
+  return nullptr;
+}
+
+Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, std::string_view precision,
+                                                const ExecContext& ctx) {
+  GraphBuilder build = graph_builder_for(spec.architecture);
+  if (build == nullptr) {
+    return unsupported("architecture " + spec.architecture + " has no graph builder yet");
+  }
+  return build(spec, precision, ctx);
+}
+
+}  // namespace am::kernels
