@@ -5,6 +5,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "common/curve_files.h"
 #include "common/log.h"
 #include "coordinator/local_workers.h"
 #include "coordinator/report_json.h"
@@ -38,7 +39,16 @@ Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog
 Result<std::unique_ptr<Server>> start_server(const ServeArgs& a, std::string* run_id) {
   AM_ASSIGN_OR_RETURN(jobs::Plan plan, load(a.plan_file, a.catalog_dir));
   *run_id = a.run_id.empty() ? plan.name : a.run_id;
-  AM_ASSIGN_OR_RETURN(auto server, Server::create(a.server));
+  ServerOptions options = a.server;
+  if (!a.curve_key_file.empty() || !a.curve_allow.empty()) {
+    if (a.curve_key_file.empty() || a.curve_allow.empty()) {
+      return invalid_argument("--curve-key and --curve-allow go together");
+    }
+    AM_ASSIGN_OR_RETURN(CurveKeyPair pair, load_curve_keypair(a.curve_key_file));
+    AM_ASSIGN_OR_RETURN(auto allowed, load_curve_allow_list(a.curve_allow));
+    options.curve = CurveServerConfig{pair.public_key, pair.secret_key, std::move(allowed)};
+  }
+  AM_ASSIGN_OR_RETURN(auto server, Server::create(options));
   AM_RETURN_IF_ERROR(server->submit(plan, *run_id));
   if (!a.endpoint_file.empty()) {
     const std::string tmp = a.endpoint_file + ".tmp";
@@ -129,6 +139,15 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   }
   std::error_code ec;
   std::filesystem::remove_all(lw.state_dir, ec);
+  return 0;
+}
+
+int cmd_keys(const KeysArgs& args) {
+  auto pair = write_curve_keypair(args.out_dir, args.name);
+  if (!pair.ok()) return fail(pair.status().message());
+  const auto dir = std::filesystem::path(args.out_dir);
+  std::cout << "wrote " << (dir / (args.name + ".key")).string() << " (secret, keep it on this box) and "
+            << (dir / (args.name + ".pub")).string() << " (give it to the other side)\n";
   return 0;
 }
 

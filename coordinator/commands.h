@@ -12,6 +12,8 @@ namespace am::coord {
 
 struct ServeArgs {
   std::string plan_file;
+  std::string curve_key_file;          // the coordinator's keypair (accelmatrix keys)
+  std::string curve_allow;             // a .pub file or a directory of worker .pub files
   std::string catalog_dir;
   std::string run_id;                  // default: the plan's name
   ServerOptions server;
@@ -38,6 +40,12 @@ struct PlanArgs {
   bool json = false;
 };
 
+struct KeysArgs {
+  std::string out_dir = ".";
+  std::string name;
+};
+
+int cmd_keys(const KeysArgs& args);
 int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop);
 int cmd_run(const RunArgs& args, const std::atomic<bool>& stop);
 int cmd_report(const ReportArgs& args);

@@ -29,6 +29,8 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
       ->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--endpoint-file", a.endpoint_file, "Write the bound endpoint to this file");
   cmd->add_flag("--quiet", a.quiet, "No progress lines");
+  cmd->add_option("--curve-key", a.curve_key_file, "CURVE: this coordinator's .key file (accelmatrix keys)");
+  cmd->add_option("--curve-allow", a.curve_allow, "CURVE: worker .pub file, or a directory of them");
 }
 
 }  // namespace
@@ -75,6 +77,11 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--catalog", plan.catalog_dir, "Model catalog directory");
   plan_cmd->add_flag("--json", plan.json, "Print the expanded job specs as JSON");
 
+  am::coord::KeysArgs keys;
+  auto* keys_cmd = app.add_subcommand("keys", "Make a CURVE keypair: NAME.key (secret) and NAME.pub");
+  keys_cmd->add_option("name", keys.name, "Key name, e.g. coordinator or the worker's host")->required();
+  keys_cmd->add_option("--out", keys.out_dir, "Directory to write into")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {
     std::cerr << "error: --log-level: " << st.message() << "\n";
@@ -90,5 +97,6 @@ int main(int argc, char** argv) {
   if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
   if (*report_cmd) return am::coord::cmd_report(report);
   if (*plan_cmd) return am::coord::cmd_plan(plan);
+  if (*keys_cmd) return am::coord::cmd_keys(keys);
   return 2;
 }

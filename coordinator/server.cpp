@@ -513,7 +513,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
   if (options.max_infra_attempts <= 0) return invalid_argument("max attempts must be positive");
   auto store = Store::open(options.db_path);
   if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
-  auto router = RouterEndpoint::bind(options.bind);
+  auto router = RouterEndpoint::bind(options.bind, options.curve ? &*options.curve : nullptr);
   if (!router.ok()) return router.status().with_context("binding " + options.bind);
   auto impl = std::make_unique<Impl>(options, std::move(store).value(), std::move(router).value());
   return std::unique_ptr<Server>(new Server(std::move(impl)));

@@ -19,10 +19,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/reliability.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "jobs/plan.h"
 
 namespace am::coord {
@@ -38,6 +40,8 @@ struct ServerOptions {
   // workers have registered. 0 = never settle them; they wait for a capable worker.
   int expect_workers = 1;
   bool exit_when_done = false;
+  // CURVE encryption with a ZAP allow-list of worker keys; absent = plain TCP.
+  std::optional<CurveServerConfig> curve;
 };
 
 // A snapshot for progress displays.

@@ -127,7 +127,7 @@ struct WorkerClient::Impl {
   }
 
   void connect() {
-    auto ep = DealerEndpoint::connect(opt.coordinator);
+    auto ep = DealerEndpoint::connect(opt.coordinator, opt.curve ? &*opt.curve : nullptr);
     if (!ep.ok()) {
       logger()->error("cannot connect to {}: {}", opt.coordinator, ep.status().to_string());
       schedule_reconnect();

@@ -17,12 +17,15 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "common/reliability.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace am::worker {
 
@@ -40,6 +43,7 @@ struct ClientOptions {
   int64_t reconnect_initial_ms = reliability::kReconnectInitialMs;
   int64_t reconnect_max_ms = reliability::kReconnectMaxMs;
   int64_t drain_wait_ms = 10'000;           // after DRAIN, how long to wait for ACKs when idle
+  std::optional<CurveClientConfig> curve;   // CURVE keys; absent = plain TCP
 };
 
 // Reads `<state_dir>/worker-id`, creating it with a fresh random id when absent.

@@ -9,16 +9,54 @@
 #include <CLI/CLI.hpp>
 
 #include "common/build_info.h"
+#include "common/curve_files.h"
 #include "common/log.h"
 #include "worker/capability.h"
 #include "worker/client.h"
 #include "worker/executor.h"
+#include "worker/probe.h"
+#include "worker/recording.h"
 
 namespace {
 
 std::atomic<bool> g_stop{false};
 
 void on_signal(int) { g_stop.store(true); }
+
+// `--probe [--record DIR | --replay DIR]`: prints the capability record; with --record also
+// saves what the probes read as a machine recording, with --replay rebuilds the record from one.
+int run_probe(const std::string& record_dir, const std::string& replay_dir) {
+  am::worker::ProbeOptions options;
+  std::shared_ptr<am::worker::Recorder> recorder;
+  if (!replay_dir.empty()) {
+    auto recording = am::worker::Recording::open(replay_dir);
+    if (!recording.ok()) {
+      std::cerr << "error: --replay: " << recording.status().message() << "\n";
+      return 1;
+    }
+    options = am::worker::replay_options(*recording);
+  } else if (!record_dir.empty()) {
+    auto created = am::worker::Recorder::create(record_dir);
+    if (!created.ok()) {
+      std::cerr << "error: --record: " << created.status().message() << "\n";
+      return 1;
+    }
+    recorder = *created;
+    options.recorder = recorder;
+  }
+  const nlohmann::json record = am::worker::assemble_capabilities(am::worker::default_probes(options));
+  if (recorder) {
+    const std::string host = record.contains("host") ? record["host"].value("hostname", std::string()) : "";
+    am::Status st = recorder->finish("recorded with accelmatrix-worker --probe --record on " + host);
+    if (!st.ok()) {
+      std::cerr << "error: --record: " << st.message() << "\n";
+      return 1;
+    }
+  }
+  // A driver's string that is not valid UTF-8 is replaced rather than failing the print.
+  std::cout << record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  return 0;
+}
 
 std::filesystem::path default_state_dir() {
   if (const char* d = std::getenv("ACCELMATRIX_STATE_DIR"); d && *d) return d;
@@ -43,11 +81,18 @@ int main(int argc, char** argv) {
   int liveness = am::reliability::kHeartbeatLiveness;
   int64_t reconnect_max_ms = am::reliability::kReconnectMaxMs;
   std::string log_level = "info";
+  std::string curve_key_file, curve_server_file;
   std::string run_job_spec, result_file;
   int64_t memory_limit_mb = 0;
 
   app.add_option("--coordinator", coordinator, "Coordinator endpoint, e.g. tcp://HOST:7450");
   app.add_flag("--probe", probe, "Print this machine's capability record as JSON and exit");
+  std::string record_dir, replay_dir;
+  auto* record_opt = app.add_option("--record", record_dir,
+                                    "With --probe: also save what the probes read to DIR (a machine recording)");
+  app.add_option("--replay", replay_dir,
+                 "With --probe: rebuild the record from the machine recording in DIR, not this machine")
+      ->excludes(record_opt);
   app.add_option("--id", worker_id, "Worker id (default: kept in STATE_DIR/worker-id)");
   app.add_option("--state-dir", state_dir, "Where the worker keeps its id and scratch files")
       ->capture_default_str();
@@ -60,6 +105,8 @@ int main(int argc, char** argv) {
   app.add_option("--reconnect-max-ms", reconnect_max_ms, "Cap of the reconnect backoff")
       ->check(CLI::Range(int64_t{10}, int64_t{600000}))->capture_default_str();
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  app.add_option("--curve-key", curve_key_file, "CURVE: this worker's .key file (accelmatrix keys)");
+  app.add_option("--curve-server", curve_server_file, "CURVE: the coordinator's .pub file");
   // Job mode: how the worker runs each job in a fresh child process of itself.
   app.add_option("--run-job", run_job_spec, "(internal) run the job spec in FILE and exit")->group("");
   app.add_option("--result-file", result_file, "(internal) where job mode writes its result")->group("");
@@ -81,10 +128,11 @@ int main(int argc, char** argv) {
     std::cerr << "error: --log-level: " << st.message() << "\n";
     return 2;
   }
-  if (probe) {
-    std::cout << am::worker::probe_capabilities().dump(2) << "\n";
-    return 0;
+  if ((!record_dir.empty() || !replay_dir.empty()) && !probe) {
+    std::cerr << "error: --record and --replay go with --probe\n";
+    return 2;
   }
+  if (probe) return run_probe(record_dir, replay_dir);
   if (coordinator.empty()) {
     std::cerr << "error: --coordinator ENDPOINT is required (or --probe)\n";
     return 2;
@@ -113,6 +161,19 @@ int main(int argc, char** argv) {
     worker_id = *id;
   }
   opt.worker_id = worker_id;
+  if (!curve_key_file.empty() || !curve_server_file.empty()) {
+    if (curve_key_file.empty() || curve_server_file.empty()) {
+      std::cerr << "error: --curve-key and --curve-server go together\n";
+      return 2;
+    }
+    auto pair = am::load_curve_keypair(curve_key_file);
+    auto server_key = am::load_curve_public_key(curve_server_file);
+    if (!pair.ok() || !server_key.ok()) {
+      std::cerr << "error: " << (!pair.ok() ? pair.status() : server_key.status()).message() << "\n";
+      return 2;
+    }
+    opt.curve = am::CurveClientConfig{*server_key, pair->public_key, pair->secret_key};
+  }
   std::error_code ec;
   opt.worker_binary = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (ec) opt.worker_binary = std::filesystem::absolute(argv[0]);
