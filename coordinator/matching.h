@@ -1,23 +1,37 @@
-// Matching jobs to devices, from the capability records workers advertise.
+// Matching jobs to devices, from the capability records workers advertise (worker/capability.h).
 //
-// Contract: pure functions, no I/O. A job is eligible on a device when the device's backend is
-// the job's backend and the device lists the job's precision. When no registered device is
-// eligible, settle_ineligible() says how the job is settled:
-//   - "skipped"     no registered device has the job's backend at all ("no eligible hardware");
-//   - "unsupported" a device has the backend but none supports the precision (the reason names
-//                   the precision and what the devices do support).
+// Contract: pure functions, no I/O, thread-compatible. A job is eligible on a device when
+//   1. the device is schedulable (records mark probed-only devices, e.g. Vulkan and CUDA before
+//      accelmatrix has backends for them, "schedulable": false; schema-1 records have no such
+//      field and their devices are schedulable),
+//   2. the device's backend is the job's backend,
+//   3. the device's worker carries every required tag (key=value, as given to --tag),
+//   4. the device lists the job's precision,
+//   5. the device's memory is at least the job's estimated memory (estimated_job_bytes), when
+//      both are known.
+// When no registered device is eligible, settle_ineligible() says how the job is settled:
+//   - "skipped"     no eligible hardware: no registered device has the job's backend, or those
+//                   that do are not schedulable, or none of their workers has the required tags;
+//   - "unsupported" devices with the backend (and tags) exist but none supports the precision
+//                   (the reason names the devices and what they do support), or none has enough
+//                   memory for the job (the reason names the estimate and the largest device).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "common/status.h"
 #include "jobs/job_spec.h"
 
 namespace am::coord {
+
+// Operator labels: a worker's HELLO tags, or a job's required tags.
+using Tags = std::map<std::string, std::string>;
 
 struct DeviceInfo {
   std::string key;              // "cpu:0"
@@ -25,14 +39,27 @@ struct DeviceInfo {
   std::string name;
   std::string hardware_class;
   std::vector<std::string> precisions;
-  int64_t memory_bytes = 0;
-  bool software = false;
+  int64_t memory_bytes = 0;     // 0: unknown (never limits matching)
+  bool software = false;        // runs on the CPU (PoCL, lavapipe): not a GPU
+  bool schedulable = true;
+  Tags worker_tags;             // the tags of the worker the device belongs to
 };
 
-// Devices of a capability record; malformed entries are skipped.
-std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities);
+// Devices of a capability record, each carrying `worker_tags`; malformed entries are skipped.
+std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities,
+                                                  const Tags& worker_tags = {});
 
-bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec);
+// The device memory the job needs, in bytes, or std::nullopt when its architecture or
+// model_config is not understood — then memory does not limit matching. Delegates to
+// jobs::estimate_job_bytes() (weights at the job's precision, activations, KV cache/state).
+std::optional<int64_t> estimated_job_bytes(const jobs::JobSpec& spec);
+
+// Why `device` cannot run the job, or std::nullopt when it can (checks 1-5 above, in order).
+std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec,
+                                         const Tags& required_tags = {});
+
+bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec,
+                    const Tags& required_tags = {});
 
 struct Settlement {
   std::string status;   // skipped | unsupported
@@ -41,6 +68,11 @@ struct Settlement {
 
 // std::nullopt when some device in `devices` can run the job.
 std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec,
-                                            const std::vector<DeviceInfo>& devices);
+                                            const std::vector<DeviceInfo>& devices,
+                                            const Tags& required_tags = {});
+
+// "key=value" items (as given to --tag) as Tags; invalid_argument names the first bad item
+// (no '=', empty key, or a key given twice with different values).
+Result<Tags> parse_tags(const std::vector<std::string>& items);
 
 }  // namespace am::coord

@@ -216,7 +216,7 @@ struct Server::Impl {
     s.identity = identity;
     s.worker_id = h.worker_id;
     s.hostname = h.hostname;
-    s.devices = devices_from_capabilities(h.capabilities);
+    s.devices = devices_from_capabilities(h.capabilities, h.tags);
     s.slots = h.slots;
     s.last_seen_ms = steady_ms();
     sessions[identity] = std::move(s);

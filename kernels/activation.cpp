@@ -11,6 +11,8 @@ Result<Activation> activation_from_name(std::string_view name) {
   }
   if (name == "relu") return Activation::kRelu;
   if (name == "silu" || name == "swish") return Activation::kSilu;
+  if (name == "sigmoid") return Activation::kSigmoid;
+  if (name == "quick_gelu") return Activation::kQuickGelu;
   return unsupported("activation " + std::string(name) + " not implemented on backend cpu");
 }
 
@@ -20,6 +22,8 @@ std::string_view activation_name(Activation act) {
     case Activation::kGeluTanh: return "gelu_tanh";
     case Activation::kRelu: return "relu";
     case Activation::kSilu: return "silu";
+    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kQuickGelu: return "quick_gelu";
   }
   return "unknown";
 }
@@ -42,6 +46,12 @@ void apply_activation(Activation act, TensorView x, const ExecContext& ctx) {
         break;
       case Activation::kSilu:
         for (int64_t i = 0; i < n; ++i) p[i] = silu(p[i]);
+        break;
+      case Activation::kSigmoid:
+        for (int64_t i = 0; i < n; ++i) p[i] = sigmoid(p[i]);
+        break;
+      case Activation::kQuickGelu:
+        for (int64_t i = 0; i < n; ++i) p[i] = quick_gelu(p[i]);
         break;
     }
   });

@@ -2,7 +2,7 @@
 //
 // Contract: activation_from_name() maps Hugging Face config names to an Activation:
 //   "gelu" (the exact erf form BERT uses), "gelu_tanh" / "gelu_new" / "gelu_pytorch_tanh" (the
-//   tanh approximation), "relu"; any other name is Unsupported with the name in the message.
+//   tanh approximation), "relu", "silu", "sigmoid", "quick_gelu"; any other name is Unsupported with the name in the message.
 // apply_activation() works in place, rows split over ctx.pool. Pure and thread-safe.
 #pragma once
 
@@ -15,7 +15,7 @@
 
 namespace am::kernels {
 
-enum class Activation { kGeluErf, kGeluTanh, kRelu, kSilu };
+enum class Activation { kGeluErf, kGeluTanh, kRelu, kSilu, kSigmoid, kQuickGelu };
 
 std::string_view activation_name(Activation act);
 
@@ -36,6 +36,12 @@ inline float gelu_tanh(float x) {
 
 // x * sigmoid(x), the SwiGLU gate of LLaMA-family feed-forwards.
 inline float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// 1 / (1 + e^-x): RWKV receptance gates, DETR box coordinates.
+inline float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// x * sigmoid(1.702 x), the GELU approximation of OpenAI CLIP ("quick_gelu").
+inline float quick_gelu(float x) { return x * sigmoid(1.702f * x); }
 
 void apply_activation(Activation act, TensorView x, const ExecContext& ctx);
 

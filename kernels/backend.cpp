@@ -15,6 +15,19 @@ std::string_view op_name(Op op) {
     case Op::kMul: return "mul";
     case Op::kSoftmax: return "softmax";
     case Op::kAttention: return "attention";
+    case Op::kRope: return "rope";
+    case Op::kConv1d: return "conv1d";
+    case Op::kTopK: return "top_k";
+    case Op::kIndexRows: return "index_rows";
+    case Op::kScatterAddRows: return "scatter_add_rows";
+    case Op::kAttentionBias: return "attention_bias";
+    case Op::kConv2d: return "conv2d";
+    case Op::kGroupNorm: return "group_norm";
+    case Op::kPool2d: return "pool2d";
+    case Op::kGlobalAvgPool: return "global_avg_pool";
+    case Op::kSelectiveScan: return "selective_scan";
+    case Op::kTimeMix: return "time_mix";
+    case Op::kMatmulNt: return "matmul_nt";
   }
   return "unknown";
 }
@@ -42,5 +55,24 @@ Status Backend::add(TensorView, ConstTensorView) { return unsupported_op(Op::kAd
 Status Backend::mul(TensorView, ConstTensorView) { return unsupported_op(Op::kMul); }
 Status Backend::softmax(TensorView) { return unsupported_op(Op::kSoftmax); }
 Status Backend::attention(const AttentionArgs&) { return unsupported_op(Op::kAttention); }
+Status Backend::rope(TensorView, const int32_t*, const RopeParams&) { return unsupported_op(Op::kRope); }
+Status Backend::conv1d(const Conv1dArgs&) { return unsupported_op(Op::kConv1d); }
+Status Backend::top_k(ConstTensorView, int64_t, bool, int32_t*, float*) { return unsupported_op(Op::kTopK); }
+Status Backend::index_rows(ConstTensorView, const int32_t*, int64_t, TensorView) {
+  return unsupported_op(Op::kIndexRows);
+}
+Status Backend::scatter_add_rows(ConstTensorView, const int32_t*, const float*, int64_t, TensorView) {
+  return unsupported_op(Op::kScatterAddRows);
+}
+Status Backend::attention_bias(const AttentionArgs&, ConstTensorView) { return unsupported_op(Op::kAttentionBias); }
+Status Backend::conv2d(const Conv2dArgs&) { return unsupported_op(Op::kConv2d); }
+Status Backend::group_norm(ConstTensorView, int64_t, int64_t, const float*, const float*, float, TensorView) {
+  return unsupported_op(Op::kGroupNorm);
+}
+Status Backend::pool2d(const Pool2dArgs&) { return unsupported_op(Op::kPool2d); }
+Status Backend::global_avg_pool(ConstTensorView, int64_t, TensorView) { return unsupported_op(Op::kGlobalAvgPool); }
+Status Backend::selective_scan(const SelectiveScanArgs&) { return unsupported_op(Op::kSelectiveScan); }
+Status Backend::time_mix(const TimeMixArgs&) { return unsupported_op(Op::kTimeMix); }
+Status Backend::matmul_nt(ConstTensorView, ConstTensorView, float, TensorView) { return unsupported_op(Op::kMatmulNt); }
 
 }  // namespace am::kernels

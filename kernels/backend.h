@@ -25,6 +25,14 @@
 #include "common/status.h"
 #include "kernels/activation.h"
 #include "kernels/attention.h"
+#include "kernels/conv1d.h"
+#include "kernels/conv2d.h"
+#include "kernels/group_norm.h"
+#include "kernels/pool2d.h"
+#include "kernels/selective_scan.h"
+#include "kernels/time_mix.h"
+#include "kernels/matmul_nt.h"
+#include "kernels/rope.h"
 #include "kernels/exec_context.h"
 #include "kernels/linear.h"
 #include "kernels/tensor.h"
@@ -42,6 +50,19 @@ enum class Op {
   kMul,            // y *= a
   kSoftmax,        // per row
   kAttention,      // scaled dot-product attention, see AttentionArgs
+  kRope,           // rotary position embeddings in place, see rope.h
+  kConv1d,         // channels-last 1-D convolution, see conv1d.h
+  kTopK,           // MoE routing: softmax + top-k experts per row, see routing.h
+  kIndexRows,      // y[i] = x[ids[i]] over activations
+  kScatterAddRows, // y[ids[i]] += s[i] * x[i]
+  kAttentionBias,  // attention with an additive score bias (T5), see attention_bias.h
+  kConv2d,         // channels-last (NHWC) 2-D convolution, see conv2d.h
+  kGroupNorm,      // per-sample group normalisation, see group_norm.h
+  kPool2d,         // max / average spatial pooling, see pool2d.h
+  kGlobalAvgPool,  // mean over each sample's rows, see pool2d.h
+  kSelectiveScan,  // Mamba selective scan with carried state, see selective_scan.h
+  kTimeMix,        // RWKV-4 WKV recurrence with carried state, see time_mix.h
+  kMatmulNt,       // y = scale * a · b^T over activations, see matmul_nt.h
 };
 
 std::string_view op_name(Op op);
@@ -71,6 +92,27 @@ class Backend {
   virtual Status mul(TensorView y, ConstTensorView a);
   virtual Status softmax(TensorView x);
   virtual Status attention(const AttentionArgs& args);
+  // In place on x [rows, heads*head_dim]; positions has rows entries (rope.h).
+  virtual Status rope(TensorView x, const int32_t* positions, const RopeParams& params);
+  // Channels-last conv (conv1d.h); args.weight and args.bias are weights.
+  virtual Status conv1d(const Conv1dArgs& args);
+  // Routing (routing.h): ids and weights hold logits.rows()*k entries.
+  virtual Status top_k(ConstTensorView logits, int64_t k, bool renormalize, int32_t* ids, float* weights);
+  virtual Status index_rows(ConstTensorView x, const int32_t* ids, int64_t n, TensorView y);
+  virtual Status scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
+                                  TensorView y);
+  // bias is [q_len*kv_len, heads] (attention_bias.h).
+  virtual Status attention_bias(const AttentionArgs& args, ConstTensorView bias);
+  // conv2d.h; args.weight and args.bias are weights.
+  virtual Status conv2d(const Conv2dArgs& args);
+  // group_norm.h; gamma/beta are weights of x.cols() floats (beta may be null); y may alias x.
+  virtual Status group_norm(ConstTensorView x, int64_t batch, int64_t groups, const float* gamma,
+                            const float* beta, float eps, TensorView y);
+  virtual Status pool2d(const Pool2dArgs& args);                             // pool2d.h
+  virtual Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y);  // pool2d.h
+  virtual Status selective_scan(const SelectiveScanArgs& args);              // selective_scan.h
+  virtual Status time_mix(const TimeMixArgs& args);                          // time_mix.h
+  virtual Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y);  // matmul_nt.h
 
  protected:
   Status unsupported_op(Op op, std::string_view detail = {}) const;

@@ -3,11 +3,13 @@
 
 #include "kernels/backend.h"
 #include "kernels/cpu_backend.h"
+#include "kernels/opencl/opencl_backend.h"
 
 namespace am::kernels {
 
 Result<std::unique_ptr<Backend>> make_backend(std::string_view name, const ExecContext& ctx) {
   if (name == "cpu") return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(ctx));
+  if (name == "opencl") return make_opencl_backend();
   return unsupported("backend " + std::string(name) + " is not available in this build");
 }
 

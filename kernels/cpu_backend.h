@@ -26,6 +26,21 @@ class CpuBackend final : public Backend {
   Status mul(TensorView y, ConstTensorView a) override;
   Status softmax(TensorView x) override;
   Status attention(const AttentionArgs& args) override;
+  Status rope(TensorView x, const int32_t* positions, const RopeParams& params) override;  // cpu_op_rope.cpp
+  Status conv1d(const Conv1dArgs& args) override;                                         // cpu_op_conv1d.cpp
+  Status top_k(ConstTensorView logits, int64_t k, bool renormalize, int32_t* ids, float* weights) override;  // cpu_op_routing.cpp
+  Status index_rows(ConstTensorView x, const int32_t* ids, int64_t n, TensorView y) override;  // cpu_op_routing.cpp
+  Status scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
+                          TensorView y) override;                                         // cpu_op_routing.cpp
+  Status attention_bias(const AttentionArgs& args, ConstTensorView bias) override;        // cpu_op_attention_bias.cpp
+  Status conv2d(const Conv2dArgs& args) override;                                         // cpu_op_conv2d.cpp
+  Status group_norm(ConstTensorView x, int64_t batch, int64_t groups, const float* gamma, const float* beta,
+                    float eps, TensorView y) override;                                    // cpu_op_group_norm.cpp
+  Status pool2d(const Pool2dArgs& args) override;                                         // cpu_op_pool2d.cpp
+  Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;        // cpu_op_pool2d.cpp
+  Status selective_scan(const SelectiveScanArgs& args) override;                          // cpu_op_selective_scan.cpp
+  Status time_mix(const TimeMixArgs& args) override;                                      // cpu_op_time_mix.cpp
+  Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;  // cpu_op_matmul_nt.cpp
 
   const ExecContext& context() const { return ctx_; }
 

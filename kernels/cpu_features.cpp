@@ -6,6 +6,9 @@
 namespace am::kernels {
 namespace {
 
+constexpr KernelPath kAllKernelPaths[] = {KernelPath::kScalar, KernelPath::kAvx2,
+                                          KernelPath::kAvx512, KernelPath::kNeon};
+
 CpuFeatures detect() {
   CpuFeatures f;
 #if defined(__x86_64__) || defined(__i386__)
@@ -17,6 +20,10 @@ CpuFeatures detect() {
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
   f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
+#endif
+#if defined(__aarch64__)
+  f.neon = true;  // Advanced SIMD is part of the aarch64 base architecture
 #endif
   return f;
 }
@@ -36,12 +43,14 @@ std::string_view kernel_path_name(KernelPath path) {
       return "avx2";
     case KernelPath::kAvx512:
       return "avx512";
+    case KernelPath::kNeon:
+      return "neon";
   }
   return "unknown";
 }
 
 std::optional<KernelPath> kernel_path_from_name(std::string_view name) {
-  for (KernelPath p : {KernelPath::kScalar, KernelPath::kAvx2, KernelPath::kAvx512}) {
+  for (KernelPath p : kAllKernelPaths) {
     if (kernel_path_name(p) == name) return p;
   }
   return std::nullopt;
@@ -57,13 +66,15 @@ bool kernel_path_available(KernelPath path) {
     case KernelPath::kAvx512:
       // The avx512 kernels use AVX2/F16C instructions for block tails and scale conversion.
       return f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni && f.avx2 && f.fma && f.f16c;
+    case KernelPath::kNeon:
+      return f.neon;
   }
   return false;
 }
 
 std::vector<KernelPath> available_kernel_paths() {
   std::vector<KernelPath> paths;
-  for (KernelPath p : {KernelPath::kScalar, KernelPath::kAvx2, KernelPath::kAvx512}) {
+  for (KernelPath p : kAllKernelPaths) {
     if (kernel_path_available(p)) paths.push_back(p);
   }
   return paths;
@@ -77,7 +88,7 @@ Result<KernelPath> select_kernel_path() {
   const std::optional<KernelPath> path = kernel_path_from_name(forced);
   if (!path) {
     return invalid_argument(std::string(kKernelPathEnvVar) + "='" + forced +
-                            "' is not a kernel path (expected scalar|avx2|avx512)");
+                            "' is not a kernel path (expected scalar|avx2|avx512|neon)");
   }
   if (!kernel_path_available(*path)) {
     return unsupported(std::string(kKernelPathEnvVar) + "=" + forced +

@@ -6,10 +6,12 @@
 //   - A KernelPath names one implementation family of the SIMD kernels:
 //       scalar  portable C++, the reference every other path is tested against;
 //       avx2    needs AVX2 + FMA + F16C;
-//       avx512  needs AVX-512 F + BW + VL + VNNI (int8 dot products with vpdpbusd).
+//       avx512  needs AVX-512 F + BW + VL + VNNI (int8 dot products with vpdpbusd); within it
+//               the bf16 kernels use VDPBF16PS when the CPU also has AVX512_BF16;
+//       neon    Advanced SIMD on aarch64 (always present there, never on x86).
 //     The scalar path is always available.
 //   - select_kernel_path() returns the best available path, or the one named by the environment
-//     variable ACCELMATRIX_KERNEL_PATH (scalar|avx2|avx512) when it is set and non-empty: an
+//     variable ACCELMATRIX_KERNEL_PATH (scalar|avx2|avx512|neon) when it is set and non-empty: an
 //     unknown name is InvalidArgument, a path this CPU lacks is Unsupported.
 #pragma once
 
@@ -29,11 +31,13 @@ struct CpuFeatures {
   bool avx512bw = false;
   bool avx512vl = false;
   bool avx512vnni = false;
+  bool avx512bf16 = false;
+  bool neon = false;
 };
 
 const CpuFeatures& cpu_features();
 
-enum class KernelPath { kScalar, kAvx2, kAvx512 };
+enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon };
 
 inline constexpr const char* kKernelPathEnvVar = "ACCELMATRIX_KERNEL_PATH";
 

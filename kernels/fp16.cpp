@@ -1,6 +1,9 @@
 #include "kernels/fp16.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define AM_HAVE_X86 1
+#endif
 
 #include "kernels/cpu_features.h"
 
@@ -16,6 +19,7 @@ void fp16_to_fp32_row_scalar(const uint16_t* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = fp16_to_fp32(src[i]);
 }
 
+#if defined(AM_HAVE_X86)
 __attribute__((target("avx,f16c"))) void fp32_to_fp16_row_f16c(const float* src, uint16_t* dst,
                                                                int64_t n) {
   int64_t i = 0;
@@ -36,6 +40,15 @@ __attribute__((target("avx,f16c"))) void fp16_to_fp32_row_f16c(const uint16_t* s
   }
   for (; i < n; ++i) dst[i] = _cvtsh_ss(src[i]);
 }
+#else
+// No F16C outside x86: f16c_available() is false there and these are the scalar code.
+void fp32_to_fp16_row_f16c(const float* src, uint16_t* dst, int64_t n) {
+  fp32_to_fp16_row_scalar(src, dst, n);
+}
+void fp16_to_fp32_row_f16c(const uint16_t* src, float* dst, int64_t n) {
+  fp16_to_fp32_row_scalar(src, dst, n);
+}
+#endif
 
 void fp32_to_fp16_row(const float* src, uint16_t* dst, int64_t n) {
   if (f16c_available()) {

@@ -15,13 +15,10 @@ Linear Linear::create(Tensor weight, Tensor bias, WeightFormat format, const Exe
   l.out_ = weight.rows();
   l.in_ = weight.cols();
   l.bias_ = std::move(bias);
-  switch (format) {
-    case WeightFormat::kF32:
-      l.weight_ = std::move(weight);
-      break;
-    case WeightFormat::kQ8_0:
-      l.qweight_ = Q8_0Matrix::quantize(weight.view(), ctx);
-      break;
+  if (format == WeightFormat::kF32) {
+    l.weight_ = std::move(weight);
+  } else {
+    l.qweight_ = WeightMatrix::quantize(weight.view(), format, ctx);
   }
   return l;
 }
@@ -31,20 +28,23 @@ Linear Linear::converted(WeightFormat format, const ExecContext& ctx) const {
   return create(weight_.clone(), bias_.clone(), format, ctx);
 }
 
-std::size_t Linear::weight_bytes() const {
-  const std::size_t w = format_ == WeightFormat::kF32 ? weight_.bytes() : qweight_.bytes();
-  return w + bias_.bytes();
+std::size_t Linear::weight_bytes() const { return weight_data_bytes() + bias_.bytes(); }
+
+const void* Linear::weight_data() const {
+  return format_ == WeightFormat::kF32 ? static_cast<const void*>(weight_.data())
+                                       : static_cast<const void*>(qweight_.data());
+}
+
+std::size_t Linear::weight_data_bytes() const {
+  return format_ == WeightFormat::kF32 ? weight_.bytes() : qweight_.size_bytes();
 }
 
 void Linear::forward(ConstTensorView x, TensorView y, const ExecContext& ctx) const {
-  const float* bias = bias_.empty() ? nullptr : bias_.data();
-  switch (format_) {
-    case WeightFormat::kF32:
-      matmul_f32(x, weight_.view(), bias, y);
-      break;
-    case WeightFormat::kQ8_0:
-      matmul_q8_0(x, qweight_, bias, y, ctx);
-      break;
+  const float* bias = bias_data();
+  if (format_ == WeightFormat::kF32) {
+    matmul_f32(x, weight_.view(), bias, y);
+  } else {
+    matmul(x, qweight_, bias, y, ctx);
   }
 }
 

@@ -4,23 +4,67 @@
 
 #include <algorithm>
 #include <limits>
-#include <vector>
 
 #include "kernels/check.h"
+#include "kernels/quant/activations.h"
+#include "kernels/quant/kernels.h"
 
 namespace am::kernels {
 namespace {
 
-// Output-feature tile bounds: at least the 4 rows the SIMD kernels handle per pass, at most as
-// many weight rows as stay in L2 for typical K (64 rows x 768 in = 52 KB of q8_0).
-constexpr int64_t kMinFeatureTile = 4;
-constexpr int64_t kMaxFeatureTile = 64;
-// Rows of x per task: large enough that a weight tile is reused from cache many times.
+// Row-dot driver tiling. A task multiplies a tile of weight rows with a run of rows of X; the
+// tile is sized so its stored bytes stay in L2 while every row of X in the task streams past it.
+constexpr std::size_t kTileBytesTarget = 256 * 1024;
+constexpr int64_t kFeatureTileAlign = 16;  // the SIMD kernels take 4-16 rows per pass
+constexpr int64_t kMaxFeatureTile = 512;
 constexpr int64_t kRowsPerTask = 64;
-// Target tasks per thread so dynamic hand-out can balance.
+// Tasks per thread so dynamic hand-out balances uneven progress (another process on a core).
 constexpr int64_t kTasksPerThread = 4;
 // cblas takes int dimensions.
 constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
+
+void check_shapes(const char* op, ConstTensorView x, int64_t n, int64_t k, TensorView y) {
+  AM_KERNEL_CHECK(x.cols() == k, op);
+  AM_KERNEL_CHECK(y.rows() == x.rows() && y.cols() == n, op);
+}
+
+void add_bias(TensorView y, const float* bias, const ExecContext& ctx) {
+  if (bias == nullptr) return;
+  const int64_t n = y.cols();
+  parallel_for(ctx, y.rows(), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* row = y.row(i);
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    }
+  });
+}
+
+void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::DotRowsFn dot,
+                    TensorView y, const ExecContext& ctx) {
+  const int64_t m = a.rows(), n = w.rows();
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  // Enough feature tiles that (row tasks x tiles) gives every thread several tasks, each tile
+  // small enough to stay in L2 while the rows of X stream past it.
+  const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
+  const int64_t cache_rows =
+      std::max<int64_t>(kFeatureTileAlign, static_cast<int64_t>(kTileBytesTarget / w.row_bytes()));
+  int64_t tile = std::min((n + want_tiles - 1) / want_tiles, cache_rows);
+  tile = std::clamp((tile + kFeatureTileAlign - 1) / kFeatureTileAlign * kFeatureTileAlign,
+                    kFeatureTileAlign, kMaxFeatureTile);
+  const int64_t tiles = (n + tile - 1) / tile;
+  parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n0 = (task % tiles) * tile;
+      const int64_t n1 = std::min(n, n0 + tile);
+      const int64_t m0 = (task / tiles) * kRowsPerTask;
+      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
+      for (int64_t i = m0; i < m1; ++i) {
+        dot(a.row(i), w.row_data(n0), w.row_bytes(), n1 - n0, y.row(i) + n0);
+      }
+    }
+  });
+}
 
 }  // namespace
 
@@ -47,44 +91,55 @@ void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorV
               1.0f, y.data, static_cast<int>(n));
 }
 
-void matmul_q8_0(ConstTensorView x, const Q8_0Matrix& w, const float* bias, TensorView y,
-                 const ExecContext& ctx) {
-  const int64_t m = x.rows(), k = x.cols(), n = w.rows();
-  AM_KERNEL_CHECK(w.cols() == k, "matmul_q8_0: x and w disagree on K");
-  AM_KERNEL_CHECK(y.rows() == m && y.cols() == n, "matmul_q8_0: y must be [M, N]");
-  if (m == 0 || n == 0) return;
-  const int64_t nb = w.blocks_per_row();
+void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
+            const ExecContext& ctx) {
+  check_shapes("matmul: x must be [M, K] and y [M, N] for a [N, K] weight", x, w.rows(), w.cols(),
+               y);
+  if (w.format() == WeightFormat::kF32) {
+    matmul_f32(x, ConstTensorView{reinterpret_cast<const float*>(w.data()), Shape{w.rows(), w.cols()}},
+               bias, y);
+    return;
+  }
+  if (x.rows() == 0 || w.rows() == 0) return;
+  PreparedActivations a;
+  a.prepare(x, w.format(), ctx);
+  bool done = false;
+#if defined(__x86_64__)
+  if (ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
+    done = detail::gemm_avx512(a, w.format(), w.data(), w.row_bytes(), w.rows(), y.data, y.cols(),
+                               ctx);
+  }
+#endif
+  if (!done) {
+    const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
+    AM_KERNEL_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
+    row_dot_matmul(a, w, dot, y, ctx);
+  }
+  add_bias(y, bias, ctx);
+}
 
-  std::vector<BlockQ8_0> xq(static_cast<std::size_t>(m * nb));
-  parallel_for(ctx, m, 8, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i)
-      quantize_row_q8_0(x.row(i), xq.data() + i * nb, k, ctx.path);
-  });
-
-  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
-  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
-  // Enough feature tiles that (row_tasks x tiles) gives every thread several tasks.
-  const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
-  int64_t tile = (n + want_tiles - 1) / want_tiles;
-  tile = std::clamp((tile + kMinFeatureTile - 1) / kMinFeatureTile * kMinFeatureTile,
-                    kMinFeatureTile, kMaxFeatureTile);
-  const int64_t tiles = (n + tile - 1) / tile;
-
-  parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t task = begin; task < end; ++task) {
-      const int64_t n0 = (task % tiles) * tile;
-      const int64_t n1 = std::min(n, n0 + tile);
-      const int64_t m0 = (task / tiles) * kRowsPerTask;
-      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
-      for (int64_t i = m0; i < m1; ++i) {
-        float* out = y.row(i) + n0;
-        q8_0_dot_rows(xq.data() + i * nb, w.row(n0), nb, n1 - n0, nb, out, ctx.path);
-        if (bias != nullptr) {
-          for (int64_t j = 0; j < n1 - n0; ++j) out[j] += bias[n0 + j];
-        }
+void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y) {
+  check_shapes("matmul_reference: x must be [M, K] and y [M, N] for a [N, K] weight", x, w.rows(),
+               w.cols(), y);
+  const ExecContext ctx{KernelPath::kScalar, nullptr};
+  if (w.format() == WeightFormat::kF32) {
+    // The f32 reference is the plain triple loop, not OpenBLAS.
+    for (int64_t i = 0; i < x.rows(); ++i) {
+      for (int64_t j = 0; j < w.rows(); ++j) {
+        const float* wr = reinterpret_cast<const float*>(w.row_data(j));
+        float s = 0.0f;
+        for (int64_t p = 0; p < x.cols(); ++p) s += x.row(i)[p] * wr[p];
+        y.row(i)[j] = s;
       }
     }
-  });
+    add_bias(y, bias, ctx);
+    return;
+  }
+  PreparedActivations a;
+  a.prepare(x, w.format(), ctx);
+  const detail::DotRowsFn dot = detail::dot_rows_scalar(w.format());
+  for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  add_bias(y, bias, ctx);
 }
 
 }  // namespace am::kernels

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/check.h"
 #include "kernels/fp16.h"
 #include "kernels/q8_0_kernels.h"
 
@@ -65,11 +64,17 @@ void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k, KernelPath path)
     case KernelPath::kScalar:
       quantize_row_with(x, y, k, quantize_block_ref);
       return;
+#if defined(__x86_64__)
     case KernelPath::kAvx2:
       quantize_row_with(x, y, k, detail::quantize_block_q8_0_avx2);
       return;
     case KernelPath::kAvx512:
       quantize_row_with(x, y, k, detail::quantize_block_q8_0_avx512);
+      return;
+#endif
+    default:
+      // Paths without their own q8_0 quantizer (neon) give the same bytes through the reference.
+      quantize_row_with(x, y, k, quantize_block_ref);
       return;
   }
 }
@@ -79,62 +84,6 @@ void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k) {
     const BlockQ8_0& b = x[i / kQ8_0BlockSize];
     y[i] = fp16_to_fp32(b.d) * static_cast<float>(b.qs[i % kQ8_0BlockSize]);
   }
-}
-
-namespace detail {
-
-void q8_0_dot_rows_scalar(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride,
-                          int64_t nrows, int64_t nblocks, float* out) {
-  for (int64_t r = 0; r < nrows; ++r) {
-    const BlockQ8_0* wr = w + r * w_row_stride;
-    float sum = 0.0f;
-    for (int64_t b = 0; b < nblocks; ++b) {
-      int32_t isum = 0;
-      for (int64_t j = 0; j < kQ8_0BlockSize; ++j) {
-        isum += static_cast<int32_t>(x[b].qs[j]) * static_cast<int32_t>(wr[b].qs[j]);
-      }
-      sum += static_cast<float>(isum) * (fp16_to_fp32(x[b].d) * fp16_to_fp32(wr[b].d));
-    }
-    out[r] = sum;
-  }
-}
-
-}  // namespace detail
-
-void q8_0_dot_rows(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride, int64_t nrows,
-                   int64_t nblocks, float* out, KernelPath path) {
-  switch (path) {
-    case KernelPath::kScalar:
-      detail::q8_0_dot_rows_scalar(x, w, w_row_stride, nrows, nblocks, out);
-      return;
-    case KernelPath::kAvx2:
-      detail::q8_0_dot_rows_avx2(x, w, w_row_stride, nrows, nblocks, out);
-      return;
-    case KernelPath::kAvx512:
-      detail::q8_0_dot_rows_avx512(x, w, w_row_stride, nrows, nblocks, out);
-      return;
-  }
-}
-
-Q8_0Matrix Q8_0Matrix::quantize(ConstTensorView w, const ExecContext& ctx) {
-  AM_KERNEL_CHECK(w.shape.rank() == 2, "q8_0 matrices are 2-D");
-  Q8_0Matrix m;
-  m.rows_ = w.rows();
-  m.cols_ = w.cols();
-  m.blocks_.resize(static_cast<std::size_t>(m.rows_ * m.blocks_per_row()));
-  const int64_t bpr = m.blocks_per_row();
-  parallel_for(ctx, m.rows_, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) {
-      quantize_row_q8_0(w.row(r), m.blocks_.data() + r * bpr, m.cols_, ctx.path);
-    }
-  });
-  return m;
-}
-
-Tensor Q8_0Matrix::dequantize() const {
-  Tensor t(Shape{rows_, cols_});
-  for (int64_t r = 0; r < rows_; ++r) dequantize_row_q8_0(row(r), t.row(r), cols_);
-  return t;
 }
 
 }  // namespace am::kernels

@@ -14,17 +14,14 @@
 //
 // Contract: all functions are pure and thread-safe; `path` picks the SIMD implementation and
 // must be available on this CPU (see cpu_features.h). quantize_row_q8_0 gives byte-identical
-// output on every path. q8_0_dot_rows gives, per output, the exact int32 block sums scaled by
-// d_x * d_w and summed in float; paths differ only in the order of that float summation.
+// output on every path. Weight matrices in q8_0 are kernels::WeightMatrix
+// (kernels/quant/weight_matrix.h); their products are kernels::matmul (kernels/matmul.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "kernels/cpu_features.h"
-#include "kernels/exec_context.h"
-#include "kernels/tensor.h"
 
 namespace am::kernels {
 
@@ -47,30 +44,5 @@ void quantize_row_q8_0_ref(const float* x, BlockQ8_0* y, int64_t k);
 void quantize_row_q8_0(const float* x, BlockQ8_0* y, int64_t k, KernelPath path);
 // Decodes the first k values of the row (the padding of a partial last block is not written).
 void dequantize_row_q8_0(const BlockQ8_0* x, float* y, int64_t k);
-
-// out[r] = dot(x, w + r * w_row_stride) over nblocks blocks, for r in [0, nrows).
-// `w_row_stride` is in blocks. This is the inner kernel of the q8_0 matmul.
-void q8_0_dot_rows(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride, int64_t nrows,
-                   int64_t nblocks, float* out, KernelPath path);
-
-// A [rows, cols] matrix stored row by row in q8_0 (each row padded to whole blocks).
-// Move-only value; immutable after quantize(); concurrent reads are safe.
-class Q8_0Matrix {
- public:
-  Q8_0Matrix() = default;
-  static Q8_0Matrix quantize(ConstTensorView w, const ExecContext& ctx);
-
-  int64_t rows() const { return rows_; }
-  int64_t cols() const { return cols_; }
-  int64_t blocks_per_row() const { return q8_0_blocks_per_row(cols_); }
-  const BlockQ8_0* row(int64_t r) const { return blocks_.data() + r * blocks_per_row(); }
-  std::size_t bytes() const { return blocks_.size() * sizeof(BlockQ8_0); }
-  Tensor dequantize() const;
-
- private:
-  std::vector<BlockQ8_0> blocks_;
-  int64_t rows_ = 0;
-  int64_t cols_ = 0;
-};
 
 }  // namespace am::kernels

@@ -1,5 +1,6 @@
-// q8_0 kernels for AVX2 + FMA + F16C. Every function carries its own target attribute so the
+// q8_0 weight quantization for AVX2 + FMA + F16C (the matmul kernels live in kernels/quant/). Every function carries its own target attribute so the
 // rest of the library stays baseline x86-64 and runs on any CPU.
+#if defined(__x86_64__)  // x86-only translation unit; empty elsewhere
 #include <immintrin.h>
 
 #include <cstring>
@@ -9,76 +10,6 @@
 #define AM_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 
 namespace am::kernels::detail {
-namespace {
-
-AM_TARGET_AVX2 inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-AM_TARGET_AVX2 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
-
-// Sum over each 32-bit lane of |x| * sign(w, x): equals x * w summed pairwise, because
-// maddubs needs one unsigned operand. |x| <= 127 and |w| <= 127, so the int16 pair sums
-// (at most 2 * 127 * 127) never saturate.
-AM_TARGET_AVX2 inline __m256i dot_block(__m256i abs_x, __m256i x, __m256i w) {
-  const __m256i signed_w = _mm256_sign_epi8(w, x);
-  const __m256i pairs = _mm256_maddubs_epi16(abs_x, signed_w);
-  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
-}
-
-AM_TARGET_AVX2 inline __m256i load_qs(const BlockQ8_0& b) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-}
-
-// Four weight rows per pass share each loaded activation block and its absolute value.
-constexpr int64_t kRowsPerPass = 4;
-
-}  // namespace
-
-AM_TARGET_AVX2 void q8_0_dot_rows_avx2(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride,
-                                       int64_t nrows, int64_t nblocks, float* out) {
-  int64_t r = 0;
-  for (; r + kRowsPerPass <= nrows; r += kRowsPerPass) {
-    const BlockQ8_0* w0 = w + (r + 0) * w_row_stride;
-    const BlockQ8_0* w1 = w + (r + 1) * w_row_stride;
-    const BlockQ8_0* w2 = w + (r + 2) * w_row_stride;
-    const BlockQ8_0* w3 = w + (r + 3) * w_row_stride;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-    __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nblocks; ++b) {
-      const __m256i xq = load_qs(x[b]);
-      const __m256i ax = _mm256_sign_epi8(xq, xq);
-      const float dx = half_to_float(x[b].d);
-      acc0 = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(w0[b].d)),
-                             _mm256_cvtepi32_ps(dot_block(ax, xq, load_qs(w0[b]))), acc0);
-      acc1 = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(w1[b].d)),
-                             _mm256_cvtepi32_ps(dot_block(ax, xq, load_qs(w1[b]))), acc1);
-      acc2 = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(w2[b].d)),
-                             _mm256_cvtepi32_ps(dot_block(ax, xq, load_qs(w2[b]))), acc2);
-      acc3 = _mm256_fmadd_ps(_mm256_set1_ps(dx * half_to_float(w3[b].d)),
-                             _mm256_cvtepi32_ps(dot_block(ax, xq, load_qs(w3[b]))), acc3);
-    }
-    out[r + 0] = hsum(acc0);
-    out[r + 1] = hsum(acc1);
-    out[r + 2] = hsum(acc2);
-    out[r + 3] = hsum(acc3);
-  }
-  for (; r < nrows; ++r) {
-    const BlockQ8_0* wr = w + r * w_row_stride;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t b = 0; b < nblocks; ++b) {
-      const __m256i xq = load_qs(x[b]);
-      const __m256i ax = _mm256_sign_epi8(xq, xq);
-      const float d = half_to_float(x[b].d) * half_to_float(wr[b].d);
-      acc = _mm256_fmadd_ps(_mm256_set1_ps(d),
-                            _mm256_cvtepi32_ps(dot_block(ax, xq, load_qs(wr[b]))), acc);
-    }
-    out[r] = hsum(acc);
-  }
-}
 
 AM_TARGET_AVX2 void quantize_block_q8_0_avx2(const float* x, BlockQ8_0* y) {
   const __m256 sign_bit = _mm256_set1_ps(-0.0f);
@@ -133,3 +64,5 @@ AM_TARGET_AVX2 void quantize_block_q8_0_avx2(const float* x, BlockQ8_0* y) {
 }
 
 }  // namespace am::kernels::detail
+
+#endif  // defined(__x86_64__)

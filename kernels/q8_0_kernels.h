@@ -9,13 +9,6 @@
 
 namespace am::kernels::detail {
 
-void q8_0_dot_rows_scalar(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride,
-                          int64_t nrows, int64_t nblocks, float* out);
-void q8_0_dot_rows_avx2(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride, int64_t nrows,
-                        int64_t nblocks, float* out);
-void q8_0_dot_rows_avx512(const BlockQ8_0* x, const BlockQ8_0* w, int64_t w_row_stride,
-                          int64_t nrows, int64_t nblocks, float* out);
-
 // One full block of 32 floats each.
 void quantize_block_q8_0_avx2(const float* x, BlockQ8_0* y);
 void quantize_block_q8_0_avx512(const float* x, BlockQ8_0* y);

@@ -9,21 +9,30 @@
 
 namespace am::worker {
 
-inline constexpr int kCapabilitySchema = 1;
+inline constexpr int kCapabilitySchema = 2;
 
 std::vector<std::unique_ptr<Probe>> default_probes(const ProbeOptions& options) {
   std::vector<std::unique_ptr<Probe>> probes;
   probes.push_back(make_host_probe(options));
-  probes.push_back(make_cpu_isa_probe());
+  probes.push_back(make_cpu_isa_probe(options));
   probes.push_back(make_hwloc_probe(options));
   probes.push_back(make_os_memory_probe(options));
-  probes.push_back(make_cpu_device_probe());  // last: reads cpu, topology and memory
+  probes.push_back(make_cpu_device_probe(options));  // reads cpu, topology and memory
+  // Runtime probes come after "cpu": software devices take the CPU's ISA level into their class.
+  probes.push_back(make_opencl_probe(options));
+  probes.push_back(make_vulkan_probe(options));
+  probes.push_back(make_cuda_probe(options));
+  probes.push_back(make_rocm_probe(options));
+  probes.push_back(make_openvino_probe(options));
+  probes.push_back(make_qnn_probe(options));
   return probes;
 }
 
 nlohmann::json assemble_capabilities(const std::vector<std::unique_ptr<Probe>>& probes) {
   auto log = get_logger("worker/probe");
-  nlohmann::json record = {{"schema", kCapabilitySchema}, {"devices", nlohmann::json::array()}};
+  nlohmann::json record = {{"schema", kCapabilitySchema},
+                           {"runtimes", nlohmann::json::object()},
+                           {"devices", nlohmann::json::array()}};
   for (const auto& probe : probes) {
     if (!probe || !probe->supports()) continue;
     // Each probe works on a copy, so a failure halfway leaves no half-written part behind.

@@ -2,6 +2,11 @@
 // identifies the hardware and its software stack — never the hostname — and memory rounded to
 // whole GiB, because MemTotal differs by a few MiB between identical machines (kernel and
 // firmware reservations).
+//
+// The ISA part: a device's own "isa_level" when it has one (a GPU's compute capability "sm_89",
+// an AMD GPU's "gfx1100"); otherwise the CPU's for the cpu device and for software devices
+// (PoCL, lavapipe), whose speed is the host CPU's; otherwise empty — a GPU's class must not change
+// with the CPU of the box it sits in.
 #include <cstdint>
 #include <string>
 
@@ -36,10 +41,18 @@ uint64_t memory_gib(const nlohmann::json& device) {
 
 std::string hardware_class_id(const nlohmann::json& device, const nlohmann::json& cpu) {
   std::string backend = string_field(device, "backend");
+  std::string isa_level;
+  const bool software = device.is_object() && device.contains("software") &&
+                        device["software"].is_boolean() && device["software"].get<bool>();
+  if (device.is_object() && device.contains("isa_level") && device["isa_level"].is_string()) {
+    isa_level = device["isa_level"].get<std::string>();
+  } else if (backend == "cpu" || software) {
+    isa_level = string_field(cpu, "isa_level");
+  }
   // '|' separates fields so that ("ab","c") and ("a","bc") hash differently.
   const std::string fingerprint = backend + '|' + string_field(device, "name") + '|' +
                                   string_field(device, "driver") + '|' +
-                                  string_field(cpu, "isa_level") + '|' +
+                                  isa_level + '|' +
                                   std::to_string(memory_gib(device));
   if (backend.empty()) backend = "device";
   return backend + '-' + hex64(fnv1a64(fingerprint));

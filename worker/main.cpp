@@ -89,9 +89,11 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", probe, "Print this machine's capability record as JSON and exit");
   std::string record_dir, replay_dir;
   auto* record_opt = app.add_option("--record", record_dir,
-                                    "With --probe: also save what the probes read to DIR (a machine recording)");
+                                    "With --probe: also save what the probes read to DIR (a machine recording)")
+                        ->type_name("DIR");
   app.add_option("--replay", replay_dir,
                  "With --probe: rebuild the record from the machine recording in DIR, not this machine")
+      ->type_name("DIR")
       ->excludes(record_opt);
   app.add_option("--id", worker_id, "Worker id (default: kept in STATE_DIR/worker-id)");
   app.add_option("--state-dir", state_dir, "Where the worker keeps its id and scratch files")

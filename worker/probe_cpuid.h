@@ -7,9 +7,12 @@
 //   does not enable faults on first use. Flags: sse3 ssse3 sse4_1 sse4_2 popcnt cx16 lahf_lm movbe
 //   lzcnt bmi1 bmi2 avx avx2 fma f16c avx512f avx512dq avx512cd avx512bw avx512vl avx512_vnni
 //   avx512_bf16 avx512_fp16 avx_vnni amx_tile amx_int8 amx_bf16. isa_level: x86-64-v1..v4.
-// - aarch64: getauxval(AT_HWCAP/AT_HWCAP2). Flags: asimd (NEON) dotprod sve sve2 i8mm bf16 fp16.
-//   isa_level: armv8-a, armv8.2-a+dotprod, armv8.6-a (i8mm+bf16), armv9-a (sve2).
+// - aarch64: getauxval(AT_HWCAP/AT_HWCAP2) and the MIDR parts of /proc/cpuinfo ("model" names
+//   the cores, e.g. "ARM Cortex-X1 + Cortex-A78 + Cortex-A55"). Flags: fp asimd neon fp16
+//   dotprod sve sve2 i8mm bf16. isa_level: armv8-a, armv8.2-a+dotprod, armv8.6-a (i8mm+bf16), armv9-a (sve2).
 // - elsewhere: "isa" is empty and "isa_level" is the architecture name.
+// The raw values (registers, hwcaps) are the probe's "cpu" answers, so they are recorded and
+// replayed like every other probe's (worker/probe_files.h).
 #pragma once
 
 #include <string>

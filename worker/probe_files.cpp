@@ -2,6 +2,8 @@
 
 #include <fstream>
 
+#include "worker/recording.h"
+
 namespace am::worker {
 
 std::filesystem::path rooted(const std::filesystem::path& root, std::string_view absolute) {
@@ -24,6 +26,29 @@ std::optional<std::string> read_probe_file(const std::filesystem::path& path) {
   if (in.bad()) return std::nullopt;
   if (out.size() > kMaxProbeFileBytes) out.resize(kMaxProbeFileBytes);
   return out;
+}
+
+std::optional<std::string> read_machine_file(const ProbeOptions& options, std::string_view absolute) {
+  std::optional<std::string> text = read_probe_file(rooted(options.root, absolute));
+  if (text && options.recorder && !options.replay) options.recorder->add_file(absolute, *text);
+  return text;
+}
+
+Result<nlohmann::json> probe_answers(const ProbeOptions& options, std::string_view source,
+                                     const std::function<nlohmann::json()>& gather) {
+  if (options.replay) return options.replay->answers(source);
+  nlohmann::json answers = gather();
+  if (options.recorder) options.recorder->add_answers(source, answers);
+  return answers;
+}
+
+ProbeOptions replay_options(std::shared_ptr<const Recording> recording) {
+  ProbeOptions options;
+  if (!recording) return options;
+  options.root = recording->files_root();
+  options.hwloc_xml = recording->hwloc_xml();
+  options.replay = std::move(recording);
+  return options;
 }
 
 }  // namespace am::worker

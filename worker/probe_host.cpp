@@ -1,4 +1,6 @@
 // The host probe (logger "worker/probe/host"): "host": {"hostname", "os", "kernel"}.
+// Answers source "host": {"hostname", "sysname", "release", "machine"} from uname/gethostname;
+// the OS name comes from /etc/os-release (a machine file).
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -9,6 +11,7 @@
 #include "common/log.h"
 #include "worker/probe.h"
 #include "worker/probe_files.h"
+#include "worker/probe_json.h"
 
 namespace am::worker {
 namespace {
@@ -16,7 +19,7 @@ namespace {
 // PRETTY_NAME from os-release ("Debian GNU/Linux 12 (bookworm)"), quotes removed.
 std::string os_pretty_name(const ProbeOptions& options) {
   for (const char* file : {"/etc/os-release", "/usr/lib/os-release"}) {
-    auto text = read_probe_file(rooted(options.root, file));
+    auto text = read_machine_file(options, file);
     if (!text) continue;
     std::istringstream in(*text);
     std::string line;
@@ -34,6 +37,22 @@ std::string os_pretty_name(const ProbeOptions& options) {
   return {};
 }
 
+nlohmann::json gather_host() {
+  nlohmann::json answers = nlohmann::json::object();
+  utsname u{};
+  if (uname(&u) == 0) {
+    answers["sysname"] = std::string(u.sysname);
+    answers["release"] = std::string(u.release);
+    answers["machine"] = std::string(u.machine);
+  } else {
+    answers["error"] = "uname failed";
+  }
+  char host[HOST_NAME_MAX + 1] = {};
+  // A truncated name is not NUL-terminated; the zeroed extra byte keeps it a string.
+  if (gethostname(host, HOST_NAME_MAX) == 0) answers["hostname"] = std::string(host);
+  return answers;
+}
+
 class HostProbe final : public Probe {
  public:
   explicit HostProbe(ProbeOptions options) : options_(std::move(options)) {}
@@ -42,14 +61,15 @@ class HostProbe final : public Probe {
   bool supports() const override { return true; }
 
   Status run(nlohmann::json& record) override {
-    utsname u{};
-    if (uname(&u) != 0) return io_error("uname failed");
-    char host[HOST_NAME_MAX + 1] = {};
-    // A truncated name is not NUL-terminated; the zeroed extra byte keeps it a string.
-    if (gethostname(host, HOST_NAME_MAX) != 0) return io_error("gethostname failed");
+    AM_ASSIGN_OR_RETURN(nlohmann::json answers, probe_answers(options_, "host", gather_host));
+    if (json_string(answers, "release").empty()) {
+      return io_error("no kernel release: " + json_string(answers, "error"));
+    }
     std::string os = os_pretty_name(options_);
-    if (os.empty()) os = u.sysname;
-    record["host"] = {{"hostname", std::string(host)}, {"os", os}, {"kernel", std::string(u.release)}};
+    if (os.empty()) os = json_string(answers, "sysname");
+    record["host"] = {{"hostname", json_string(answers, "hostname")},
+                      {"os", os},
+                      {"kernel", json_string(answers, "release")}};
     return Status::Ok();
   }
 

@@ -4,6 +4,7 @@
 // [...], "memory_bytes_hwloc"}. Counts are of what this process may run on: the topology is
 // restricted to the process's CPU binding (taskset, cpuset cgroups), because a job can only ever
 // use those cores and a worker started under `taskset -c 0-3` on a 64-core box is a 4-core device.
+// Recording saves the topology as restricted, so replaying it yields the same counts.
 #include <hwloc.h>
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include "common/log.h"
 #include "worker/probe.h"
+#include "worker/recording.h"
 
 namespace am::worker {
 namespace {
@@ -38,6 +40,10 @@ class Topology {
     if (!options.hwloc_xml.empty() &&
         hwloc_topology_set_xml(topo.handle_, options.hwloc_xml.c_str()) != 0) {
       return io_error("hwloc cannot read topology XML " + options.hwloc_xml.string());
+    }
+    if (options.replay && options.hwloc_xml.empty()) {
+      // Discovering the live machine here would mix it into the recorded one.
+      return not_found("recording " + options.replay->dir().string() + " has no hwloc topology");
     }
     if (hwloc_topology_load(topo.handle_) != 0) {
       return internal_error("hwloc_topology_load failed");
@@ -75,6 +81,19 @@ Status restrict_to_binding(hwloc_topology_t topo) {
     return internal_error("hwloc_topology_restrict to the process binding failed");
   }
   return Status::Ok();
+}
+
+// The topology as hwloc XML, for a recording.
+Result<std::string> export_xml(hwloc_topology_t topo) {
+  char* buffer = nullptr;
+  int length = 0;
+  if (hwloc_topology_export_xmlbuffer(topo, &buffer, &length, 0) != 0 || buffer == nullptr) {
+    return internal_error("hwloc_topology_export_xmlbuffer failed");
+  }
+  // length counts the terminating NUL.
+  std::string xml(buffer, length > 0 ? static_cast<std::size_t>(length - 1) : 0);
+  hwloc_free_xmlbuffer(topo, buffer);
+  return xml;
 }
 
 const char* cache_type_name(hwloc_obj_cache_type_t t) {
@@ -123,6 +142,10 @@ class HwlocProbe final : public Probe {
     AM_ASSIGN_OR_RETURN(Topology topo, Topology::load(options_));
     AM_RETURN_IF_ERROR(restrict_to_binding(topo.get()));
     hwloc_topology_t t = topo.get();
+    if (options_.recorder && !options_.replay) {
+      AM_ASSIGN_OR_RETURN(std::string xml, export_xml(t));
+      options_.recorder->add_hwloc_xml(xml);
+    }
 
     nlohmann::json numa = nlohmann::json::array();
     uint64_t numa_total = 0;

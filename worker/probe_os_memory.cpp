@@ -36,7 +36,7 @@ std::optional<uint64_t> parse_u64(std::string_view s) {
 }
 
 std::optional<uint64_t> meminfo_total_bytes(const ProbeOptions& options) {
-  auto text = read_probe_file(rooted(options.root, "/proc/meminfo"));
+  auto text = read_machine_file(options, "/proc/meminfo");
   if (!text) return std::nullopt;
   std::istringstream in(*text);
   std::string key, unit;
@@ -53,11 +53,20 @@ std::optional<uint64_t> meminfo_total_bytes(const ProbeOptions& options) {
 
 // The tightest limit found in `file` in the cgroup directory of this process and each of its
 // ancestors up to the mount point (a parent's limit binds its children too).
-std::optional<uint64_t> tightest_limit(const std::filesystem::path& mount, std::string cgroup_path,
-                                       std::string_view file) {
+std::optional<uint64_t> tightest_limit(const ProbeOptions& options, std::string_view mount,
+                                       std::string cgroup_path, std::string_view file) {
   std::optional<uint64_t> best;
   while (true) {
-    if (auto text = read_probe_file(rooted(mount, cgroup_path) / file)) {
+    std::string absolute(mount);
+    if (!cgroup_path.empty() && cgroup_path != "/") {
+      if (cgroup_path.front() != '/') absolute += '/';
+      absolute += cgroup_path;
+    }
+    absolute += '/';
+    absolute += file;
+    // Inside a cgroup namespace, groups outside it show as "/../x"; their files are not visible.
+    const bool outside = absolute.find("/../") != std::string::npos;
+    if (auto text = outside ? std::nullopt : read_machine_file(options, absolute)) {
       // cgroup v2 writes "max" for no limit; parse_u64 rejects it.
       if (auto v = parse_u64(*text); v && *v < kCgroupUnlimitedBytes) {
         if (!best || *v < *best) best = *v;
@@ -71,7 +80,7 @@ std::optional<uint64_t> tightest_limit(const std::filesystem::path& mount, std::
 }
 
 std::optional<uint64_t> cgroup_limit_bytes(const ProbeOptions& options) {
-  auto text = read_probe_file(rooted(options.root, "/proc/self/cgroup"));
+  auto text = read_machine_file(options, "/proc/self/cgroup");
   if (!text) return std::nullopt;
   std::optional<uint64_t> best;
   auto consider = [&best](std::optional<uint64_t> v) {
@@ -87,15 +96,14 @@ std::optional<uint64_t> cgroup_limit_bytes(const ProbeOptions& options) {
     const std::string controllers = line.substr(c1 + 1, c2 - c1 - 1);
     const std::string path = line.substr(c2 + 1);
     if (controllers.empty()) {
-      consider(tightest_limit(rooted(options.root, "/sys/fs/cgroup"), path, "memory.max"));
+      consider(tightest_limit(options, "/sys/fs/cgroup", path, "memory.max"));
       continue;
     }
     std::istringstream list(controllers);
     std::string controller;
     while (std::getline(list, controller, ',')) {
       if (controller == "memory") {
-        consider(tightest_limit(rooted(options.root, "/sys/fs/cgroup/memory"), path,
-                                "memory.limit_in_bytes"));
+        consider(tightest_limit(options, "/sys/fs/cgroup/memory", path, "memory.limit_in_bytes"));
       }
     }
   }

@@ -67,8 +67,30 @@ EncoderInput make_synthetic_encoder_input(const EncoderConfig& config, int64_t b
                                           uint64_t seed);
 Status validate_encoder_input(const EncoderConfig& config, const EncoderInput& input);
 
+// Every weight of an encoder as f32 tensors in the reference (PyTorch) layout: linear weights
+// [out, in], biases [out], embeddings [rows, hidden], norms [hidden]. The exchange format with
+// checkpoints (kernels/weights/).
+struct EncoderTensors {
+  struct Layer {
+    Tensor query_w, query_b, key_w, key_b, value_w, value_b, output_w, output_b;
+    Tensor attention_norm_gamma, attention_norm_beta;
+    Tensor ffn_up_w, ffn_up_b, ffn_down_w, ffn_down_b;
+    Tensor ffn_norm_gamma, ffn_norm_beta;
+  };
+  Tensor word_embeddings, position_embeddings, token_type_embeddings;
+  Tensor embedding_norm_gamma, embedding_norm_beta;
+  std::vector<Layer> layers;
+};
+
 class EncoderModel {
  public:
+  // A model over given f32 tensors (kernels/models/encoder_only_tensors.cpp): shapes checked
+  // against `config` (InvalidArgument naming the tensor), linear weights stored at `format`
+  // exactly as create_synthetic() stores seeded ones.
+  static Result<EncoderModel> from_tensors(const EncoderConfig& config, WeightFormat format, EncoderTensors tensors,
+                                           const ExecContext& ctx);
+  // Copies of every weight as f32; FailedPrecondition unless the model is f32.
+  Result<EncoderTensors> tensors() const;
   static Result<EncoderModel> create_synthetic(const EncoderConfig& config, WeightFormat format,
                                                uint64_t seed, const ExecContext& ctx);
   // Requires an f32 model; embeddings and norms are copied, linear weights converted.

@@ -1,9 +1,12 @@
 // The encoder-only family as a ModelGraph: BERT over seeded token ids, output = final hidden
 // states per token.
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/families.h"
+#include "kernels/weights/checkpoints.h"
 
 namespace am::kernels {
 namespace {
@@ -40,7 +43,10 @@ Result<std::unique_ptr<ModelGraph>> build_encoder_only_graph(const jobs::JobSpec
   AM_ASSIGN_OR_RETURN(WeightFormat format, weight_format_for_precision(precision, "cpu"));
   EncoderInput input = make_synthetic_encoder_input(config, spec.batch, spec.seq_len, spec.seed);
   AM_RETURN_IF_ERROR(validate_encoder_input(config, input));
-  AM_ASSIGN_OR_RETURN(EncoderModel model, EncoderModel::create_synthetic(config, format, spec.seed, ctx));
+  // model_config "weights_path" names a BERT safetensors checkpoint; without it, seeded weights.
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "encoder-only"));
+  AM_ASSIGN_OR_RETURN(EncoderModel model, checkpoint ? load_bert_checkpoint(*checkpoint, config, format, ctx)
+                                                     : EncoderModel::create_synthetic(config, format, spec.seed, ctx));
   return std::unique_ptr<ModelGraph>(std::make_unique<EncoderOnlyGraph>(std::move(model), std::move(input)));
 }
 

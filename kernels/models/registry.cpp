@@ -14,6 +14,16 @@ struct Family {
 // One line per family. A family without a builder yet is absent: its jobs are `unsupported`.
 constexpr Family kFamilies[] = {
     {"encoder-only", &build_encoder_only_graph},
+    {"decoder-only", &build_decoder_only_graph},
+    {"encoder-decoder", &build_encoder_decoder_graph},
+    {"speech", &build_speech_graph},
+    {"mixture-of-experts", &build_mixture_of_experts_graph},
+    {"rag", &build_rag_graph},
+    {"vision", &build_vision_graph},
+    {"state-space", &build_state_space_graph},
+    {"vision-encoder-text-decoder", &build_vision_encoder_text_decoder_graph},
+    {"multimodal", &build_multimodal_graph},
+    {"diffusion", &build_diffusion_graph},
 };
 
 }  // namespace

@@ -38,16 +38,21 @@ TEST(KernelPath, ScalarIsAlwaysAvailableAndListedFirst) {
 
 TEST(KernelPath, AvailabilityFollowsCpuid) {
   const CpuFeatures& f = cpu_features();
+#if defined(__aarch64__)
+  EXPECT_TRUE(kernel_path_available(KernelPath::kNeon));
+#else
+  EXPECT_FALSE(kernel_path_available(KernelPath::kNeon));
+#endif
   EXPECT_EQ(kernel_path_available(KernelPath::kAvx2), f.avx2 && f.fma && f.f16c);
   EXPECT_EQ(kernel_path_available(KernelPath::kAvx512),
             f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni && f.avx2 && f.fma && f.f16c);
 }
 
 TEST(KernelPath, NamesRoundTrip) {
-  for (KernelPath p : {KernelPath::kScalar, KernelPath::kAvx2, KernelPath::kAvx512}) {
+  for (KernelPath p : {KernelPath::kScalar, KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
     EXPECT_EQ(kernel_path_from_name(kernel_path_name(p)), p);
   }
-  EXPECT_FALSE(kernel_path_from_name("neon").has_value());
+  EXPECT_FALSE(kernel_path_from_name("sve").has_value());
 }
 
 TEST(KernelPath, EnvironmentForcesEachAvailablePath) {
@@ -75,7 +80,7 @@ TEST(KernelPath, UnknownForcedPathIsInvalidArgument) {
 }
 
 TEST(KernelPath, UnavailableForcedPathIsUnsupported) {
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512}) {
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
     if (kernel_path_available(p)) continue;
     ScopedKernelPathEnv env(std::string(kernel_path_name(p)).c_str());
     const Result<KernelPath> got = select_kernel_path();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/fp16.h"
+#include "kernels/quant/weight_matrix.h"
 #include "test_util.h"
 
 namespace am::kernels {
@@ -157,15 +158,19 @@ TEST(Q8_0, EveryPathQuantizesByteIdenticallyIncludingEdgeCases) {
 TEST(Q8_0, MatrixQuantizesEveryRowAndDequantizesBack) {
   Tensor w = testing::random_tensor(Shape{9, 70}, 5, 0.02f);
   ThreadPool pool(3);
-  const Q8_0Matrix q = Q8_0Matrix::quantize(w.view(), ExecContext{best_kernel_path(), &pool});
+  const WeightMatrix q =
+      WeightMatrix::quantize(w.view(), WeightFormat::kQ8_0, ExecContext{best_kernel_path(), &pool});
   EXPECT_EQ(q.rows(), 9);
   EXPECT_EQ(q.cols(), 70);
-  EXPECT_EQ(q.blocks_per_row(), 3);
-  EXPECT_EQ(q.bytes(), 9u * 3u * 34u);
+  EXPECT_EQ(q.row_bytes(), 3u * 34u);
+  EXPECT_EQ(q.size_bytes(), 9u * 3u * 34u);
+  ASSERT_EQ(q.q8_0_blocks().size(), 27u);
+  EXPECT_TRUE(q.q4_0_blocks().empty());
   for (int64_t r = 0; r < 9; ++r) {
     std::vector<BlockQ8_0> ref(3);
     quantize_row_q8_0_ref(w.row(r), ref.data(), 70);
-    EXPECT_EQ(std::memcmp(ref.data(), q.row(r), 3 * sizeof(BlockQ8_0)), 0) << "row " << r;
+    EXPECT_EQ(std::memcmp(ref.data(), q.row_data(r), 3 * sizeof(BlockQ8_0)), 0) << "row " << r;
+    EXPECT_EQ(std::memcmp(ref.data(), &q.q8_0_blocks()[3 * r], 3 * sizeof(BlockQ8_0)), 0);
   }
   const Tensor back = q.dequantize();
   ASSERT_EQ(back.shape(), w.shape());

@@ -58,3 +58,25 @@ TEST(HardwareClass, PrefixIsTheBackendAndSurvivesMalformedInput) {
 
 }  // namespace
 }  // namespace am::worker
+
+namespace am::worker {
+namespace {
+
+using nlohmann::json;
+
+TEST(HardwareClass, SoftwareDevicesTakeTheCpuIsaAndGpusTheirOwn) {
+  const json cpu = {{"isa_level", "x86-64-v4"}};
+  const json pocl = {{"backend", "opencl"}, {"name", "pthread-cpu"}, {"driver", "3.1"}, {"software", true},
+                     {"memory_bytes", uint64_t{8} << 30}};
+  EXPECT_EQ(hardware_class_id(pocl, cpu), "opencl-" + hex64(fnv1a64("opencl|pthread-cpu|3.1|x86-64-v4|8")));
+  json gpu = {{"backend", "opencl"}, {"name", "GPU"}, {"driver", "550"}, {"software", false},
+              {"memory_bytes", uint64_t{24} << 30}};
+  // A GPU without an ISA level of its own does not inherit the host's: same class in any box.
+  EXPECT_EQ(hardware_class_id(gpu, cpu), "opencl-" + hex64(fnv1a64("opencl|GPU|550||24")));
+  EXPECT_EQ(hardware_class_id(gpu, cpu), hardware_class_id(gpu, {{"isa_level", "armv8.6-a"}}));
+  gpu["isa_level"] = "sm_89";
+  EXPECT_EQ(hardware_class_id(gpu, cpu), "opencl-" + hex64(fnv1a64("opencl|GPU|550|sm_89|24")));
+}
+
+}  // namespace
+}  // namespace am::worker

@@ -4,6 +4,7 @@
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <random>
@@ -12,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "jobs/names.h"
+#include "kernels/weight_format.h"
 #include "worker/capability.h"
 #include "worker/cpu_device.h"
 #include "worker/probe.h"
@@ -268,7 +271,7 @@ TEST(HostProbe, ReadsOsReleaseUnderTheRoot) {
 
 TEST(Capabilities, RecordHasTheDocumentedShape) {
   const json rec = probe_capabilities();
-  EXPECT_EQ(rec.at("schema"), 1);
+  EXPECT_EQ(rec.at("schema"), 2);
   for (const char* k : {"hostname", "os", "kernel"}) EXPECT_TRUE(rec.at("host").at(k).is_string()) << k;
   const json& cpu = rec.at("cpu");
   for (const char* k : {"vendor", "model", "arch", "isa_level"}) EXPECT_TRUE(cpu.at(k).is_string()) << k;
@@ -281,22 +284,39 @@ TEST(Capabilities, RecordHasTheDocumentedShape) {
   EXPECT_TRUE(topo.at("caches").is_array());
   EXPECT_TRUE(topo.at("numa_nodes").is_array());
   EXPECT_TRUE(topo.at("memory_limit_source").is_string());
+  for (const char* r : {"opencl", "vulkan", "cuda", "rocm", "openvino", "qnn"}) {
+    EXPECT_TRUE(rec.at("runtimes").at(r).at("present").is_boolean()) << r;
+  }
 
-  ASSERT_EQ(rec.at("devices").size(), 1u);
+  // The cpu device comes first; runtime devices (PoCL, lavapipe, GPUs) follow it.
+  ASSERT_GE(rec.at("devices").size(), 1u);
   const json& dev = rec["devices"][0];
   EXPECT_EQ(dev.at("key"), "cpu:0");
   EXPECT_EQ(dev.at("backend"), "cpu");
   EXPECT_EQ(dev.at("name"), cpu["model"]);
   EXPECT_EQ(dev.at("vendor"), cpu["vendor"]);
   EXPECT_EQ(dev.at("software"), false);
+  EXPECT_EQ(dev.at("schedulable"), true);
   EXPECT_EQ(dev.at("compute_units"), topo["cores"]);
   EXPECT_EQ(dev.at("memory_bytes"), topo["memory_limit_bytes"]);
   json precisions = json::array();
-  for (auto p : kCpuPrecisions) precisions.push_back(std::string(p));
+  for (const auto& p : cpu_precisions()) precisions.push_back(p);
   EXPECT_EQ(dev.at("precisions"), precisions);
+  EXPECT_EQ(dev.at("features").at("int_dot_product"),
+            cpu["isa"].value("avx512_vnni", false) || cpu["isa"].value("avx_vnni", false) ||
+                cpu["isa"].value("dotprod", false));
   const std::string cls = dev.at("hardware_class").get<std::string>();
   EXPECT_TRUE(std::regex_match(cls, std::regex("cpu-[0-9a-f]{16}"))) << cls;
   EXPECT_EQ(cls, hardware_class_id(dev, cpu));
+  for (const json& d : rec["devices"]) {
+    for (const char* k : {"key", "backend", "name", "vendor", "driver", "type", "hardware_class"}) {
+      EXPECT_TRUE(d.at(k).is_string()) << k << " in " << d.dump();
+    }
+    for (const char* k : {"software", "schedulable"}) EXPECT_TRUE(d.at(k).is_boolean()) << k;
+    EXPECT_TRUE(d.at("precisions").is_array());
+    EXPECT_TRUE(d.at("features").is_object());
+    EXPECT_TRUE(d.at("memory_bytes").is_number_integer());
+  }
 }
 
 TEST(Capabilities, FailingProbeIsSkippedAndTheDeviceStillAppears) {
@@ -313,6 +333,28 @@ TEST(Capabilities, FailingProbeIsSkippedAndTheDeviceStillAppears) {
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
   EXPECT_EQ(rec["devices"][0]["compute_units"], CPU_COUNT(&set));
   EXPECT_GT(rec["devices"][0]["memory_bytes"].get<int64_t>(), 0);
+}
+
+}  // namespace
+}  // namespace am::worker
+
+namespace am::worker {
+namespace {
+
+// The cpu device advertises exactly the precisions the kernels can build weights for: a listed
+// precision must map to a format (or a role policy for "mixed"), an unlisted one must not.
+TEST(CpuDevice, AdvertisesExactlyThePrecisionsTheKernelsImplement) {
+  const std::vector<std::string> listed = cpu_precisions();
+  ASSERT_FALSE(listed.empty());
+  EXPECT_EQ(listed.front(), "f32");
+  EXPECT_NE(std::find(listed.begin(), listed.end(), "q8_0"), listed.end());
+  for (std::string_view p : jobs::known_precisions()) {
+    const bool is_listed = std::find(listed.begin(), listed.end(), p) != listed.end();
+    const bool kernels_run =
+        p == "mixed" ? kernels::weight_format_for_role(p, kernels::TensorRole::kFeedForward, "cpu").ok()
+                     : kernels::weight_format_for_precision(p, "cpu").ok();
+    EXPECT_EQ(is_listed, kernels_run) << p;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,235 @@
+// bench_decode: token-by-token decode of a TinyLlama-1.1B-shaped decoder (hidden 2048, 22
+// layers, 32 heads, 4 KV heads, intermediate 5632, vocab 32000, RoPE theta 10000) on the
+// CpuBackend at q4_0 and q8_0, against the machine's read bandwidth measured in the same run.
+//
+// Decode reads every weight once per token, so its speed limit is memory bandwidth:
+//   bandwidth_bound_fraction = weight bytes read per token x decode tokens/s / read bandwidth.
+// Weights are seeded synthetic (DecoderLm::create_synthetic: each tensor drawn in f32 and
+// quantized at once, so peak memory is the quantized model plus the f32 token table and one f32
+// matrix). Each precision: a short prompt is prefilled, then --tokens decode steps; one warm-up
+// run, then --repeats measured runs; tokens/s is the median run's. Read bandwidth is measured
+// before and after the decode runs and the better of the two is the bound. The 1-minute load
+// average is recorded: on a shared machine other processes slow decode more than the bandwidth
+// passes, so read fractions taken under load as lower bounds.
+//
+//   bench_decode [--json FILE] [--layers N] [--tokens N] [--threads N] [--prompt N] [--repeats N]
+#include <algorithm>
+#include <cstdlib>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_util.h"
+#include "common/build_info.h"
+#include "kernels/cpu_backend.h"
+#include "kernels/cpu_features.h"
+#include "kernels/models/decoder_only.h"
+#include "kernels/thread_pool.h"
+#include "kernels/weight_format.h"
+
+namespace am::bench {
+namespace {
+
+constexpr int64_t kTinyLlamaLayers = 22;
+constexpr uint64_t kSeed = 0x54494E59ull;  // "TINY"
+constexpr uint64_t kPromptStream = 101, kForcedStream = 102;
+constexpr double kBandwidthMinSeconds = 1.0;
+constexpr const char* kPrecisions[] = {"q4_0", "q8_0"};
+
+nlohmann::json tinyllama_config(int64_t layers) {
+  return {{"layers", layers},      {"hidden", 2048}, {"heads", 32},          {"kv_heads", 4},
+          {"intermediate", 5632},  {"vocab", 32000}, {"max_positions", 2048}, {"rope_theta", 10000.0}};
+}
+
+nlohmann::json bandwidth_json(const ReadBandwidth& bw) {
+  return {{"best_bytes_per_second", bw.best_bytes_per_second},
+          {"median_bytes_per_second", bw.median_bytes_per_second},
+          {"buffer_bytes", bw.buffer_bytes},
+          {"threads", bw.threads},
+          {"passes", bw.passes}};
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Options {
+  std::string json_path;
+  int64_t layers = kTinyLlamaLayers;
+  int64_t tokens = 32;
+  int64_t prompt = 16;
+  int threads = 0;
+  int repeats = 3;
+};
+
+struct RunResult {
+  double decode_tokens_per_s = 0.0;
+  double prefill_tokens_per_s = 0.0;
+  double first_token_ms = 0.0;
+};
+
+Result<RunResult> run_once(kernels::Backend& be, const kernels::DecoderLm& m, const std::vector<int32_t>& prompt,
+                           const std::vector<int32_t>& forced) {
+  const int64_t prompt_len = static_cast<int64_t>(prompt.size()), steps = static_cast<int64_t>(forced.size());
+  kernels::StackCache cache = m.stack.make_cache(1, prompt_len + steps);
+  kernels::Tensor logits(kernels::Shape{steps + 1, m.config.vocab});
+  kernels::PhaseTimes phases;
+  AM_RETURN_IF_ERROR(kernels::generate_teacher_forced(be, m.stack, m.embedding, m.head, 1, prompt, prompt_len, forced,
+                                                      steps, cache, std::chrono::steady_clock::now(), logits, phases));
+  RunResult r;
+  r.decode_tokens_per_s = static_cast<double>(phases.decode_tokens) / (phases.decode_ms / 1e3);
+  r.prefill_tokens_per_s = static_cast<double>(phases.prefill_tokens) / (phases.prefill_ms / 1e3);
+  r.first_token_ms = phases.first_token_ms;
+  return r;
+}
+
+int run(const Options& o) {
+  const int threads = o.threads > 0 ? o.threads : kernels::default_thread_count();
+  kernels::ThreadPool pool(threads);
+  auto path = kernels::select_kernel_path();
+  if (!path.ok()) {
+    std::fprintf(stderr, "bench_decode: %s\n", path.status().to_string().c_str());
+    return 1;
+  }
+  const kernels::ExecContext ctx{*path, &pool};
+  kernels::CpuBackend be(ctx);
+
+  double load[1] = {0.0};
+  const double load_average = ::getloadavg(load, 1) == 1 ? load[0] : -1.0;
+  const ReadBandwidth bw = measure_read_bandwidth(pool, kBandwidthMinSeconds);
+  std::printf("bench_decode: TinyLlama-1.1B shape, %lld of %lld layers, %d threads, kernel path %s\n",
+              static_cast<long long>(o.layers), static_cast<long long>(kTinyLlamaLayers), threads,
+              std::string(kernels::kernel_path_name(*path)).c_str());
+  std::printf("load average at start: %.2f\n", load_average);
+  std::printf("read bandwidth: %.2f GB/s best, %.2f GB/s median (%zu MiB buffer, %d passes)\n",
+              bw.best_bytes_per_second / 1e9, bw.median_bytes_per_second / 1e9, bw.buffer_bytes >> 20, bw.passes);
+
+  nlohmann::json doc = {{"bench", "bench_decode"},
+                        {"build", build_string()},
+                        {"model", "TinyLlama-1.1B shape"},
+                        {"config", tinyllama_config(o.layers)},
+                        {"scaled", o.layers != kTinyLlamaLayers},
+                        {"threads", threads},
+                        {"load_average_1min_at_start", load_average},
+                        {"kernel_path", kernels::kernel_path_name(*path)},
+                        {"prompt_tokens", o.prompt},
+                        {"decode_tokens", o.tokens},
+                        {"repeats", o.repeats},
+                        {"read_bandwidth_before", bandwidth_json(bw)},
+                        {"results", nlohmann::json::array()},
+                        {"skipped", nlohmann::json::array()}};
+
+  auto config = kernels::decoder_lm_config_from_json(tinyllama_config(o.layers), "decoder-only");
+  if (!config.ok()) {
+    std::fprintf(stderr, "bench_decode: %s\n", config.status().to_string().c_str());
+    return 1;
+  }
+  const std::vector<int32_t> prompt = kernels::seeded_token_ids(o.prompt, config->vocab, kSeed, kPromptStream);
+  const std::vector<int32_t> forced = kernels::seeded_token_ids(o.tokens, config->vocab, kSeed, kForcedStream);
+  const std::vector<int32_t> warm_forced(forced.begin(), forced.begin() + std::min<int64_t>(o.tokens, 4));
+
+  std::printf("\n(* against the bandwidth measured before decoding; the final fraction below uses the better\n"
+              "   of the before and after measurements)\n");
+  std::printf("%-6s %12s %10s %12s %12s %10s %10s %8s\n", "format", "weights/tok", "gen s", "prefill t/s",
+              "decode t/s", "TTFT ms", "GB/s", "bw frac*");
+  for (const char* precision : kPrecisions) {
+    auto format = kernels::weight_format_for_precision(precision, "cpu");
+    auto plan = kernels::format_plan_for(precision);
+    if (!format.ok() || !plan.ok()) {
+      const std::string why = (!format.ok() ? format.status() : plan.status()).to_string();
+      std::printf("%-6s skipped: %s\n", precision, why.c_str());
+      doc["skipped"].push_back({{"precision", precision}, {"reason", why}});
+      continue;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    auto model = kernels::DecoderLm::create_synthetic(*config, *plan, kSeed, ctx);
+    const double gen_s = seconds_since(t0);
+    if (!model.ok()) {
+      std::fprintf(stderr, "bench_decode: %s: %s\n", precision, model.status().to_string().c_str());
+      return 1;
+    }
+    // Per decoded token every stack weight and the head are read once, plus one token row.
+    const std::size_t bytes_per_token = model->stack.weights_bytes() + model->head.weight_bytes() +
+                                        static_cast<std::size_t>(config->stack.hidden) * sizeof(float);
+    if (auto warm = run_once(be, *model, prompt, warm_forced); !warm.ok()) {
+      std::fprintf(stderr, "bench_decode: %s: %s\n", precision, warm.status().to_string().c_str());
+      return 1;
+    }
+    std::vector<RunResult> runs;
+    for (int r = 0; r < o.repeats; ++r) {
+      auto res = run_once(be, *model, prompt, forced);
+      if (!res.ok()) {
+        std::fprintf(stderr, "bench_decode: %s: %s\n", precision, res.status().to_string().c_str());
+        return 1;
+      }
+      runs.push_back(*res);
+    }
+    std::vector<RunResult> sorted = runs;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const RunResult& a, const RunResult& b) { return a.decode_tokens_per_s < b.decode_tokens_per_s; });
+    const RunResult& med = sorted[sorted.size() / 2];
+    const double bytes_per_s = static_cast<double>(bytes_per_token) * med.decode_tokens_per_s;
+    std::printf("%-6s %9.1f MiB %10.1f %12.1f %12.2f %10.1f %10.2f %8.3f\n", precision,
+                static_cast<double>(bytes_per_token) / (1 << 20), gen_s, med.prefill_tokens_per_s,
+                med.decode_tokens_per_s, med.first_token_ms, bytes_per_s / 1e9,
+                bytes_per_s / bw.best_bytes_per_second);
+    nlohmann::json samples = nlohmann::json::array();
+    for (const RunResult& r : runs) samples.push_back(r.decode_tokens_per_s);
+    doc["results"].push_back({{"precision", precision},
+                              {"attention_format", kernels::weight_format_name(plan->attention)},
+                              {"feed_forward_format", kernels::weight_format_name(plan->feed_forward)},
+                              {"output_format", kernels::weight_format_name(plan->output)},
+                              {"weights_bytes", model->weights_bytes()},
+                              {"weight_bytes_per_token", bytes_per_token},
+                              {"generation_seconds", gen_s},
+                              {"prefill_tokens_per_s", med.prefill_tokens_per_s},
+                              {"time_to_first_token_ms", med.first_token_ms},
+                              {"decode_tokens_per_s", med.decode_tokens_per_s},
+                              {"decode_tokens_per_s_samples", samples},
+                              {"weight_bytes_per_s", bytes_per_s}});
+  }
+  // Bandwidth again after decoding: the bound is the better of the two measurements, so a
+  // machine that got busier or quieter mid-run never flatters the fraction.
+  const ReadBandwidth after = measure_read_bandwidth(pool, kBandwidthMinSeconds);
+  const double bound = std::max(bw.best_bytes_per_second, after.best_bytes_per_second);
+  doc["read_bandwidth_after"] = bandwidth_json(after);
+  doc["read_bandwidth_bound_bytes_per_second"] = bound;
+  std::printf("\nread bandwidth after decoding: %.2f GB/s best; bound used: %.2f GB/s\n",
+              after.best_bytes_per_second / 1e9, bound / 1e9);
+  for (nlohmann::json& r : doc["results"]) {
+    const double fraction = r["weight_bytes_per_s"].get<double>() / bound;
+    r["bandwidth_bound_fraction"] = fraction;
+    std::printf("%-6s bandwidth_bound_fraction %.3f\n", r["precision"].get<std::string>().c_str(), fraction);
+  }
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << doc.dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "bench_decode: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+    std::printf("\nwrote %s\n", o.json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace am::bench
+
+int main(int argc, char** argv) {
+  am::bench::Options o;
+  CLI::App app{"Decode tokens/s of a TinyLlama-shaped decoder at q4_0 and q8_0 against the read-bandwidth bound"};
+  app.add_option("--json", o.json_path, "write the results as JSON to FILE");
+  app.add_option("--layers", o.layers, "decoder layers (default 22, TinyLlama's)")->check(CLI::Range(1, 64));
+  app.add_option("--tokens", o.tokens, "decode steps per run")->check(CLI::Range(1, 1024));
+  app.add_option("--prompt", o.prompt, "prompt tokens prefilled before decoding")->check(CLI::Range(1, 1024));
+  app.add_option("--threads", o.threads, "threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  app.add_option("--repeats", o.repeats, "measured runs per precision (median reported)")->check(CLI::Range(1, 100));
+  CLI11_PARSE(app, argc, argv);
+  return am::bench::run(o);
+}

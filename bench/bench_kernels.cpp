@@ -1,0 +1,434 @@
+// Throughput of the quantized matmul kernels against what this machine can do, measured in the
+// same run: OpenBLAS sgemm at the same shapes (the GEMM baseline) and a STREAM-like read of a
+// buffer much larger than the last-level cache (the GEMV baseline: decode streams every weight
+// byte once per token, so memory bandwidth is its bound).
+//
+//   build/bench/bench_kernels [--threads N] [--json FILE] [--quick] [--min-time-s S]
+//                             [--formats q8_0,q4_0,...] [--kinds gemm,gemv]
+//
+// For every weight format: GEMM at prefill shapes (M = 512 tokens, N = 4096, K = 4096 and
+// 14336) and GEMV (M = 1, N = 4096, K = 14336), at 1 thread and at N threads (default: the
+// physical cores). GEMM reports GOPS (2 M N K per second) and the ratio to sgemm's GFLOPS;
+// GEMV reports weight bytes per second and its fraction of the measured read bandwidth. The
+// GEMV cycles through enough copies of the weights to exceed the last-level cache four times,
+// so every call reads from memory. Each figure is the best of repeated runs after a warm-up
+// (both for our kernels and for the baselines, so noise from other processes on a shared
+// machine biases neither side); medians are in the JSON too. A third baseline, the parallel
+// capacity (independent FMA chains on N threads vs 1), says how much parallel hardware the run
+// actually got: on an overcommitted machine it falls below N, and GEMM scaling with it.
+#include <cblas.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "kernels/cpu_features.h"
+#include "kernels/matmul.h"
+#include "kernels/quant/weight_matrix.h"
+#include "kernels/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace am::kernels {
+namespace {
+
+constexpr double kDefaultMinTimeS = 0.4;
+constexpr double kQuickMinTimeS = 0.05;
+constexpr int kMinRuns = 3;
+constexpr std::size_t kFallbackLlcBytes = 32u << 20;
+constexpr std::size_t kLlcMultiple = 4;             // GEMV weights and the read buffer vs the LLC
+constexpr std::size_t kMinReadBufferBytes = 128u << 20;
+constexpr int64_t kSlabRows = 64;                    // distinct quantized rows, tiled over N
+constexpr float kWeightStd = 0.02f;
+
+struct Shapes {
+  int64_t gemm_m, gemm_n;
+  std::vector<int64_t> gemm_k;
+  int64_t gemv_n, gemv_k;
+};
+
+struct Timing {
+  double best_s = 0.0;
+  double median_s = 0.0;
+  int runs = 0;
+};
+
+Timing time_it(const std::function<void()>& fn, double min_time_s) {
+  fn();  // warm-up: caches, page faults, thread start-up
+  std::vector<double> samples;
+  double total = 0.0;
+  while (total < min_time_s || static_cast<int>(samples.size()) < kMinRuns) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    samples.push_back(s);
+    total += s;
+  }
+  std::sort(samples.begin(), samples.end());
+  return {samples.front(), samples[samples.size() / 2], static_cast<int>(samples.size())};
+}
+
+// The last-level cache of this CPU: sysfs first (in virtual machines sysconf may report the
+// host socket's total), then sysconf.
+std::size_t llc_bytes() {
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  std::size_t kib = 0;
+  char unit = 0;
+  if (f >> kib >> unit && unit == 'K' && kib > 0) return kib * 1024;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  return l3 > 0 ? static_cast<std::size_t>(l3) : kFallbackLlcBytes;
+}
+
+Tensor random_tensor(int64_t rows, int64_t cols, uint32_t seed, float stddev) {
+  Tensor t(Shape{rows, cols});
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, stddev);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = dist(gen);
+  return t;
+}
+
+// An [n, k] matrix in `format` whose rows cycle through kSlabRows really quantized rows: the
+// bytes are those of real Gaussian weights, without quantizing n x k values per format.
+WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecContext& ctx) {
+  const Tensor slab = random_tensor(std::min(n, kSlabRows), k, 7, kWeightStd);
+  const WeightMatrix q = WeightMatrix::quantize(slab.view(), format, ctx);
+  std::vector<uint8_t> bytes(q.row_bytes() * static_cast<std::size_t>(n));
+  for (int64_t r = 0; r < n; ++r) {
+    std::memcpy(bytes.data() + q.row_bytes() * r, q.row_data(r % q.rows()), q.row_bytes());
+  }
+  return std::move(WeightMatrix::from_bytes(format, n, k, bytes)).value();
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) uint64_t read_sum_avx512(const uint64_t* p, std::size_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 8));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 16));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 24));
+  }
+  uint64_t s = static_cast<uint64_t>(_mm512_reduce_add_epi64(
+      _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+  for (; i < n; ++i) s += p[i];
+  return s;
+}
+#endif
+
+uint64_t read_sum(const uint64_t* p, std::size_t n) {
+#if defined(__x86_64__)
+  if (cpu_features().avx512f) return read_sum_avx512(p, n);
+#endif
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  std::size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += p[i];
+    s1 += p[i + 1];
+    s2 += p[i + 2];
+    s3 += p[i + 3];
+  }
+  for (; i < n; ++i) s0 += p[i];
+  return s0 + s1 + s2 + s3;
+}
+
+// Read bandwidth of `threads` threads over a buffer >> LLC, each reading its own contiguous
+// part (like STREAM's sum kernel, without writes).
+double read_bandwidth(ThreadPool& pool, double min_time_s) {
+  const std::size_t bytes = std::max(kMinReadBufferBytes, kLlcMultiple * llc_bytes());
+  const std::size_t words = bytes / sizeof(uint64_t);
+  std::unique_ptr<uint64_t, decltype(&std::free)> buf(
+      static_cast<uint64_t*>(std::aligned_alloc(64, words * sizeof(uint64_t))), &std::free);
+  const int64_t parts = pool.size();
+  pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {  // first touch by the readers
+    for (int64_t t = b; t < e; ++t) {
+      for (std::size_t i = words * t / parts; i < words * (t + 1) / parts; ++i) buf.get()[i] = i;
+    }
+  });
+  volatile uint64_t sink = 0;
+  const Timing t = time_it(
+      [&] {
+        std::vector<uint64_t> sums(parts);
+        pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            const std::size_t w0 = words * p / parts, w1 = words * (p + 1) / parts;
+            sums[p] = read_sum(buf.get() + w0, w1 - w0);
+          }
+        });
+        for (uint64_t s : sums) sink = sink + s;
+      },
+      min_time_s);
+  return static_cast<double>(words * sizeof(uint64_t)) / t.best_s;
+}
+
+// Compute throughput available to `pool` right now: every thread runs independent register-only
+// FMA chains for a fixed count. On a shared or overcommitted machine the N-thread rate divided by
+// the 1-thread rate (the parallel capacity) can fall well below N; GEMM scaling cannot beat it.
+double compute_rate(ThreadPool& pool, double min_time_s) {
+  constexpr int64_t kIterations = 20'000'000;
+  const int64_t parts = pool.size();
+  std::vector<double> sink(parts);
+  const Timing t = time_it(
+      [&] {
+        pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+          for (int64_t p = b; p < e; ++p) {
+            double a0 = 1.0, a1 = 1.1, a2 = 1.2, a3 = 1.3, a4 = 1.4, a5 = 1.5, a6 = 1.6, a7 = 1.7;
+            for (int64_t i = 0; i < kIterations; ++i) {
+              a0 = a0 * 0.999999 + 1e-7; a1 = a1 * 0.999999 + 1e-7; a2 = a2 * 0.999999 + 1e-7;
+              a3 = a3 * 0.999999 + 1e-7; a4 = a4 * 0.999999 + 1e-7; a5 = a5 * 0.999999 + 1e-7;
+              a6 = a6 * 0.999999 + 1e-7; a7 = a7 * 0.999999 + 1e-7;
+            }
+            sink[p] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+          }
+        });
+      },
+      min_time_s);
+  return static_cast<double>(parts * kIterations) / t.best_s;
+}
+
+struct Row {
+  std::string format, kind;
+  int64_t m, n, k;
+  int threads;
+  Timing t;
+  double gops = 0.0, ratio = 0.0, bytes_per_s = 0.0, bw_fraction = 0.0;
+  std::size_t weight_bytes = 0;
+};
+
+nlohmann::json to_json(const Row& r) {
+  nlohmann::json j = {{"format", r.format},       {"kind", r.kind},
+                      {"m", r.m},                 {"n", r.n},
+                      {"k", r.k},                 {"threads", r.threads},
+                      {"seconds_best", r.t.best_s}, {"seconds_median", r.t.median_s},
+                      {"runs", r.t.runs},         {"gops", r.gops}};
+  if (r.kind == "gemm") j["ratio_vs_sgemm"] = r.ratio;
+  if (r.kind == "gemv") {
+    j["weight_bytes"] = r.weight_bytes;
+    j["weight_bytes_per_second"] = r.bytes_per_s;
+    j["bandwidth_fraction"] = r.bw_fraction;
+  }
+  return j;
+}
+
+// The 1-minute load average, recorded with the results: on a shared machine it says how much
+// other work competed with the measurement.
+double load_average() {
+  std::ifstream f("/proc/loadavg");
+  double l = -1.0;
+  f >> l;
+  return l;
+}
+
+bool wanted(const std::string& list, const std::string& item) {
+  if (list.empty()) return true;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    const std::size_t end = std::min(list.find(',', pos), list.size());
+    if (list.compare(pos, end - pos, item) == 0) return true;
+    pos = end + 1;
+  }
+  return false;
+}
+
+int run(int threads, const std::string& json_path, bool quick, double min_time_s,
+        const std::string& formats, const std::string& kinds) {
+  const Shapes shapes = quick ? Shapes{64, 512, {1024}, 512, 2048}
+                              : Shapes{512, 4096, {4096, 14336}, 4096, 14336};
+  const Result<KernelPath> path = select_kernel_path();
+  if (!path.ok()) {
+    std::fprintf(stderr, "%s\n", path.status().to_string().c_str());
+    return 2;
+  }
+  std::vector<int> thread_counts = {1};
+  if (threads > 1) thread_counts.push_back(threads);
+
+  nlohmann::json doc;
+  doc["kernel_path"] = std::string(kernel_path_name(*path));
+  doc["avx512bf16"] = cpu_features().avx512bf16;
+  doc["threads"] = threads;
+  doc["quick"] = quick;
+  doc["llc_bytes"] = llc_bytes();
+  doc["load_average_start"] = load_average();
+  doc["baselines"] = nlohmann::json::array();
+  doc["results"] = nlohmann::json::array();
+  std::vector<Row> rows;
+  double one_thread_rate = 0.0, parallel_capacity = 0.0;
+
+  std::printf("kernel path %s, threads 1 and %d, min time %.2f s per figure, load average %.2f\n",
+              std::string(kernel_path_name(*path)).c_str(), threads, min_time_s, load_average());
+  for (int t : thread_counts) {
+    ThreadPool pool(t);
+    set_blas_threads(t);
+    const ExecContext ctx{*path, &pool};
+
+    const double rate = compute_rate(pool, min_time_s);
+    doc["baselines"].push_back({{"kind", "compute_rate"}, {"threads", t}, {"iterations_per_second", rate}});
+    if (t == 1) {
+      one_thread_rate = rate;
+    } else {
+      parallel_capacity = rate / one_thread_rate;
+      doc["parallel_capacity"] = parallel_capacity;
+      std::printf("\n[%d threads] parallel capacity (independent FMA chains, %d threads / 1): %.2fx\n", t,
+                  t, parallel_capacity);
+    }
+    const double bw = read_bandwidth(pool, min_time_s);
+    doc["baselines"].push_back({{"kind", "read_bandwidth"}, {"threads", t}, {"bytes_per_second", bw}});
+    std::printf("\n[%d thread%s] read bandwidth %.1f GB/s\n", t, t > 1 ? "s" : "", bw / 1e9);
+
+    std::vector<double> sgemm_gflops;
+    for (int64_t k : shapes.gemm_k) {
+      if (!wanted(kinds, "gemm")) break;
+      const Tensor x = random_tensor(shapes.gemm_m, k, 1, 1.0f);
+      const Tensor w = random_tensor(shapes.gemm_n, k, 2, kWeightStd);
+      Tensor y(Shape{shapes.gemm_m, shapes.gemm_n});
+      const Timing tm = time_it([&] { matmul_f32(x.view(), w.view(), nullptr, y.view()); }, min_time_s);
+      const double gf = 2.0 * shapes.gemm_m * shapes.gemm_n * k / tm.best_s / 1e9;
+      sgemm_gflops.push_back(gf);
+      doc["baselines"].push_back({{"kind", "sgemm"}, {"threads", t}, {"m", shapes.gemm_m},
+                                  {"n", shapes.gemm_n}, {"k", k}, {"gflops", gf},
+                                  {"seconds_best", tm.best_s}, {"seconds_median", tm.median_s}});
+      std::printf("  sgemm  M=%lld N=%lld K=%lld: %.1f GFLOPS\n", static_cast<long long>(shapes.gemm_m),
+                  static_cast<long long>(shapes.gemm_n), static_cast<long long>(k), gf);
+    }
+
+    std::printf("  %-5s %-4s %5s %6s %6s %9s %9s %10s %8s\n", "fmt", "kind", "M", "N", "K", "ms", "GOPS",
+                "x sgemm", "of BW");
+    for (WeightFormat f : all_weight_formats()) {
+      const std::string name(weight_format_name(f));
+      if (f == WeightFormat::kF32 || !wanted(formats, name)) continue;
+      for (std::size_t i = 0; i < shapes.gemm_k.size() && wanted(kinds, "gemm"); ++i) {
+        const int64_t k = shapes.gemm_k[i];
+        const WeightMatrix w = make_weights(f, shapes.gemm_n, k, ctx);
+        const Tensor x = random_tensor(shapes.gemm_m, k, 3, 1.0f);
+        Tensor y(Shape{shapes.gemm_m, shapes.gemm_n});
+        Row r{name, "gemm", shapes.gemm_m, shapes.gemm_n, k, t, {}};
+        r.t = time_it([&] { matmul(x.view(), w, nullptr, y.view(), ctx); }, min_time_s);
+        r.gops = 2.0 * r.m * r.n * r.k / r.t.best_s / 1e9;
+        r.ratio = r.gops / sgemm_gflops[i];
+        std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %8s\n", name.c_str(), "gemm",
+                    static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
+                    r.t.best_s * 1e3, r.gops, r.ratio, "");
+        rows.push_back(r);
+      }
+      if (!wanted(kinds, "gemv")) continue;
+      // GEMV: cycle through copies so that their total exceeds the LLC kLlcMultiple times.
+      const WeightMatrix w0 = make_weights(f, shapes.gemv_n, shapes.gemv_k, ctx);
+      const std::size_t copies = std::max<std::size_t>(
+          2, (kLlcMultiple * llc_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
+      std::vector<WeightMatrix> ws;
+      for (std::size_t c = 0; c < copies; ++c) {
+        ws.push_back(std::move(WeightMatrix::from_bytes(
+                                   f, w0.rows(), w0.cols(), {w0.data(), w0.size_bytes()}))
+                         .value());
+      }
+      const Tensor x = random_tensor(1, shapes.gemv_k, 4, 1.0f);
+      Tensor y(Shape{1, shapes.gemv_n});
+      std::size_t next = 0;
+      Row r{name, "gemv", 1, shapes.gemv_n, shapes.gemv_k, t, {}};
+      r.t = time_it(
+          [&] {
+            matmul(x.view(), ws[next], nullptr, y.view(), ctx);
+            next = (next + 1) % ws.size();
+          },
+          min_time_s);
+      r.weight_bytes = w0.size_bytes();
+      r.gops = 2.0 * r.n * r.k / r.t.best_s / 1e9;
+      r.bytes_per_s = static_cast<double>(r.weight_bytes) / r.t.best_s;
+      r.bw_fraction = r.bytes_per_s / bw;
+      std::printf("  %-5s %-4s %5d %6lld %6lld %9.3f %9.1f %10s %7.0f%%\n", name.c_str(), "gemv", 1,
+                  static_cast<long long>(r.n), static_cast<long long>(r.k), r.t.best_s * 1e3, r.gops, "",
+                  100.0 * r.bw_fraction);
+      rows.push_back(r);
+    }
+  }
+  if (thread_counts.size() > 1) {
+    std::printf("\nGEMM scaling 1 -> %d threads:", threads);
+    for (const Row& a : rows) {
+      if (a.kind != "gemm" || a.threads != 1) continue;
+      for (const Row& b : rows) {
+        if (b.kind == a.kind && b.format == a.format && b.k == a.k && b.threads == threads) {
+          std::printf(" %s/K=%lld %.2fx", a.format.c_str(), static_cast<long long>(a.k), b.gops / a.gops);
+        }
+      }
+    }
+    std::printf("\n");
+  }
+  // Summary at the highest thread count: GEMM ratios per K, GEMV bandwidth fraction, scaling.
+  const int top = thread_counts.back();
+  std::printf("\nsummary at %d thread%s (GEMM: x sgemm per K; GEMV: share of read bandwidth; "
+              "scaling: GEMM GOPS at %d threads / 1 thread)\n",
+              top, top > 1 ? "s" : "", top);
+  for (WeightFormat f : all_weight_formats()) {
+    const std::string name(weight_format_name(f));
+    std::string line;
+    char buf[96];
+    for (const Row& r : rows) {
+      if (r.format != name || r.threads != top) continue;
+      if (r.kind == "gemm") {
+        double one = 0.0;
+        for (const Row& o : rows) {
+          if (o.format == name && o.kind == "gemm" && o.k == r.k && o.threads == 1) one = o.gops;
+        }
+        std::snprintf(buf, sizeof(buf), "  gemm K=%lld %.2fx (scaling %.2fx)", static_cast<long long>(r.k),
+                      r.ratio, one > 0 ? r.gops / one : 0.0);
+      } else {
+        std::snprintf(buf, sizeof(buf), "  gemv %.0f%%", 100.0 * r.bw_fraction);
+      }
+      line += buf;
+    }
+    if (!line.empty()) std::printf("  %-5s%s\n", name.c_str(), line.c_str());
+  }
+  if (thread_counts.size() > 1) {
+    std::printf("parallel capacity of the machine during the run: %.2fx of %d\n", parallel_capacity, top);
+  }
+  doc["load_average_end"] = load_average();
+  std::printf("load average at the end: %.2f\n", load_average());
+  for (const Row& r : rows) doc["results"].push_back(to_json(r));
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << doc.dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace am::kernels
+
+int main(int argc, char** argv) {
+  CLI::App app{"Throughput of the quantized matmul kernels vs OpenBLAS sgemm and memory bandwidth"};
+  int threads = am::kernels::default_thread_count();
+  std::string json;
+  bool quick = false;
+  double min_time_s = -1.0;
+  app.add_option("--threads", threads, "threads for the multi-threaded figures (default: physical cores)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--json", json, "write the results as JSON to this file");
+  app.add_flag("--quick", quick, "small shapes and short timings (a smoke test)");
+  app.add_option("--min-time-s", min_time_s, "minimum measured time per figure");
+  std::string formats, kinds;
+  app.add_option("--formats", formats, "comma-separated formats to run (default: all)");
+  app.add_option("--kinds", kinds, "gemm, gemv or both (default: both)");
+  CLI11_PARSE(app, argc, argv);
+  if (min_time_s <= 0) min_time_s = quick ? am::kernels::kQuickMinTimeS : am::kernels::kDefaultMinTimeS;
+  return am::kernels::run(threads, json, quick, min_time_s, formats, kinds);
+}

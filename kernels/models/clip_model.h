@@ -1,0 +1,75 @@
+// CLIP's dual encoder, shared by the vision-encoder-text-decoder family (CLIP) and the
+// multimodal family's X-CLIP.
+//
+// Contract:
+//   - Keys: vision_* (see vit_tower_config_from; CLIP adds a pre-encoder LayerNorm and no final
+//     one — the class token gets post_layernorm), text_layers, text_hidden, text_heads,
+//     text_intermediate, text_activation (default "quick_gelu"), vocab, max_positions,
+//     projection_dim, logit_scale (default ln(1/0.07) = 2.6593), norm_eps (default 1e-5).
+//   - encode_images(): pixels -> class-token features after post-LN, projected (no bias) and
+//     L2-normalised, [batch, projection_dim]; encode_image_tokens() gives the tower's hidden
+//     states [batch*tokens, vision_hidden] for models that use all tokens.
+//   - encode_texts(): a causal pre-LN text transformer over ids [batch, len] with learned
+//     positions, final LayerNorm, pooled at each sample's EOS position, projected, L2-normalised.
+//   - similarity(): exp(logit_scale) * images · texts^T, [images, texts] (CLIP's
+//     logits_per_image).
+//   - Seeded synthetic texts: sample 0 fills `len`, later ones a random length in [len/2, len];
+//     the last real token is EOS (vocab - 1), padding (id 0) follows it — unseen by EOS under the
+//     causal mask.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/models/decoder_only_lm.h"
+#include "kernels/models/vision_tower.h"
+
+namespace am::kernels {
+
+struct ClipConfig {
+  VitTowerConfig vision;
+  StackConfig text;
+  int64_t vocab = 0, max_positions = 0, projection = 0;
+  float logit_scale = 2.6593f;
+};
+
+Result<ClipConfig> clip_config_from(const ConfigReader& cfg, const std::string& family);
+
+struct ClipTexts {
+  int64_t batch = 0, len = 0;
+  std::vector<int32_t> ids;       // batch*len
+  std::vector<int32_t> eos_rows;  // batch: row b*len + position of EOS
+};
+ClipTexts seeded_clip_texts(int64_t batch, int64_t len, int64_t vocab, uint64_t seed, uint64_t stream);
+
+class ClipModel {
+ public:
+  static std::size_t estimate_bytes(const ClipConfig& c, const FormatPlan& f);
+  static Result<ClipModel> create(const ClipConfig& c, const FormatPlan& f, SeededWeights& src);
+
+  const ClipConfig& config() const { return config_; }
+  std::size_t weights_bytes() const;
+  void add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) const;
+
+  Result<Tensor> encode_image_tokens(Backend& be, ConstTensorView pixels, int64_t batch) const;
+  // Post-LN, projection and (when normalize) L2 norm of pooled vision rows [n, vision_hidden]
+  // -> [n, projection].
+  Result<Tensor> project_images(Backend& be, ConstTensorView pooled, bool normalize = true) const;
+  // L2-normalises rows of [n, projection] in place.
+  Status normalize(Backend& be, TensorView x) const;
+  Result<Tensor> encode_images(Backend& be, ConstTensorView pixels, int64_t batch) const;
+  Result<Tensor> encode_texts(Backend& be, const ClipTexts& texts) const;
+  Status similarity(Backend& be, ConstTensorView images, ConstTensorView texts, TensorView logits) const;
+
+ private:
+  ClipConfig config_;
+  VitTower vision_;
+  Tensor post_g_, post_b_;
+  Linear visual_projection_;
+  TextEmbedding text_embedding_;
+  TransformerStack text_;
+  Linear text_projection_;
+  Tensor l2_vision_, l2_text_;
+};
+
+}  // namespace am::kernels

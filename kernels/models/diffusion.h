@@ -1,0 +1,30 @@
+// The diffusion family: a Stable-Diffusion-style UNet denoiser run for `steps` DDIM steps on a
+// seeded latent.
+//
+// Keys: sample_size (latent side), in_channels, out_channels, block_channels (array, one per
+// level; SD: [320, 640, 1280, 1280]), layers_per_block, attention_levels (how many leading
+// levels carry spatial transformers; SD: 3), attention_heads, cross_attention_dim, text_len
+// (length of the text-encoder states), norm_groups, norm_eps (default 1e-5), steps,
+// train_timesteps (default 1000), beta_start / beta_end (default 0.00085 / 0.012, SD's
+// scaled-linear schedule).
+// Structure (diffusers' UNet2DConditionModel): sinusoidal timestep embedding -> linear, SiLU,
+// linear; conv_in; down levels of ResNet blocks (GroupNorm, SiLU, conv3x3, + projected time
+// embedding, GroupNorm, SiLU, conv3x3, 1x1 shortcut when widths differ) with spatial
+// transformers (GroupNorm, proj_in, LayerNorm + self-attention, LayerNorm + cross-attention to
+// the text states, LayerNorm + GEGLU feed-forward, proj_out, residual) and stride-2 conv
+// downsampling; a mid block (ResNet, transformer, ResNet); up levels consuming the skip
+// connections (channel concatenation) with nearest-neighbour 2x upsampling + conv3x3; GroupNorm,
+// SiLU, conv_out. Not modelled: classifier-free guidance (one conditional pass per step); the
+// DDIM update (eta = 0) is scalar arithmetic on the host between UNet passes.
+// Input: `batch` seeded N(0,1) latents and seeded N(0,1) text states. Output: the final latent
+// [batch*sample_size^2, out_channels], logits=false.
+#pragma once
+
+#include "kernels/models/model.h"
+
+namespace am::kernels {
+
+Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, std::string_view precision,
+                                                          const ExecContext& ctx);
+
+}  // namespace am::kernels

@@ -1,0 +1,23 @@
+// The vision-encoder-text-decoder family: CLIP (variant "clip", the default) and the ViT-GPT2
+// captioner (variant "vit-gpt2").
+//
+// CLIP: clip_model.h's keys. Input: `batch` seeded images and `batch` seeded texts of seq_len
+//   tokens. Output: logits_per_image [batch, batch], logits=true.
+// ViT-GPT2: vision_* keys (a ViT encoder with final LayerNorm, vision_norm_eps default 1e-12)
+//   and the GPT-2 decoder keys of decoder_only.h read from text_-less names: layers, hidden,
+//   heads, intermediate, vocab, max_positions, activation (default "gelu_new"), norm_eps,
+//   decode_steps; every decoder layer cross-attends to the encoder's hidden states (so
+//   vision_hidden must equal hidden). Teacher-forced: prefill of seq_len seeded caption tokens
+//   after the image is encoded (the encoder counts as prefill time), then decode_steps forced
+//   tokens. Output: logits [batch*(decode_steps+1), vocab], logits=true; PhaseTimes filled.
+#pragma once
+
+#include "kernels/models/model.h"
+
+namespace am::kernels {
+
+Result<std::unique_ptr<ModelGraph>> build_vision_encoder_text_decoder_graph(const jobs::JobSpec& spec,
+                                                                            std::string_view precision,
+                                                                            const ExecContext& ctx);
+
+}  // namespace am::kernels

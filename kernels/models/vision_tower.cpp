@@ -1,0 +1,169 @@
+#include "kernels/models/vision_tower.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "kernels/rng.h"
+
+namespace am::kernels {
+namespace {
+constexpr float kEmbeddingStd = 0.02f;
+constexpr float kNormNoiseStd = 0.02f;
+}  // namespace
+
+Result<VitTowerConfig> vit_tower_config_from(const ConfigReader& cfg, const std::string& prefix,
+                                             const std::string& family, float default_eps) {
+  VitTowerConfig c;
+  c.family = family;
+  auto key = [&](const char* k) { return prefix + k; };
+  AM_ASSIGN_OR_RETURN(c.image_size, cfg.dim(key("image_size").c_str()));
+  AM_ASSIGN_OR_RETURN(c.patch, cfg.dim(key("patch").c_str()));
+  AM_ASSIGN_OR_RETURN(c.channels, cfg.dim(key("channels").c_str(), int64_t{3}));
+  AM_ASSIGN_OR_RETURN(c.layers, cfg.dim(key("layers").c_str()));
+  AM_ASSIGN_OR_RETURN(c.hidden, cfg.dim(key("hidden").c_str()));
+  AM_ASSIGN_OR_RETURN(c.heads, cfg.dim(key("heads").c_str()));
+  AM_ASSIGN_OR_RETURN(c.intermediate, cfg.dim(key("intermediate").c_str()));
+  AM_ASSIGN_OR_RETURN(std::string act, cfg.text(key("activation").c_str(), "gelu"));
+  AM_ASSIGN_OR_RETURN(c.activation, activation_from_name(act));
+  AM_ASSIGN_OR_RETURN(double eps, cfg.number(key("norm_eps").c_str(), default_eps, 1e-30, 1.0));
+  c.eps = static_cast<float>(eps);
+  if (c.image_size % c.patch != 0) {
+    return cfg.error(key("image_size") + " " + std::to_string(c.image_size) + " is not a multiple of " +
+                     key("patch") + " " + std::to_string(c.patch));
+  }
+  if (c.hidden % c.heads != 0) return cfg.error(key("hidden") + " is not a multiple of " + key("heads"));
+  return c;
+}
+
+StackConfig vit_stack_config(const std::string& family, int64_t layers, int64_t hidden, int64_t heads,
+                             int64_t intermediate, Activation act, float eps, bool final_norm) {
+  StackConfig s;
+  s.family = family;
+  s.layers = layers;
+  s.hidden = hidden;
+  s.heads = heads;
+  s.kv_heads = heads;
+  s.head_dim = hidden / heads;
+  s.intermediate = intermediate;
+  s.norm = NormKind::kLayer;
+  s.eps = eps;
+  s.pre_norm = true;
+  s.final_norm = final_norm;
+  s.ffn = FfnKind::kMlp;
+  s.activation = act;
+  s.q_bias = s.k_bias = s.v_bias = s.o_bias = s.ffn_bias = true;
+  s.positions = PositionKind::kNone;
+  return s;
+}
+
+Result<VitTower> VitTower::create(const VitTowerConfig& c, const FormatPlan& formats, SeededWeights& src) {
+  AM_RETURN_IF_ERROR(check_weight_budget(c.family, estimate_bytes(c, formats)));
+  VitTower t;
+  t.config_ = c;
+  const int64_t fan_in = c.channels * c.patch * c.patch;
+  t.patch_w_ = src.normal(Shape{c.hidden, c.channels, c.patch, c.patch}, 0.0f,
+                          1.0f / std::sqrt(static_cast<float>(fan_in)));
+  t.patch_b_ = src.normal(Shape{c.hidden}, 0.0f, kEmbeddingStd);
+  t.extra_ = src.normal(Shape{c.extra_tokens, c.hidden}, 0.0f, kEmbeddingStd);
+  t.positions_ = src.normal(Shape{c.tokens(), c.hidden}, 0.0f, kEmbeddingStd);
+  if (c.pre_norm) {
+    t.pre_g_ = src.normal(Shape{c.hidden}, 1.0f, kNormNoiseStd);
+    t.pre_b_ = src.normal(Shape{c.hidden}, 0.0f, kNormNoiseStd);
+  }
+  AM_ASSIGN_OR_RETURN(t.stack_, TransformerStack::create(vit_stack_config(c.family, c.layers, c.hidden, c.heads,
+                                                                          c.intermediate, c.activation, c.eps,
+                                                                          c.final_norm),
+                                                         formats, src));
+  return t;
+}
+
+std::size_t VitTower::estimate_bytes(const VitTowerConfig& c, const FormatPlan& formats) {
+  const std::size_t f = sizeof(float);
+  const std::size_t embed = static_cast<std::size_t>(c.hidden * (c.channels * c.patch * c.patch + 1) +
+                                                     (c.extra_tokens + c.tokens() + 2) * c.hidden) * f;
+  return embed + TransformerStack::estimate_bytes(vit_stack_config(c.family, c.layers, c.hidden, c.heads,
+                                                                   c.intermediate, c.activation, c.eps,
+                                                                   c.final_norm),
+                                                  formats);
+}
+
+std::size_t VitTower::weights_bytes() const {
+  return patch_w_.bytes() + patch_b_.bytes() + extra_.bytes() + positions_.bytes() + pre_g_.bytes() +
+         pre_b_.bytes() + stack_.weights_bytes();
+}
+
+void VitTower::add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) const {
+  require(ops, Op::kConv2d);
+  require(ops, Op::kGatherRows);
+  if (config_.pre_norm) require(ops, Op::kLayerNorm);
+  stack_.add_required_ops(ops);
+}
+
+Result<Tensor> VitTower::forward(Backend& be, ConstTensorView pixels, int64_t batch) const {
+  const VitTowerConfig& c = config_;
+  const int64_t grid = c.image_size / c.patch;
+  Tensor patches(Shape{batch * grid * grid, c.hidden});
+  Conv2dArgs conv;
+  conv.x = pixels;
+  conv.y = patches.view();
+  conv.weight = patch_w_.data();
+  conv.bias = patch_b_.data();
+  conv.batch = batch;
+  conv.height = conv.width = c.image_size;
+  conv.in_channels = c.channels;
+  conv.out_channels = c.hidden;
+  conv.kernel_h = conv.kernel_w = conv.stride = c.patch;
+  AM_RETURN_IF_ERROR(be.conv2d(conv));
+
+  const int64_t tokens = c.tokens();
+  Tensor x(Shape{batch * tokens, c.hidden});
+  for (int64_t b = 0; b < batch; ++b) {
+    copy_rows(extra_.view(), x.view(), b * tokens);
+    copy_rows(patches.view().row_range(b * grid * grid, grid * grid), x.view(), b * tokens + c.extra_tokens);
+  }
+  std::vector<int32_t> pos(static_cast<std::size_t>(batch * tokens));
+  for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(static_cast<int64_t>(i) % tokens);
+  AM_RETURN_IF_ERROR(be.gather_rows(positions_.view(), pos.data(), batch * tokens, x.view(), true));
+  if (c.pre_norm) AM_RETURN_IF_ERROR(be.layer_norm(x.view(), pre_g_.data(), pre_b_.data(), c.eps, x.view()));
+  AM_RETURN_IF_ERROR(stack_.forward(be, x.view(), batch, tokens, 0, nullptr, nullptr));
+  return x;
+}
+
+Tensor seeded_pixels(int64_t batch, int64_t image, int64_t channels, uint64_t seed, uint64_t stream,
+                     const ExecContext& ctx) {
+  Tensor t(Shape{batch * image * image, channels});
+  fill_normal(t.data(), t.numel(), 0.0f, 1.0f, derive_seed(seed, stream), ctx);
+  return t;
+}
+
+Status take_rows(Backend& be, ConstTensorView x, int64_t stride, int64_t offset, TensorView y) {
+  std::vector<int32_t> ids(static_cast<std::size_t>(y.rows()));
+  for (int64_t i = 0; i < y.rows(); ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i * stride + offset);
+  return be.index_rows(x, ids.data(), y.rows(), y);
+}
+
+Status add_per_group(Backend& be, ConstTensorView table, int64_t rows_per_group, TensorView y) {
+  std::vector<int32_t> ids(static_cast<std::size_t>(y.rows()));
+  for (int64_t i = 0; i < y.rows(); ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i / rows_per_group);
+  return be.gather_rows(table, ids.data(), y.rows(), y, true);
+}
+
+void copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row) {
+  std::memcpy(dst.row(dst_row), src.data, static_cast<std::size_t>(src.numel()) * sizeof(float));
+}
+
+void require(std::vector<std::pair<Op, WeightFormat>>& ops, Op op, WeightFormat f) {
+  for (const auto& p : ops) {
+    if (p.first == op && p.second == f) return;
+  }
+  ops.emplace_back(op, f);
+}
+
+Tensor l2_norm_gamma(int64_t cols) {
+  Tensor g(Shape{cols});
+  const float v = 1.0f / std::sqrt(static_cast<float>(cols));
+  for (int64_t i = 0; i < cols; ++i) g.data()[i] = v;
+  return g;
+}
+
+}  // namespace am::kernels

@@ -1,0 +1,41 @@
+// The OpenCL C source of every kernel the OpenCL backend launches, and the constants shared
+// between that source and the host code that sizes its launches.
+//
+// Contract: opencl_kernel_source() is OpenCL C 1.2 (no half arithmetic, no subgroups, no
+// extensions), compiled at run time with the -D options from kernel_build_options(). Kernel
+// names and argument orders are documented beside each kernel in cl_kernels.cpp and are the
+// backend's private business.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace am::kernels::opencl {
+
+// Work-group sizes picked per device (each a power of two no larger than the device allows).
+struct KernelConfig {
+  int matmul_group = 64;  // work-items per matmul work-group (along output columns)
+  int row_group = 64;     // work-items per row for layer/RMS norm and softmax
+  int attention_group = 64;  // work-items per (sample, head, query) in attention
+  bool correctly_rounded_divide = false;  // device supports -cl-fp32-correctly-rounded-divide-sqrt
+};
+
+// Rows of x each matmul work-item computes (reusing each weight it loads that many times); the
+// "_r1" kernels compute one, for decode steps and other inputs with fewer rows.
+inline constexpr int kMatmulRows = 4;
+// Output columns per matmul work-item (a 4-wide vector); weights are padded to a multiple.
+inline constexpr int kMatmulColumns = 4;
+// Keys scored per pass of the attention kernel (its local scratch holds this many floats).
+inline constexpr int kAttentionChunk = 256;
+// The block size of q8_0 and q4_0 (GGUF's QK8_0 / QK4_0).
+inline constexpr int kQuantBlock = 32;
+
+std::string_view opencl_kernel_source();
+// The kernels of the ops beyond the BERT encoder's (rope, routing, pooling, matmul_nt), in a
+// second source string of the same program.
+std::string_view opencl_more_kernel_source();
+std::string kernel_build_options(const KernelConfig& config);
+KernelConfig kernel_config_for(std::size_t max_work_group_size, bool correctly_rounded_divide);
+
+}  // namespace am::kernels::opencl

@@ -1,0 +1,94 @@
+#include "kernels/opencl/weight_repack.h"
+
+#include <cstring>
+#include <string>
+
+#include "kernels/fp16.h"
+
+namespace am::kernels::opencl {
+namespace {
+
+constexpr std::size_t kHalfBytes = 2;
+
+Status size_mismatch(const char* format, int64_t rows, int64_t cols, std::size_t expected,
+                     std::size_t bytes) {
+  return invalid_argument(std::string("opencl: ") + format + " weight of " + std::to_string(rows) +
+                          "x" + std::to_string(cols) + " should hold " + std::to_string(expected) +
+                          " bytes, holds " + std::to_string(bytes));
+}
+
+// `has_min`: the block starts with two halves (d, m) instead of one.
+Result<RepackedBlocks> repack(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
+                              int64_t padded_rows, std::size_t block_bytes, bool has_min,
+                              const char* format) {
+  const std::size_t n = static_cast<std::size_t>(rows);
+  const std::size_t np = static_cast<std::size_t>(padded_rows);
+  const std::size_t blocks_per_row = static_cast<std::size_t>((cols + kBlockValues - 1) / kBlockValues);
+  const std::size_t blocks = n * blocks_per_row;
+  if (bytes != blocks * block_bytes || (blocks > 0 && raw == nullptr)) {
+    return size_mismatch(format, rows, cols, blocks * block_bytes, bytes);
+  }
+  const std::size_t header = has_min ? 2 * kHalfBytes : kHalfBytes;
+  const std::size_t payload = block_bytes - header;
+  RepackedBlocks out;
+  out.values.assign(blocks_per_row * payload * np, 0);
+  out.scales.assign(blocks_per_row * np, 0.0f);
+  if (has_min) out.mins.assign(blocks_per_row * np, 0.0f);
+  const auto* src = static_cast<const uint8_t*>(raw);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t b = 0; b < blocks_per_row; ++b) {
+      const uint8_t* block = src + (r * blocks_per_row + b) * block_bytes;
+      uint16_t half = 0;
+      std::memcpy(&half, block, kHalfBytes);  // little-endian halves, unaligned in GGUF's layout
+      out.scales[b * np + r] = fp16_to_fp32(half);
+      if (has_min) {
+        std::memcpy(&half, block + kHalfBytes, kHalfBytes);
+        out.mins[b * np + r] = fp16_to_fp32(half);
+      }
+      for (std::size_t j = 0; j < payload; ++j) {
+        out.values[(b * payload + j) * np + r] = block[header + j];
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<uint8_t>> transpose_float_weight(const void* raw, std::size_t bytes, int64_t rows,
+                                                    int64_t cols, int64_t padded_rows,
+                                                    std::size_t element_bytes) {
+  const std::size_t n = static_cast<std::size_t>(rows);
+  const std::size_t np = static_cast<std::size_t>(padded_rows);
+  const std::size_t k = static_cast<std::size_t>(cols);
+  if (bytes != n * k * element_bytes || (bytes > 0 && raw == nullptr)) {
+    return size_mismatch(element_bytes == 4 ? "f32" : "16-bit", rows, cols, n * k * element_bytes,
+                         bytes);
+  }
+  std::vector<uint8_t> out(np * k * element_bytes, 0);
+  const auto* src = static_cast<const uint8_t*>(raw);
+  for (std::size_t r = 0; r < n; ++r) {
+    for (std::size_t c = 0; c < k; ++c) {
+      std::memcpy(out.data() + (c * np + r) * element_bytes, src + (r * k + c) * element_bytes,
+                  element_bytes);
+    }
+  }
+  return out;
+}
+
+Result<RepackedBlocks> repack_q8_0(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
+                                   int64_t padded_rows) {
+  return repack(raw, bytes, rows, cols, padded_rows, kQ8_0BlockBytes, false, "q8_0");
+}
+
+Result<RepackedBlocks> repack_q4_0(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
+                                   int64_t padded_rows) {
+  return repack(raw, bytes, rows, cols, padded_rows, kQ4_0BlockBytes, false, "q4_0");
+}
+
+Result<RepackedBlocks> repack_q4_1(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
+                                   int64_t padded_rows) {
+  return repack(raw, bytes, rows, cols, padded_rows, kQ4_1BlockBytes, true, "q4_1");
+}
+
+}  // namespace am::kernels::opencl

@@ -1,0 +1,38 @@
+// A read-only memory mapping of a whole file.
+//
+// Contract: open() maps `path` read-only (MAP_PRIVATE) and keeps it mapped until the object is
+// destroyed or moved from; an empty file is valid and has size() 0 and data() null. Errors are
+// NotFound (no such file) or IoError naming the path and the system's reason. Move-only; the
+// mapping is immutable, so concurrent reads from any number of threads are safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace am::kernels {
+
+class MappedFile {
+ public:
+  MappedFile() = default;
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  static Result<MappedFile> open(const std::string& path);
+
+  const uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  void release();
+
+  const uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace am::kernels

@@ -1,0 +1,122 @@
+#include "jobs/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+#include "jobs/catalog.h"
+
+namespace am::jobs {
+namespace {
+
+const std::filesystem::path kCatalog = std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models";
+
+JobSpec spec_for(const std::string& model, const std::string& precision, int batch = 1, int seq_len = 32) {
+  Result<ModelEntry> m = load_model(kCatalog, model);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  JobSpec s;
+  s.model = model;
+  s.architecture = m->architecture;
+  s.model_config = m->config;
+  s.precision = precision;
+  s.batch = batch;
+  s.seq_len = seq_len;
+  return s;
+}
+
+int64_t estimate(const JobSpec& s) {
+  std::optional<int64_t> b = estimate_job_bytes(s);
+  EXPECT_TRUE(b.has_value()) << s.model << " " << s.precision;
+  return b.value_or(-1);
+}
+
+TEST(MemoryEstimate, BitsPerWeightOfEveryFormat) {
+  EXPECT_EQ(bits_per_weight("f32"), 32.0);
+  EXPECT_EQ(bits_per_weight("bf16"), 16.0);
+  EXPECT_EQ(bits_per_weight("q8_0"), 8.5);
+  EXPECT_EQ(bits_per_weight("q4_0"), 4.5);
+  EXPECT_EQ(bits_per_weight("q4_1"), 5.0);
+  EXPECT_EQ(bits_per_weight("q3_k"), 3.4375);
+  EXPECT_EQ(bits_per_weight("q2_k"), 2.625);
+  EXPECT_FALSE(bits_per_weight("mixed").has_value());
+  EXPECT_FALSE(bits_per_weight("q5_k").has_value());
+}
+
+TEST(MemoryEstimate, BertTinyF32IsItsParametersPlusSmallActivations) {
+  // 4.39 M parameters at 4 bytes (the pooler is not run: 4.37 M counted) + activations < 1 MB.
+  const int64_t b = estimate(spec_for("bert-tiny", "f32"));
+  EXPECT_GT(b, 17'400'000);
+  EXPECT_LT(b, 18'800'000);
+}
+
+TEST(MemoryEstimate, WeightsShrinkInPrecisionOrder) {
+  const std::vector<std::string> order = {"f32", "f16", "q8_0", "mixed", "q4_1", "q4_0", "q3_k", "q2_k"};
+  int64_t previous = INT64_MAX;
+  for (const std::string& p : order) {
+    const int64_t b = estimate(spec_for("TinyLlama-1.1B-Chat", p));
+    EXPECT_LT(b, previous) << p;
+    previous = b;
+  }
+}
+
+TEST(MemoryEstimate, PublishedBigModelsLandNearTheirKnownSizes) {
+  // TinyLlama 1.1 B: ~0.97 B linear weights at 4.5 bits + 131 M f32 embedding ~ 0.68 GB, plus cache.
+  const int64_t tinyllama_q4 = estimate(spec_for("TinyLlama-1.1B-Chat", "q4_0"));
+  EXPECT_GT(tinyllama_q4, 600'000'000);
+  EXPECT_LT(tinyllama_q4, 900'000'000);
+  // Mamba 2.8 B at f32: ~11 GB.
+  const int64_t mamba = estimate(spec_for("mamba-2.8b", "f32"));
+  EXPECT_GT(mamba, 10'500'000'000);
+  EXPECT_LT(mamba, 12'500'000'000);
+  // LLaVA-1.5 7B at q8_0: ~7 B weights at 8.5 bits ~ 7.2 GB plus two f32 embedding tables.
+  const int64_t llava = estimate(spec_for("LLaVA-1.5-7B", "q8_0"));
+  EXPECT_GT(llava, 7'000'000'000);
+  EXPECT_LT(llava, 9'000'000'000);
+  // SD 1.5 UNet, 860 M parameters at f32 (convolutions stay f32): ~3.4 GB plus activations.
+  const int64_t unet = estimate(spec_for("stable-diffusion-v1-5-unet", "f32"));
+  EXPECT_GT(unet, 3'300'000'000);
+  EXPECT_LT(unet, 5'000'000'000);
+}
+
+TEST(MemoryEstimate, KvCacheGrowsWithSequenceAndBatch) {
+  const int64_t short_seq = estimate(spec_for("TinyLlama-1.1B-Chat", "q8_0", 1, 32));
+  const int64_t long_seq = estimate(spec_for("TinyLlama-1.1B-Chat", "q8_0", 1, 1024));
+  const int64_t big_batch = estimate(spec_for("TinyLlama-1.1B-Chat", "q8_0", 8, 1024));
+  // 22 layers x 2 x 992 more positions x 256 KV columns x 4 bytes at least.
+  EXPECT_GE(long_seq - short_seq, int64_t{22} * 2 * 992 * 256 * 4);
+  EXPECT_GT(big_batch, long_seq);
+}
+
+TEST(MemoryEstimate, EveryCatalogModelHasAnEstimateAtEveryPrecision) {
+  Result<std::vector<ModelEntry>> all = load_catalog(kCatalog);
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  for (const ModelEntry& m : *all) {
+    for (const char* p : {"f32", "q8_0", "q4_0", "mixed", "q2_k"}) {
+      JobSpec s;
+      s.model = m.name;
+      s.architecture = m.architecture;
+      s.model_config = m.config;
+      s.precision = p;
+      s.seq_len = 16;
+      std::optional<int64_t> b = estimate_job_bytes(s);
+      ASSERT_TRUE(b.has_value()) << m.name << " at " << p;
+      EXPECT_GT(*b, 0) << m.name;
+      if (m.parameters > 0 && std::string(p) == "f32") {
+        // Weights alone are about 4 bytes per stated parameter; allow for heads not in the count.
+        EXPECT_GT(*b, m.parameters * 3) << m.name;
+      }
+    }
+  }
+}
+
+TEST(MemoryEstimate, UnknownArchitectureMissingKeyOrPrecisionIsNullopt) {
+  JobSpec s = spec_for("bert-tiny", "f32");
+  s.architecture = "quantum";
+  EXPECT_FALSE(estimate_job_bytes(s).has_value());
+  s = spec_for("bert-tiny", "f32");
+  s.model_config.erase("hidden");
+  EXPECT_FALSE(estimate_job_bytes(s).has_value());
+  s = spec_for("bert-tiny", "q5_k");
+  EXPECT_FALSE(estimate_job_bytes(s).has_value());
+}
+
+}  // namespace
+}  // namespace am::jobs

@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include "family_test_util.h"
+
+namespace am::kernels {
+namespace {
+
+nlohmann::json tiny_unet(int steps) {
+  return {{"sample_size", 8},       {"in_channels", 4},        {"out_channels", 4},
+          {"block_channels", {16, 32}}, {"layers_per_block", 1}, {"attention_levels", 1},
+          {"attention_heads", 2},   {"cross_attention_dim", 24}, {"text_len", 5},
+          {"norm_groups", 4},       {"steps", steps}};
+}
+
+TEST(DiffusionFamily, DenoisedLatentFiniteDeterministicCloseAtQ8) {
+  testing::expect_family_basics(testing::family_spec("diffusion", tiny_unet(2), 2, 1), 2 * 64, 4, false, 5e-2);
+}
+
+TEST(DiffusionFamily, MoreStepsChangeTheResult) {
+  testing::FamilyRun one = testing::build_and_run(testing::family_spec("diffusion", tiny_unet(1), 1, 1), "f32");
+  testing::FamilyRun three = testing::build_and_run(testing::family_spec("diffusion", tiny_unet(3), 1, 1), "f32");
+  ASSERT_EQ(one.out.output.numel(), three.out.output.numel());
+  double diff = 0;
+  for (int64_t i = 0; i < one.out.output.numel(); ++i) diff += std::abs(one.out.output.data()[i] - three.out.output.data()[i]);
+  EXPECT_GT(diff, 1e-3);
+}
+
+TEST(DiffusionFamily, MissingOpIsUnsupportedNamingIt) {
+  testing::expect_unsupported_on_empty_backend(testing::family_spec("diffusion", tiny_unet(1), 1, 1));
+}
+
+TEST(DiffusionFamily, GroupsThatDoNotDivideChannelsAreRejected) {
+  nlohmann::json c = tiny_unet(1);
+  c["norm_groups"] = 5;
+  ThreadPool pool(1);
+  Result<std::unique_ptr<ModelGraph>> g =
+      build_graph(testing::family_spec("diffusion", c, 1, 1), "f32", ExecContext{best_kernel_path(), &pool});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("norm_groups"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace am::kernels

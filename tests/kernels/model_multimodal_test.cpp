@@ -1,0 +1,67 @@
+#include <gtest/gtest.h>
+
+#include "family_test_util.h"
+
+namespace am::kernels {
+namespace {
+
+nlohmann::json tiny_llava(int crops) {
+  return {{"variant", "llava"},   {"vision_image_size", 32}, {"vision_patch", 8}, {"vision_layers", 3},
+          {"vision_hidden", 48},  {"vision_heads", 4},       {"vision_intermediate", 96},
+          {"vision_activation", "quick_gelu"}, {"image_crops", crops},
+          {"layers", 2},          {"hidden", 64},            {"heads", 4},        {"kv_heads", 2},
+          {"intermediate", 128},  {"vocab", 256},            {"max_positions", 128}, {"decode_steps", 3}};
+}
+
+nlohmann::json tiny_xclip() {
+  return {{"variant", "xclip"},   {"vision_image_size", 32}, {"vision_patch", 16}, {"vision_layers", 2},
+          {"vision_hidden", 32},  {"vision_heads", 2},       {"vision_intermediate", 64},
+          {"text_layers", 1},     {"text_hidden", 32},       {"text_heads", 2},    {"text_intermediate", 64},
+          {"vocab", 100},         {"max_positions", 16},     {"projection_dim", 16},
+          {"frames", 4},          {"mit_layers", 1},         {"mit_heads", 2},     {"mit_intermediate", 32}};
+}
+
+nlohmann::json tiny_clap() {
+  return {{"variant", "clap"},      {"audio_image_size", 32}, {"audio_patch", 4},  {"audio_hidden", 16},
+          {"audio_depths", {1, 1, 2}}, {"audio_heads", {2, 4, 8}}, {"audio_window", 4},
+          {"audio_mel_bins", 16},   {"audio_frames", 64},
+          {"text_layers", 1},       {"text_hidden", 32},      {"text_heads", 2},   {"text_intermediate", 64},
+          {"vocab", 120},           {"max_positions", 20},    {"projection_dim", 16}};
+}
+
+TEST(MultimodalFamily, LlavaPrefillOverImageAndTextThenDecode) {
+  const jobs::JobSpec spec = testing::family_spec("multimodal", tiny_llava(1), 2, 6);
+  testing::expect_family_basics(spec, 2 * 4, 256, true, 1e-2);
+  testing::FamilyRun r = testing::build_and_run(spec, "f32");
+  EXPECT_EQ(r.out.phases.prefill_tokens, 2 * (16 + 6));  // 16 image tokens (4x4 patches) + 6 prompt tokens
+  EXPECT_EQ(r.out.phases.decode_tokens, 6);
+}
+
+TEST(MultimodalFamily, LlavaAnyResCropsMultiplyImageTokens) {
+  testing::FamilyRun r = testing::build_and_run(testing::family_spec("multimodal", tiny_llava(3), 1, 4), "f32");
+  EXPECT_EQ(r.out.phases.prefill_tokens, 3 * 16 + 4);
+}
+
+TEST(MultimodalFamily, XclipVideoTextLogitsFiniteDeterministicCloseAtQ8) {
+  testing::expect_family_basics(testing::family_spec("multimodal", tiny_xclip(), 2, 8), 2, 2, true, 1e-2);
+}
+
+TEST(MultimodalFamily, ClapAudioTextLogitsFiniteDeterministicCloseAtQ8) {
+  testing::expect_family_basics(testing::family_spec("multimodal", tiny_clap(), 2, 10), 2, 2, true, 1e-2);
+}
+
+TEST(MultimodalFamily, MissingOpIsUnsupportedNamingIt) {
+  testing::expect_unsupported_on_empty_backend(testing::family_spec("multimodal", tiny_llava(1), 1, 4));
+  testing::expect_unsupported_on_empty_backend(testing::family_spec("multimodal", tiny_clap(), 1, 4));
+}
+
+TEST(MultimodalFamily, LlavaRejectsPromptBeyondMaxPositions) {
+  ThreadPool pool(1);
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("multimodal", tiny_llava(4), 1, 100), "f32",
+                                                      ExecContext{best_kernel_path(), &pool});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("max_positions"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace am::kernels

@@ -1,0 +1,60 @@
+// Shared by the OpenCL tests: the devices to test (every OpenCL device present, or a skip with
+// the reason), the cpu scalar reference, and the NMSE tolerances of every op in one place.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/accuracy.h"
+#include "kernels/cpu_backend.h"
+#include "kernels/opencl/cl_device.h"
+#include "kernels/opencl/opencl_backend.h"
+
+namespace am::kernels::testing {
+
+// NMSE of an OpenCL output against the cpu scalar reference on the same inputs. The OpenCL
+// kernels use the reference's formulas; what remains is float summation order (tree
+// reductions, tiles) and the device libm (erf/exp/tanh within OpenCL's ULP limits), both
+// ~1e-14..1e-12 in NMSE on these shapes. The limits leave two to three decades of margin and
+// still catch any real defect (a wrong element, a missed block, a wrong mask) by many decades.
+struct OpenClTolerance {
+  static constexpr double kElementwise = 1e-12;   // add, mul, relu, gather: same float ops
+  static constexpr double kTranscendental = 1e-10;  // gelu/silu/sigmoid, softmax
+  static constexpr double kNorm = 1e-10;          // layer/RMS norm: float tree vs double sums
+  static constexpr double kFloatMatmul = 1e-10;   // f32/f16/bf16 weights: summation order
+  // Block formats: identical int8 activation quants and int32 block sums; only the float sum
+  // over blocks is reordered.
+  static constexpr double kQuantMatmul = 1e-10;
+  static constexpr double kAttention = 1e-10;     // online softmax vs two-pass
+  // The whole encoder: every op above, compounded through layers and LayerNorms.
+  static constexpr double kEncoder = 1e-8;
+};
+
+// Every OpenCL device, or the reason there is none.
+inline Result<std::vector<opencl::OpenClDevice>> opencl_devices_or_reason() {
+  return opencl::list_opencl_devices();
+}
+
+// Binds `devices` to every OpenCL device, or skips the test when there is none (no loader, no
+// platform: Unsupported). Any other failure to enumerate is a broken installation and fails.
+#define AM_REQUIRE_OPENCL_DEVICES(devices)                                                    \
+  auto devices##_result = ::am::kernels::testing::opencl_devices_or_reason();                  \
+  if (!devices##_result.ok()) {                                                                 \
+    if (devices##_result.status().code() != ::am::StatusCode::kUnsupported) {                   \
+      FAIL() << devices##_result.status().to_string();                                          \
+    }                                                                                            \
+    GTEST_SKIP() << "no OpenCL platform/device here (" << devices##_result.status().message()  \
+                 << "); install pocl-opencl-icd (ops/setup.sh does) to run the OpenCL tests";   \
+  }                                                                                              \
+  const std::vector<::am::kernels::opencl::OpenClDevice>& devices = *devices##_result
+
+inline ExecContext scalar_context() { return ExecContext{KernelPath::kScalar, nullptr}; }
+
+inline double nmse(ConstTensorView y, ConstTensorView ref) {
+  return compare_outputs(y.data, ref.data, ref.rows(), ref.cols()).nmse;
+}
+
+}  // namespace am::kernels::testing

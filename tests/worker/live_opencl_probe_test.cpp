@@ -1,0 +1,50 @@
+// The OpenCL probe on this machine: ops/setup.sh installs PoCL, which must show up as a software
+// (CPU) OpenCL device that the OpenCL backend may schedule on. Label: opencl.
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "worker/probe.h"
+
+namespace am::worker {
+namespace {
+
+using nlohmann::json;
+
+bool pocl_installed() {
+  std::error_code ec;
+  return std::filesystem::exists("/etc/OpenCL/vendors/pocl.icd", ec);
+}
+
+TEST(LiveOpenClProbe, FindsPoclAsASoftwareDevice) {
+  if (!pocl_installed()) GTEST_SKIP() << "PoCL's ICD (/etc/OpenCL/vendors/pocl.icd) is not installed";
+  // PoCL keeps its kernel cache here; the probe compiles nothing, but the runtime may look.
+  const auto cache = std::filesystem::temp_directory_path() / "am-pocl-cache";
+  std::filesystem::create_directories(cache);
+  setenv("POCL_CACHE_DIR", cache.c_str(), /*overwrite=*/0);
+
+  json record = {{"cpu", {{"isa_level", "x86-64-v3"}}}, {"devices", json::array()}};
+  const Status st = make_opencl_probe(ProbeOptions{})->run(record);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const json& rt = record["runtimes"]["opencl"];
+  ASSERT_EQ(rt["present"], true) << rt.dump();
+  bool found = false;
+  for (const auto& d : record["devices"]) {
+    if (d["platform"] != "Portable Computing Language") continue;
+    found = true;
+    EXPECT_EQ(d["software"], true) << d.dump();
+    EXPECT_EQ(d["type"], "cpu");
+    EXPECT_EQ(d["schedulable"], true);
+    EXPECT_GT(d["memory_bytes"].get<uint64_t>(), 0u);
+    EXPECT_GT(d["compute_units"].get<uint64_t>(), 0u);
+    EXPECT_EQ(d["key"].get<std::string>().rfind("opencl:", 0), 0u);
+    // f16 is advertised exactly when the device has cl_khr_fp16.
+    const bool has_f16 = std::find(d["precisions"].begin(), d["precisions"].end(), "f16") != d["precisions"].end();
+    EXPECT_EQ(has_f16, d["features"]["fp16"].get<bool>());
+  }
+  EXPECT_TRUE(found) << record.dump(2);
+}
+
+}  // namespace
+}  // namespace am::worker

@@ -1,0 +1,36 @@
+// The OpenCL probe (logger "worker/probe/opencl"): every platform and device the ICD loader
+// (libOpenCL.so.1, opened with dlopen) reports.
+//
+// Answers source "opencl": {"library": {...}, "platforms_status": cl_int,
+//   "platforms": [{"CL_PLATFORM_NAME", "CL_PLATFORM_VENDOR", "CL_PLATFORM_VERSION",
+//                  "CL_PLATFORM_PROFILE", "CL_PLATFORM_EXTENSIONS", "devices_status": cl_int,
+//                  "devices": [{"CL_DEVICE_NAME", ..., "CL_DEVICE_EXTENSIONS"} | {"error"}]}]}
+// — each device's answers keyed by the OpenCL query's name (docs/RECORDINGS.md lists them).
+//
+// Record parts written:
+//   "runtimes"."opencl": {"present": false} when no ICD loader is installed, else {"present": true,
+//       "library", "platforms": [{"name", "vendor", "version", "devices"}], "skipped_devices":
+//       [{"platform", "device", "reason"}], optional "error"}
+//   one "devices" entry per usable device, key "opencl:<n>" counted over all platforms:
+//       {"backend": "opencl", "name", "vendor", "vendor_id", "driver", "platform", "version",
+//        "opencl_c_version", "type": "gpu"|"cpu"|"accelerator"|"custom"|"other", "software",
+//        "schedulable": true, "compute_units", "clock_mhz", "memory_bytes" (global memory),
+//        "local_memory_bytes", "max_alloc_bytes", "precisions", "features": {"fp16", "fp64",
+//        "int_dot_product", "subgroups"}, optional "compute_capability"/"isa_level",
+//        "hardware_class"}
+// A device is software when its type is CPU or its name is a known CPU renderer — never by
+// vendor id (PoCL reports Intel's 0x8086 on an AMD CPU). Software devices are not GPUs, but they
+// are schedulable: the OpenCL backend is tested on PoCL.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace am::worker {
+
+// Precisions the OpenCL backend declares on every OpenCL device; the coordinator matches jobs
+// against them. f16 is added only on devices with cl_khr_fp16.
+inline constexpr std::array<std::string_view, 3> kOpenClPrecisions = {"f32", "q8_0", "q4_0"};
+inline constexpr std::string_view kOpenClHalfPrecision = "f16";
+
+}  // namespace am::worker
