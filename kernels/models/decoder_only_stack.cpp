@@ -88,16 +88,6 @@ Linear SeededWeights::linear(int64_t in, int64_t out, float stddev, bool with_bi
   return Linear::create(std::move(w), with_bias ? std::move(b) : Tensor(), format, ctx_);
 }
 
-Result<FormatPlan> format_plan_for(std::string_view precision) {
-  FormatPlan p;
-  AM_ASSIGN_OR_RETURN(p.attention, weight_format_for_role(precision, TensorRole::kAttention, "cpu"));
-  AM_ASSIGN_OR_RETURN(p.feed_forward, weight_format_for_role(precision, TensorRole::kFeedForward, "cpu"));
-  AM_ASSIGN_OR_RETURN(p.embedding, weight_format_for_role(precision, TensorRole::kEmbedding, "cpu"));
-  AM_ASSIGN_OR_RETURN(p.output, weight_format_for_role(precision, TensorRole::kOutput, "cpu"));
-  AM_ASSIGN_OR_RETURN(p.other, weight_format_for_role(precision, TensorRole::kOther, "cpu"));
-  return p;
-}
-
 std::size_t linear_bytes(int64_t in, int64_t out, WeightFormat format, bool with_bias) {
   return static_cast<std::size_t>(out) * weight_format_row_bytes(format, in) +
          (with_bias ? static_cast<std::size_t>(out) * sizeof(float) : 0);

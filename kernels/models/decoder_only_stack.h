@@ -34,6 +34,7 @@
 #include "common/status.h"
 #include "kernels/activation.h"
 #include "kernels/backend.h"
+#include "kernels/models/format_plan.h"
 #include "kernels/exec_context.h"
 #include "kernels/linear.h"
 #include "kernels/rope.h"
@@ -79,15 +80,6 @@ class SeededWeights {
   uint64_t next_ = 0;
 };
 
-// Formats per tensor role at one precision (weight_format_for_role on "cpu").
-struct FormatPlan {
-  WeightFormat attention = WeightFormat::kF32;
-  WeightFormat feed_forward = WeightFormat::kF32;
-  WeightFormat embedding = WeightFormat::kF32;
-  WeightFormat output = WeightFormat::kF32;
-  WeightFormat other = WeightFormat::kF32;
-};
-Result<FormatPlan> format_plan_for(std::string_view precision);
 
 // Stored bytes of an [out, in] weight at `format` (plus f32 bias), for budget checks.
 std::size_t linear_bytes(int64_t in, int64_t out, WeightFormat format, bool with_bias);

@@ -158,11 +158,11 @@ Status validate_encoder_input(const EncoderConfig& config, const EncoderInput& i
 }
 
 Result<EncoderModel> EncoderModel::create_synthetic(const EncoderConfig& config,
-                                                    WeightFormat format, uint64_t seed,
+                                                    const FormatPlan& formats, uint64_t seed,
                                                     const ExecContext& ctx) {
   EncoderModel m;
   m.config_ = config;
-  m.format_ = format;
+  m.formats_ = formats;
   AM_ASSIGN_OR_RETURN(m.activation_, activation_from_name(config.activation));
   const int64_t h = config.hidden;
   WeightSource src(seed, ctx);
@@ -174,14 +174,14 @@ Result<EncoderModel> EncoderModel::create_synthetic(const EncoderConfig& config,
   m.layers_.reserve(static_cast<std::size_t>(config.layers));
   for (int64_t i = 0; i < config.layers; ++i) {
     Layer l;
-    l.attention.query = src.linear(h, h, format);
-    l.attention.key = src.linear(h, h, format);
-    l.attention.value = src.linear(h, h, format);
-    l.attention.output = src.linear(h, h, format);
+    l.attention.query = src.linear(h, h, formats.attention);
+    l.attention.key = src.linear(h, h, formats.attention);
+    l.attention.value = src.linear(h, h, formats.attention);
+    l.attention.output = src.linear(h, h, formats.attention);
     l.attention_norm_gamma = src.normal(Shape{h}, 1.0f, kNormNoiseStd);
     l.attention_norm_beta = src.normal(Shape{h}, 0.0f, kNormNoiseStd);
-    l.ffn_up = src.linear(h, config.intermediate, format);
-    l.ffn_down = src.linear(config.intermediate, h, format);
+    l.ffn_up = src.linear(h, config.intermediate, formats.feed_forward);
+    l.ffn_down = src.linear(config.intermediate, h, formats.feed_forward);
     l.ffn_norm_gamma = src.normal(Shape{h}, 1.0f, kNormNoiseStd);
     l.ffn_norm_beta = src.normal(Shape{h}, 0.0f, kNormNoiseStd);
     m.layers_.push_back(std::move(l));
@@ -189,10 +189,10 @@ Result<EncoderModel> EncoderModel::create_synthetic(const EncoderConfig& config,
   return m;
 }
 
-EncoderModel EncoderModel::converted(WeightFormat format, const ExecContext& ctx) const {
+EncoderModel EncoderModel::converted(const FormatPlan& formats, const ExecContext& ctx) const {
   EncoderModel m;
   m.config_ = config_;
-  m.format_ = format;
+  m.formats_ = formats;
   m.activation_ = activation_;
   m.word_embeddings_ = word_embeddings_.clone();
   m.position_embeddings_ = position_embeddings_.clone();
@@ -202,14 +202,14 @@ EncoderModel EncoderModel::converted(WeightFormat format, const ExecContext& ctx
   m.layers_.reserve(layers_.size());
   for (const Layer& src : layers_) {
     Layer l;
-    l.attention.query = src.attention.query.converted(format, ctx);
-    l.attention.key = src.attention.key.converted(format, ctx);
-    l.attention.value = src.attention.value.converted(format, ctx);
-    l.attention.output = src.attention.output.converted(format, ctx);
+    l.attention.query = src.attention.query.converted(formats.attention, ctx);
+    l.attention.key = src.attention.key.converted(formats.attention, ctx);
+    l.attention.value = src.attention.value.converted(formats.attention, ctx);
+    l.attention.output = src.attention.output.converted(formats.attention, ctx);
     l.attention_norm_gamma = src.attention_norm_gamma.clone();
     l.attention_norm_beta = src.attention_norm_beta.clone();
-    l.ffn_up = src.ffn_up.converted(format, ctx);
-    l.ffn_down = src.ffn_down.converted(format, ctx);
+    l.ffn_up = src.ffn_up.converted(formats.feed_forward, ctx);
+    l.ffn_down = src.ffn_down.converted(formats.feed_forward, ctx);
     l.ffn_norm_gamma = src.ffn_norm_gamma.clone();
     l.ffn_norm_beta = src.ffn_norm_beta.clone();
     m.layers_.push_back(std::move(l));
@@ -233,7 +233,8 @@ std::size_t EncoderModel::weights_bytes() const {
 
 std::vector<std::pair<Op, WeightFormat>> EncoderModel::required_ops() const {
   return {{Op::kGatherRows, WeightFormat::kF32}, {Op::kLayerNorm, WeightFormat::kF32},
-          {Op::kLinear, format_},                {Op::kAttention, WeightFormat::kF32},
+          {Op::kLinear, formats_.attention},     {Op::kLinear, formats_.feed_forward},
+          {Op::kAttention, WeightFormat::kF32},
           {Op::kActivation, WeightFormat::kF32}, {Op::kAdd, WeightFormat::kF32}};
 }
 

@@ -33,6 +33,7 @@
 #include "kernels/backend.h"
 #include "kernels/exec_context.h"
 #include "kernels/linear.h"
+#include "kernels/models/format_plan.h"
 #include "kernels/tensor.h"
 #include "kernels/weight_format.h"
 
@@ -87,17 +88,19 @@ class EncoderModel {
   // A model over given f32 tensors (kernels/models/encoder_only_tensors.cpp): shapes checked
   // against `config` (InvalidArgument naming the tensor), linear weights stored at `format`
   // exactly as create_synthetic() stores seeded ones.
-  static Result<EncoderModel> from_tensors(const EncoderConfig& config, WeightFormat format, EncoderTensors tensors,
+  static Result<EncoderModel> from_tensors(const EncoderConfig& config, const FormatPlan& formats, EncoderTensors tensors,
                                            const ExecContext& ctx);
   // Copies of every weight as f32; FailedPrecondition unless the model is f32.
   Result<EncoderTensors> tensors() const;
-  static Result<EncoderModel> create_synthetic(const EncoderConfig& config, WeightFormat format,
+  static Result<EncoderModel> create_synthetic(const EncoderConfig& config, const FormatPlan& formats,
                                                uint64_t seed, const ExecContext& ctx);
   // Requires an f32 model; embeddings and norms are copied, linear weights converted.
-  EncoderModel converted(WeightFormat format, const ExecContext& ctx) const;
+  EncoderModel converted(const FormatPlan& formats, const ExecContext& ctx) const;
 
   const EncoderConfig& config() const { return config_; }
-  WeightFormat format() const { return format_; }
+  // Linear layers: attention projections in formats().attention, feed-forward in
+  // formats().feed_forward (a "mixed" precision differs between them).
+  const FormatPlan& formats() const { return formats_; }
   // Bytes of every weight at its stored format (linear weights at the model's format).
   std::size_t weights_bytes() const;
   // Every (op, weight format) forward() needs; ask the backend about each before running.
@@ -116,7 +119,7 @@ class EncoderModel {
   };
 
   EncoderConfig config_;
-  WeightFormat format_ = WeightFormat::kF32;
+  FormatPlan formats_;
   Activation activation_ = Activation::kGeluErf;
   Tensor word_embeddings_, position_embeddings_, token_type_embeddings_;
   Tensor embedding_norm_gamma_, embedding_norm_beta_;

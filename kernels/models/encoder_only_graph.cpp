@@ -40,7 +40,7 @@ Result<std::unique_ptr<ModelGraph>> build_encoder_only_graph(const jobs::JobSpec
                                                              std::string_view precision,
                                                              const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(EncoderConfig config, encoder_config_from_json(spec.model_config));
-  AM_ASSIGN_OR_RETURN(WeightFormat format, weight_format_for_precision(precision, "cpu"));
+  AM_ASSIGN_OR_RETURN(FormatPlan format, format_plan_for(precision));
   EncoderInput input = make_synthetic_encoder_input(config, spec.batch, spec.seq_len, spec.seed);
   AM_RETURN_IF_ERROR(validate_encoder_input(config, input));
   // model_config "weights_path" names a BERT safetensors checkpoint; without it, seeded weights.

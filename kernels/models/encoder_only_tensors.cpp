@@ -14,7 +14,7 @@ std::string layer_name(std::size_t i, const char* what) { return "layer " + std:
 
 }  // namespace
 
-Result<EncoderModel> EncoderModel::from_tensors(const EncoderConfig& config, WeightFormat format, EncoderTensors t,
+Result<EncoderModel> EncoderModel::from_tensors(const EncoderConfig& config, const FormatPlan& formats, EncoderTensors t,
                                                 const ExecContext& ctx) {
   const int64_t h = config.hidden, inter = config.intermediate;
   AM_RETURN_IF_ERROR(check_tensor_shape(kOwner, "word embeddings", t.word_embeddings, Shape{config.vocab, h}));
@@ -30,7 +30,7 @@ Result<EncoderModel> EncoderModel::from_tensors(const EncoderConfig& config, Wei
   }
   EncoderModel m;
   m.config_ = config;
-  m.format_ = format;
+  m.formats_ = formats;
   AM_ASSIGN_OR_RETURN(m.activation_, activation_from_name(config.activation));
   m.word_embeddings_ = std::move(t.word_embeddings);
   m.position_embeddings_ = std::move(t.position_embeddings);
@@ -42,23 +42,23 @@ Result<EncoderModel> EncoderModel::from_tensors(const EncoderConfig& config, Wei
     EncoderTensors::Layer& s = t.layers[i];
     Layer l;
     AM_ASSIGN_OR_RETURN(l.attention.query, linear_from_tensors(kOwner, layer_name(i, "query"), std::move(s.query_w),
-                                                               std::move(s.query_b), h, h, true, format, ctx));
+                                                               std::move(s.query_b), h, h, true, formats.attention, ctx));
     AM_ASSIGN_OR_RETURN(l.attention.key, linear_from_tensors(kOwner, layer_name(i, "key"), std::move(s.key_w),
-                                                             std::move(s.key_b), h, h, true, format, ctx));
+                                                             std::move(s.key_b), h, h, true, formats.attention, ctx));
     AM_ASSIGN_OR_RETURN(l.attention.value, linear_from_tensors(kOwner, layer_name(i, "value"), std::move(s.value_w),
-                                                               std::move(s.value_b), h, h, true, format, ctx));
+                                                               std::move(s.value_b), h, h, true, formats.attention, ctx));
     AM_ASSIGN_OR_RETURN(l.attention.output,
                         linear_from_tensors(kOwner, layer_name(i, "attention output"), std::move(s.output_w),
-                                            std::move(s.output_b), h, h, true, format, ctx));
+                                            std::move(s.output_b), h, h, true, formats.attention, ctx));
     AM_RETURN_IF_ERROR(
         check_tensor_shape(kOwner, layer_name(i, "attention norm gamma"), s.attention_norm_gamma, Shape{h}));
     AM_RETURN_IF_ERROR(check_tensor_shape(kOwner, layer_name(i, "attention norm beta"), s.attention_norm_beta, Shape{h}));
     l.attention_norm_gamma = std::move(s.attention_norm_gamma);
     l.attention_norm_beta = std::move(s.attention_norm_beta);
     AM_ASSIGN_OR_RETURN(l.ffn_up, linear_from_tensors(kOwner, layer_name(i, "ffn up"), std::move(s.ffn_up_w),
-                                                      std::move(s.ffn_up_b), h, inter, true, format, ctx));
+                                                      std::move(s.ffn_up_b), h, inter, true, formats.feed_forward, ctx));
     AM_ASSIGN_OR_RETURN(l.ffn_down, linear_from_tensors(kOwner, layer_name(i, "ffn down"), std::move(s.ffn_down_w),
-                                                        std::move(s.ffn_down_b), inter, h, true, format, ctx));
+                                                        std::move(s.ffn_down_b), inter, h, true, formats.feed_forward, ctx));
     AM_RETURN_IF_ERROR(check_tensor_shape(kOwner, layer_name(i, "ffn norm gamma"), s.ffn_norm_gamma, Shape{h}));
     AM_RETURN_IF_ERROR(check_tensor_shape(kOwner, layer_name(i, "ffn norm beta"), s.ffn_norm_beta, Shape{h}));
     l.ffn_norm_gamma = std::move(s.ffn_norm_gamma);

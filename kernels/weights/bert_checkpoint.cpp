@@ -27,7 +27,7 @@ std::string layer_base(int64_t i) { return "encoder.layer." + std::to_string(i) 
 
 }  // namespace
 
-Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& c, WeightFormat format,
+Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& c, const FormatPlan& format,
                                           const ExecContext& ctx) {
   const int64_t h = c.hidden, inter = c.intermediate;
   EncoderTensors t;
@@ -65,7 +65,7 @@ Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const Enc
   return EncoderModel::from_tensors(c, format, std::move(t), ctx);
 }
 
-Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, WeightFormat format,
+Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, const FormatPlan& format,
                                           const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
   return load_bert_checkpoint(file, config, format, ctx);

@@ -48,8 +48,8 @@ inline constexpr const char* kWeightsPathKey = "weights_path";
 Result<std::optional<std::string>> checkpoint_path_from(const nlohmann::json& model_config, const std::string& family);
 
 Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& config,
-                                          WeightFormat format, const ExecContext& ctx);
-Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, WeightFormat format,
+                                          const FormatPlan& format, const ExecContext& ctx);
+Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, const FormatPlan& format,
                                           const ExecContext& ctx);
 Status save_bert_checkpoint(const EncoderModel& model, const std::string& path,
                             SafetensorsDtype dtype = SafetensorsDtype::kF32);

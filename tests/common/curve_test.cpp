@@ -81,12 +81,20 @@ std::optional<Envelope> recv_within(RouterEndpoint& router, int ms) {
   return got.ok() ? std::move(*got) : std::nullopt;
 }
 
+// A peer whose handshake is refused may find its send failing (libzmq can tear the connection
+// down before the message is queued) or succeeding (queued, then dropped); either is fine. What
+// the tests assert is that nothing it sends ever reaches the server.
+void send_from_refused_peer(DealerEndpoint& d, const proto::Message& m) {
+  Status ignored = d.send(m);
+  (void)ignored;
+}
+
 TEST(CurveTransport, AllowListedClientIsServedAndStrangerIsRefused) {
   AM_REQUIRE_CURVE();
   CurveSetup s;
   RouterEndpoint router = curve_router(s, {s.allowed.public_key});
   DealerEndpoint stranger = curve_dealer(router.bound_endpoint(), s.server.public_key, s.stranger);
-  ASSERT_TRUE(stranger.send(bye("from stranger")).ok());
+  send_from_refused_peer(stranger, bye("from stranger"));
   DealerEndpoint friendly = curve_dealer(router.bound_endpoint(), s.server.public_key, s.allowed);
   ASSERT_TRUE(friendly.send(bye("from friend")).ok());
 
@@ -108,7 +116,7 @@ TEST(CurveTransport, ClientWithTheWrongServerKeyNeverConnects) {
   RouterEndpoint router = curve_router(s, {s.allowed.public_key});
   const CurveKeyPair impostor = keypair();
   DealerEndpoint d = curve_dealer(router.bound_endpoint(), impostor.public_key, s.allowed);
-  ASSERT_TRUE(d.send(bye("wrong server key")).ok());
+  send_from_refused_peer(d, bye("wrong server key"));
   EXPECT_FALSE(recv_within(router, kAbsenceWaitMs).has_value());
 }
 
@@ -118,7 +126,7 @@ TEST(CurveTransport, PlainClientCannotTalkToACurveServer) {
   RouterEndpoint router = curve_router(s, {});
   auto plain = DealerEndpoint::connect(router.bound_endpoint());
   ASSERT_TRUE(plain.ok());
-  ASSERT_TRUE(plain->send(bye("plain text")).ok());
+  send_from_refused_peer(*plain, bye("plain text"));
   EXPECT_FALSE(recv_within(router, kAbsenceWaitMs).has_value());
 }
 
@@ -144,8 +152,8 @@ TEST(CurveTransport, TwoServersInOneProcessKeepSeparateAllowLists) {
   DealerEndpoint b_to_1 = curve_dealer(r1.bound_endpoint(), s.server.public_key, second_client);
   DealerEndpoint a_to_1 = curve_dealer(r1.bound_endpoint(), s.server.public_key, s.allowed);
   DealerEndpoint b_to_2 = curve_dealer(r2.bound_endpoint(), s.server.public_key, second_client);
-  ASSERT_TRUE(a_to_2.send(bye("a->2")).ok());
-  ASSERT_TRUE(b_to_1.send(bye("b->1")).ok());
+  send_from_refused_peer(a_to_2, bye("a->2"));
+  send_from_refused_peer(b_to_1, bye("b->1"));
   ASSERT_TRUE(a_to_1.send(bye("a->1")).ok());
   ASSERT_TRUE(b_to_2.send(bye("b->2")).ok());
   auto at1 = recv_within(r1, kRecvTimeoutMs);
@@ -164,7 +172,7 @@ TEST(CurveTransport, HandlerRestartsAfterTheLastServerCloses) {
     RouterEndpoint router = curve_router(s, {s.allowed.public_key});
     DealerEndpoint stranger = curve_dealer(router.bound_endpoint(), s.server.public_key, s.stranger);
     DealerEndpoint friendly = curve_dealer(router.bound_endpoint(), s.server.public_key, s.allowed);
-    ASSERT_TRUE(stranger.send(bye("stranger")).ok());
+    send_from_refused_peer(stranger, bye("stranger"));
     ASSERT_TRUE(friendly.send(bye("friend")).ok());
     auto env = recv_within(router, kRecvTimeoutMs);
     ASSERT_TRUE(env.has_value()) << "round " << round;

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "jobs/names.h"
 #include "kernels/accuracy.h"
 #include "kernels/measure.h"
 #include "kernels/tolerances.h"
@@ -54,11 +55,18 @@ TEST(Accuracy, CountsNanAndInf) {
   EXPECT_EQ(count_nonfinite(y.data(), 4), 2);
 }
 
-TEST(Tolerances, ExistForImplementedPrecisionsOnly) {
-  ASSERT_TRUE(tolerance_for("f32").has_value());
-  ASSERT_TRUE(tolerance_for("q8_0").has_value());
-  EXPECT_LT(tolerance_for("f32")->pass_nmse, tolerance_for("q8_0")->pass_nmse);
-  EXPECT_FALSE(tolerance_for("q4_0").has_value());
+// Every precision a job can name has a tolerance, and the bounds grow in the order in which the
+// formats lose accuracy (docs/FORMATS.md, "Accuracy").
+TEST(Tolerances, ExistForEveryPrecisionInAccuracyOrder) {
+  for (std::string_view p : jobs::known_precisions()) {
+    ASSERT_TRUE(tolerance_for(p).has_value()) << p;
+    EXPECT_LT(tolerance_for(p)->pass_nmse, tolerance_for(p)->degraded_nmse) << p;
+  }
+  const char* order[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q3_k", "q2_k"};
+  for (std::size_t i = 1; i < std::size(order); ++i) {
+    EXPECT_LT(tolerance_for(order[i - 1])->pass_nmse, tolerance_for(order[i])->pass_nmse) << order[i];
+  }
+  EXPECT_FALSE(tolerance_for("q5_k").has_value());
 }
 
 TEST(Tolerances, ClassifyPassDegradedFail) {

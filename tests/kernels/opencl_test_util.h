@@ -49,7 +49,8 @@ inline Result<std::vector<opencl::OpenClDevice>> opencl_devices_or_reason() {
     GTEST_SKIP() << "no OpenCL platform/device here (" << devices##_result.status().message()  \
                  << "); install pocl-opencl-icd (ops/setup.sh does) to run the OpenCL tests";   \
   }                                                                                              \
-  const std::vector<::am::kernels::opencl::OpenClDevice>& devices = *devices##_result
+  const std::vector<::am::kernels::opencl::OpenClDevice>& devices = *devices##_result;          \
+  (void)devices
 
 inline ExecContext scalar_context() { return ExecContext{KernelPath::kScalar, nullptr}; }
 
