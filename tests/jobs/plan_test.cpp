@@ -710,19 +710,25 @@ TEST(ShippedPlans, SmokePlanLoadsAsFourSmallCpuJobs) {
                        {"f32", 32}, {"f32", 128}, {"q8_0", 32}, {"q8_0", 128}}));
 }
 
-TEST(ShippedPlans, DefaultPlanCoversPrecisionsBatchesAndLengths) {
+TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesBothLocalBackendsAndThreePrecisions) {
   auto plan = load_plan(default_plans_dir() / "default.toml");
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->name, "default");
-  EXPECT_EQ(plan->jobs.size(), 2u * 2 * 3);
-  std::set<int> lengths, batches;
+  // bert-tiny: 2 backends x 3 precisions x 2 batches x 2 lengths; TinyLlama: batch 1 only.
+  EXPECT_EQ(plan->jobs.size(), 2u * 3 * 2 * 2 + 2u * 3 * 1 * 2);
+  std::set<std::string> backends, precisions, architectures;
+  std::set<int> lengths;
   for (const PlannedJob& job : plan->jobs) {
+    backends.insert(job.spec.backend);
+    precisions.insert(job.spec.precision);
+    architectures.insert(job.spec.architecture);
     lengths.insert(job.spec.seq_len);
-    batches.insert(job.spec.batch);
-    EXPECT_EQ(job.spec.backend, "cpu");
+    EXPECT_EQ(job.spec.scaled, job.spec.model != "bert-tiny") << job.spec.model;
   }
-  EXPECT_EQ(lengths, (std::set<int>{32, 128, 512}));
-  EXPECT_EQ(batches, (std::set<int>{1, 8}));
+  EXPECT_EQ(backends, (std::set<std::string>{"cpu", "opencl"}));
+  EXPECT_EQ(precisions, (std::set<std::string>{"f32", "q8_0", "q4_0"}));
+  EXPECT_EQ(architectures, (std::set<std::string>{"encoder-only", "decoder-only"}));
+  EXPECT_EQ(lengths, (std::set<int>{32, 128}));
 }
 
 }  // namespace
