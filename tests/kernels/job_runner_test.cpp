@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <new>
 #include <string>
 
+#include "jobs/catalog.h"
 #include "jobs/names.h"
 #include "kernels/cpu_features.h"
 #include "kernels/models/model.h"
@@ -187,6 +189,37 @@ TEST(Registry, EveryArchitectureFamilyHasAGraphBuilder) {
   }
   EXPECT_EQ(jobs::known_architectures().size(), 11u);
   EXPECT_EQ(graph_builder_for("quantum-annealer"), nullptr);
+}
+
+}  // namespace
+}  // namespace am::kernels
+
+namespace am::kernels {
+namespace {
+
+// A CPU job rerun with its seed reproduces its accuracy figures exactly (same thread count);
+// another seed gives other figures. Checked on an encoder and on a generating decoder.
+TEST(RunJob, RerunWithTheSameSeedReproducesAccuracyExactly) {
+  auto llama = jobs::load_model(std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs/models",
+                                "TinyLlama-1.1B-Chat");
+  ASSERT_TRUE(llama.ok()) << llama.status().to_string();
+  jobs::JobSpec decoder = small_bert_job("q4_0", jobs::kModeAccuracy);
+  decoder.model = "TinyLlama-1.1B-Chat";
+  decoder.architecture = llama->architecture;
+  decoder.model_config = llama->config;
+  const nlohmann::json scaled = {{"layers", 2},        {"hidden", 64}, {"heads", 4},       {"kv_heads", 2},
+                                 {"intermediate", 128}, {"vocab", 256}, {"decode_steps", 3}};
+  decoder.model_config.update(scaled);
+  for (jobs::JobSpec spec : {small_bert_job("q8_0", jobs::kModeAccuracy), decoder}) {
+    const JobOutcome first = run_job(spec);
+    const JobOutcome again = run_job(spec);
+    ASSERT_TRUE(first.metrics.contains("accuracy")) << spec.model << ": " << first.reason;
+    EXPECT_GT(first.metrics["accuracy"]["nmse"].get<double>(), 0.0) << spec.model;
+    EXPECT_EQ(first.metrics["accuracy"], again.metrics["accuracy"]) << spec.model;
+    spec.seed += 1;
+    const JobOutcome other = run_job(spec);
+    EXPECT_NE(first.metrics["accuracy"]["nmse"], other.metrics["accuracy"]["nmse"]) << spec.model;
+  }
 }
 
 }  // namespace
