@@ -35,6 +35,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_util.h"
 #include "kernels/cpu_features.h"
 #include "kernels/matmul.h"
 #include "kernels/quant/weight_matrix.h"
@@ -50,9 +51,7 @@ namespace {
 constexpr double kDefaultMinTimeS = 0.4;
 constexpr double kQuickMinTimeS = 0.05;
 constexpr int kMinRuns = 3;
-constexpr std::size_t kFallbackLlcBytes = 32u << 20;
-constexpr std::size_t kLlcMultiple = 4;             // GEMV weights and the read buffer vs the LLC
-constexpr std::size_t kMinReadBufferBytes = 128u << 20;
+constexpr std::size_t kLlcMultiple = 4;             // GEMV weight copies vs the LLC
 constexpr int64_t kSlabRows = 64;                    // distinct quantized rows, tiled over N
 constexpr float kWeightStd = 0.02f;
 
@@ -83,17 +82,6 @@ Timing time_it(const std::function<void()>& fn, double min_time_s) {
   return {samples.front(), samples[samples.size() / 2], static_cast<int>(samples.size())};
 }
 
-// The last-level cache of this CPU: sysfs first (in virtual machines sysconf may report the
-// host socket's total), then sysconf.
-std::size_t llc_bytes() {
-  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  std::size_t kib = 0;
-  char unit = 0;
-  if (f >> kib >> unit && unit == 'K' && kib > 0) return kib * 1024;
-  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
-  return l3 > 0 ? static_cast<std::size_t>(l3) : kFallbackLlcBytes;
-}
-
 Tensor random_tensor(int64_t rows, int64_t cols, uint32_t seed, float stddev) {
   Tensor t(Shape{rows, cols});
   std::mt19937 gen(seed);
@@ -114,66 +102,10 @@ WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecC
   return std::move(WeightMatrix::from_bytes(format, n, k, bytes)).value();
 }
 
-#if defined(__x86_64__)
-__attribute__((target("avx512f"))) uint64_t read_sum_avx512(const uint64_t* p, std::size_t n) {
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  std::size_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 8));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 16));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 24));
-  }
-  uint64_t s = static_cast<uint64_t>(_mm512_reduce_add_epi64(
-      _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
-  for (; i < n; ++i) s += p[i];
-  return s;
-}
-#endif
-
-uint64_t read_sum(const uint64_t* p, std::size_t n) {
-#if defined(__x86_64__)
-  if (cpu_features().avx512f) return read_sum_avx512(p, n);
-#endif
-  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  std::size_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    s0 += p[i];
-    s1 += p[i + 1];
-    s2 += p[i + 2];
-    s3 += p[i + 3];
-  }
-  for (; i < n; ++i) s0 += p[i];
-  return s0 + s1 + s2 + s3;
-}
-
-// Read bandwidth of `threads` threads over a buffer >> LLC, each reading its own contiguous
-// part (like STREAM's sum kernel, without writes).
+// Read bandwidth of all of `pool`'s threads (bench/bench_util: STREAM-like read over a buffer
+// many times the last-level cache), best pass.
 double read_bandwidth(ThreadPool& pool, double min_time_s) {
-  const std::size_t bytes = std::max(kMinReadBufferBytes, kLlcMultiple * llc_bytes());
-  const std::size_t words = bytes / sizeof(uint64_t);
-  std::unique_ptr<uint64_t, decltype(&std::free)> buf(
-      static_cast<uint64_t*>(std::aligned_alloc(64, words * sizeof(uint64_t))), &std::free);
-  const int64_t parts = pool.size();
-  pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {  // first touch by the readers
-    for (int64_t t = b; t < e; ++t) {
-      for (std::size_t i = words * t / parts; i < words * (t + 1) / parts; ++i) buf.get()[i] = i;
-    }
-  });
-  volatile uint64_t sink = 0;
-  const Timing t = time_it(
-      [&] {
-        std::vector<uint64_t> sums(parts);
-        pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
-          for (int64_t p = b; p < e; ++p) {
-            const std::size_t w0 = words * p / parts, w1 = words * (p + 1) / parts;
-            sums[p] = read_sum(buf.get() + w0, w1 - w0);
-          }
-        });
-        for (uint64_t s : sums) sink = sink + s;
-      },
-      min_time_s);
-  return static_cast<double>(words * sizeof(uint64_t)) / t.best_s;
+  return am::bench::measure_read_bandwidth(pool, min_time_s).best_bytes_per_second;
 }
 
 // Compute throughput available to `pool` right now: every thread runs independent register-only
@@ -262,7 +194,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
   doc["avx512bf16"] = cpu_features().avx512bf16;
   doc["threads"] = threads;
   doc["quick"] = quick;
-  doc["llc_bytes"] = llc_bytes();
+  doc["llc_bytes"] = am::bench::last_level_cache_bytes();
   doc["load_average_start"] = load_average();
   doc["baselines"] = nlohmann::json::array();
   doc["results"] = nlohmann::json::array();
@@ -329,7 +261,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       // GEMV: cycle through copies so that their total exceeds the LLC kLlcMultiple times.
       const WeightMatrix w0 = make_weights(f, shapes.gemv_n, shapes.gemv_k, ctx);
       const std::size_t copies = std::max<std::size_t>(
-          2, (kLlcMultiple * llc_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
+          2, (kLlcMultiple * am::bench::last_level_cache_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
       std::vector<WeightMatrix> ws;
       for (std::size_t c = 0; c < copies; ++c) {
         ws.push_back(std::move(WeightMatrix::from_bytes(
