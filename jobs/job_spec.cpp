@@ -150,6 +150,7 @@ json to_json(const JobSpec& spec) {
   doc["timeout_s"] = spec.timeout_s;
   doc["memory_limit_mb"] = spec.memory_limit_mb;
   doc["threads"] = spec.threads;
+  if (!spec.required_tags.empty()) doc["required_tags"] = spec.required_tags;
   return doc;
 }
 
@@ -187,6 +188,15 @@ Result<JobSpec> job_spec_from_json(const json& doc) {
   AM_RETURN_IF_ERROR(read_double(doc, "timeout_s", false, 0.0, true, kMaxTimeoutS, s.timeout_s));
   AM_RETURN_IF_ERROR(read_int(doc, "memory_limit_mb", false, 0, kMaxMemoryLimitMb, s.memory_limit_mb));
   AM_RETURN_IF_ERROR(read_int(doc, "threads", false, 0, kMaxThreads, s.threads));
+  if (auto tags = doc.find("required_tags"); tags != doc.end()) {
+    if (!tags->is_object()) return field_error("required_tags", "expected an object of strings");
+    for (const auto& [k, v] : tags->items()) {
+      if (!v.is_string() || !is_valid_identifier(k) || v.get<std::string>().empty()) {
+        return field_error("required_tags", "tag '" + k + "' must be an identifier with a non-empty string value");
+      }
+      s.required_tags[k] = v.get<std::string>();
+    }
+  }
   return s;
 }
 

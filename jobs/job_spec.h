@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -47,6 +48,9 @@ struct JobSpec {
   double timeout_s = 120.0;       // wall-clock limit for the job process
   int64_t memory_limit_mb = 0;    // 0 = no limit
   int threads = 0;                // 0 = all cores of the device
+  // Worker tags a device must carry to run the job (plan key `tags`, workers' --tag KEY=VALUE).
+  // Part of the job's identity only when non-empty, so jobs without tags keep their ids.
+  std::map<std::string, std::string> required_tags;
 };
 
 nlohmann::json to_json(const JobSpec& spec);

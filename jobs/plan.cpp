@@ -323,6 +323,7 @@ class Expander {
             spec.timeout_s = s.timeout_s.value;
             spec.memory_limit_mb = s.memory_limit_mb.value;
             spec.threads = static_cast<int>(s.threads.value);
+            spec.required_tags = s.tags.value;
             if (!add(m, std::move(spec))) return;
           }
         }

@@ -102,7 +102,7 @@ PlanSettings builtin_settings() {
 const std::vector<std::string>& setting_keys() {
   static const std::vector<std::string> kKeys = {
       "backends", "precisions", "batch",     "seq_len",         "warmup", "min_reps",
-      "max_reps", "min_time_s", "timeout_s", "memory_limit_mb", "threads"};
+      "max_reps", "min_time_s", "timeout_s", "memory_limit_mb", "threads", "tags"};
   return kKeys;
 }
 
@@ -196,6 +196,31 @@ bool read_setting(std::string_view table, std::string_view key, const toml::node
     if (read_integer(what, node, 0, kMaxMemoryLimitMb, errors, i)) set(s.memory_limit_mb, i, node);
   } else if (key == "threads") {
     if (read_integer(what, node, 0, kMaxThreads, errors, i)) set(s.threads, i, node);
+  } else if (key == "tags") {
+    const auto* table = node.as_table();
+    if (table == nullptr) {
+      errors.add(node, what + ": expected a table of strings, e.g. { gpu = \"rtx4090\" }" + got(node));
+      return true;
+    }
+    std::map<std::string, std::string> tags;
+    bool ok = true;
+    for (const auto& [k, v] : *table) {
+      const std::string tag(k.str());
+      std::string value;
+      if (!is_valid_identifier(tag)) {
+        errors.add(v, what + "." + tag + ": tag names are letters, digits, '.', '_', '-'");
+        ok = false;
+      } else if (read_string(what + "." + tag, v, errors, value)) {
+        if (value.empty()) {
+          errors.add(v, what + "." + tag + ": must not be empty");
+          ok = false;
+        }
+        tags[tag] = value;
+      } else {
+        ok = false;
+      }
+    }
+    if (ok) set(s.tags, tags, node);
   } else {
     return false;
   }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +31,7 @@ struct PlanSettings {
   Placed<double> timeout_s;
   Placed<int64_t> memory_limit_mb;
   Placed<int64_t> threads;
+  Placed<std::map<std::string, std::string>> tags;   // required worker tags
 };
 
 // The JobSpec defaults, plus backends = ["cpu"], precisions = ["f32"], batch = [1],

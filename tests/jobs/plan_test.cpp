@@ -346,6 +346,57 @@ overrides = { layers = 2 }
 
 // --- errors: each names the file and the line of the offending text ------------------------
 
+TEST_F(PlanLoader, TagsBecomeRequiredTagsAndOnlyTaggedJobsChangeTheirIds) {
+  const Plan plain = load_ok(R"(
+[plan]
+name = "t"
+[[models]]
+name = "tiny-a"
+)");
+  const Plan tagged = load_ok(R"(
+[plan]
+name = "t"
+[defaults]
+tags = { gpu = "rtx4090", rack = "b2" }
+[[models]]
+name = "tiny-a"
+[[models]]
+name = "tiny-b"
+tags = { gpu = "a100" }
+)");
+  ASSERT_EQ(plain.jobs.size(), 1u);
+  ASSERT_EQ(tagged.jobs.size(), 2u);
+  EXPECT_TRUE(plain.jobs[0].spec.required_tags.empty());
+  EXPECT_EQ(tagged.jobs[0].spec.required_tags,
+            (std::map<std::string, std::string>{{"gpu", "rtx4090"}, {"rack", "b2"}}));
+  EXPECT_EQ(tagged.jobs[1].spec.required_tags, (std::map<std::string, std::string>{{"gpu", "a100"}}));
+  EXPECT_NE(plain.jobs[0].job_id, tagged.jobs[0].job_id);
+  // Tags survive the trip through the job document workers receive.
+  auto back = job_spec_from_json(to_json(tagged.jobs[0].spec));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->required_tags, tagged.jobs[0].spec.required_tags);
+  EXPECT_FALSE(to_json(plain.jobs[0].spec).contains("required_tags"));
+}
+
+TEST_F(PlanLoader, ReportsLineOfABadTag) {
+  expect_error_at(R"(
+[plan]
+name = "t"
+[defaults]
+tags = { gpu = 4090 }
+[[models]]
+name = "tiny-a"
+)", 4, "defaults.tags.gpu");
+  expect_error_at(R"(
+[plan]
+name = "t"
+[defaults]
+tags = "gpu"
+[[models]]
+name = "tiny-a"
+)", 4, "expected a table");
+}
+
 TEST_F(PlanLoader, ReportsLineOfSyntaxError) {
   expect_error_at(R"(
 [plan]
