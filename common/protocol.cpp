@@ -361,27 +361,15 @@ class FieldReader {
     return Status::Ok();
   }
 
-  Status credit_map(std::string_view field, Need need, std::map<std::string, int>& out) const {
+  // {id: integer in [min, max]}: READY.credits (>= 0) and HELLO.held (attempts, >= 1).
+  Status int_map(std::string_view field, Need need, int64_t min, int64_t max,
+                 std::map<std::string, int>& out) const {
     std::map<std::string, int> m;
     AM_RETURN_IF_ERROR(id_keyed_map(field, need, [&](const std::string& p, std::string& key,
                                                      const msgpack::object& v) -> Status {
-      int credits = 0;
-      AM_RETURN_IF_ERROR(integer_value(p, v, 0, kMaxCreditsPerDevice, credits));
-      if (!m.emplace(std::move(key), credits).second) return error(p, "duplicate key");
-      return Status::Ok();
-    }));
-    out = std::move(m);
-    return Status::Ok();
-  }
-
-  // {job_id: attempt}, attempts >= 1.
-  Status attempt_map(std::string_view field, Need need, std::map<std::string, int>& out) const {
-    std::map<std::string, int> m;
-    AM_RETURN_IF_ERROR(id_keyed_map(field, need, [&](const std::string& p, std::string& key,
-                                                     const msgpack::object& v) -> Status {
-      int attempt = 0;
-      AM_RETURN_IF_ERROR(integer_value(p, v, 1, kInt32Max, attempt));
-      if (!m.emplace(std::move(key), attempt).second) return error(p, "duplicate key");
+      int value = 0;
+      AM_RETURN_IF_ERROR(integer_value(p, v, min, max, value));
+      if (!m.emplace(std::move(key), value).second) return error(p, "duplicate key");
       return Status::Ok();
     }));
     out = std::move(m);
@@ -416,7 +404,7 @@ Result<Message> decode_hello(const FieldReader& r) {
   AM_RETURN_IF_ERROR(r.document("capabilities", Need::kOptional, m.capabilities));
   AM_RETURN_IF_ERROR(r.string_map("tags", Need::kOptional, m.tags));
   AM_RETURN_IF_ERROR(r.integer("slots", Need::kRequired, 1, kMaxSlots, m.slots));
-  AM_RETURN_IF_ERROR(r.attempt_map("held", Need::kOptional, m.held));
+  AM_RETURN_IF_ERROR(r.int_map("held", Need::kOptional, 1, kInt32Max, m.held));
   return Message{std::move(m)};
 }
 
@@ -443,7 +431,7 @@ Result<Message> decode_reject(const FieldReader& r) {
 
 Result<Message> decode_ready(const FieldReader& r) {
   Ready m;
-  AM_RETURN_IF_ERROR(r.credit_map("credits", Need::kRequired, m.credits));
+  AM_RETURN_IF_ERROR(r.int_map("credits", Need::kRequired, 0, kMaxCreditsPerDevice, m.credits));
   return Message{std::move(m)};
 }
 

@@ -108,8 +108,8 @@ std::optional<int64_t> estimated_job_bytes(const jobs::JobSpec& spec) {
   return jobs::estimate_job_bytes(spec);
 }
 
-std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec,
-                                         const Tags& required_tags) {
+std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec) {
+  const Tags& required_tags = spec.required_tags;
   if (!device.schedulable) return "device " + device.key + " is not schedulable";
   if (device.backend != spec.backend) return "device " + device.key + " has backend " + device.backend;
   if (!has_tags(device, required_tags)) {
@@ -126,16 +126,16 @@ std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::J
   return std::nullopt;
 }
 
-bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec, const Tags& required_tags) {
-  return !ineligibility(device, spec, required_tags).has_value();
+bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec) {
+  return !ineligibility(device, spec).has_value();
 }
 
-std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std::vector<DeviceInfo>& devices,
-                                            const Tags& required_tags) {
+std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std::vector<DeviceInfo>& devices) {
+  const Tags& required_tags = spec.required_tags;
   std::set<std::string> backends;
   std::vector<const DeviceInfo*> with_backend, schedulable, tagged, with_precision;
   for (const auto& d : devices) {
-    if (device_can_run(d, spec, required_tags)) return std::nullopt;
+    if (device_can_run(d, spec)) return std::nullopt;
     backends.insert(d.backend);
     if (d.backend != spec.backend) continue;
     with_backend.push_back(&d);

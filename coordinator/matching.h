@@ -55,11 +55,10 @@ std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabili
 std::optional<int64_t> estimated_job_bytes(const jobs::JobSpec& spec);
 
 // Why `device` cannot run the job, or std::nullopt when it can (checks 1-5 above, in order).
-std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec,
-                                         const Tags& required_tags = {});
+// The job's required tags are spec.required_tags (plan key `tags`).
+std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec);
 
-bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec,
-                    const Tags& required_tags = {});
+bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec);
 
 struct Settlement {
   std::string status;   // skipped | unsupported
@@ -68,8 +67,7 @@ struct Settlement {
 
 // std::nullopt when some device in `devices` can run the job.
 std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec,
-                                            const std::vector<DeviceInfo>& devices,
-                                            const Tags& required_tags = {});
+                                            const std::vector<DeviceInfo>& devices);
 
 // "key=value" items (as given to --tag) as Tags; invalid_argument names the first bad item
 // (no '=', empty key, or a key given twice with different values).

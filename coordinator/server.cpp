@@ -264,7 +264,7 @@ struct Server::Impl {
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
       if (j.state != "queued") continue;
-      if (auto settlement = settle_ineligible(j.spec, all, j.spec.required_tags)) {
+      if (auto settlement = settle_ineligible(j.spec, all)) {
         settle(j, settlement->status, settlement->reason);
       }
     }
@@ -404,7 +404,7 @@ struct Server::Impl {
     for (const auto& [id, s] : sessions) {
       if (s.worker_id == worker_id || j.lost_on.count(s.worker_id)) continue;
       for (const auto& d : s.devices) {
-        if (device_can_run(d, j.spec, j.spec.required_tags)) return true;
+        if (device_can_run(d, j.spec)) return true;
       }
     }
     return false;
@@ -414,7 +414,7 @@ struct Server::Impl {
     JobEntry* fallback = nullptr;
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
-      if (j.state != "queued" || !device_can_run(device, j.spec, j.spec.required_tags)) continue;
+      if (j.state != "queued" || !device_can_run(device, j.spec)) continue;
       // Infrastructure retries go to a different worker when one could take them.
       if (j.lost_on.count(s.worker_id) && someone_else_could_run(j, s.worker_id)) continue;
       if (!j.lost_on.count(s.worker_id)) return &j;

@@ -62,7 +62,9 @@ std::vector<std::string> eligible(const std::vector<DeviceInfo>& devices, const 
                                   const Tags& tags = {}) {
   std::vector<std::string> keys;
   for (const auto& d : devices) {
-    if (device_can_run(d, spec, tags)) keys.push_back(d.key);
+    jobs::JobSpec tagged = spec;
+    if (!tags.empty()) tagged.required_tags = tags;
+    if (device_can_run(d, tagged)) keys.push_back(d.key);
   }
   return keys;
 }
@@ -144,19 +146,23 @@ TEST(Matching, TagsMustAllMatchTheWorkersLabels) {
   const json caps = {{"devices", {{{"key", "cpu:0"}, {"backend", "cpu"}, {"precisions", {"f32"}}}}}};
   const auto devices = devices_from_capabilities(caps, {{"rack", "b2"}, {"gpu", "none"}});
   ASSERT_EQ(devices.size(), 1u);
-  const auto spec = job("cpu", "f32");
-  EXPECT_TRUE(device_can_run(devices[0], spec, {}));
-  EXPECT_TRUE(device_can_run(devices[0], spec, {{"rack", "b2"}}));
-  EXPECT_TRUE(device_can_run(devices[0], spec, {{"rack", "b2"}, {"gpu", "none"}}));
-  EXPECT_FALSE(device_can_run(devices[0], spec, {{"rack", "a1"}}));
-  EXPECT_FALSE(device_can_run(devices[0], spec, {{"rack", "b2"}, {"zone", "eu"}}));
+  auto needing = [](Tags tags) {
+    jobs::JobSpec spec = job("cpu", "f32");
+    spec.required_tags = std::move(tags);
+    return spec;
+  };
+  EXPECT_TRUE(device_can_run(devices[0], needing({})));
+  EXPECT_TRUE(device_can_run(devices[0], needing({{"rack", "b2"}})));
+  EXPECT_TRUE(device_can_run(devices[0], needing({{"rack", "b2"}, {"gpu", "none"}})));
+  EXPECT_FALSE(device_can_run(devices[0], needing({{"rack", "a1"}})));
+  EXPECT_FALSE(device_can_run(devices[0], needing({{"rack", "b2"}, {"zone", "eu"}})));
 
-  const auto s = settle_ineligible(spec, devices, {{"rack", "a1"}});
+  const auto s = settle_ineligible(needing({{"rack", "a1"}}), devices);
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->status, "skipped");
   EXPECT_TRUE(contains(s->reason, "no eligible hardware")) << s->reason;
   EXPECT_TRUE(contains(s->reason, "rack=a1")) << s->reason;
-  EXPECT_FALSE(settle_ineligible(spec, devices, {{"rack", "b2"}}).has_value());
+  EXPECT_FALSE(settle_ineligible(needing({{"rack", "b2"}}), devices).has_value());
 }
 
 TEST(Matching, SchemaOneRecordsAreSchedulableAndMalformedDevicesSkipped) {
