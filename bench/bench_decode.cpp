@@ -51,7 +51,9 @@ nlohmann::json bandwidth_json(const ReadBandwidth& bw) {
           {"median_bytes_per_second", bw.median_bytes_per_second},
           {"buffer_bytes", bw.buffer_bytes},
           {"threads", bw.threads},
-          {"passes", bw.passes}};
+          {"passes", bw.passes},
+          {"loop", bw.loop},
+          {"loads_only_best_bytes_per_second", bw.loads_only_best_bytes_per_second}};
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -106,8 +108,9 @@ int run(const Options& o) {
               static_cast<long long>(o.layers), static_cast<long long>(kTinyLlamaLayers), threads,
               std::string(kernels::kernel_path_name(*path)).c_str());
   std::printf("load average at start: %.2f\n", load_average);
-  std::printf("read bandwidth: %.2f GB/s best, %.2f GB/s median (%zu MiB buffer, %d passes)\n",
-              bw.best_bytes_per_second / 1e9, bw.median_bytes_per_second / 1e9, bw.buffer_bytes >> 20, bw.passes);
+  std::printf("read bandwidth: %.2f GB/s best, %.2f GB/s median (%s; loads alone %.2f GB/s; %zu MiB buffer, %d passes)\n",
+              bw.best_bytes_per_second / 1e9, bw.median_bytes_per_second / 1e9, bw.loop,
+              bw.loads_only_best_bytes_per_second / 1e9, bw.buffer_bytes >> 20, bw.passes);
 
   nlohmann::json doc = {{"bench", "bench_decode"},
                         {"build", build_string()},

@@ -10,8 +10,12 @@
 // 14336) and GEMV (M = 1, N = 4096, K = 14336), at 1 thread and at N threads (default: the
 // physical cores). GEMM reports GOPS (2 M N K per second) and the ratio to sgemm's GFLOPS;
 // GEMV reports weight bytes per second and its fraction of the measured read bandwidth. The
-// GEMV cycles through enough copies of the weights to exceed the last-level cache four times,
-// so every call reads from memory. Each figure is the best of repeated runs after a warm-up
+// GEMV cycles through copies of the weights totalling at least the bandwidth baseline's buffer
+// (bench_util's streaming_buffer_bytes(), many times the last-level cache), so both read from
+// the same memory system. The arithmetic peaks (fp32 FMA, int8 and bf16 dot products) are
+// measured in the same run too, and every GEMM is also reported as a fraction of the peak of
+// the arithmetic it runs on (int8 for the quantized formats, bf16 dot for bf16 where the CPU has
+// it, fp32 FMA for f16), so a figure can be checked against what the silicon can do. Each figure is the best of repeated runs after a warm-up
 // (both for our kernels and for the baselines, so noise from other processes on a shared
 // machine biases neither side); medians are in the JSON too. A third baseline, the parallel
 // capacity (independent FMA chains on N threads vs 1), says how much parallel hardware the run
@@ -51,7 +55,6 @@ namespace {
 constexpr double kDefaultMinTimeS = 0.4;
 constexpr double kQuickMinTimeS = 0.05;
 constexpr int kMinRuns = 3;
-constexpr std::size_t kLlcMultiple = 4;             // GEMV weight copies vs the LLC
 constexpr int64_t kSlabRows = 64;                    // distinct quantized rows, tiled over N
 constexpr float kWeightStd = 0.02f;
 
@@ -102,12 +105,6 @@ WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecC
   return std::move(WeightMatrix::from_bytes(format, n, k, bytes)).value();
 }
 
-// Read bandwidth of all of `pool`'s threads (bench/bench_util: STREAM-like read over a buffer
-// many times the last-level cache), best pass.
-double read_bandwidth(ThreadPool& pool, double min_time_s) {
-  return am::bench::measure_read_bandwidth(pool, min_time_s).best_bytes_per_second;
-}
-
 // Compute throughput available to `pool` right now: every thread runs independent register-only
 // FMA chains for a fixed count. On a shared or overcommitted machine the N-thread rate divided by
 // the 1-thread rate (the parallel capacity) can fall well below N; GEMM scaling cannot beat it.
@@ -139,6 +136,8 @@ struct Row {
   int threads;
   Timing t;
   double gops = 0.0, ratio = 0.0, bytes_per_s = 0.0, bw_fraction = 0.0;
+  double peak_fraction = 0.0, paired_bw = 0.0;
+  const char* peak_kind = "";
   std::size_t weight_bytes = 0;
 };
 
@@ -148,11 +147,18 @@ nlohmann::json to_json(const Row& r) {
                       {"k", r.k},                 {"threads", r.threads},
                       {"seconds_best", r.t.best_s}, {"seconds_median", r.t.median_s},
                       {"runs", r.t.runs},         {"gops", r.gops}};
-  if (r.kind == "gemm") j["ratio_vs_sgemm"] = r.ratio;
+  if (r.kind == "gemm") {
+    j["ratio_vs_sgemm"] = r.ratio;
+    if (r.peak_fraction > 0) {
+      j["fraction_of_peak"] = r.peak_fraction;
+      j["peak"] = r.peak_kind;
+    }
+  }
   if (r.kind == "gemv") {
     j["weight_bytes"] = r.weight_bytes;
     j["weight_bytes_per_second"] = r.bytes_per_s;
     j["bandwidth_fraction"] = r.bw_fraction;
+    j["paired_read_bandwidth_bytes_per_second"] = r.paired_bw;
   }
   return j;
 }
@@ -218,9 +224,28 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       std::printf("\n[%d threads] parallel capacity (independent FMA chains, %d threads / 1): %.2fx\n", t,
                   t, parallel_capacity);
     }
-    const double bw = read_bandwidth(pool, min_time_s);
-    doc["baselines"].push_back({{"kind", "read_bandwidth"}, {"threads", t}, {"bytes_per_second", bw}});
-    std::printf("\n[%d thread%s] read bandwidth %.1f GB/s\n", t, t > 1 ? "s" : "", bw / 1e9);
+    const am::bench::ComputePeaks peaks = am::bench::measure_compute_peaks(pool, min_time_s);
+    doc["baselines"].push_back({{"kind", "compute_peaks"}, {"threads", t}, {"isa", peaks.isa},
+                                {"fp32_fma_gflops", peaks.fp32_flops / 1e9},
+                                {"int8_dot_gops", peaks.int8_ops / 1e9},
+                                {"bf16_dot_gflops", peaks.bf16_flops / 1e9}});
+    std::printf("\n[%d thread%s] peaks (%s): fp32 FMA %.0f GFLOPS, int8 dot %.0f GOPS, bf16 dot %.0f GFLOPS\n", t,
+                t > 1 ? "s" : "", peaks.isa, peaks.fp32_flops / 1e9, peaks.int8_ops / 1e9, peaks.bf16_flops / 1e9);
+    am::bench::StreamingReader reader(pool);
+    am::bench::ReadBandwidth rb;
+    for (double spent = 0.0; spent < min_time_s || rb.passes < am::bench::kMinBandwidthPasses;) {
+      const auto t0 = std::chrono::steady_clock::now();
+      reader.round(rb);
+      spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    doc["baselines"].push_back({{"kind", "read_bandwidth"}, {"threads", t}, {"bytes_per_second", rb.best_bytes_per_second},
+                                {"median_bytes_per_second", rb.median_bytes_per_second}, {"loop", rb.loop},
+                                {"loads_only_bytes_per_second", rb.loads_only_best_bytes_per_second},
+                                {"buffer_bytes", rb.buffer_bytes}});
+    std::printf("[%d thread%s] read bandwidth %.1f GB/s (%s; loads alone %.1f GB/s; %zu MiB; each GEMV below "
+                "is judged against passes alternated with its own runs)\n",
+                t, t > 1 ? "s" : "", rb.best_bytes_per_second / 1e9, rb.loop,
+                rb.loads_only_best_bytes_per_second / 1e9, rb.buffer_bytes >> 20);
 
     std::vector<double> sgemm_gflops;
     for (int64_t k : shapes.gemm_k) {
@@ -238,8 +263,8 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                   static_cast<long long>(shapes.gemm_n), static_cast<long long>(k), gf);
     }
 
-    std::printf("  %-5s %-4s %5s %6s %6s %9s %9s %10s %8s\n", "fmt", "kind", "M", "N", "K", "ms", "GOPS",
-                "x sgemm", "of BW");
+    std::printf("  %-5s %-4s %5s %6s %6s %9s %9s %10s %8s %8s\n", "fmt", "kind", "M", "N", "K", "ms", "GOPS",
+                "x sgemm", "of peak", "of BW");
     for (WeightFormat f : all_weight_formats()) {
       const std::string name(weight_format_name(f));
       if (f == WeightFormat::kF32 || !wanted(formats, name)) continue;
@@ -252,16 +277,26 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         r.t = time_it([&] { matmul(x.view(), w, nullptr, y.view(), ctx); }, min_time_s);
         r.gops = 2.0 * r.m * r.n * r.k / r.t.best_s / 1e9;
         r.ratio = r.gops / sgemm_gflops[i];
-        std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %8s\n", name.c_str(), "gemm",
+        double peak = peaks.int8_ops;
+        r.peak_kind = "int8_dot";
+        if (f == WeightFormat::kF16 || (f == WeightFormat::kBF16 && peaks.bf16_flops <= 0)) {
+          peak = peaks.fp32_flops;
+          r.peak_kind = "fp32_fma";
+        } else if (f == WeightFormat::kBF16) {
+          peak = peaks.bf16_flops;
+          r.peak_kind = "bf16_dot";
+        }
+        r.peak_fraction = peak > 0 ? r.gops * 1e9 / peak : 0.0;
+        std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %7.0f%% %8s\n", name.c_str(), "gemm",
                     static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
-                    r.t.best_s * 1e3, r.gops, r.ratio, "");
+                    r.t.best_s * 1e3, r.gops, r.ratio, 100.0 * r.peak_fraction, "");
         rows.push_back(r);
       }
       if (!wanted(kinds, "gemv")) continue;
-      // GEMV: cycle through copies so that their total exceeds the LLC kLlcMultiple times.
+      // GEMV: cycle through copies totalling at least the bandwidth baseline's buffer.
       const WeightMatrix w0 = make_weights(f, shapes.gemv_n, shapes.gemv_k, ctx);
       const std::size_t copies = std::max<std::size_t>(
-          2, (kLlcMultiple * am::bench::last_level_cache_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
+          2, (am::bench::streaming_buffer_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
       std::vector<WeightMatrix> ws;
       for (std::size_t c = 0; c < copies; ++c) {
         ws.push_back(std::move(WeightMatrix::from_bytes(
@@ -270,21 +305,34 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       }
       const Tensor x = random_tensor(1, shapes.gemv_k, 4, 1.0f);
       Tensor y(Shape{1, shapes.gemv_n});
-      std::size_t next = 0;
       Row r{name, "gemv", 1, shapes.gemv_n, shapes.gemv_k, t, {}};
-      r.t = time_it(
-          [&] {
-            matmul(x.view(), ws[next], nullptr, y.view(), ctx);
-            next = (next + 1) % ws.size();
-          },
-          min_time_s);
+      // Paired: each round is one sweep over every copy, then one pass of each read loop, so
+      // both see the same background load; each side keeps its best.
+      auto sweep = [&] {
+        for (const WeightMatrix& w : ws) matmul(x.view(), w, nullptr, y.view(), ctx);
+      };
+      sweep();  // warm-up
+      reader.reset();
+      am::bench::ReadBandwidth paired;
+      std::vector<double> samples;
+      for (double spent = 0.0; spent < min_time_s || static_cast<int>(samples.size()) < kMinRuns;) {
+        const auto t0 = std::chrono::steady_clock::now();
+        sweep();
+        samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+                          static_cast<double>(ws.size()));
+        reader.round(paired);
+        spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+      std::sort(samples.begin(), samples.end());
+      r.t = {samples.front(), samples[samples.size() / 2], static_cast<int>(samples.size())};
       r.weight_bytes = w0.size_bytes();
       r.gops = 2.0 * r.n * r.k / r.t.best_s / 1e9;
       r.bytes_per_s = static_cast<double>(r.weight_bytes) / r.t.best_s;
-      r.bw_fraction = r.bytes_per_s / bw;
-      std::printf("  %-5s %-4s %5d %6lld %6lld %9.3f %9.1f %10s %7.0f%%\n", name.c_str(), "gemv", 1,
-                  static_cast<long long>(r.n), static_cast<long long>(r.k), r.t.best_s * 1e3, r.gops, "",
-                  100.0 * r.bw_fraction);
+      r.paired_bw = paired.best_bytes_per_second;
+      r.bw_fraction = r.bytes_per_s / r.paired_bw;
+      std::printf("  %-5s %-4s %5d %6lld %6lld %9.3f %9.1f %10s %8s %7.0f%%  (%.1f GB/s of %.1f)\n", name.c_str(),
+                  "gemv", 1, static_cast<long long>(r.n), static_cast<long long>(r.k), r.t.best_s * 1e3, r.gops,
+                  "", "", 100.0 * r.bw_fraction, r.bytes_per_s / 1e9, r.paired_bw / 1e9);
       rows.push_back(r);
     }
   }
@@ -302,7 +350,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
   }
   // Summary at the highest thread count: GEMM ratios per K, GEMV bandwidth fraction, scaling.
   const int top = thread_counts.back();
-  std::printf("\nsummary at %d thread%s (GEMM: x sgemm per K; GEMV: share of read bandwidth; "
+  std::printf("\nsummary at %d thread%s (GEMM: x sgemm and share of the arithmetic peak per K; GEMV: share of read bandwidth; "
               "scaling: GEMM GOPS at %d threads / 1 thread)\n",
               top, top > 1 ? "s" : "", top);
   for (WeightFormat f : all_weight_formats()) {
@@ -316,8 +364,8 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         for (const Row& o : rows) {
           if (o.format == name && o.kind == "gemm" && o.k == r.k && o.threads == 1) one = o.gops;
         }
-        std::snprintf(buf, sizeof(buf), "  gemm K=%lld %.2fx (scaling %.2fx)", static_cast<long long>(r.k),
-                      r.ratio, one > 0 ? r.gops / one : 0.0);
+        std::snprintf(buf, sizeof(buf), "  gemm K=%lld %.2fx %.0f%% of peak (scaling %.2fx)",
+                      static_cast<long long>(r.k), r.ratio, 100.0 * r.peak_fraction, one > 0 ? r.gops / one : 0.0);
       } else {
         std::snprintf(buf, sizeof(buf), "  gemv %.0f%%", 100.0 * r.bw_fraction);
       }

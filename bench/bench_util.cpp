@@ -23,17 +23,19 @@ namespace {
 
 constexpr std::size_t kCacheLineBytes = 64;
 
-struct AlignedFree {
-  void operator()(uint64_t* p) const { std::free(p); }
-};
-
 #if defined(__x86_64__)
 // 512-bit loads into four accumulators: one core issues enough loads to reach its share of the
-// memory bandwidth, so the measured figure is the memory's, not this loop's.
+// memory bandwidth, so the measured figure is the memory's, not this loop's. kPrefetch > 0 adds
+// a software prefetch of each line kPrefetch bytes ahead.
+template <std::size_t kPrefetch>
 __attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, std::size_t n) {
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
+    if constexpr (kPrefetch > 0) {
+      const char* ahead = reinterpret_cast<const char*>(p + i) + kPrefetch;
+      for (int line = 0; line < 4; ++line) _mm_prefetch(ahead + 64 * line, _MM_HINT_T0);
+    }
     a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
     a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 8));
     a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 16));
@@ -48,13 +50,17 @@ __attribute__((target("avx512f"))) uint64_t sum_words_avx512(const uint64_t* p, 
 
 // Four independent accumulators keep the adds off the critical path, so loads are the limit.
 // `p` is 64-byte aligned (the AVX-512 path uses aligned loads).
+template <std::size_t kPrefetch>
 uint64_t sum_words(const uint64_t* p, std::size_t n) {
 #if defined(__x86_64__)
-  if (kernels::cpu_features().avx512f) return sum_words_avx512(p, n);
+  if (kernels::cpu_features().avx512f) return sum_words_avx512<kPrefetch>(p, n);
 #endif
   uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   std::size_t i = 0;
   for (; i + 4 <= n; i += 4) {
+    if constexpr (kPrefetch > 0) {
+      if (i % 8 == 0) __builtin_prefetch(reinterpret_cast<const char*>(p + i) + kPrefetch);
+    }
     s0 += p[i];
     s1 += p[i + 1];
     s2 += p[i + 2];
@@ -64,7 +70,135 @@ uint64_t sum_words(const uint64_t* p, std::size_t n) {
   return s0 + s1 + s2 + s3;
 }
 
+#if defined(__x86_64__)
+constexpr int64_t kPeakIterations = 2'000'000;
+
+// Each loop runs kPeakChains independent accumulators for kPeakIterations steps; the empty asm
+// keeps the operands in registers and the loop from being folded.
+__attribute__((target("avx512f"))) float fma_chains_avx512() {
+  __m512 a[kPeakChains];
+  for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_set1_ps(static_cast<float>(j));
+  __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-3f);
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_fmadd_ps(a[j], x, y);
+    __asm__ volatile("" : "+v"(x), "+v"(y));
+  }
+  float s = 0.0f;
+  for (int j = 0; j < kPeakChains; ++j) s += _mm512_reduce_add_ps(a[j]);
+  return s;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) float vnni_chains_avx512() {
+  __m512i a[kPeakChains];
+  for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_set1_epi32(j);
+  __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_dpbusd_epi32(a[j], x, y);
+    __asm__ volatile("" : "+v"(x), "+v"(y));
+  }
+  int64_t s = 0;
+  for (int j = 0; j < kPeakChains; ++j) s += _mm512_reduce_add_epi32(a[j]);
+  return static_cast<float>(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float bf16_chains_avx512() {
+  __m512 a[kPeakChains];
+  for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_set1_ps(static_cast<float>(j));
+  __m512bh x = (__m512bh)_mm512_set1_epi16(0x3F80), y = (__m512bh)_mm512_set1_epi16(0x3A83);
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < kPeakChains; ++j) a[j] = _mm512_dpbf16_ps(a[j], x, y);
+    __asm__ volatile("" : "+v"(x), "+v"(y));
+  }
+  float s = 0.0f;
+  for (int j = 0; j < kPeakChains; ++j) s += _mm512_reduce_add_ps(a[j]);
+  return s;
+}
+
+__attribute__((target("avx2,fma"))) float fma_chains_avx2() {
+  __m256 a[kPeakChains];
+  for (int j = 0; j < kPeakChains; ++j) a[j] = _mm256_set1_ps(static_cast<float>(j));
+  __m256 x = _mm256_set1_ps(0.999f), y = _mm256_set1_ps(1e-3f);
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < kPeakChains; ++j) a[j] = _mm256_fmadd_ps(a[j], x, y);
+    __asm__ volatile("" : "+x"(x), "+x"(y));
+  }
+  float s = 0.0f;
+  alignas(32) float lanes[8];
+  for (int j = 0; j < kPeakChains; ++j) {
+    _mm256_store_ps(lanes, a[j]);
+    for (float v : lanes) s += v;
+  }
+  return s;
+}
+
+// AVX2 int8 dot: vpmaddubsw (pairs to int16) + vpmaddwd (to int32) + add per 32 byte pairs.
+__attribute__((target("avx2"))) float int8_chains_avx2() {
+  __m256i a[kPeakChains];
+  for (int j = 0; j < kPeakChains; ++j) a[j] = _mm256_set1_epi32(j);
+  __m256i x = _mm256_set1_epi8(3), y = _mm256_set1_epi8(-2), ones = _mm256_set1_epi16(1);
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    #pragma GCC unroll 12
+    for (int j = 0; j < kPeakChains; ++j) {
+      a[j] = _mm256_add_epi32(a[j], _mm256_madd_epi16(_mm256_maddubs_epi16(x, y), ones));
+    }
+    __asm__ volatile("" : "+x"(x), "+x"(y));
+  }
+  alignas(32) int32_t lanes[8];
+  int64_t s = 0;
+  for (int j = 0; j < kPeakChains; ++j) {
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), a[j]);
+    for (int32_t v : lanes) s += v;
+  }
+  return static_cast<float>(s);
+}
+#endif
+
+// Best rate (operations per second) of `loop` run on every thread of `pool` at once.
+double peak_rate(kernels::ThreadPool& pool, double min_time_s, float (*loop)(), double ops_per_iteration) {
+  const int64_t parts = pool.size();
+  std::vector<float> sink(static_cast<std::size_t>(parts));
+  double best = 0.0, total = 0.0;
+  for (int run = 0; run < kMinBandwidthPasses || total < min_time_s; ++run) {
+    const auto t0 = std::chrono::steady_clock::now();
+    pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) sink[static_cast<std::size_t>(p)] = loop();
+    });
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    total += s;
+    if (run > 0) best = std::max(best, ops_per_iteration * kPeakIterations * parts / s);  // run 0: warm-up
+  }
+  volatile float keep = 0.0f;
+  for (float v : sink) keep = keep + v;
+  return best;
+}
+
 }  // namespace
+
+ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s) {
+  ComputePeaks p;
+#if defined(__x86_64__)
+  const kernels::CpuFeatures& f = kernels::cpu_features();
+  const double share = min_time_s / 3.0;
+  if (f.avx512f && f.avx512bw && f.avx512vnni) {
+    p.isa = "avx512";
+    p.fp32_flops = peak_rate(pool, share, fma_chains_avx512, kPeakChains * 16.0 * 2.0);
+    p.int8_ops = peak_rate(pool, share, vnni_chains_avx512, kPeakChains * 64.0 * 2.0);
+    if (f.avx512bf16) p.bf16_flops = peak_rate(pool, share, bf16_chains_avx512, kPeakChains * 32.0 * 2.0);
+  } else if (f.avx2 && f.fma) {
+    p.isa = "avx2";
+    p.fp32_flops = peak_rate(pool, share, fma_chains_avx2, kPeakChains * 8.0 * 2.0);
+    p.int8_ops = peak_rate(pool, share, int8_chains_avx2, kPeakChains * 32.0 * 2.0);
+  }
+#else
+  (void)pool;
+  (void)min_time_s;
+#endif
+  return p;
+}
 
 std::size_t last_level_cache_bytes() {
   // sysfs first: inside virtual machines sysconf may report the host's whole socket.
@@ -82,47 +216,74 @@ std::size_t last_level_cache_bytes() {
   return llc > 0 ? static_cast<std::size_t>(llc) : kFallbackLlcBytes;
 }
 
-ReadBandwidth measure_read_bandwidth(kernels::ThreadPool& pool, double min_time_s) {
-  ReadBandwidth r;
-  r.buffer_bytes = std::max(kMinReadBufferBytes, kLlcMultiple * last_level_cache_bytes());
-  r.buffer_bytes -= r.buffer_bytes % kCacheLineBytes;
-  r.threads = pool.size();
-  const std::size_t words = r.buffer_bytes / sizeof(uint64_t);
-  std::unique_ptr<uint64_t, AlignedFree> buf(static_cast<uint64_t*>(std::aligned_alloc(kCacheLineBytes, r.buffer_bytes)));
-  if (!buf) throw std::bad_alloc();
-  const int64_t parts = pool.size();
+std::size_t streaming_buffer_bytes() {
+  const std::size_t bytes = std::max(kMinReadBufferBytes, kLlcMultiple * last_level_cache_bytes());
+  return bytes - bytes % kCacheLineBytes;
+}
+
+StreamingReader::StreamingReader(kernels::ThreadPool& pool)
+    : pool_(pool), bytes_(streaming_buffer_bytes()), sums_(static_cast<std::size_t>(pool.size())) {
+  buf_.reset(static_cast<uint64_t*>(std::aligned_alloc(kCacheLineBytes, bytes_)));
+  if (!buf_) throw std::bad_alloc();
+  const std::size_t words = bytes_ / sizeof(uint64_t);
+  const int64_t parts = pool_.size();
   // Each thread first-touches the slice it will read, so its pages sit on its NUMA node.
-  pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+  pool_.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
     for (int64_t t = b; t < e; ++t) {
-      for (std::size_t i = words * t / parts; i < words * (t + 1) / parts; ++i) buf.get()[i] = i * 0x9E3779B97F4A7C15ull;
+      for (std::size_t i = words * t / parts; i < words * (t + 1) / parts; ++i) buf_.get()[i] = i * 0x9E3779B97F4A7C15ull;
     }
   });
-  std::vector<uint64_t> sums(static_cast<std::size_t>(parts));
-  auto pass = [&] {
-    pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
-      for (int64_t p = b; p < e; ++p) {
-        const std::size_t w0 = words * p / parts, w1 = words * (p + 1) / parts;
-        sums[static_cast<std::size_t>(p)] = sum_words(buf.get() + w0, w1 - w0);
-      }
-    });
-  };
-  pass();  // warm-up: thread start-up, TLB
-  std::vector<double> seconds;
+  pass_seconds(false);  // warm-up: thread start-up, TLB
+}
+
+double StreamingReader::pass_seconds(bool prefetch) {
+  const std::size_t words = bytes_ / sizeof(uint64_t);
+  const int64_t parts = pool_.size();
+  const auto t0 = std::chrono::steady_clock::now();
+  pool_.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const std::size_t w0 = words * p / parts, w1 = words * (p + 1) / parts;
+      sums_[static_cast<std::size_t>(p)] = prefetch ? sum_words<kReadPrefetchBytes>(buf_.get() + w0, w1 - w0)
+                                                    : sum_words<0>(buf_.get() + w0, w1 - w0);
+    }
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (uint64_t v : sums_) sink_ += v;  // keeps the sums (and so the reads) alive
+  return s;
+}
+
+void StreamingReader::round(ReadBandwidth& r) {
+  for (int prefetch = 0; prefetch < 2; ++prefetch) seconds_[prefetch].push_back(pass_seconds(prefetch != 0));
+  r = summary();
+}
+
+ReadBandwidth StreamingReader::summary() const {
+  ReadBandwidth r;
+  r.buffer_bytes = bytes_;
+  r.threads = pool_.size();
+  if (seconds_[0].empty() || seconds_[1].empty()) return r;
+  std::vector<double> sorted[2] = {seconds_[0], seconds_[1]};
+  for (auto& v : sorted) std::sort(v.begin(), v.end());
+  const double bytes = static_cast<double>(bytes_);
+  const int best = sorted[1].front() < sorted[0].front() ? 1 : 0;
+  r.loop = best == 1 ? "loads+prefetch" : "loads";
+  r.passes = static_cast<int>(sorted[best].size());
+  r.best_bytes_per_second = bytes / sorted[best].front();
+  r.median_bytes_per_second = bytes / sorted[best][sorted[best].size() / 2];
+  r.loads_only_best_bytes_per_second = bytes / sorted[0].front();
+  return r;
+}
+
+ReadBandwidth measure_read_bandwidth(kernels::ThreadPool& pool, double min_time_s) {
+  StreamingReader reader(pool);
+  ReadBandwidth r;
   double total = 0.0;
-  volatile uint64_t sink = 0;  // keeps the sums (and so the reads) alive
-  while (total < min_time_s || static_cast<int>(seconds.size()) < kMinBandwidthPasses) {
+  // Alternating the two loops exposes both to the same background load.
+  while (total < min_time_s || r.passes < kMinBandwidthPasses) {
     const auto t0 = std::chrono::steady_clock::now();
-    pass();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    for (uint64_t v : sums) sink = sink + v;
-    seconds.push_back(s);
-    total += s;
+    reader.round(r);
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
-  std::sort(seconds.begin(), seconds.end());
-  r.passes = static_cast<int>(seconds.size());
-  const double bytes = static_cast<double>(words * sizeof(uint64_t));
-  r.best_bytes_per_second = bytes / seconds.front();
-  r.median_bytes_per_second = bytes / seconds[seconds.size() / 2];
   return r;
 }
 

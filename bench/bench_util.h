@@ -3,15 +3,25 @@
 // Contract:
 //   - last_level_cache_bytes(): the size of this CPU's last-level cache (sysfs, then sysconf,
 //     then kFallbackLlcBytes when neither answers).
+//   - streaming_buffer_bytes(): max(kMinReadBufferBytes, kLlcMultiple x LLC): a working set no
+//     cache holds. Benchmarks that stream weights (GEMV, decode) use at least this many bytes so
+//     that they and the bandwidth baseline see the same memory system.
 //   - measure_read_bandwidth(): a STREAM-like read kernel. Every thread of `pool` sums its own
-//     contiguous slice of one buffer of max(kMinReadBufferBytes, kLlcMultiple x LLC) bytes (so
-//     caches cannot hold it), first touched by the same threads; passes repeat until both
-//     min_time_s and kMinBandwidthPasses are reached. Reports the best pass (STREAM's
-//     convention) and the median, in bytes per second. Allocation failure throws
+//     contiguous slice of one buffer of streaming_buffer_bytes(), first touched by the same
+//     threads. Two loops are measured: loads alone (the hardware prefetchers' rate) and loads
+//     with software prefetch kReadPrefetchBytes ahead (what a kernel that prefetches can reach;
+//     on these VMs ~20% more). Passes alternate between them until both min_time_s and
+//     kMinBandwidthPasses per loop are reached. Reports the best pass of the faster loop
+//     (STREAM's convention: the bound a kernel is judged against is the highest rate seen), its
+//     median, and which loop it was, in bytes per second. Allocation failure throws
 //     std::bad_alloc. Not thread-safe against other users of `pool`.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
 
 #include "kernels/thread_pool.h"
 
@@ -21,17 +31,65 @@ inline constexpr std::size_t kMinReadBufferBytes = std::size_t{512} << 20;  // 5
 inline constexpr std::size_t kLlcMultiple = 8;
 inline constexpr std::size_t kFallbackLlcBytes = std::size_t{32} << 20;
 inline constexpr int kMinBandwidthPasses = 5;
+inline constexpr std::size_t kReadPrefetchBytes = 2048;
 
 std::size_t last_level_cache_bytes();
+std::size_t streaming_buffer_bytes();
 
 struct ReadBandwidth {
   double best_bytes_per_second = 0.0;
   double median_bytes_per_second = 0.0;
   std::size_t buffer_bytes = 0;
   int threads = 0;
-  int passes = 0;
+  int passes = 0;                      // of the reported loop
+  const char* loop = "";               // "loads" or "loads+prefetch"
+  double loads_only_best_bytes_per_second = 0.0;
 };
 
 ReadBandwidth measure_read_bandwidth(kernels::ThreadPool& pool, double min_time_s);
+
+// The same read kernel one round at a time, for paired measurements: on a shared host the
+// memory bandwidth left to this VM moves by 2x within a minute (measured: 34 to 75 GB/s), so a
+// streaming kernel is only comparable with bandwidth passes taken alternately with its own runs.
+// round() runs one pass of each loop and updates `r` to the summary of all rounds since
+// construction or reset().
+class StreamingReader {
+ public:
+  explicit StreamingReader(kernels::ThreadPool& pool);  // allocates and first-touches the buffer
+  void round(ReadBandwidth& r);
+  ReadBandwidth summary() const;
+  void reset() { seconds_[0].clear(); seconds_[1].clear(); }  // forget earlier rounds
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  double pass_seconds(bool prefetch);
+
+  kernels::ThreadPool& pool_;
+  std::size_t bytes_;
+  std::unique_ptr<uint64_t, FreeDeleter> buf_;
+  std::vector<uint64_t> sums_;
+  std::vector<double> seconds_[2];  // loads, loads+prefetch
+  uint64_t sink_ = 0;
+};
+
+// Arithmetic peaks of all of `pool`'s threads, measured with register-only loops of
+// kPeakChains independent dependency chains per thread (enough to cover the latency of every
+// unit these CPUs have): fp32 FMA (2 flops per lane), the int8 dot product (2 ops per byte
+// pair: VPDPBUSD with AVX-512 VNNI, else VPMADDUBSW+VPMADDWD on AVX2 counted the same way) and
+// the bf16 dot product (VDPBF16PS, 2 flops per pair; 0 where the CPU lacks it). Zero where the
+// ISA is missing altogether (the scalar path reports 0 for all). Best of repeated runs.
+// These are what a GEMM's fraction of peak is judged against: LIMITS.md's table is from one
+// machine, and a different CPU model (Zen 4 vs Zen 5 here) halves or doubles them.
+inline constexpr int kPeakChains = 12;
+struct ComputePeaks {
+  double fp32_flops = 0.0;
+  double int8_ops = 0.0;
+  double bf16_flops = 0.0;
+  const char* isa = "";
+};
+ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s);
 
 }  // namespace am::bench

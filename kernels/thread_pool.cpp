@@ -16,7 +16,18 @@ namespace {
 // the core, a cold cache) without making the chunks so small that hand-out cost shows.
 constexpr int64_t kChunksPerThread = 4;
 
+// Polls of active_ before the caller starts yielding its core to a worker that was preempted.
+constexpr int kCallerSpinsBeforeYield = 4096;
+
 thread_local bool t_inside_pool_task = false;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 }  // namespace
 
@@ -63,9 +74,9 @@ ThreadPool::ThreadPool(int threads) {
 }
 
 ThreadPool::~ThreadPool() {
+  stop_.store(true);
   {
-    std::lock_guard lock(mu_);
-    stop_ = true;
+    std::lock_guard lock(sleep_mu_);  // a worker between its predicate check and wait() holds it
   }
   work_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
@@ -89,26 +100,37 @@ void ThreadPool::run_chunks(Job& job) {
   t_inside_pool_task = was_inside;
 }
 
+// Returns false when the pool is stopping; otherwise `seen` is advanced to a new generation.
+bool ThreadPool::wait_for_call(uint64_t& seen) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+  for (int spins = 0;; ++spins) {
+    if (stop_.load()) return false;
+    const uint64_t g = generation_.load();
+    if (g != seen) {
+      seen = g;
+      return true;
+    }
+    cpu_relax();
+    // The clock is read every few dozen polls: cheap, and fine-grained enough for the window.
+    if (spins % 64 == 63 && std::chrono::steady_clock::now() >= deadline) break;
+  }
+  std::unique_lock lock(sleep_mu_);
+  sleepers_.fetch_add(1);
+  work_cv_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
+  sleepers_.fetch_sub(1);
+  if (stop_.load()) return false;
+  seen = generation_.load();
+  return true;
+}
+
 void ThreadPool::worker_loop() {
   uint64_t seen = 0;
-  for (;;) {
-    Job* job = nullptr;
-    {
-      std::unique_lock lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      // A late waker may find the job already finished and withdrawn.
-      if (job == nullptr) continue;
-      ++busy_workers_;
-    }
-    run_chunks(*job);
-    {
-      std::lock_guard lock(mu_);
-      --busy_workers_;
-    }
-    done_cv_.notify_one();
+  while (wait_for_call(seen)) {
+    active_.fetch_add(1);
+    // The job may already be finished and withdrawn (null), or be a newer call's: both are fine,
+    // since active_ was raised before the read.
+    if (Job* job = job_.load(); job != nullptr) run_chunks(*job);
+    active_.fetch_sub(1);
   }
 }
 
@@ -126,19 +148,23 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain, const RangeFn& fn) {
   job.fn = &fn;
   job.n = n;
   job.chunk = (n + chunks - 1) / chunks;
-  {
-    std::lock_guard lock(mu_);
-    job_ = &job;
-    ++generation_;
+  job_.store(&job);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    // A worker that saw the old generation under sleep_mu_ is waiting or about to: taking the
+    // lock orders this notify after its wait() began.
+    { std::lock_guard lock(sleep_mu_); }
+    work_cv_.notify_all();
   }
-  work_cv_.notify_all();
   run_chunks(job);
-  {
-    // The job lives on this stack frame: wait until no worker can still touch it. A worker that
-    // wakes after this point sees the next generation (or none) and never this job.
-    std::unique_lock lock(mu_);
-    done_cv_.wait(lock, [&] { return busy_workers_ == 0; });
-    job_ = nullptr;
+  // Every chunk has been handed out; withdraw the job, then wait out workers still inside it.
+  job_.store(nullptr);
+  for (int spins = 0; active_.load() != 0; ++spins) {
+    if (spins < kCallerSpinsBeforeYield) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();  // a preempted worker: give its core back
+    }
   }
   if (job.error) std::rethrow_exception(job.error);
 }

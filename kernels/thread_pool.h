@@ -14,8 +14,15 @@
 //   - The destructor joins the workers; no parallel_for() may be running then.
 //   - default_thread_count() is the number of physical cores this process may run on (sibling
 //     hyper-threads counted once), at least 1.
+//   - Hand-off: after a call, workers keep polling for the next one for kSpinBeforeSleep, then
+//     block on a condition variable. Decode issues hundreds of small calls per token; waking a
+//     blocked thread costs tens of microseconds on a VM, about a GEMV's whole run, so a worker
+//     that is still polling picks the next call up at once. The caller waits for stragglers the
+//     same way (poll, then yield). Idle pools cost no CPU beyond the spin window.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -27,6 +34,9 @@
 namespace am::kernels {
 
 int default_thread_count();
+
+// How long an idle worker polls for the next call before blocking.
+inline constexpr std::chrono::microseconds kSpinBeforeSleep{200};
 
 class ThreadPool {
  public:
@@ -45,15 +55,20 @@ class ThreadPool {
   void worker_loop();
   static void run_chunks(Job& job);
 
+  bool wait_for_call(uint64_t& seen);
+
   std::vector<std::thread> workers_;
   std::mutex call_mu_;  // serializes parallel_for callers
-  std::mutex mu_;
+  std::mutex sleep_mu_;  // guards the blocking part of the hand-off only
   std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
-  Job* job_ = nullptr;
-  uint64_t generation_ = 0;
-  int busy_workers_ = 0;
-  bool stop_ = false;
+  // Sequentially consistent throughout: a worker announces itself in active_ before it reads
+  // job_, and a caller withdraws job_ before it waits for active_ to drain, so no worker can
+  // touch a job after its caller returned.
+  std::atomic<Job*> job_{nullptr};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> active_{0};
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
 };
 
 }  // namespace am::kernels

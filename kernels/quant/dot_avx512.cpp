@@ -3,8 +3,7 @@
 // bandwidth, so every block format is handled two blocks (or one super-block) per step with
 // the scales of a block pair fetched by one 64-byte load and a word permutation, instead of
 // per-block scalar conversions. Several weight rows share each activation load, and every
-// weight stream is prefetched a fixed distance ahead (prefetches never fault, so running past
-// the end of the matrix is harmless).
+// weight stream is prefetched ahead (see prefetch_distance()).
 //
 // Weight buffers carry >= kWeightReadSlackBytes readable bytes after their last row (WeightMatrix
 // guarantees it): a block pair is fetched with one 64-byte load that may run past a short row.
@@ -27,17 +26,25 @@ namespace {
 // work of the light formats; the k-quants keep fewer to stay within the 32 vector registers.
 constexpr int kRowsPerPass = 8;
 constexpr int kRowsPerPassK = 4;
-// How far ahead of the current block each weight row is prefetched: enough lines in flight per
-// stream that memory latency is covered while the kernel computes.
-constexpr int kPrefetchBytes = 2048;
 
 AM_TARGET_AVX512 inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-// Prefetches `lines` cache lines of a weight stream kPrefetchBytes ahead of p.
+// Software prefetch distance: one pass ahead. Rows are stored back to back and a pass streams
+// R of them at once, so the lines to fetch are the next pass's, R rows on. An in-row distance
+// lands, for short rows (decode's K = 2048: 18 lines per q4_0 row), on rows this pass already
+// streams and leaves every next pass cold. Measured on Zen 5 (2 threads): one pass ahead took
+// decode-shaped q4_0 GEMVs from 28 to 37 GB/s; for K = 14336 in-row distances of 1-16 KiB were
+// no better than one pass ahead (all within the run-to-run noise).
+inline std::size_t prefetch_distance(int rows_per_pass, std::size_t row_bytes) {
+  return static_cast<std::size_t>(rows_per_pass) * row_bytes;
+}
+
+// Prefetches `kLines` cache lines `ahead` bytes past p. Prefetches never fault, so running
+// past the end of the matrix is harmless.
 template <int kLines = 1>
-inline void prefetch_ahead(const uint8_t* p) {
+inline void prefetch_ahead(const uint8_t* p, std::size_t ahead) {
   for (int i = 0; i < kLines; ++i) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchBytes + 64 * i), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(p + ahead + 64 * i), _MM_HINT_T0);
   }
 }
 
@@ -92,7 +99,7 @@ struct Q8_0Consts {
 };
 
 template <int R>
-AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
+AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
                                 const Q8_0Consts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -107,7 +114,7 @@ AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ8_0);
-      prefetch_ahead<2>(p);
+      prefetch_ahead<2>(p, ahead);
       const __m512 dw = halves_to_float(_mm512_loadu_si512(p), c.scale_idx);
       const __m512i wq = _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2))),
@@ -176,7 +183,7 @@ AM_TARGET_AVX512 inline __m512i expand_nibbles(__m512i v, const Q4Consts& c) {
 
 // kMin = false: q4_0, w = d (q - 8); kMin = true: q4_1, w = d q + m.
 template <int R, bool kMin>
-AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
+AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
                               const Q4Consts& c) {
   constexpr std::size_t kBlockBytes = kMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
   __m512 acc[R];
@@ -209,7 +216,7 @@ AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb,
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * kBlockBytes;
-      prefetch_ahead(p);
+      prefetch_ahead(p, ahead);
       const __m512i v = _mm512_loadu_si512(p);
       const __m512i isum = _mm512_dpbusd_epi32(init, expand_nibbles(v, c), x);
       const __m512 dw = halves_to_float(v, c.d_idx);
@@ -260,7 +267,7 @@ AM_TARGET_AVX512 inline __m512i two_bit(__m512i qs, int j) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
+AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
                                 const KConsts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -273,7 +280,7 @@ AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ2_K);
-      prefetch_ahead<2>(p);
+      prefetch_ahead<2>(p, ahead);
       const __m512i qs = _mm512_loadu_si512(p + offsetof(BlockQ2_K, qs));
       const __m128i sc_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
       // Sub-block scales as words; pairs of products (vpmaddubsw: q <= 3, no saturation) are
@@ -319,7 +326,7 @@ AM_TARGET_AVX512 inline __m512i q3_k_scales(const uint8_t* scales12) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
+AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
                                 const KConsts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -343,7 +350,7 @@ AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ3_K);
-      prefetch_ahead<2>(p);
+      prefetch_ahead<2>(p, ahead);
       const __m512i qs = _mm512_loadu_si512(p + offsetof(BlockQ3_K, qs));
       const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
       const __m512i sc = q3_k_scales(p + offsetof(BlockQ3_K, scales));
@@ -369,7 +376,7 @@ AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
 // f16 (f32 activations) and bf16 (bf16 activations).
 
 template <int R>
-AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
+AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -380,7 +387,7 @@ AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + 2 * i;
-      if (i % 32 == 0) prefetch_ahead(p);
+      if (i % 32 == 0) prefetch_ahead(p, ahead);
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtph_ps(h), x, acc[r]);
     }
@@ -399,7 +406,7 @@ AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb
 }
 
 template <int R>
-AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
+AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -410,7 +417,7 @@ AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + 2 * i;
-      prefetch_ahead(p);
+      prefetch_ahead(p, ahead);
       const __m512bh wv = (__m512bh)(_mm512_loadu_si512(p));
       acc[r] = _mm512_dpbf16_ps(acc[r], wv, x);
     }
@@ -434,7 +441,7 @@ AM_TARGET_AVX512 inline __m512 bf16_to_ps(__m256i h) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void bf16_rows_fma(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
+AM_TARGET_AVX512 void bf16_rows_fma(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -457,61 +464,63 @@ template <template <int> class K, int kRows = kRowsPerPass, typename... C>
 AM_TARGET_AVX512 void run_rows(const ActRow& a, const uint8_t* w, std::size_t rb, int64_t nrows,
                                float* out, const C&... consts) {
   int64_t r = 0;
-  for (; r + kRows <= nrows; r += kRows) K<kRows>::run(a, w + r * rb, rb, out + r, consts...);
-  for (; r < nrows; ++r) K<1>::run(a, w + r * rb, rb, out + r, consts...);
+  const std::size_t ahead = prefetch_distance(kRows, rb);
+  for (; r + kRows <= nrows; r += kRows) K<kRows>::run(a, w + r * rb, rb, ahead, out + r, consts...);
+  const std::size_t tail_ahead = prefetch_distance(1, rb);
+  for (; r < nrows; ++r) K<1>::run(a, w + r * rb, rb, tail_ahead, out + r, consts...);
 }
 
 template <int R>
 struct Q8_0K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
                                    const Q8_0Consts& c) {
-    q8_0_rows<R>(a, w, rb, o, c);
+    q8_0_rows<R>(a, w, rb, ahead, o, c);
   }
 };
 template <int R>
 struct Q4_0K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
                                    const Q4Consts& c) {
-    q4_rows<R, false>(a, w, rb, o, c);
+    q4_rows<R, false>(a, w, rb, ahead, o, c);
   }
 };
 template <int R>
 struct Q4_1K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
                                    const Q4Consts& c) {
-    q4_rows<R, true>(a, w, rb, o, c);
+    q4_rows<R, true>(a, w, rb, ahead, o, c);
   }
 };
 template <int R>
 struct Q2_KK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
                                    const KConsts& c) {
-    q2_k_rows<R>(a, w, rb, o, c);
+    q2_k_rows<R>(a, w, rb, ahead, o, c);
   }
 };
 template <int R>
 struct Q3_KK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
                                    const KConsts& c) {
-    q3_k_rows<R>(a, w, rb, o, c);
+    q3_k_rows<R>(a, w, rb, ahead, o, c);
   }
 };
 template <int R>
 struct F16K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
-    f16_rows<R>(a, w, rb, o);
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
+    f16_rows<R>(a, w, rb, ahead, o);
   }
 };
 template <int R>
 struct Bf16DpK {
-  AM_TARGET_AVX512_BF16 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
-    bf16_rows_dp<R>(a, w, rb, o);
+  AM_TARGET_AVX512_BF16 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
+    bf16_rows_dp<R>(a, w, rb, ahead, o);
   }
 };
 template <int R>
 struct Bf16FmaK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
-    bf16_rows_fma<R>(a, w, rb, o);
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
+    bf16_rows_fma<R>(a, w, rb, ahead, o);
   }
 };
 
