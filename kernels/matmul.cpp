@@ -19,7 +19,7 @@ constexpr int64_t kFeatureTileAlign = 16;  // the SIMD kernels take 4-16 rows pe
 constexpr int64_t kMaxFeatureTile = 512;
 constexpr int64_t kRowsPerTask = 64;
 // Tasks per thread so dynamic hand-out balances uneven progress (another process on a core).
-constexpr int64_t kTasksPerThread = 4;
+constexpr int64_t kTasksPerThread = 16;
 // cblas takes int dimensions.
 constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
 

@@ -14,7 +14,7 @@ namespace {
 
 // More chunks than threads lets fast threads pick up slack from slow ones (another process on
 // the core, a cold cache) without making the chunks so small that hand-out cost shows.
-constexpr int64_t kChunksPerThread = 4;
+constexpr int64_t kChunksPerThread = 16;
 
 // Polls of active_ before the caller starts yielding its core to a worker that was preempted.
 constexpr int kCallerSpinsBeforeYield = 4096;
