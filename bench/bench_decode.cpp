@@ -106,12 +106,7 @@ int run(const Options& o) {
   double load[1] = {0.0};
   const double load_average = ::getloadavg(load, 1) == 1 ? load[0] : -1.0;
   StreamingReader reader(pool);
-  ReadBandwidth bw;
-  for (double spent = 0.0; spent < kBandwidthMinSeconds || bw.passes < kMinBandwidthPasses;) {
-    const auto t0 = std::chrono::steady_clock::now();
-    reader.round(bw);
-    spent += seconds_since(t0);
-  }
+  const ReadBandwidth bw = reader.measure(kBandwidthMinSeconds);
   std::printf("bench_decode: TinyLlama-1.1B shape, %lld of %lld layers, %d threads, kernel path %s\n",
               static_cast<long long>(o.layers), static_cast<long long>(kTinyLlamaLayers), threads,
               std::string(kernels::kernel_path_name(*path)).c_str());
@@ -180,7 +175,7 @@ int run(const Options& o) {
         return 1;
       }
       runs.push_back(*res);
-      reader.round(paired);
+      paired = reader.round();
     }
     std::vector<RunResult> sorted = runs;
     std::sort(sorted.begin(), sorted.end(),

@@ -232,12 +232,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
     std::printf("\n[%d thread%s] peaks (%s): fp32 FMA %.0f GFLOPS, int8 dot %.0f GOPS, bf16 dot %.0f GFLOPS\n", t,
                 t > 1 ? "s" : "", peaks.isa, peaks.fp32_flops / 1e9, peaks.int8_ops / 1e9, peaks.bf16_flops / 1e9);
     am::bench::StreamingReader reader(pool);
-    am::bench::ReadBandwidth rb;
-    for (double spent = 0.0; spent < min_time_s || rb.passes < am::bench::kMinBandwidthPasses;) {
-      const auto t0 = std::chrono::steady_clock::now();
-      reader.round(rb);
-      spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    }
+    const am::bench::ReadBandwidth rb = reader.measure(min_time_s);
     doc["baselines"].push_back({{"kind", "read_bandwidth"}, {"threads", t}, {"bytes_per_second", rb.best_bytes_per_second},
                                 {"median_bytes_per_second", rb.median_bytes_per_second}, {"loop", rb.loop},
                                 {"loads_only_bytes_per_second", rb.loads_only_best_bytes_per_second},
@@ -320,7 +315,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         sweep();
         samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
                           static_cast<double>(ws.size()));
-        reader.round(paired);
+        paired = reader.round();
         spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       }
       std::sort(samples.begin(), samples.end());

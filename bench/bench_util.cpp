@@ -252,9 +252,21 @@ double StreamingReader::pass_seconds(bool prefetch) {
   return s;
 }
 
-void StreamingReader::round(ReadBandwidth& r) {
+ReadBandwidth StreamingReader::round() {
   for (int prefetch = 0; prefetch < 2; ++prefetch) seconds_[prefetch].push_back(pass_seconds(prefetch != 0));
-  r = summary();
+  return summary();
+}
+
+ReadBandwidth StreamingReader::measure(double min_time_s) {
+  reset();
+  ReadBandwidth r;
+  double total = 0.0;
+  while (total < min_time_s || r.passes < kMinBandwidthPasses) {
+    const auto t0 = std::chrono::steady_clock::now();
+    r = round();
+    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  return r;
 }
 
 ReadBandwidth StreamingReader::summary() const {
@@ -271,19 +283,6 @@ ReadBandwidth StreamingReader::summary() const {
   r.best_bytes_per_second = bytes / sorted[best].front();
   r.median_bytes_per_second = bytes / sorted[best][sorted[best].size() / 2];
   r.loads_only_best_bytes_per_second = bytes / sorted[0].front();
-  return r;
-}
-
-ReadBandwidth measure_read_bandwidth(kernels::ThreadPool& pool, double min_time_s) {
-  StreamingReader reader(pool);
-  ReadBandwidth r;
-  double total = 0.0;
-  // Alternating the two loops exposes both to the same background load.
-  while (total < min_time_s || r.passes < kMinBandwidthPasses) {
-    const auto t0 = std::chrono::steady_clock::now();
-    reader.round(r);
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
   return r;
 }
 

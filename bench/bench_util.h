@@ -6,15 +6,14 @@
 //   - streaming_buffer_bytes(): max(kMinReadBufferBytes, kLlcMultiple x LLC): a working set no
 //     cache holds. Benchmarks that stream weights (GEMV, decode) use at least this many bytes so
 //     that they and the bandwidth baseline see the same memory system.
-//   - measure_read_bandwidth(): a STREAM-like read kernel. Every thread of `pool` sums its own
-//     contiguous slice of one buffer of streaming_buffer_bytes(), first touched by the same
-//     threads. Two loops are measured: loads alone (the hardware prefetchers' rate) and loads
-//     with software prefetch kReadPrefetchBytes ahead (what a kernel that prefetches can reach;
-//     on these VMs ~20% more). Passes alternate between them until both min_time_s and
-//     kMinBandwidthPasses per loop are reached. Reports the best pass of the faster loop
-//     (STREAM's convention: the bound a kernel is judged against is the highest rate seen), its
-//     median, and which loop it was, in bytes per second. Allocation failure throws
-//     std::bad_alloc. Not thread-safe against other users of `pool`.
+//   - StreamingReader: a STREAM-like read kernel. Every thread of `pool` sums its own contiguous
+//     slice of one buffer of streaming_buffer_bytes(), first touched by the same threads. Two
+//     loops are measured: loads alone (the hardware prefetchers' rate) and loads with software
+//     prefetch kReadPrefetchBytes ahead (what a kernel that prefetches can reach; on these VMs
+//     about 10-20% more). Figures are the best pass of the faster loop (STREAM's convention:
+//     the bound a kernel is judged against is the highest rate seen), its median, and which
+//     loop it was, in bytes per second. The constructor allocates (std::bad_alloc on failure);
+//     not thread-safe against other users of `pool`.
 #pragma once
 
 #include <cstddef>
@@ -46,19 +45,19 @@ struct ReadBandwidth {
   double loads_only_best_bytes_per_second = 0.0;
 };
 
-ReadBandwidth measure_read_bandwidth(kernels::ThreadPool& pool, double min_time_s);
-
-// The same read kernel one round at a time, for paired measurements: on a shared host the
-// memory bandwidth left to this VM moves by 2x within a minute (measured: 34 to 75 GB/s), so a
-// streaming kernel is only comparable with bandwidth passes taken alternately with its own runs.
-// round() runs one pass of each loop and updates `r` to the summary of all rounds since
-// construction or reset().
+// On a shared host the memory bandwidth left to this VM moves by 2x within a minute (measured:
+// 34 to 80 GB/s), so a streaming kernel is only comparable with read passes taken alternately
+// with its own runs: call round() between them.
+//   measure(): reset(), then rounds (a pass of each loop) until both min_time_s and
+//              kMinBandwidthPasses are reached; returns their summary.
+//   round():   one pass of each loop; returns the summary of all rounds since the last reset().
 class StreamingReader {
  public:
   explicit StreamingReader(kernels::ThreadPool& pool);  // allocates and first-touches the buffer
-  void round(ReadBandwidth& r);
+  ReadBandwidth measure(double min_time_s);
+  ReadBandwidth round();
   ReadBandwidth summary() const;
-  void reset() { seconds_[0].clear(); seconds_[1].clear(); }  // forget earlier rounds
+  void reset() { seconds_[0].clear(); seconds_[1].clear(); }
   std::size_t bytes() const { return bytes_; }
 
  private:
