@@ -3,7 +3,7 @@
 // bandwidth, so every block format is handled two blocks (or one super-block) per step with
 // the scales of a block pair fetched by one 64-byte load and a word permutation, instead of
 // per-block scalar conversions. Several weight rows share each activation load, and every
-// weight stream is prefetched ahead (see prefetch_distance()).
+// weight stream is prefetched one pass of rows ahead (see prefetch_ahead()).
 //
 // Weight buffers carry >= kWeightReadSlackBytes readable bytes after their last row (WeightMatrix
 // guarantees it): a block pair is fetched with one 64-byte load that may run past a short row.
@@ -29,18 +29,13 @@ constexpr int kRowsPerPassK = 4;
 
 AM_TARGET_AVX512 inline float hsum(__m512 v) { return _mm512_reduce_add_ps(v); }
 
-// Software prefetch distance: one pass ahead. Rows are stored back to back and a pass streams
-// R of them at once, so the lines to fetch are the next pass's, R rows on. An in-row distance
-// lands, for short rows (decode's K = 2048: 18 lines per q4_0 row), on rows this pass already
-// streams and leaves every next pass cold. Measured on Zen 5 (2 threads): one pass ahead took
-// decode-shaped q4_0 GEMVs from 28 to 37 GB/s; for K = 14336 in-row distances of 1-16 KiB were
-// no better than one pass ahead (all within the run-to-run noise).
-inline std::size_t prefetch_distance(int rows_per_pass, std::size_t row_bytes) {
-  return static_cast<std::size_t>(rows_per_pass) * row_bytes;
-}
-
-// Prefetches `kLines` cache lines `ahead` bytes past p. Prefetches never fault, so running
-// past the end of the matrix is harmless.
+// Weight streams are prefetched one pass ahead: a kernel taking R rows per pass fetches the
+// same position R rows on (R * row bytes ahead), which the next pass reads. Rows are stored back
+// to back, so an in-row distance lands, for short rows (decode's K = 2048: 18 lines per q4_0
+// row), on rows this pass already streams and leaves every next pass cold. Measured on Zen 5
+// (2 threads): one pass ahead took decode-shaped q4_0 GEMVs from 28 to 37 GB/s; for K = 14336
+// in-row distances of 1-16 KiB were no better (all within the run-to-run noise). Prefetches
+// never fault, so running past the end of the matrix is harmless.
 template <int kLines = 1>
 inline void prefetch_ahead(const uint8_t* p, std::size_t ahead) {
   for (int i = 0; i < kLines; ++i) {
@@ -99,7 +94,7 @@ struct Q8_0Consts {
 };
 
 template <int R>
-AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
+AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
                                 const Q8_0Consts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -114,7 +109,7 @@ AM_TARGET_AVX512 void q8_0_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ8_0);
-      prefetch_ahead<2>(p, ahead);
+      prefetch_ahead<2>(p, R * rb);
       const __m512 dw = halves_to_float(_mm512_loadu_si512(p), c.scale_idx);
       const __m512i wq = _mm512_inserti64x4(
           _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 2))),
@@ -183,7 +178,7 @@ AM_TARGET_AVX512 inline __m512i expand_nibbles(__m512i v, const Q4Consts& c) {
 
 // kMin = false: q4_0, w = d (q - 8); kMin = true: q4_1, w = d q + m.
 template <int R, bool kMin>
-AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
+AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
                               const Q4Consts& c) {
   constexpr std::size_t kBlockBytes = kMin ? sizeof(BlockQ4_1) : sizeof(BlockQ4_0);
   __m512 acc[R];
@@ -216,7 +211,7 @@ AM_TARGET_AVX512 void q4_rows(const ActRow& a, const uint8_t* w, std::size_t rb,
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * kBlockBytes;
-      prefetch_ahead(p, ahead);
+      prefetch_ahead(p, R * rb);
       const __m512i v = _mm512_loadu_si512(p);
       const __m512i isum = _mm512_dpbusd_epi32(init, expand_nibbles(v, c), x);
       const __m512 dw = halves_to_float(v, c.d_idx);
@@ -267,7 +262,7 @@ AM_TARGET_AVX512 inline __m512i two_bit(__m512i qs, int j) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
+AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
                                 const KConsts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -280,7 +275,7 @@ AM_TARGET_AVX512 void q2_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ2_K);
-      prefetch_ahead<2>(p, ahead);
+      prefetch_ahead<2>(p, R * rb);
       const __m512i qs = _mm512_loadu_si512(p + offsetof(BlockQ2_K, qs));
       const __m128i sc_bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
       // Sub-block scales as words; pairs of products (vpmaddubsw: q <= 3, no saturation) are
@@ -326,7 +321,7 @@ AM_TARGET_AVX512 inline __m512i q3_k_scales(const uint8_t* scales12) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out,
+AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out,
                                 const KConsts& c) {
   __m512 acc[R];
   #pragma GCC unroll 8
@@ -350,7 +345,7 @@ AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + b * sizeof(BlockQ3_K);
-      prefetch_ahead<2>(p, ahead);
+      prefetch_ahead<2>(p, R * rb);
       const __m512i qs = _mm512_loadu_si512(p + offsetof(BlockQ3_K, qs));
       const __m512i hm = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
       const __m512i sc = q3_k_scales(p + offsetof(BlockQ3_K, scales));
@@ -376,7 +371,7 @@ AM_TARGET_AVX512 void q3_k_rows(const ActRow& a, const uint8_t* w, std::size_t r
 // f16 (f32 activations) and bf16 (bf16 activations).
 
 template <int R>
-AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
+AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -387,7 +382,7 @@ AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + 2 * i;
-      if (i % 32 == 0) prefetch_ahead(p, ahead);
+      if (i % 32 == 0) prefetch_ahead(p, R * rb);
       const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
       acc[r] = _mm512_fmadd_ps(_mm512_cvtph_ps(h), x, acc[r]);
     }
@@ -406,7 +401,7 @@ AM_TARGET_AVX512 void f16_rows(const ActRow& a, const uint8_t* w, std::size_t rb
 }
 
 template <int R>
-AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
+AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -417,7 +412,7 @@ AM_TARGET_AVX512_BF16 void bf16_rows_dp(const ActRow& a, const uint8_t* w, std::
     #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
       const uint8_t* p = w + r * rb + 2 * i;
-      prefetch_ahead(p, ahead);
+      prefetch_ahead(p, R * rb);
       const __m512bh wv = (__m512bh)(_mm512_loadu_si512(p));
       acc[r] = _mm512_dpbf16_ps(acc[r], wv, x);
     }
@@ -441,7 +436,7 @@ AM_TARGET_AVX512 inline __m512 bf16_to_ps(__m256i h) {
 }
 
 template <int R>
-AM_TARGET_AVX512 void bf16_rows_fma(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* out) {
+AM_TARGET_AVX512 void bf16_rows_fma(const ActRow& a, const uint8_t* w, std::size_t rb, float* out) {
   __m512 acc[R];
   #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
@@ -464,63 +459,61 @@ template <template <int> class K, int kRows = kRowsPerPass, typename... C>
 AM_TARGET_AVX512 void run_rows(const ActRow& a, const uint8_t* w, std::size_t rb, int64_t nrows,
                                float* out, const C&... consts) {
   int64_t r = 0;
-  const std::size_t ahead = prefetch_distance(kRows, rb);
-  for (; r + kRows <= nrows; r += kRows) K<kRows>::run(a, w + r * rb, rb, ahead, out + r, consts...);
-  const std::size_t tail_ahead = prefetch_distance(1, rb);
-  for (; r < nrows; ++r) K<1>::run(a, w + r * rb, rb, tail_ahead, out + r, consts...);
+  for (; r + kRows <= nrows; r += kRows) K<kRows>::run(a, w + r * rb, rb, out + r, consts...);
+  for (; r < nrows; ++r) K<1>::run(a, w + r * rb, rb, out + r, consts...);
 }
 
 template <int R>
 struct Q8_0K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
                                    const Q8_0Consts& c) {
-    q8_0_rows<R>(a, w, rb, ahead, o, c);
+    q8_0_rows<R>(a, w, rb, o, c);
   }
 };
 template <int R>
 struct Q4_0K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
                                    const Q4Consts& c) {
-    q4_rows<R, false>(a, w, rb, ahead, o, c);
+    q4_rows<R, false>(a, w, rb, o, c);
   }
 };
 template <int R>
 struct Q4_1K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
                                    const Q4Consts& c) {
-    q4_rows<R, true>(a, w, rb, ahead, o, c);
+    q4_rows<R, true>(a, w, rb, o, c);
   }
 };
 template <int R>
 struct Q2_KK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
                                    const KConsts& c) {
-    q2_k_rows<R>(a, w, rb, ahead, o, c);
+    q2_k_rows<R>(a, w, rb, o, c);
   }
 };
 template <int R>
 struct Q3_KK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o,
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o,
                                    const KConsts& c) {
-    q3_k_rows<R>(a, w, rb, ahead, o, c);
+    q3_k_rows<R>(a, w, rb, o, c);
   }
 };
 template <int R>
 struct F16K {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
-    f16_rows<R>(a, w, rb, ahead, o);
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
+    f16_rows<R>(a, w, rb, o);
   }
 };
 template <int R>
 struct Bf16DpK {
-  AM_TARGET_AVX512_BF16 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
-    bf16_rows_dp<R>(a, w, rb, ahead, o);
+  AM_TARGET_AVX512_BF16 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
+    bf16_rows_dp<R>(a, w, rb, o);
   }
 };
 template <int R>
 struct Bf16FmaK {
-  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, std::size_t ahead, float* o) {
-    bf16_rows_fma<R>(a, w, rb, ahead, o);
+  AM_TARGET_AVX512 static void run(const ActRow& a, const uint8_t* w, std::size_t rb, float* o) {
+    bf16_rows_fma<R>(a, w, rb, o);
   }
 };
 
