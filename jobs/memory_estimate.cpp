@@ -54,6 +54,7 @@ class Keys {
     if (v.empty()) ok_ = false;
     return v;
   }
+  bool has(const char* key) const { return c_.is_object() && c_.contains(key); }
   bool ok() const { return ok_; }
 
  private:
@@ -263,6 +264,8 @@ std::optional<Estimate> diffusion(Keys& k, const JobSpec& s) {
   const double ctx = k.get("cross_attention_dim"), sample = k.get("sample_size"), in_ch = k.get("in_channels");
   const double text_len = k.get("text_len");
   if (!k.ok()) return std::nullopt;
+  // Classifier-free guidance runs every UNet pass on a doubled batch.
+  const double batch = (k.has("guidance_scale") ? 2.0 : 1.0) * s.batch;
   Estimate e;
   const double temb = 4.0 * chans.front();
   auto res = [&](double in, double out) {
@@ -290,7 +293,7 @@ std::optional<Estimate> diffusion(Keys& k, const JobSpec& s) {
     }
     e.params.f32 += 2 * 9 * out * out;
     const double pos = side * side;
-    peak = std::max(peak, 4.0 * s.batch * (kLiveBuffers * pos * 2 * out + 2 * pos * 4 * out + (a ? pos * (pos + text_len) : 0)));
+    peak = std::max(peak, 4.0 * batch * (kLiveBuffers * pos * 2 * out + 2 * pos * 4 * out + (a ? pos * (pos + text_len) : 0)));
     ch = out;
     side = std::ceil(side / 2);
   }
@@ -300,7 +303,7 @@ std::optional<Estimate> diffusion(Keys& k, const JobSpec& s) {
   e.params.output += chans.front() * temb + temb * temb;
   e.params.f32 += 9 * in_ch * chans.front() * 2;
   // Skip connections stay alive across the whole pass.
-  e.activations = peak + 4.0 * s.batch * sample * sample * chans.front() * (2 * layers + 2);
+  e.activations = peak + 4.0 * batch * sample * sample * chans.front() * (2 * layers + 2);
   return e;
 }
 

@@ -14,6 +14,10 @@ namespace {
 constexpr uint64_t kWeightStream = 0x554e4554ull;  // "UNET"
 constexpr uint64_t kLatentStream = 0x554e454cull;
 constexpr uint64_t kTextStream = 0x554e4558ull;
+constexpr uint64_t kUncondTextStream = 0x554e4555ull;  // the empty prompt's encoder states
+// guidance_scale read as "absent": one conditional UNet pass per step.
+constexpr double kNoGuidance = -1.0;
+constexpr double kMaxGuidance = 100.0;
 constexpr float kLinearStd = 0.02f;
 constexpr float kNormNoiseStd = 0.02f;
 constexpr float kMaxPeriod = 10000.0f;  // sinusoidal timestep embedding
@@ -24,6 +28,8 @@ struct UnetConfig {
           groups = 0, steps = 0, train_steps = 1000;
   std::vector<int64_t> channels;
   float eps = 1e-5f, beta_start = 0.00085f, beta_end = 0.012f;
+  double guidance = kNoGuidance;  // >= 0: classifier-free guidance at this scale
+  bool guided() const { return guidance >= 0.0; }
 };
 
 struct Conv {
@@ -256,8 +262,13 @@ class UnetGraph final : public ModelGraph {
     conv_out_ = w.conv(ch, c_.out_ch, 3);
     latent_ = Tensor(Shape{batch_ * c_.sample * c_.sample, c_.in_ch});
     fill_normal(latent_.data(), latent_.numel(), 0.0f, 1.0f, derive_seed(seed, kLatentStream), ctx);
-    text_ = Tensor(Shape{batch_ * c_.text_len, c_.ctx_dim});
-    fill_normal(text_.data(), text_.numel(), 0.0f, 1.0f, derive_seed(seed, kTextStream), ctx);
+    // With guidance the UNet runs on [unconditional; conditional] halves of a doubled batch:
+    // the unconditional states (SD: the empty prompt's encoding) come first.
+    const int64_t text_rows = batch_ * c_.text_len;
+    text_ = Tensor(Shape{(c_.guided() ? 2 : 1) * text_rows, c_.ctx_dim});
+    float* cond = text_.data() + (c_.guided() ? text_rows * c_.ctx_dim : 0);
+    fill_normal(cond, text_rows * c_.ctx_dim, 0.0f, 1.0f, derive_seed(seed, kTextStream), ctx);
+    if (c_.guided()) fill_normal(text_.data(), text_rows * c_.ctx_dim, 0.0f, 1.0f, derive_seed(seed, kUncondTextStream), ctx);
     formats_ = f;
   }
 
@@ -282,15 +293,31 @@ class UnetGraph final : public ModelGraph {
   int64_t tokens_per_run() const override { return 0; }
 
   Result<GraphOutput> run(Backend& be) const override {
-    Ctx c{be, batch_};
+    const int64_t passes = c_.guided() ? 2 : 1;
+    Ctx c{be, passes * batch_};
     Tensor x = latent_.clone();
+    Tensor in = c_.guided() ? Tensor(Shape{passes * x.rows(), x.cols()}) : Tensor();
     const std::vector<double> acp = alphas_cumprod();
     for (int64_t s = 0; s < c_.steps; ++s) {
       // DDIM timesteps spread evenly over the training schedule, highest first.
       const int64_t t = (c_.steps - 1 - s) * (c_.train_steps / c_.steps);
       const int64_t t_prev = t - c_.train_steps / c_.steps;
       Tensor eps;
-      AM_RETURN_IF_ERROR(unet(c, x, static_cast<float>(t), eps));
+      if (c_.guided()) {
+        // One UNet pass over [x; x] with [unconditional; conditional] text, then
+        // eps = eps_u + g (eps_c - eps_u), as diffusers' pipelines do.
+        std::memcpy(in.data(), x.data(), x.bytes());
+        std::memcpy(in.data() + x.numel(), x.data(), x.bytes());
+        Tensor both;
+        AM_RETURN_IF_ERROR(unet(c, in, static_cast<float>(t), both));
+        eps = Tensor(x.shape());
+        const float g = static_cast<float>(c_.guidance);
+        const float* eu = both.data();
+        const float* ec = both.data() + x.numel();
+        for (int64_t i = 0; i < x.numel(); ++i) eps.data()[i] = eu[i] + g * (ec[i] - eu[i]);
+      } else {
+        AM_RETURN_IF_ERROR(unet(c, x, static_cast<float>(t), eps));
+      }
       const double a = acp[static_cast<std::size_t>(t)], a_prev = t_prev >= 0 ? acp[static_cast<std::size_t>(t_prev)] : 1.0;
       const double sa = std::sqrt(a), s1a = std::sqrt(1.0 - a), sp = std::sqrt(a_prev), s1p = std::sqrt(1.0 - a_prev);
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -334,14 +361,14 @@ class UnetGraph final : public ModelGraph {
   Status unet(Ctx& c, const Tensor& latent, float timestep, Tensor& eps) const {
     const int64_t c0 = c_.channels.front(), half = c0 / 2;
     // Sinusoidal embedding (diffusers: flip_sin_to_cos, shift 0): [cos | sin].
-    Tensor sinus(Shape{batch_, c0});
-    for (int64_t b = 0; b < batch_; ++b)
+    Tensor sinus(Shape{c.batch, c0});
+    for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t i = 0; i < half; ++i) {
         const float freq = std::exp(-std::log(kMaxPeriod) * static_cast<float>(i) / static_cast<float>(half));
         sinus.row(b)[i] = std::cos(timestep * freq);
         sinus.row(b)[half + i] = std::sin(timestep * freq);
       }
-    Tensor temb(Shape{batch_, temb2_.in_features()}), temb2(Shape{batch_, temb2_.out_features()});
+    Tensor temb(Shape{c.batch, temb2_.in_features()}), temb2(Shape{c.batch, temb2_.out_features()});
     AM_RETURN_IF_ERROR(c.be.linear(temb1_, sinus.view(), temb.view()));
     AM_RETURN_IF_ERROR(c.be.activation(Activation::kSilu, temb.view()));
     AM_RETURN_IF_ERROR(c.be.linear(temb2_, temb.view(), temb2.view()));
@@ -388,19 +415,19 @@ class UnetGraph final : public ModelGraph {
       if (l > 0) {
         // Nearest-neighbour 2x upsampling as a row gather, then conv3x3.
         const int64_t big = 2 * side;
-        std::vector<int32_t> ids(static_cast<std::size_t>(batch_ * big * big));
-        for (int64_t b = 0; b < batch_; ++b)
+        std::vector<int32_t> ids(static_cast<std::size_t>(c.batch * big * big));
+        for (int64_t b = 0; b < c.batch; ++b)
           for (int64_t yy = 0; yy < big; ++yy)
             for (int64_t xx = 0; xx < big; ++xx)
               ids[static_cast<std::size_t>((b * big + yy) * big + xx)] =
                   static_cast<int32_t>((b * side + yy / 2) * side + xx / 2);
-        Tensor up(Shape{batch_ * big * big, x.cols()});
-        AM_RETURN_IF_ERROR(c.be.index_rows(x.view(), ids.data(), batch_ * big * big, up.view()));
+        Tensor up(Shape{c.batch * big * big, x.cols()});
+        AM_RETURN_IF_ERROR(c.be.index_rows(x.view(), ids.data(), c.batch * big * big, up.view()));
         side = big;
         AM_RETURN_IF_ERROR(run_conv(c, upsample_[upi++], up.view(), side, x));
       }
     }
-    AM_RETURN_IF_ERROR(c.be.group_norm(x.view(), batch_, c_.groups, norm_out_.g.data(), norm_out_.b.data(), c_.eps, x.view()));
+    AM_RETURN_IF_ERROR(c.be.group_norm(x.view(), c.batch, c_.groups, norm_out_.g.data(), norm_out_.b.data(), c_.eps, x.view()));
     AM_RETURN_IF_ERROR(c.be.activation(Activation::kSilu, x.view()));
     return run_conv(c, conv_out_, x.view(), side, eps);
   }
@@ -475,6 +502,7 @@ Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& s
   AM_ASSIGN_OR_RETURN(double eps, cfg.number("norm_eps", 1e-5, 1e-30, 1.0));
   AM_ASSIGN_OR_RETURN(double b0, cfg.number("beta_start", 0.00085, 1e-8, 0.5));
   AM_ASSIGN_OR_RETURN(double b1, cfg.number("beta_end", 0.012, 1e-8, 0.5));
+  AM_ASSIGN_OR_RETURN(c.guidance, cfg.number("guidance_scale", kNoGuidance, 0.0, kMaxGuidance));
   c.eps = static_cast<float>(eps);
   c.beta_start = static_cast<float>(b0);
   c.beta_end = static_cast<float>(b1);

@@ -6,7 +6,7 @@
 // levels carry spatial transformers; SD: 3), attention_heads, cross_attention_dim, text_len
 // (length of the text-encoder states), norm_groups, norm_eps (default 1e-5), steps,
 // train_timesteps (default 1000), beta_start / beta_end (default 0.00085 / 0.012, SD's
-// scaled-linear schedule).
+// scaled-linear schedule), guidance_scale (optional, 0-100; SD's pipelines use 7.5).
 // Structure (diffusers' UNet2DConditionModel): sinusoidal timestep embedding -> linear, SiLU,
 // linear; conv_in; down levels of ResNet blocks (GroupNorm, SiLU, conv3x3, + projected time
 // embedding, GroupNorm, SiLU, conv3x3, 1x1 shortcut when widths differ) with spatial
@@ -14,8 +14,11 @@
 // the text states, LayerNorm + GEGLU feed-forward, proj_out, residual) and stride-2 conv
 // downsampling; a mid block (ResNet, transformer, ResNet); up levels consuming the skip
 // connections (channel concatenation) with nearest-neighbour 2x upsampling + conv3x3; GroupNorm,
-// SiLU, conv_out. Not modelled: classifier-free guidance (one conditional pass per step); the
-// DDIM update (eta = 0) is scalar arithmetic on the host between UNet passes.
+// SiLU, conv_out. With guidance_scale g, every step is classifier-free guided: one UNet pass
+// over a doubled batch, unconditional text states (seeded; SD: the empty prompt's encoding) for
+// the first half and the conditional ones for the second, then eps = eps_u + g (eps_c - eps_u).
+// Without the key, one conditional pass per step. The DDIM update (eta = 0) is scalar
+// arithmetic on the host between UNet passes.
 // Input: `batch` seeded N(0,1) latents and seeded N(0,1) text states. Output: the final latent
 // [batch*sample_size^2, out_channels], logits=false.
 #pragma once

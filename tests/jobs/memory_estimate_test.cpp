@@ -85,6 +85,19 @@ TEST(MemoryEstimate, KvCacheGrowsWithSequenceAndBatch) {
   EXPECT_GT(big_batch, long_seq);
 }
 
+// Guidance doubles the UNet's batch, so it adds at least the unguided activation share again;
+// the weights are the same.
+TEST(MemoryEstimate, GuidedDiffusionCountsTheDoubledBatch) {
+  JobSpec guided = spec_for("stable-diffusion-v1-5-unet", "q8_0");
+  ASSERT_TRUE(guided.model_config.contains("guidance_scale"));
+  JobSpec plain = guided;
+  plain.model_config.erase("guidance_scale");
+  JobSpec plain_batch2 = plain;
+  plain_batch2.batch = 2;
+  EXPECT_GT(estimate(guided), estimate(plain));
+  EXPECT_EQ(estimate(guided), estimate(plain_batch2));
+}
+
 TEST(MemoryEstimate, EveryCatalogModelHasAnEstimateAtEveryPrecision) {
   Result<std::vector<ModelEntry>> all = load_catalog(kCatalog);
   ASSERT_TRUE(all.ok()) << all.status().to_string();

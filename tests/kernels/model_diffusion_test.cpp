@@ -25,6 +25,57 @@ TEST(DiffusionFamily, MoreStepsChangeTheResult) {
   EXPECT_GT(diff, 1e-3);
 }
 
+double nmse(const Tensor& a, const Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = static_cast<double>(a.data()[i]) - b.data()[i];
+    num += d * d;
+    den += static_cast<double>(b.data()[i]) * b.data()[i];
+  }
+  return num / den;
+}
+
+// At scale 1, guidance reduces to the conditional prediction: the guided run (one pass over
+// [unconditional; conditional] halves of a doubled batch) must land where the unguided run
+// does. A run that mixed the halves, swapped them or let one sample's normalization see the
+// other's would not.
+TEST(DiffusionFamily, GuidanceAtScaleOneMatchesTheConditionalRun) {
+  nlohmann::json guided = tiny_unet(2);
+  guided["guidance_scale"] = 1.0;
+  for (int64_t batch : {1, 2}) {
+    testing::FamilyRun plain = testing::build_and_run(testing::family_spec("diffusion", tiny_unet(2), batch, 1), "f32");
+    testing::FamilyRun one = testing::build_and_run(testing::family_spec("diffusion", guided, batch, 1), "f32");
+    ASSERT_EQ(plain.out.output.numel(), one.out.output.numel());
+    EXPECT_LT(nmse(one.out.output, plain.out.output), 1e-10) << "batch " << batch;
+  }
+}
+
+// A real guidance scale pushes the prediction away from the unconditional one: the result moves
+// from the conditional run's by an amount that grows with the scale.
+TEST(DiffusionFamily, GuidanceScaleMovesTheResultMonotonically) {
+  testing::FamilyRun plain = testing::build_and_run(testing::family_spec("diffusion", tiny_unet(2), 1, 1), "f32");
+  double last = 0.0;
+  for (double g : {3.0, 7.5}) {
+    nlohmann::json c = tiny_unet(2);
+    c["guidance_scale"] = g;
+    testing::FamilyRun r = testing::build_and_run(testing::family_spec("diffusion", c, 1, 1), "f32");
+    const double moved = nmse(r.out.output, plain.out.output);
+    EXPECT_GT(moved, 1e-4) << "scale " << g;
+    EXPECT_GT(moved, last) << "scale " << g;
+    last = moved;
+  }
+}
+
+TEST(DiffusionFamily, GuidanceScaleOutsideItsRangeIsRejected) {
+  nlohmann::json c = tiny_unet(1);
+  c["guidance_scale"] = -2.0;
+  ThreadPool pool(1);
+  Result<std::unique_ptr<ModelGraph>> g =
+      build_graph(testing::family_spec("diffusion", c, 1, 1), "f32", ExecContext{best_kernel_path(), &pool});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("guidance_scale"), std::string::npos);
+}
+
 TEST(DiffusionFamily, MissingOpIsUnsupportedNamingIt) {
   testing::expect_unsupported_on_empty_backend(testing::family_spec("diffusion", tiny_unet(1), 1, 1));
 }
