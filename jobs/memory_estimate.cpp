@@ -230,8 +230,14 @@ std::optional<Estimate> multimodal(Keys& k, const JobSpec& s) {
     const double frames = k.get("frames"), proj = k.get("projection_dim");
     e.params += clip_text(k, "text_", text_act, s.batch, s.seq_len);
     for (int i = 0; i < k.get("mit_layers"); ++i) e.params += transformer_layer(proj, proj, proj, k.get("mit_intermediate"), false, false);
-    e.params.output += h * proj;
-    e.activations = std::max(activation_bytes(s.batch * frames * tokens, h, inter, heads, tokens), text_act);
+    e.params.output += 2 * h * proj;  // visual projection and the prompts' visual projection
+    // Prompt generator: per layer cross-attention (4 proj^2) and a 4x MLP (8 proj^2).
+    const double prompt_layers = k.get("prompt_layers", 2);
+    e.params.attention += prompt_layers * 4 * proj * proj;
+    e.params.feed_forward += prompt_layers * 8 * proj * proj;
+    e.params.f32 += 2 * h + proj * (3 + 4 * prompt_layers);
+    e.activations = std::max(activation_bytes(s.batch * frames * tokens, h, inter, heads, tokens), text_act) +
+                    4.0 * s.batch * frames * tokens * (h + proj);  // the prompts' per-frame patch tokens
   } else if (variant == "clap") {
     const double image = k.get("audio_image_size"), patch = k.get("audio_patch"), window = k.get("audio_window");
     double ch = k.get("audio_hidden"), res = image / patch;

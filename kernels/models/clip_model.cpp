@@ -115,7 +115,7 @@ Result<Tensor> ClipModel::encode_images(Backend& be, ConstTensorView pixels, int
   return project_images(be, cls.view());
 }
 
-Result<Tensor> ClipModel::encode_texts(Backend& be, const ClipTexts& t) const {
+Result<Tensor> ClipModel::encode_texts(Backend& be, const ClipTexts& t, bool normalize) const {
   if (t.len > config_.max_positions) {
     return invalid_argument(config_.text.family + ": text length " + std::to_string(t.len) + " exceeds max_positions " +
                             std::to_string(config_.max_positions));
@@ -127,7 +127,7 @@ Result<Tensor> ClipModel::encode_texts(Backend& be, const ClipTexts& t) const {
   AM_RETURN_IF_ERROR(be.index_rows(x.view(), t.eos_rows.data(), t.batch, pooled.view()));
   Tensor out(Shape{t.batch, config_.projection});
   AM_RETURN_IF_ERROR(be.linear(text_projection_, pooled.view(), out.view()));
-  AM_RETURN_IF_ERROR(be.rms_norm(out.view(), l2_text_.data(), kL2Eps, out.view()));
+  if (normalize) AM_RETURN_IF_ERROR(be.rms_norm(out.view(), l2_text_.data(), kL2Eps, out.view()));
   return out;
 }
 

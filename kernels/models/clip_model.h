@@ -58,7 +58,8 @@ class ClipModel {
   // L2-normalises rows of [n, projection] in place.
   Status normalize(Backend& be, TensorView x) const;
   Result<Tensor> encode_images(Backend& be, ConstTensorView pixels, int64_t batch) const;
-  Result<Tensor> encode_texts(Backend& be, const ClipTexts& texts) const;
+  // Text embeddings [batch, projection]: the projected EOS states, L2-normalised when normalize.
+  Result<Tensor> encode_texts(Backend& be, const ClipTexts& texts, bool normalize = true) const;
   Status similarity(Backend& be, ConstTensorView images, ConstTensorView texts, TensorView logits) const;
 
  private:

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "family_test_util.h"
 
 namespace am::kernels {
@@ -44,6 +47,42 @@ TEST(MultimodalFamily, LlavaAnyResCropsMultiplyImageTokens) {
 
 TEST(MultimodalFamily, XclipVideoTextLogitsFiniteDeterministicCloseAtQ8) {
   testing::expect_family_basics(testing::family_spec("multimodal", tiny_xclip(), 2, 8), 2, 2, true, 1e-2);
+}
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  float m = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.data()[i] - b.data()[i]));
+  return m;
+}
+
+// The prompt generator's output enters only through alpha: at alpha 0 its depth cannot matter,
+// and a real alpha moves the logits.
+TEST(MultimodalFamily, XclipPromptGeneratorEntersThroughAlpha) {
+  nlohmann::json off = tiny_xclip();
+  off["prompt_alpha"] = 0.0;
+  nlohmann::json off_one_layer = off;
+  off_one_layer["prompt_layers"] = 1;
+  nlohmann::json on = tiny_xclip();
+  on["prompt_alpha"] = 1.0;
+  const testing::FamilyRun a = testing::build_and_run(testing::family_spec("multimodal", off, 2, 8), "f32");
+  const testing::FamilyRun b = testing::build_and_run(testing::family_spec("multimodal", off_one_layer, 2, 8), "f32");
+  const testing::FamilyRun c = testing::build_and_run(testing::family_spec("multimodal", on, 2, 8), "f32");
+  ASSERT_EQ(a.out.output.numel(), 4);
+  EXPECT_EQ(max_abs_diff(a.out.output, b.out.output), 0.0f);
+  EXPECT_GT(max_abs_diff(a.out.output, c.out.output), 1e-3f);
+}
+
+// Prompts are video-specific: video 0's logit against text 0 depends only on video 0 and text 0
+// (seeded as the first of each), so it is the same whether a second video is in the batch or
+// not. Mixing videos in the visual tokens or the cross-attention would break this.
+TEST(MultimodalFamily, XclipPromptsOfOneVideoIgnoreTheOtherVideos) {
+  nlohmann::json on = tiny_xclip();
+  on["prompt_alpha"] = 1.0;
+  const testing::FamilyRun one = testing::build_and_run(testing::family_spec("multimodal", on, 1, 8), "f32");
+  const testing::FamilyRun two = testing::build_and_run(testing::family_spec("multimodal", on, 2, 8), "f32");
+  ASSERT_EQ(one.out.output.numel(), 1);
+  ASSERT_EQ(two.out.output.numel(), 4);
+  EXPECT_NEAR(one.out.output.data()[0], two.out.output.data()[0], 1e-4f * std::abs(one.out.output.data()[0]) + 1e-5f);
 }
 
 TEST(MultimodalFamily, ClapAudioTextLogitsFiniteDeterministicCloseAtQ8) {
