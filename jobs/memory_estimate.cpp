@@ -216,7 +216,12 @@ std::optional<Estimate> multimodal(Keys& k, const JobSpec& s) {
   if (variant == "llava") {
     double tokens, h, inter, heads;
     e.params = vit_tower(k, "vision_", tokens, h, inter, heads, 1);
-    const double crops = k.get("image_crops", 1), image_tokens = crops * (tokens - 1);
+    // AnyRes (image_grid = [rows, cols]): the base view plus the tiles, and one image_newline
+    // token per row of the tile grid.
+    const std::vector<int64_t> grid = k.has("image_grid") ? k.array("image_grid") : std::vector<int64_t>{};
+    const double side = std::sqrt(tokens - 1);
+    const double crops = grid.size() == 2 ? 1.0 + grid[0] * grid[1] : k.get("image_crops", 1);
+    const double image_tokens = crops * (tokens - 1) + (grid.size() == 2 ? grid[0] * side : 0.0);
     const double lm_h = k.get("hidden");
     e.params.feed_forward += h * lm_h + lm_h * lm_h;
     std::optional<Estimate> lm = text_decoder(k, s, image_tokens);

@@ -5,15 +5,21 @@
 //
 // LLaVA: a CLIP ViT vision tower (vision_* keys, quick_gelu) run to its penultimate layer
 //   (LLaVA's vision_feature_layer = -2: the tower is built with vision_layers - 1 layers and no
-//   final norm), class token dropped, `image_crops` crops per image (1 for LLaVA-1.5; LLaVA-1.6's
-//   AnyRes base image + tiles, image_newline tokens not modelled), a 2-layer GELU MLP projector
-//   to the LM width, then a LLaMA/Mistral decoder LM (decoder_only.h keys: layers, hidden,
+//   final norm), class token dropped, `image_crops` crops per image (LLaVA-1.5: 1), a 2-layer
+//   GELU MLP projector to the LM width. LLaVA-1.6's AnyRes: `image_grid = [rows, cols]` makes
+//   the crops the base view plus rows x cols tiles; the image tokens are the base view's
+//   patches, then the tiles' patches re-laid as one grid, each grid row followed by the learned
+//   image_newline token (the seeded image is taken to fill its pinpoint exactly, so LLaVA-NeXT's
+//   unpadding removes nothing). Then a LLaMA/Mistral decoder LM (decoder_only.h keys: layers, hidden,
 //   heads, kv_heads, intermediate, vocab, max_positions, rope_theta, norm_eps, decode_steps)
 //   over [image tokens; seq_len prompt tokens] as the prefill, then decode_steps teacher-forced
 //   tokens. Output: logits [batch*(decode_steps+1), vocab], logits=true; PhaseTimes filled
 //   (the vision tower and projector count as prefill).
 // X-CLIP and CLAP: see their files. Both output similarity logits [batch, batch], logits=true.
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "kernels/models/model.h"
 
@@ -27,5 +33,13 @@ Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec,
                                                       const ExecContext& ctx);
 Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, std::string_view precision,
                                                      const ExecContext& ctx);
+
+// LLaVA's image-token layout for one image: for each image token, the row it takes from
+// [crop-major projected patch features (crops * side^2 rows); the image_newline row]. Without a
+// grid (grid_rows = 0): the crops' patches in order. With AnyRes (crop 0 the base view, crops
+// 1..rows*cols the tiles in row-major order): the base view's patches, then the tiles' patches
+// re-laid as one (rows*side) x (cols*side) grid read row by row, each grid row followed by the
+// newline row.
+std::vector<int32_t> llava_image_token_layout(int64_t crops, int64_t side, int64_t grid_rows, int64_t grid_cols);
 
 }  // namespace am::kernels

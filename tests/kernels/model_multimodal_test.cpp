@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "family_test_util.h"
+#include "kernels/models/multimodal.h"
 
 namespace am::kernels {
 namespace {
@@ -43,6 +44,34 @@ TEST(MultimodalFamily, LlavaPrefillOverImageAndTextThenDecode) {
 TEST(MultimodalFamily, LlavaAnyResCropsMultiplyImageTokens) {
   testing::FamilyRun r = testing::build_and_run(testing::family_spec("multimodal", tiny_llava(3), 1, 4), "f32");
   EXPECT_EQ(r.out.phases.prefill_tokens, 3 * 16 + 4);
+}
+
+// Hand-laid: 2x2 patches per crop (side 2), a 1x2 tile grid: base patches 0-3, then the grid
+// rows of tiles 1 (rows 4-7) and 2 (rows 8-11) side by side, each followed by the newline (12).
+TEST(MultimodalFamily, LlavaAnyResLayoutIsBaseThenTileGridRowsWithNewlines) {
+  EXPECT_EQ(llava_image_token_layout(3, 2, 1, 2),
+            (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 8, 9, 12, 6, 7, 10, 11, 12}));
+  EXPECT_EQ(llava_image_token_layout(2, 2, 0, 0), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(MultimodalFamily, LlavaAnyResGridAddsOneNewlinePerGridRow) {
+  nlohmann::json c = tiny_llava(5);
+  c["image_grid"] = {2, 2};
+  const jobs::JobSpec spec = testing::family_spec("multimodal", c, 1, 4);
+  testing::expect_family_basics(spec, 4, 256, true, 1e-2);
+  testing::FamilyRun r = testing::build_and_run(spec, "f32");
+  // 16 base patches + an 8x8 tile grid with 8 newline tokens + 4 prompt tokens.
+  EXPECT_EQ(r.out.phases.prefill_tokens, 16 + 8 * (8 + 1) + 4);
+}
+
+TEST(MultimodalFamily, LlavaGridAndCropCountMustAgree) {
+  nlohmann::json c = tiny_llava(3);
+  c["image_grid"] = {2, 2};
+  ThreadPool pool(1);
+  Result<std::unique_ptr<ModelGraph>> g =
+      build_graph(testing::family_spec("multimodal", c, 1, 4), "f32", ExecContext{best_kernel_path(), &pool});
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("image_grid"), std::string::npos);
 }
 
 TEST(MultimodalFamily, XclipVideoTextLogitsFiniteDeterministicCloseAtQ8) {
