@@ -81,11 +81,12 @@ class LlavaGraph final : public ModelGraph {
     }
     AM_RETURN_IF_ERROR(be.index_rows(vis.view(), ids.data(), feat_rows, feats.view()));
     // Projected features of every crop, then the image_newline row, as one gather source.
-    Tensor mid(Shape{feat_rows, proj1_.out_features()}), projected(Shape{feat_rows + 1, hidden});
+    Tensor mid(Shape{feat_rows, proj1_.out_features()});
+    Tensor projected(Shape{feat_rows + (newline_.empty() ? 0 : 1), hidden});
     AM_RETURN_IF_ERROR(be.linear(proj1_, feats.view(), mid.view()));
     AM_RETURN_IF_ERROR(be.activation(Activation::kGeluErf, mid.view()));
     AM_RETURN_IF_ERROR(be.linear(proj2_, mid.view(), projected.view().row_range(0, feat_rows)));
-    copy_rows(newline_.view(), projected.view(), feat_rows);
+    if (!newline_.empty()) copy_rows(newline_.view(), projected.view(), feat_rows);
     std::vector<int32_t> layout(static_cast<std::size_t>(batch_ * img));
     for (int64_t b = 0; b < batch_; ++b)
       for (int64_t i = 0; i < img; ++i) {
@@ -139,7 +140,7 @@ class LlavaGraph final : public ModelGraph {
   VitTower tower_;
   Linear proj1_, proj2_;
   DecoderLm lm_;
-  Tensor newline_;               // [1, hidden]
+  Tensor newline_;               // [1, hidden] with an AnyRes grid, else empty
   std::vector<int32_t> layout_;  // llava_image_token_layout()
   Tensor pixels_;
   int64_t batch_, crops_, prompt_len_;
@@ -190,9 +191,9 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec,
   Linear p1 = src.linear(vc.hidden, h, kProjectorStd, true, 0.0f, f.feed_forward);
   Linear p2 = src.linear(h, h, kProjectorStd, true, 0.0f, f.feed_forward);
   AM_ASSIGN_OR_RETURN(DecoderLm lm, DecoderLm::create_synthetic(dc, f, spec.seed, ctx));
-  // image_newline: LLaVA-NeXT initialises it N(0, 1/sqrt(hidden)); drawn whether used or not so
-  // a grid does not shift the other weights' seeds.
-  Tensor newline = src.normal(Shape{1, h}, 0.0f, 1.0f / std::sqrt(static_cast<float>(h)));
+  // image_newline (AnyRes only): LLaVA-NeXT initialises it N(0, 1/sqrt(hidden)). Drawn last, so
+  // it shifts no other weight's seed.
+  Tensor newline = grid_rows > 0 ? src.normal(Shape{1, h}, 0.0f, 1.0f / std::sqrt(static_cast<float>(h))) : Tensor();
   const int64_t batch = spec.batch;
   Tensor pixels = seeded_pixels(batch * crops, vc.image_size, vc.channels, spec.seed, kPixelStream, ctx);
   auto prompt = seeded_token_ids(batch * spec.seq_len, dc.vocab, spec.seed, kPromptStream);
