@@ -28,11 +28,11 @@
 
 #include "bench/bench_util.h"
 #include "common/build_info.h"
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/thread_pool.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::bench {
 namespace {

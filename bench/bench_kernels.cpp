@@ -40,9 +40,9 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_util.h"
-#include "kernels/cpu_features.h"
-#include "kernels/matmul.h"
-#include "kernels/quant/weight_matrix.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
+#include "kernels/formats/weight_matrix.h"
 #include "kernels/thread_pool.h"
 
 #if defined(__x86_64__)

@@ -16,7 +16,7 @@
 #include <immintrin.h>
 #endif
 
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace am::bench {
 namespace {

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_features.h"
-#include "kernels/matmul.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/measure.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/opencl/opencl_backend.h"

@@ -23,20 +23,20 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "kernels/activation.h"
-#include "kernels/attention.h"
-#include "kernels/conv1d.h"
-#include "kernels/conv2d.h"
-#include "kernels/group_norm.h"
-#include "kernels/pool2d.h"
-#include "kernels/selective_scan.h"
-#include "kernels/time_mix.h"
-#include "kernels/matmul_nt.h"
-#include "kernels/rope.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/conv1d.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/group_norm.h"
+#include "kernels/cpu/pool2d.h"
+#include "kernels/cpu/selective_scan.h"
+#include "kernels/cpu/time_mix.h"
+#include "kernels/cpu/matmul_nt.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/exec_context.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/tensor.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 

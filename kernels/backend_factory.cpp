@@ -2,7 +2,7 @@
 #include <string>
 
 #include "kernels/backend.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/opencl/opencl_backend.h"
 
 namespace am::kernels {

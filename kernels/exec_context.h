@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/thread_pool.h"
 
 namespace am::kernels {

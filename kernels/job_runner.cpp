@@ -9,14 +9,14 @@
 #include "common/log.h"
 #include "kernels/accuracy.h"
 #include "kernels/backend.h"
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_features.h"
-#include "kernels/matmul.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/matmul.h"
 #include "kernels/measure.h"
 #include "kernels/models/model.h"
 #include "kernels/thread_pool.h"
 #include "kernels/tolerances.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 namespace {

@@ -4,14 +4,14 @@
 #include <cstring>
 #include <new>
 
-#include "kernels/check.h"
+#include "common/check.h"
 
 namespace am::kernels {
 
 Shape::Shape(std::initializer_list<int64_t> dims) {
-  AM_KERNEL_CHECK(dims.size() <= static_cast<std::size_t>(kMaxDims), "tensor rank above kMaxDims");
+  AM_CHECK(dims.size() <= static_cast<std::size_t>(kMaxDims), "tensor rank above kMaxDims");
   for (int64_t d : dims) {
-    AM_KERNEL_CHECK(d >= 0, "negative tensor dimension");
+    AM_CHECK(d >= 0, "negative tensor dimension");
     dims_[rank_++] = d;
   }
 }
@@ -40,12 +40,12 @@ std::string Shape::to_string() const {
 }
 
 ConstTensorView ConstTensorView::row_range(int64_t begin, int64_t count) const {
-  AM_KERNEL_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "row range out of bounds");
+  AM_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "row range out of bounds");
   return {data + begin * cols(), Shape{count, cols()}};
 }
 
 TensorView TensorView::row_range(int64_t begin, int64_t count) const {
-  AM_KERNEL_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "row range out of bounds");
+  AM_CHECK(begin >= 0 && count >= 0 && begin + count <= rows(), "row range out of bounds");
   return {data + begin * cols(), Shape{count, cols()}};
 }
 
@@ -71,7 +71,7 @@ Tensor Tensor::from_view(ConstTensorView v) {
 }
 
 void Tensor::reshape(Shape shape) {
-  AM_KERNEL_CHECK(shape.numel() == shape_.numel(), "reshape must keep the element count");
+  AM_CHECK(shape.numel() == shape_.numel(), "reshape must keep the element count");
   shape_ = shape;
 }
 

@@ -13,7 +13,7 @@
 #include "common/log.h"
 #include "worker/capability.h"
 #include "jobs/names.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 #include "worker/cpu_device.h"
 #include "worker/probe.h"
 #include "worker/probe_files.h"

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kernels/models/families.h"
-#include "kernels/weights/checkpoints.h"
+#include "kernels/models/decoder_only_checkpoint.h"
 
 namespace am::kernels {
 namespace {

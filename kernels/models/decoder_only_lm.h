@@ -20,8 +20,8 @@
 
 #include "common/status.h"
 #include "kernels/backend.h"
-#include "kernels/linear.h"
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/model.h"
 #include "kernels/tensor.h"
 

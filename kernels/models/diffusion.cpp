@@ -4,7 +4,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
 

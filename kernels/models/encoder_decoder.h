@@ -31,7 +31,7 @@
 #include "common/status.h"
 #include "jobs/job_spec.h"
 #include "kernels/models/decoder_only_lm.h"
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/model.h"
 
 namespace am::kernels {

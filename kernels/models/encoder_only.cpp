@@ -6,8 +6,8 @@
 #include <string>
 #include <utility>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/layer_norm.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/layer_norm.h"
 #include "kernels/rng.h"
 
 namespace am::kernels {

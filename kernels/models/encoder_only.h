@@ -28,14 +28,14 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "kernels/activation.h"
-#include "kernels/attention.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/attention.h"
 #include "kernels/backend.h"
 #include "kernels/exec_context.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/models/format_plan.h"
 #include "kernels/tensor.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 

@@ -6,7 +6,7 @@
 
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/families.h"
-#include "kernels/weights/checkpoints.h"
+#include "kernels/models/encoder_only_checkpoint.h"
 
 namespace am::kernels {
 namespace {

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 

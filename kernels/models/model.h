@@ -33,7 +33,7 @@
 #include "kernels/backend.h"
 #include "kernels/exec_context.h"
 #include "kernels/tensor.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/models/decoder_only_lm.h"
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/families.h"
 #include "kernels/rng.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "kernels/models/decoder_only_lm.h"
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
 

@@ -22,7 +22,7 @@
 #include <cstring>
 #include <memory>
 
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision.h"
 #include "kernels/models/vision_tower.h"
 

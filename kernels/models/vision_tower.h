@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/models/decoder_only_stack.h"
+#include "kernels/models/transformer_stack.h"
 
 namespace am::kernels {
 

@@ -51,7 +51,7 @@ float group_max(__local float* red, float v, int lid, int n) {
 // MM_ROWS otherwise) to reuse every weight it loads.
 
 // bf16 -> f32 is exact (the top half of the bits); f32 -> bf16 rounds to nearest even, NaN
-// stays a quiet NaN (as kernels/bf16.h).
+// stays a quiet NaN (as kernels/formats/bf16.h).
 float round_to_bf16(float f) {
   uint x = as_uint(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return as_float((x | 0x00400000u) & 0xFFFF0000u);

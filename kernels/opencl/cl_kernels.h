@@ -34,7 +34,7 @@ inline constexpr int kQuantBlock = 32;
 std::string_view opencl_kernel_source();
 // The kernels of the ops beyond the BERT encoder's (rope, routing, pooling, matmul_nt), in a
 // second source string of the same program.
-std::string_view opencl_more_kernel_source();
+std::string_view opencl_sequence_kernel_source();
 std::string kernel_build_options(const KernelConfig& config);
 KernelConfig kernel_config_for(std::size_t max_work_group_size, bool correctly_rounded_divide);
 

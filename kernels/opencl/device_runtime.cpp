@@ -117,7 +117,7 @@ Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device) {
   rt.queue_ = ClQueue(cl().CreateCommandQueue(rt.context_.get(), device.device, 0, &rc));
   AM_RETURN_IF_ERROR(cl_check(rc, "clCreateCommandQueue(" + device.label() + ")"));
 
-  const std::string_view sources[] = {opencl_kernel_source(), opencl_more_kernel_source()};
+  const std::string_view sources[] = {opencl_kernel_source(), opencl_sequence_kernel_source()};
   const char* texts[] = {sources[0].data(), sources[1].data()};
   const std::size_t lengths[] = {sources[0].size(), sources[1].size()};
   rt.program_ = ClProgram(cl().CreateProgramWithSource(rt.context_.get(), 2, texts, lengths, &rc));

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/fp16.h"
+#include "kernels/formats/fp16.h"
 
 namespace am::kernels::opencl {
 namespace {

@@ -1,31 +1,6 @@
-// Model weights from Hugging Face safetensors checkpoints, quantized on load, and the reverse
-// (a model's f32 weights written as such a checkpoint).
-//
-// Name mapping:
-//   BERT (HF BertModel; every name also accepted without the "bert." prefix, LayerNorm
-//   parameters also as gamma/beta):
-//     bert.embeddings.{word,position,token_type}_embeddings.weight, bert.embeddings.LayerNorm.*
-//     bert.encoder.layer.N.attention.self.{query,key,value}.{weight,bias}
-//     bert.encoder.layer.N.attention.output.dense.*, .attention.output.LayerNorm.*
-//     bert.encoder.layer.N.intermediate.dense.*, .output.dense.*, .output.LayerNorm.*
-//   LLaMA family (LLaMA, Mistral, Qwen2, TinyLlama; q/k/v biases read when the config has
-//   attention_bias, as Qwen2 does):
-//     model.embed_tokens.weight, model.norm.weight, lm_head.weight (absent: tied to the tokens)
-//     model.layers.N.self_attn.{q,k,v,o}_proj.weight, model.layers.N.mlp.{gate,up,down}_proj.weight
-//     model.layers.N.input_layernorm.weight, model.layers.N.post_attention_layernorm.weight
-//   HF stores q/k projections for the rotate-half ("neox") RoPE layout, the decoder's default.
-//
-// Contract:
-//   - The config (from the catalog / plan) gives the architecture; the file gives the values.
-//     Every tensor the model needs must be present with the shape the config implies: a missing
-//     tensor is NotFound naming it (and the file), a wrong shape InvalidArgument giving both, a
-//     non-float dtype Unsupported. Tensors the model does not use (poolers, heads, rotary
-//     caches) are ignored.
-//   - Linear weights are quantized to the requested format(s) exactly as the synthetic models
-//     quantize theirs, so a checkpoint written by save_*() from an f32 synthetic model loads
-//     into a model whose outputs equal the synthetic model's bit for bit, at every format.
-//   - save_*() need an f32 model (FailedPrecondition otherwise) and write F32, F16 or BF16.
-//   - Thread-compatible; the loaded model owns its weights (the file may be closed after).
+// Model weights from Hugging Face safetensors checkpoints: the model_config key that names one.
+// Each family that loads checkpoints maps the file's tensor names onto its own graph beside its
+// builder (kernels/models/*_checkpoint.h); this layer knows files, not families.
 #pragma once
 
 #include <optional>
@@ -34,10 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "kernels/exec_context.h"
-#include "kernels/models/decoder_only.h"
-#include "kernels/models/encoder_only.h"
-#include "kernels/weights/safetensors.h"
 
 namespace am::kernels {
 
@@ -46,21 +17,5 @@ inline constexpr const char* kWeightsPathKey = "weights_path";
 // The path under kWeightsPathKey, nullopt when absent; InvalidArgument naming `family` when it
 // is not a non-empty string.
 Result<std::optional<std::string>> checkpoint_path_from(const nlohmann::json& model_config, const std::string& family);
-
-Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& config,
-                                          const FormatPlan& format, const ExecContext& ctx);
-Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, const FormatPlan& format,
-                                          const ExecContext& ctx);
-Status save_bert_checkpoint(const EncoderModel& model, const std::string& path,
-                            SafetensorsDtype dtype = SafetensorsDtype::kF32);
-
-// Needs a llama-style config (RMSNorm, gated feed-forward, no learned positions, no experts);
-// Unsupported otherwise.
-Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const DecoderLmConfig& config,
-                                        const FormatPlan& formats, const ExecContext& ctx);
-Result<DecoderLm> load_llama_checkpoint(const std::string& path, const DecoderLmConfig& config,
-                                        const FormatPlan& formats, const ExecContext& ctx);
-Status save_llama_checkpoint(const DecoderLm& model, const std::string& path,
-                             SafetensorsDtype dtype = SafetensorsDtype::kF32);
 
 }  // namespace am::kernels

@@ -11,9 +11,9 @@
 
 #include "common/status.h"
 #include "kernels/exec_context.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/tensor.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels {
 

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/bf16.h"
-#include "kernels/fp16.h"
+#include "kernels/formats/bf16.h"
+#include "kernels/formats/fp16.h"
 
 namespace am::kernels {
 namespace {

@@ -1,4 +1,4 @@
-#include "kernels/quant/activations.h"
+#include "kernels/formats/quantized_activations.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "kernels/formats/bf16.h"
 #include "test_util.h"
 
 namespace am::kernels {

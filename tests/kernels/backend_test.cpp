@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "kernels/cpu_backend.h"
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/thread_pool.h"
 #include "tests/kernels/test_util.h"

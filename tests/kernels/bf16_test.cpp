@@ -1,4 +1,4 @@
-#include "kernels/bf16.h"
+#include "kernels/formats/bf16.h"
 
 #include <gtest/gtest.h>
 

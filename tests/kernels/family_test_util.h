@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kernels/accuracy.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/models/model.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"

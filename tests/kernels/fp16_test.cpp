@@ -1,4 +1,4 @@
-#include "kernels/fp16.h"
+#include "kernels/formats/fp16.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include "jobs/catalog.h"
 #include "jobs/names.h"
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/models/model.h"
 #include "kernels/thread_pool.h"
 

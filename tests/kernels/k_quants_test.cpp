@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/fp16.h"
-#include "kernels/quant/blocks.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/blocks.h"
 #include "test_util.h"
 
 namespace am::kernels {

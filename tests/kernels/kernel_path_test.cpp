@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kernels/cpu_features.h"
+#include "kernels/cpu/cpu_features.h"
 
 namespace am::kernels {
 namespace {

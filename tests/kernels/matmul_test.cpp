@@ -1,4 +1,4 @@
-#include "kernels/matmul.h"
+#include "kernels/cpu/matmul.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16.h"
-#include "kernels/quant/activations.h"
-#include "kernels/quant/kernels.h"
+#include "kernels/formats/bf16.h"
+#include "kernels/formats/quantized_activations.h"
+#include "kernels/formats/dot_kernels.h"
 #include "test_util.h"
 
 namespace am::kernels {

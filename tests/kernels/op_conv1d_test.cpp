@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "kernels/conv1d.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/conv1d.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/thread_pool.h"
 #include "tests/kernels/test_util.h"
 

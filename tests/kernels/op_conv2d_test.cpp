@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "kernels/conv2d.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"
 

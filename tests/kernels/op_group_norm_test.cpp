@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/group_norm.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/group_norm.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"
 

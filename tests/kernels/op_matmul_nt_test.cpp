@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/matmul_nt.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/matmul_nt.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"
 

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/rope.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/rope.h"
 #include "kernels/thread_pool.h"
 #include "tests/kernels/test_util.h"
 

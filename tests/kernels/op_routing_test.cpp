@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/thread_pool.h"
 #include "tests/kernels/test_util.h"
 

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu_backend.h"
-#include "kernels/selective_scan.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/selective_scan.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"
 

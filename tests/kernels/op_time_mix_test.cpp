@@ -3,9 +3,9 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/thread_pool.h"
-#include "kernels/time_mix.h"
+#include "kernels/cpu/time_mix.h"
 #include "test_util.h"
 
 namespace am::kernels {

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/attention_bias.h"
+#include "kernels/cpu/attention_bias.h"
 #include "kernels/backend.h"
-#include "kernels/cpu_backend.h"
-#include "kernels/linear.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/linear.h"
 #include "kernels/opencl/opencl_backend.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 #include "tests/kernels/opencl_test_util.h"
 #include "tests/kernels/test_util.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/accuracy.h"
-#include "kernels/cpu_backend.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/opencl/cl_device.h"
 #include "kernels/opencl/opencl_backend.h"
 

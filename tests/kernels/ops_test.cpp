@@ -4,10 +4,10 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/activation.h"
-#include "kernels/embedding.h"
-#include "kernels/layer_norm.h"
-#include "kernels/softmax.h"
+#include "kernels/cpu/activation.h"
+#include "kernels/cpu/embedding.h"
+#include "kernels/cpu/layer_norm.h"
+#include "kernels/cpu/softmax.h"
 #include "test_util.h"
 
 namespace am::kernels {

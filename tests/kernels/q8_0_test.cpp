@@ -1,4 +1,4 @@
-#include "kernels/q8_0.h"
+#include "kernels/formats/q8_0.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/fp16.h"
-#include "kernels/quant/weight_matrix.h"
+#include "kernels/formats/fp16.h"
+#include "kernels/formats/weight_matrix.h"
 #include "test_util.h"
 
 namespace am::kernels {

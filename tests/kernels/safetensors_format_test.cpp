@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16.h"
+#include "kernels/formats/bf16.h"
 #include "kernels/exec_context.h"
-#include "kernels/fp16.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/rng.h"
 #include "kernels/weights/safetensors.h"
 #include "kernels/weights/safetensors_writer.h"

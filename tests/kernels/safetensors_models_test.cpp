@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bf16.h"
-#include "kernels/cpu_backend.h"
-#include "kernels/fp16.h"
+#include "kernels/formats/bf16.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "kernels/formats/fp16.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/models/encoder_only.h"
-#include "kernels/weights/checkpoints.h"
+#include "kernels/models/decoder_only_checkpoint.h"
+#include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/weights/safetensors_writer.h"
 
 namespace am::kernels {

@@ -1,4 +1,4 @@
-#include "kernels/vec_f32.h"
+#include "kernels/cpu/vec_f32.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/quant/weight_matrix.h"
+#include "kernels/formats/weight_matrix.h"
 #include "test_util.h"
 
 namespace am::kernels {

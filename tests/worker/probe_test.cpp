@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "jobs/names.h"
-#include "kernels/weight_format.h"
+#include "kernels/formats/weight_format.h"
 #include "worker/capability.h"
 #include "worker/cpu_device.h"
 #include "worker/probe.h"

@@ -1,0 +1,145 @@
+#include "kernels/cpu/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "common/check.h"
+#include "kernels/formats/quantized_activations.h"
+#include "kernels/formats/dot_kernels.h"
+
+namespace am::kernels {
+namespace {
+
+// Row-dot driver tiling. A task multiplies a tile of weight rows with a run of rows of X; the
+// tile is sized so its stored bytes stay in L2 while every row of X in the task streams past it.
+constexpr std::size_t kTileBytesTarget = 256 * 1024;
+constexpr int64_t kFeatureTileAlign = 16;  // the SIMD kernels take 4-16 rows per pass
+constexpr int64_t kMaxFeatureTile = 512;
+constexpr int64_t kRowsPerTask = 64;
+// Tasks per thread so dynamic hand-out balances uneven progress (another process on a core).
+constexpr int64_t kTasksPerThread = 16;
+// cblas takes int dimensions.
+constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
+
+void check_shapes(const char* op, ConstTensorView x, int64_t n, int64_t k, TensorView y) {
+  AM_CHECK(x.cols() == k, op);
+  AM_CHECK(y.rows() == x.rows() && y.cols() == n, op);
+}
+
+void add_bias(TensorView y, const float* bias, const ExecContext& ctx) {
+  if (bias == nullptr) return;
+  const int64_t n = y.cols();
+  parallel_for(ctx, y.rows(), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float* row = y.row(i);
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    }
+  });
+}
+
+void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::DotRowsFn dot,
+                    TensorView y, const ExecContext& ctx) {
+  const int64_t m = a.rows(), n = w.rows();
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  // Enough feature tiles that (row tasks x tiles) gives every thread several tasks, each tile
+  // small enough to stay in L2 while the rows of X stream past it.
+  const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
+  const int64_t cache_rows =
+      std::max<int64_t>(kFeatureTileAlign, static_cast<int64_t>(kTileBytesTarget / w.row_bytes()));
+  int64_t tile = std::min((n + want_tiles - 1) / want_tiles, cache_rows);
+  tile = std::clamp((tile + kFeatureTileAlign - 1) / kFeatureTileAlign * kFeatureTileAlign,
+                    kFeatureTileAlign, kMaxFeatureTile);
+  const int64_t tiles = (n + tile - 1) / tile;
+  parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t n0 = (task % tiles) * tile;
+      const int64_t n1 = std::min(n, n0 + tile);
+      const int64_t m0 = (task / tiles) * kRowsPerTask;
+      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
+      for (int64_t i = m0; i < m1; ++i) {
+        dot(a.row(i), w.row_data(n0), w.row_bytes(), n1 - n0, y.row(i) + n0);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y) {
+  const int64_t m = x.rows(), k = x.cols(), n = w.rows();
+  AM_CHECK(w.cols() == k, "matmul_f32: x and w disagree on K");
+  AM_CHECK(y.rows() == m && y.cols() == n, "matmul_f32: y must be [M, N]");
+  AM_CHECK(m <= kMaxBlasDim && n <= kMaxBlasDim && k <= kMaxBlasDim,
+                  "matmul_f32: dimension beyond OpenBLAS's 32-bit interface");
+  if (m == 0 || n == 0) return;
+  // Seed y with the bias (or zeros) and let sgemm accumulate onto it: one pass over y.
+  for (int64_t i = 0; i < m; ++i) {
+    if (bias != nullptr) {
+      std::copy(bias, bias + n, y.row(i));
+    } else {
+      std::fill(y.row(i), y.row(i) + n, 0.0f);
+    }
+  }
+  if (k == 0) return;  // sgemm rejects lda = 0; the product is empty anyway
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
+              static_cast<int>(k), 1.0f, x.data, static_cast<int>(k), w.data, static_cast<int>(k),
+              1.0f, y.data, static_cast<int>(n));
+}
+
+void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
+            const ExecContext& ctx) {
+  check_shapes("matmul: x must be [M, K] and y [M, N] for a [N, K] weight", x, w.rows(), w.cols(),
+               y);
+  if (w.format() == WeightFormat::kF32) {
+    matmul_f32(x, ConstTensorView{reinterpret_cast<const float*>(w.data()), Shape{w.rows(), w.cols()}},
+               bias, y);
+    return;
+  }
+  if (x.rows() == 0 || w.rows() == 0) return;
+  PreparedActivations a;
+  a.prepare(x, w.format(), ctx);
+  bool done = false;
+#if defined(__x86_64__)
+  if (ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
+    done = detail::gemm_avx512(a, w.format(), w.data(), w.row_bytes(), w.rows(), y.data, y.cols(),
+                               ctx);
+  }
+#endif
+  if (!done) {
+    const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
+    AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
+    row_dot_matmul(a, w, dot, y, ctx);
+  }
+  add_bias(y, bias, ctx);
+}
+
+void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y) {
+  check_shapes("matmul_reference: x must be [M, K] and y [M, N] for a [N, K] weight", x, w.rows(),
+               w.cols(), y);
+  const ExecContext ctx{KernelPath::kScalar, nullptr};
+  if (w.format() == WeightFormat::kF32) {
+    // The f32 reference is the plain triple loop, not OpenBLAS.
+    for (int64_t i = 0; i < x.rows(); ++i) {
+      for (int64_t j = 0; j < w.rows(); ++j) {
+        const float* wr = reinterpret_cast<const float*>(w.row_data(j));
+        float s = 0.0f;
+        for (int64_t p = 0; p < x.cols(); ++p) s += x.row(i)[p] * wr[p];
+        y.row(i)[j] = s;
+      }
+    }
+    add_bias(y, bias, ctx);
+    return;
+  }
+  PreparedActivations a;
+  a.prepare(x, w.format(), ctx);
+  const detail::DotRowsFn dot = detail::dot_rows_scalar(w.format());
+  for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  add_bias(y, bias, ctx);
+}
+
+}  // namespace am::kernels

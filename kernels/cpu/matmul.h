@@ -1,0 +1,42 @@
+// Matrix multiplication in the weight layout of GGUF and PyTorch Linear:
+//   Y[M, N] = X[M, K] · W[N, K]^T (+ bias[N])
+// W is stored row-major [out_features, in_features].
+//
+// Contract:
+//   - x: [M, K]; w: [N, K] (f32 view, or a WeightMatrix with cols() == K); y: [M, N], must not
+//     alias x or w; bias: N floats or null. Shapes are checked (abort on mismatch: programmer
+//     error). Every element of y is written.
+//   - matmul_f32 (and matmul with an f32 WeightMatrix) calls OpenBLAS sgemm; it runs on
+//     OpenBLAS's own threads, whose count set_blas_threads() sets for the whole process.
+//   - matmul() with any other format prepares X once (kernels/formats/quantized_activations.h: bf16
+//     rounding or per-row 8-bit blocks), then runs on ctx.path over ctx.pool:
+//       * M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
+//         panel into a packed layout, register-tiled VNNI / BF16 / FMA microkernels);
+//       * otherwise the row-dot kernels (GEMV for M = 1), split by tiles of output features
+//         (and rows of X), streaming the stored weight bytes once per row of X.
+//     Paths agree with the scalar reference up to the order of f32 summation (the integer
+//     block sums are exact everywhere); results do not depend on the thread count.
+//   - matmul_reference() is the scalar reference itself (single-threaded), for tests and
+//     benchmarks.
+//   - All are safe to call concurrently with distinct outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/exec_context.h"
+#include "kernels/formats/weight_matrix.h"
+#include "kernels/tensor.h"
+
+namespace am::kernels {
+
+// Rows of X from which the avx512 path uses the blocked GEMM instead of row dots.
+inline constexpr int64_t kGemmMinRows = 8;
+
+void set_blas_threads(int threads);
+
+void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y);
+void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
+            const ExecContext& ctx);
+void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y);
+
+}  // namespace am::kernels

@@ -1,0 +1,83 @@
+// A [rows, cols] weight matrix stored in one WeightFormat, in the layout GGUF uses: rows one after
+// another, each row row_bytes() bytes (ceil(cols / block) blocks for block formats, cols values
+// for f32/f16/bf16), no padding between rows. This is the layout kernels read and the bytes a
+// device backend uploads.
+//
+// Contract:
+//   - quantize() converts an f32 [rows, cols] matrix (rows in parallel on ctx.pool); the bytes
+//     do not depend on ctx. from_bytes() adopts bytes already in the format (a file loader's
+//     path); it checks the size and nothing else.
+//   - Immutable after construction; move-only; concurrent reads are safe. data() is 64-byte
+//     aligned and stays valid and unmoved for the object's lifetime (moving the object keeps
+//     the pointer).
+//   - The typed block views return an empty span when the format differs.
+//   - kWeightReadSlackBytes zero bytes follow the last row, so SIMD kernels may fetch a whole
+//     block pair with one wide load at the end of a row.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "common/status.h"
+#include "kernels/exec_context.h"
+#include "kernels/formats/q8_0.h"
+#include "kernels/formats/blocks.h"
+#include "kernels/tensor.h"
+#include "kernels/formats/weight_format.h"
+
+namespace am::kernels {
+
+inline constexpr std::size_t kWeightReadSlackBytes = 64;
+
+class WeightMatrix {
+ public:
+  WeightMatrix() = default;
+  static WeightMatrix quantize(ConstTensorView w, WeightFormat format, const ExecContext& ctx);
+  static Result<WeightMatrix> from_bytes(WeightFormat format, int64_t rows, int64_t cols,
+                                         std::span<const uint8_t> bytes);
+
+  WeightFormat format() const { return format_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  std::size_t row_bytes() const { return row_bytes_; }
+  std::size_t size_bytes() const { return row_bytes_ * static_cast<std::size_t>(rows_); }
+  const uint8_t* data() const { return data_.get(); }
+  const uint8_t* row_data(int64_t r) const { return data() + row_bytes_ * static_cast<std::size_t>(r); }
+
+  std::span<const BlockQ8_0> q8_0_blocks() const { return blocks<BlockQ8_0>(WeightFormat::kQ8_0); }
+  std::span<const BlockQ4_0> q4_0_blocks() const { return blocks<BlockQ4_0>(WeightFormat::kQ4_0); }
+  std::span<const BlockQ4_1> q4_1_blocks() const { return blocks<BlockQ4_1>(WeightFormat::kQ4_1); }
+  std::span<const BlockQ2_K> q2_k_blocks() const { return blocks<BlockQ2_K>(WeightFormat::kQ2_K); }
+  std::span<const BlockQ3_K> q3_k_blocks() const { return blocks<BlockQ3_K>(WeightFormat::kQ3_K); }
+
+  // Decodes row r's cols values into out.
+  void dequantize_row(int64_t r, float* out) const;
+  Tensor dequantize() const;
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint8_t* p) const;
+  };
+  template <typename Block>
+  std::span<const Block> blocks(WeightFormat f) const {
+    if (format_ != f || !data_) return {};
+    return {reinterpret_cast<const Block*>(data()), size_bytes() / sizeof(Block)};
+  }
+  void allocate();
+
+  WeightFormat format_ = WeightFormat::kF32;
+  int64_t rows_ = 0;
+  int64_t cols_ = 0;
+  std::size_t row_bytes_ = 0;
+  std::unique_ptr<uint8_t[], FreeDeleter> data_;
+};
+
+// Quantizes / converts / decodes one row of k values in `format` (the row functions of each
+// format, dispatched). `path` only picks the SIMD implementation of q8_0 quantization; the
+// bytes are the same on every path.
+void quantize_row(WeightFormat format, const float* x, uint8_t* y, int64_t k, KernelPath path);
+void dequantize_row(WeightFormat format, const uint8_t* x, float* y, int64_t k);
+
+}  // namespace am::kernels

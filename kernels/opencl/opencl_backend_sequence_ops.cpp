@@ -1,0 +1,170 @@
+// The OpenClBackend ops beyond the BERT encoder's: rotary embeddings, attention with a score
+// bias, mixture-of-experts routing, activation products and global pooling.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention_bias.h"
+#include "kernels/cpu/matmul_nt.h"
+#include "kernels/opencl/backend_impl.h"
+#include "kernels/cpu/pool2d.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cpu/routing.h"
+
+namespace am::kernels {
+
+using opencl::KernelId;
+using opencl::ScratchSlot;
+using namespace opencl_detail;
+
+Status OpenClBackend::attention_bias(const AttentionArgs& args, ConstTensorView bias) {
+  AM_RETURN_IF_ERROR(validate_attention_bias(args, bias));
+  return impl_->attention(args, bias.data, Op::kAttentionBias, *this);
+}
+
+Status OpenClBackend::rope(TensorView x, const int32_t* positions, const RopeParams& p) {
+  AM_RETURN_IF_ERROR(validate_rope(x, p, positions));
+  const int64_t rows = x.rows();
+  if (rows == 0) return Status::Ok();
+  if (x.numel() > kMaxKernelIndex) return unsupported_op(Op::kRope, "more than 2^31-1 elements");
+  const int64_t rotary = p.rotary_dim == 0 ? p.head_dim : p.rotary_dim;
+  const int64_t half = rotary / 2;
+  // The angles pos * theta^(-2i/rotary) exceed float's precision for long positions; like the
+  // cpu, compute them and their cos/sin in double, here once per row on the host.
+  std::vector<double> inv_freq(static_cast<std::size_t>(half));
+  for (int64_t i = 0; i < half; ++i) {
+    inv_freq[static_cast<std::size_t>(i)] =
+        std::pow(static_cast<double>(p.theta), -2.0 * static_cast<double>(i) / static_cast<double>(rotary));
+  }
+  std::vector<float> cs(static_cast<std::size_t>(rows * half * 2));
+  for (int64_t r = 0; r < rows; ++r) {
+    const double pos = static_cast<double>(positions[r]);
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = pos * inv_freq[static_cast<std::size_t>(i)];
+      cs[static_cast<std::size_t>((r * half + i) * 2)] = static_cast<float>(std::cos(angle));
+      cs[static_cast<std::size_t>((r * half + i) * 2 + 1)] = static_cast<float>(std::sin(angle));
+    }
+  }
+  const bool neox = p.layout == RopeLayout::kNeox;
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kOutput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem cbuf, im.stage(ScratchSlot::kAuxiliary, cs.data(), float_bytes(rows * half * 2)));
+    auto launch = im.rt.kernel(KernelId::kRope);
+    launch.mem(xbuf).mem(cbuf).i32(static_cast<int32_t>(p.heads)).i32(static_cast<int32_t>(p.head_dim))
+        .i32(static_cast<int32_t>(half)).i32(neox ? 1 : 2).i32(static_cast<int32_t>(neox ? half : 1));
+    AM_RETURN_IF_ERROR(im.launch_2d(half, rows * p.heads, launch));
+    return im.rt.read(xbuf, x.data, float_bytes(x.numel()));
+  });
+}
+
+Status OpenClBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize, int32_t* ids,
+                            float* weights) {
+  AM_RETURN_IF_ERROR(validate_route_top_k(logits, k));
+  const int64_t rows = logits.rows();
+  const int64_t experts = logits.cols();
+  if (rows == 0) return Status::Ok();
+  if (logits.numel() > kMaxKernelIndex || rows * k > kMaxKernelIndex) {
+    return unsupported_op(Op::kTopK, "sizes beyond 2^31-1");
+  }
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(cl_mem lbuf, im.stage(ScratchSlot::kInput, logits.data, float_bytes(logits.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem pbuf, im.scratch.get(ScratchSlot::kAuxiliary, float_bytes(logits.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.scratch.get(ScratchSlot::kIndices, int_bytes(rows * k)));
+    AM_ASSIGN_OR_RETURN(cl_mem wbuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(rows * k)));
+    auto launch = im.rt.kernel(KernelId::kTopK);
+    launch.mem(lbuf).mem(pbuf).i32(static_cast<int32_t>(rows)).i32(static_cast<int32_t>(experts))
+        .i32(static_cast<int32_t>(k))
+        .i32(renormalize ? 1 : 0).mem(ibuf).mem(wbuf);
+    AM_RETURN_IF_ERROR(im.launch_flat(rows, launch));
+    AM_RETURN_IF_ERROR(im.rt.read(ibuf, ids, int_bytes(rows * k)));
+    return im.rt.read(wbuf, weights, float_bytes(rows * k));
+  });
+}
+
+Status OpenClBackend::index_rows(ConstTensorView x, const int32_t* ids, int64_t n, TensorView y) {
+  if (y.rows() != n || y.cols() != x.cols()) return invalid_argument("index_rows: y must be [n, x cols]");
+  AM_RETURN_IF_ERROR(validate_row_ids("index_rows", x.rows(), ids, n));
+  const int64_t cols = x.cols();
+  if (n == 0 || cols == 0) return Status::Ok();
+  if (x.numel() > kMaxKernelIndex || n * cols > kMaxKernelIndex) {
+    return unsupported_op(Op::kIndexRows, "sizes beyond 2^31-1");
+  }
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    // The gather kernel, reading an activation staged per call instead of a cached weight.
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.stage(ScratchSlot::kIndices, ids, int_bytes(n)));
+    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(n * cols)));
+    auto launch = im.rt.kernel(KernelId::kGatherRows);
+    launch.mem(xbuf).mem(ibuf).mem(ybuf).i32(static_cast<int32_t>(cols)).i32(0);
+    AM_RETURN_IF_ERROR(im.launch_2d(cols, n, launch));
+    return im.rt.read(ybuf, y.data, float_bytes(n * cols));
+  });
+}
+
+Status OpenClBackend::scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales,
+                                       int64_t n, TensorView y) {
+  if (x.rows() != n || y.cols() != x.cols()) {
+    return invalid_argument("scatter_add_rows: x must be [n, y cols]");
+  }
+  AM_RETURN_IF_ERROR(validate_row_ids("scatter_add_rows", y.rows(), ids, n));
+  const int64_t cols = y.cols();
+  if (n == 0 || cols == 0) return Status::Ok();
+  if (x.numel() > kMaxKernelIndex || y.numel() > kMaxKernelIndex) {
+    return unsupported_op(Op::kScatterAddRows, "sizes beyond 2^31-1");
+  }
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.stage(ScratchSlot::kIndices, ids, int_bytes(n)));
+    AM_ASSIGN_OR_RETURN(cl_mem sbuf, im.stage(ScratchSlot::kAuxiliary, scales, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.stage(ScratchSlot::kOutput, y.data, float_bytes(y.numel())));
+    auto launch = im.rt.kernel(KernelId::kScatterAddRows);
+    launch.mem(xbuf).mem(ibuf).mem(sbuf).mem(ybuf).i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(cols));
+    AM_RETURN_IF_ERROR(im.launch_flat(cols, launch));
+    return im.rt.read(ybuf, y.data, float_bytes(y.numel()));
+  });
+}
+
+Status OpenClBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) {
+  AM_RETURN_IF_ERROR(validate_matmul_nt_args(a, b, y));
+  const int64_t m = a.rows();
+  const int64_t n = b.rows();
+  const int64_t k = a.cols();
+  if (m == 0 || n == 0) return Status::Ok();
+  if (a.numel() > kMaxKernelIndex || b.numel() > kMaxKernelIndex || y.numel() > kMaxKernelIndex) {
+    return unsupported_op(Op::kMatmulNt, "sizes beyond 2^31-1");
+  }
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(cl_mem abuf, im.stage(ScratchSlot::kInput, a.data, float_bytes(a.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem bbuf, im.stage(ScratchSlot::kOperand, b.data, float_bytes(b.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(m * n)));
+    auto launch = im.rt.kernel(KernelId::kMatmulNt);
+    launch.mem(abuf).mem(bbuf).f32(scale).mem(ybuf).i32(static_cast<int32_t>(m))
+        .i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(k));
+    AM_RETURN_IF_ERROR(im.launch_2d(n, m, launch));
+    return im.rt.read(ybuf, y.data, float_bytes(m * n));
+  });
+}
+
+Status OpenClBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) {
+  AM_RETURN_IF_ERROR(validate_global_avg_pool_args(x, batch, y));
+  const int64_t cols = x.cols();
+  if (batch == 0 || cols == 0) return Status::Ok();
+  if (x.numel() > kMaxKernelIndex) return unsupported_op(Op::kGlobalAvgPool, "more than 2^31-1 elements");
+  const int64_t positions = x.rows() / batch;
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(batch * cols)));
+    auto launch = im.rt.kernel(KernelId::kGlobalAvgPool);
+    launch.mem(xbuf).mem(ybuf).i32(static_cast<int32_t>(positions)).i32(static_cast<int32_t>(cols));
+    AM_RETURN_IF_ERROR(im.launch_2d(cols, batch, launch));
+    return im.rt.read(ybuf, y.data, float_bytes(batch * cols));
+  });
+}
+
+}  // namespace am::kernels
