@@ -41,7 +41,7 @@ constexpr int64_t kTinyLlamaLayers = 22;
 constexpr uint64_t kSeed = 0x54494E59ull;  // "TINY"
 constexpr uint64_t kPromptStream = 101, kForcedStream = 102;
 constexpr double kBandwidthMinSeconds = 1.0;
-constexpr const char* kPrecisions[] = {"q4_0", "q8_0"};
+constexpr jobs::Precision kPrecisions[] = {jobs::Precision::kQ4_0, jobs::Precision::kQ8_0};
 
 nlohmann::json tinyllama_config(int64_t layers) {
   return {{"layers", layers},      {"hidden", 2048}, {"heads", 32},          {"kv_heads", 4},
@@ -142,17 +142,19 @@ int run(const Options& o) {
   std::printf("\n(bound: the best read pass among those alternated with this precision's decode runs)\n");
   std::printf("%-6s %12s %10s %12s %12s %10s %10s %10s %8s\n", "format", "weights/tok", "gen s", "prefill t/s",
               "decode t/s", "TTFT ms", "GB/s", "bound GB/s", "bw frac");
-  for (const char* precision : kPrecisions) {
-    auto format = kernels::weight_format_for_precision(precision, "cpu");
-    auto plan = kernels::format_plan_for(precision);
-    if (!format.ok() || !plan.ok()) {
-      const std::string why = (!format.ok() ? format.status() : plan.status()).to_string();
+  for (const jobs::Precision p : kPrecisions) {
+    const std::string name(jobs::to_string(p));
+    const char* precision = name.c_str();
+    const auto format = kernels::single_format(p);
+    if (!format.ok()) {
+      const std::string why = format.status().to_string();
       std::printf("%-6s skipped: %s\n", precision, why.c_str());
-      doc["skipped"].push_back({{"precision", precision}, {"reason", why}});
+      doc["skipped"].push_back({{"precision", name}, {"reason", why}});
       continue;
     }
+    const kernels::FormatPlan plan = kernels::format_plan_for(p);
     const auto t0 = std::chrono::steady_clock::now();
-    auto model = kernels::DecoderLm::create_synthetic(*config, *plan, kSeed, ctx);
+    auto model = kernels::DecoderLm::create_synthetic(*config, plan, kSeed, ctx);
     const double gen_s = seconds_since(t0);
     if (!model.ok()) {
       std::fprintf(stderr, "bench_decode: %s: %s\n", precision, model.status().to_string().c_str());
@@ -189,9 +191,9 @@ int run(const Options& o) {
     nlohmann::json samples = nlohmann::json::array();
     for (const RunResult& r : runs) samples.push_back(r.decode_tokens_per_s);
     doc["results"].push_back({{"precision", precision},
-                              {"attention_format", kernels::weight_format_name(plan->attention)},
-                              {"feed_forward_format", kernels::weight_format_name(plan->feed_forward)},
-                              {"output_format", kernels::weight_format_name(plan->output)},
+                              {"attention_format", kernels::weight_format_name(plan.attention)},
+                              {"feed_forward_format", kernels::weight_format_name(plan.feed_forward)},
+                              {"output_format", kernels::weight_format_name(plan.output)},
                               {"weights_bytes", model->weights_bytes()},
                               {"weight_bytes_per_token", bytes_per_token},
                               {"generation_seconds", gen_s},

@@ -108,14 +108,14 @@ void bench_linear(Bench& b, const ExecContext& ctx) {
                            {256, 128, 512, "bert-tiny ffn up"},
                            {128, 768, 768, "bert-base qkv, 128 tokens"},
                            {1, 2048, 2048, "decode step, 2048 wide"}};
-  for (const char* precision : {"f32", "bf16", "q8_0", "q4_0", "q4_1"}) {
-    Result<WeightFormat> format = weight_format_for_precision(precision, "cpu");
-    if (!format.ok()) continue;
+  for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kQ8_0,
+                                    WeightFormat::kQ4_0, WeightFormat::kQ4_1}) {
+    const std::string precision(weight_format_name(format));
     uint64_t seed = 1;
     for (const Shape3& s : shapes) {
       Tensor w = seeded(Shape{s.n, s.k}, seed++, ctx);
       Tensor bias = seeded(Shape{s.n}, seed++, ctx);
-      const Linear layer = Linear::create(std::move(w), std::move(bias), *format, ctx);
+      const Linear layer = Linear::create(std::move(w), std::move(bias), format, ctx);
       const Tensor x = seeded(Shape{s.m, s.k}, seed++, ctx);
       Tensor y(Shape{s.m, s.n});
       b.measure("linear", precision, dims({s.m, s.k, s.n}) + " (" + s.what + ")",
@@ -214,10 +214,9 @@ void bench_encoder(Bench& b, const ExecContext& ctx) {
   config.max_positions = 512;
   Result<EncoderModel> f32 = EncoderModel::create_synthetic(config, WeightFormat::kF32, 1, ctx);
   if (!f32.ok()) return;
-  for (const char* precision : {"f32", "q8_0", "q4_0"}) {
-    Result<WeightFormat> format = weight_format_for_precision(precision, "cpu");
-    if (!format.ok()) continue;
-    const EncoderModel model = f32->converted(*format, ctx);
+  for (const WeightFormat format : {WeightFormat::kF32, WeightFormat::kQ8_0, WeightFormat::kQ4_0}) {
+    const std::string precision(weight_format_name(format));
+    const EncoderModel model = f32->converted(format, ctx);
     for (const auto& [batch, seq] : {std::pair<int64_t, int64_t>{1, 128}, {8, 128}}) {
       const EncoderInput input = make_synthetic_encoder_input(config, batch, seq, 2);
       b.measure("bert-tiny encoder", precision, "batch " + std::to_string(batch) + " seq " + std::to_string(seq),

@@ -18,9 +18,6 @@ constexpr std::array<std::string_view, 12> kTypeNames = {
     "HELLO", "WELCOME", "REJECT", "HEARTBEAT", "READY", "ASSIGN",
     "PROGRESS", "RESULT", "ACK", "CANCEL", "DRAIN", "BYE"};
 
-constexpr std::array<std::string_view, 10> kResultStatuses = {
-    "pass", "degraded", "fail", "crash", "timeout", "oom", "error", "unsupported", "skipped", "lost"};
-
 // Field bounds beyond the header's size limits; docs/PROTOCOL.md lists the same numbers.
 constexpr int64_t kMaxSlots = 1024;                              // HELLO.slots
 constexpr int64_t kMaxCreditsPerDevice = 1024;                   // READY.credits values
@@ -136,7 +133,7 @@ struct Encoder {
     pk.pack_map(8);
     put(out, "job_id", m.job_id);
     put(out, "attempt", m.attempt);
-    put(out, "status", m.status);
+    put(out, "status", std::string(to_string(m.status)));
     put(out, "reason", m.reason);
     put(out, "metrics", m.metrics);
     put(out, "log_tail", clipped_log_tail(m.log_tail));
@@ -457,11 +454,14 @@ Result<Message> decode_result(const FieldReader& r) {
   JobResult m;
   AM_RETURN_IF_ERROR(r.id("job_id", Need::kRequired, m.job_id));
   AM_RETURN_IF_ERROR(r.attempt("attempt", m.attempt));
-  AM_RETURN_IF_ERROR(r.string("status", Need::kRequired, kMaxStringBytes, m.status));
-  if (!is_valid_result_status(m.status)) {
-    return r.error("status", "expected one of pass|degraded|fail|crash|timeout|oom|error|"
-                             "unsupported|skipped|lost, got '" + m.status.substr(0, 64) + "'");
+  std::string status;
+  AM_RETURN_IF_ERROR(r.string("status", Need::kRequired, kMaxStringBytes, status));
+  const std::optional<ResultStatus> parsed = parse_result_status(status);
+  if (!parsed) {
+    return r.error("status", "expected one of " + result_status_names() + ", got '" +
+                                 status.substr(0, 64) + "'");
   }
+  m.status = *parsed;
   AM_RETURN_IF_ERROR(r.string("reason", Need::kOptional, kMaxStringBytes, m.reason));
   AM_RETURN_IF_ERROR(r.document("metrics", Need::kOptional, m.metrics));
   AM_RETURN_IF_ERROR(r.string("log_tail", Need::kOptional, kMaxLogTailBytes, m.log_tail));
@@ -540,10 +540,6 @@ std::optional<MsgType> msg_type_from_name(std::string_view name) {
     if (kTypeNames[i] == name) return static_cast<MsgType>(i);
   }
   return std::nullopt;
-}
-
-bool is_valid_result_status(std::string_view s) {
-  return std::find(kResultStatuses.begin(), kResultStatuses.end(), s) != kResultStatuses.end();
 }
 
 bool version_compatible(int major) { return major == kVersionMajor; }

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
 #include "common/status.h"
 
 namespace am::proto {
@@ -52,20 +53,6 @@ enum class MsgType {
 
 std::string_view msg_type_name(MsgType t);                 // "HELLO", ...
 std::optional<MsgType> msg_type_from_name(std::string_view name);
-
-// Terminal job statuses (RESULT.status and the store). Test outcomes are stored and never
-// retried; infrastructure failures are retried on another worker by the coordinator.
-//   pass        ran; accuracy within the precision's tolerance
-//   degraded    ran; accuracy outside "pass" but inside "degraded" tolerance
-//   fail        ran; accuracy outside tolerance, or NaN/Inf in the output
-//   crash       the job process died on a signal
-//   timeout     the job process exceeded its time limit and was killed
-//   oom         the job process exceeded its memory limit
-//   error       the job process exited non-zero / could not start / reported an error
-//   unsupported the backend lacks an op or format the job needs (reason names it)
-//   skipped     no eligible hardware (set by the coordinator)
-//   lost        infrastructure retries exhausted (set by the coordinator)
-bool is_valid_result_status(std::string_view s);
 
 struct Hello {
   int version_major = kVersionMajor;
@@ -122,7 +109,7 @@ struct Progress {
 struct JobResult {
   std::string job_id;
   int attempt = 0;
-  std::string status;             // one of the terminal statuses above
+  ResultStatus status = ResultStatus::kError;   // common/result_status.h; a string on the wire
   std::string reason;             // why, for every status other than pass
   nlohmann::json metrics = nlohmann::json::object();  // latency/accuracy/memory documents
   std::string log_tail;           // last bytes of the job process's output

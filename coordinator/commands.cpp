@@ -180,7 +180,7 @@ int cmd_plan(const PlanArgs& args) {
   for (const auto& j : plan->jobs) {
     const auto& s = j.spec;
     std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5d  %6d  %-8s  %s\n", j.job_id.c_str(),
-                s.model.c_str(), s.architecture.c_str(), s.backend.c_str(), s.precision.c_str(),
+                s.model.c_str(), s.architecture.c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
                 s.batch, s.seq_len, s.mode.c_str(), s.scaled ? "scaled" : "");
   }
   return 0;

@@ -19,9 +19,9 @@ std::string join(const std::set<std::string>& s) {
   return out.empty() ? std::string("none") : out;
 }
 
-std::string join(const std::vector<std::string>& v) {
+std::string join(const std::vector<jobs::Precision>& v) {
   std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+  for (jobs::Precision p : v) out += (out.empty() ? "" : ", ") + std::string(jobs::to_string(p));
   return out.empty() ? std::string("none") : out;
 }
 
@@ -55,7 +55,7 @@ bool has_tags(const DeviceInfo& device, const Tags& required) {
   return true;
 }
 
-bool lists_precision(const DeviceInfo& device, const std::string& precision) {
+bool lists_precision(const DeviceInfo& device, jobs::Precision precision) {
   return std::find(device.precisions.begin(), device.precisions.end(), precision) != device.precisions.end();
 }
 
@@ -80,7 +80,10 @@ std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabili
     if (info.key.empty() || info.backend.empty()) continue;
     if (auto p = d.find("precisions"); p != d.end() && p->is_array()) {
       for (const auto& v : *p) {
-        if (v.is_string()) info.precisions.push_back(v.get<std::string>());
+        if (!v.is_string()) continue;
+        if (std::optional<jobs::Precision> known = jobs::parse_precision(v.get<std::string>())) {
+          info.precisions.push_back(*known);
+        }
       }
     }
     if (auto m = d.find("memory_bytes"); m != d.end() && m->is_number_integer()) {
@@ -116,7 +119,7 @@ std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::J
     return "the worker of " + device.key + " lacks tags " + describe_tags(required_tags);
   }
   if (!lists_precision(device, spec.precision)) {
-    return "device " + device.key + " does not support precision " + spec.precision;
+    return "device " + device.key + " does not support precision " + std::string(jobs::to_string(spec.precision));
   }
   if (device.memory_bytes > 0) {
     if (auto need = estimated_job_bytes(spec); need && *need > device.memory_bytes) {
@@ -147,30 +150,30 @@ std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std
   }
   const auto nothing = [](const DeviceInfo&) { return std::string(); };
   if (with_backend.empty()) {
-    return Settlement{"skipped", "no eligible hardware: no registered device has backend '" + spec.backend +
+    return Settlement{ResultStatus::kSkipped, "no eligible hardware: no registered device has backend '" + spec.backend +
                                      "' (registered backends: " + join(backends) + ")"};
   }
   if (schedulable.empty()) {
-    return Settlement{"skipped", "no eligible hardware: the registered " + spec.backend +
+    return Settlement{ResultStatus::kSkipped, "no eligible hardware: the registered " + spec.backend +
                                      " devices are probed but not schedulable (accelmatrix cannot run " +
                                      spec.backend + " jobs yet): " + name_devices(with_backend, nothing)};
   }
   if (tagged.empty()) {
-    return Settlement{"skipped", "no eligible hardware: no worker with a " + spec.backend +
+    return Settlement{ResultStatus::kSkipped, "no eligible hardware: no worker with a " + spec.backend +
                                      " device has tags " + describe_tags(required_tags)};
   }
   if (with_precision.empty()) {
-    return Settlement{"unsupported",
-                      "precision " + spec.precision + " is not supported by any " + spec.backend + " device: " +
+    return Settlement{ResultStatus::kUnsupported,
+                      "precision " + std::string(jobs::to_string(spec.precision)) + " is not supported by any " + spec.backend + " device: " +
                           name_devices(tagged, [](const DeviceInfo& d) { return " supports " + join(d.precisions); })};
   }
   const DeviceInfo* largest = *std::max_element(
       with_precision.begin(), with_precision.end(),
       [](const DeviceInfo* a, const DeviceInfo* b) { return a->memory_bytes < b->memory_bytes; });
   const auto need = estimated_job_bytes(spec);
-  return Settlement{"unsupported", "needs about " + (need ? mib(*need) : std::string("?")) +
+  return Settlement{ResultStatus::kUnsupported, "needs about " + (need ? mib(*need) : std::string("?")) +
                                        " of device memory for weights and activations; the largest " +
-                                       spec.backend + " device supporting " + spec.precision + " has " +
+                                       spec.backend + " device supporting " + std::string(jobs::to_string(spec.precision)) + " has " +
                                        mib(largest->memory_bytes) + " (" + largest->key + " " + largest->name +
                                        ")"};
 }

@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
+
 #include "common/status.h"
 #include "jobs/job_spec.h"
 
@@ -38,7 +40,7 @@ struct DeviceInfo {
   std::string backend;
   std::string name;
   std::string hardware_class;
-  std::vector<std::string> precisions;
+  std::vector<jobs::Precision> precisions;   // names this build does not know are dropped
   int64_t memory_bytes = 0;     // 0: unknown (never limits matching)
   bool software = false;        // runs on the CPU (PoCL, lavapipe): not a GPU
   bool schedulable = true;
@@ -61,7 +63,7 @@ std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::J
 bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec);
 
 struct Settlement {
-  std::string status;   // skipped | unsupported
+  ResultStatus status;  // skipped | unsupported
   std::string reason;
 };
 

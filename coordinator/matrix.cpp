@@ -33,11 +33,13 @@ std::optional<double> optional_median(const std::vector<double>& values) {
   return median_of(values);
 }
 
-void remember(std::vector<std::string>& order, const std::string& name) {
+template <typename T>
+void remember(std::vector<T>& order, const T& name) {
   if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
 }
 
-std::size_t position(const std::vector<std::string>& order, const std::string& name) {
+template <typename T>
+std::size_t position(const std::vector<T>& order, const T& name) {
   return static_cast<std::size_t>(std::find(order.begin(), order.end(), name) - order.begin());
 }
 
@@ -57,7 +59,11 @@ void keep_min(std::optional<double>& slot, std::optional<double> value) {
 void add_row(CellBuilder& b, const ReportRow& row) {
   MatrixCell& cell = b.cell;
   cell.job_ids.push_back(row.job_id);
-  ++cell.status_counts[row.status.empty() ? "pending" : row.status];
+  if (row.status) {
+    ++cell.status_counts[*row.status];
+  } else {
+    ++cell.pending;
+  }
   auto scaled = row.spec.find("scaled");
   if (scaled != row.spec.end() && scaled->is_boolean() && scaled->get<bool>()) cell.scaled = true;
   if (!row.hardware_class.empty() &&
@@ -65,7 +71,7 @@ void add_row(CellBuilder& b, const ReportRow& row) {
           cell.hardware_classes.end()) {
     cell.hardware_classes.push_back(row.hardware_class);
   }
-  if (row.status.empty()) return;   // not terminal: its numbers (if any) are not final
+  if (!row.status) return;   // not terminal: its numbers (if any) are not final
 
   const int severity = status_severity(row.status);
   if (severity > b.worst_severity) {
@@ -126,7 +132,7 @@ void compare_with_baseline(MatrixCell& cell, const MatrixCell* baseline) {
     cell.speedup = representative->speedup;
   }
   cell.rating = rate_cell(cell.status, is_base, cell.speedup, cell.median_ms.has_value());
-  if (cell.status.empty()) cell.reason = "pending";
+  if (!cell.status) cell.reason = "pending";
 }
 
 OverviewCell summarize(const std::string& architecture, const std::string& backend,
@@ -139,7 +145,7 @@ OverviewCell summarize(const std::string& architecture, const std::string& backe
     ++o.cells;
     if (is_measured_status(cell.status)) {
       ++o.working;
-      if (cell.status == "degraded") ++o.degraded;
+      if (cell.status == ResultStatus::kDegraded) ++o.degraded;
       remember(o.working_precisions, cell.precision);
       if (cell.speedup && (!o.best_speedup || *cell.speedup > *o.best_speedup)) {
         o.best_speedup = cell.speedup;
@@ -182,7 +188,7 @@ std::optional<double> metric_number(const nlohmann::json& metrics, std::string_v
 Matrix build_matrix(const std::vector<ReportRow>& rows) {
   Matrix m;
   std::vector<CellBuilder> builders;
-  std::map<std::tuple<std::string, std::string, std::string>, std::size_t> index;
+  std::map<std::tuple<std::string, std::string, jobs::Precision>, std::size_t> index;
   for (const ReportRow& row : rows) {
     remember(m.architectures, row.architecture);
     remember(m.models, row.model);
@@ -202,7 +208,7 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
   }
   for (CellBuilder& b : builders) reduce_shapes(b);
   for (CellBuilder& b : builders) {
-    auto base = index.find({b.cell.model, std::string(kBaselineBackend), std::string(kBaselinePrecision)});
+    auto base = index.find({b.cell.model, std::string(kBaselineBackend), kBaselinePrecision});
     const MatrixCell* baseline = base != index.end() ? &builders[base->second].cell : nullptr;
     compare_with_baseline(b.cell, baseline);
   }
@@ -224,7 +230,7 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
 }
 
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
-                            std::string_view precision) {
+                            jobs::Precision precision) {
   for (const MatrixCell& cell : matrix.cells) {
     if (cell.model == model && cell.backend == backend && cell.precision == precision) return &cell;
   }

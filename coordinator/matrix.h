@@ -42,10 +42,11 @@ struct MatrixCell {
   std::string model;
   std::string architecture;
   std::string backend;
-  std::string precision;
+  jobs::Precision precision = jobs::Precision::kF32;
   bool scaled = false;                   // any job of the cell ran a scaled-down model
-  std::string status;                    // most severe terminal status; "" when none is terminal
-  std::map<std::string, int> status_counts;   // per job status; not-terminal jobs as "pending"
+  std::optional<ResultStatus> status;    // most severe terminal status; nullopt when none is
+  std::map<ResultStatus, int> status_counts;   // per terminal job status
+  int pending = 0;                       // jobs not terminal yet
   Rating rating = Rating::kNotRun;
   std::string reason;                    // reason of the job that set the status (❌, skipped)
   std::vector<ShapeLatency> shapes;      // ordered by (batch, seq_len)
@@ -74,9 +75,9 @@ struct OverviewCell {
   // "full": every cell that finished works; "partial": some work, some ❌; "none": all ❌;
   // "not run": nothing finished.
   std::string support;
-  std::vector<std::string> working_precisions;
+  std::vector<jobs::Precision> working_precisions;
   std::optional<double> best_speedup;    // over the cells' speed-ups
-  std::string best_precision;
+  std::optional<jobs::Precision> best_precision;
   std::string best_model;
 };
 
@@ -84,7 +85,7 @@ struct Matrix {
   std::vector<std::string> architectures;
   std::vector<std::string> models;
   std::vector<std::string> backends;
-  std::vector<std::string> precisions;
+  std::vector<jobs::Precision> precisions;
   std::vector<MatrixCell> cells;         // ordered by backend, model, precision
   std::vector<OverviewCell> overview;    // ordered by architecture, backend
 };
@@ -92,7 +93,7 @@ struct Matrix {
 Matrix build_matrix(const std::vector<ReportRow>& rows);
 
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
-                            std::string_view precision);
+                            jobs::Precision precision);
 const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
                                   std::string_view backend);
 

@@ -5,33 +5,29 @@
 namespace am::coord {
 namespace {
 
-// Most severe last; the index is the severity. A crash says most about a backend's health, a
-// skip the least (nothing ran).
-constexpr std::array<std::string_view, 11> kSeverityOrder = {
-    "", "skipped", "pass", "degraded", "unsupported", "fail", "lost", "error", "timeout", "oom", "crash"};
-
-constexpr int kUnknownStatusSeverity = 7;   // ranks with "error"
+// Most severe last; the index + 1 is the severity (0 is "not terminal"). A crash says most about
+// a backend's health, a skip the least (nothing ran). Cancelled and interrupted attempts ran
+// nothing to judge and rank with skipped.
+constexpr std::array<ResultStatus, 12> kSeverityOrder = {
+    ResultStatus::kCancelled, ResultStatus::kInterrupted, ResultStatus::kSkipped,
+    ResultStatus::kPass,      ResultStatus::kDegraded,    ResultStatus::kUnsupported,
+    ResultStatus::kFail,      ResultStatus::kLost,        ResultStatus::kError,
+    ResultStatus::kTimeout,   ResultStatus::kOom,         ResultStatus::kCrash};
 
 }  // namespace
 
-bool is_baseline(std::string_view backend, std::string_view precision) {
+bool is_baseline(std::string_view backend, jobs::Precision precision) {
   return backend == kBaselineBackend && precision == kBaselinePrecision;
 }
 
-bool is_measured_status(std::string_view status) {
-  return status == "pass" || status == "degraded";
-}
+bool is_measured_status(std::optional<ResultStatus> status) { return status && is_working(*status); }
 
-bool is_failure_status(std::string_view status) {
-  return status == "fail" || status == "crash" || status == "timeout" || status == "oom" ||
-         status == "error" || status == "lost";
-}
-
-int status_severity(std::string_view status) {
+int status_severity(std::optional<ResultStatus> status) {
+  if (!status) return 0;
   for (std::size_t i = 0; i < kSeverityOrder.size(); ++i) {
-    if (kSeverityOrder[i] == status) return static_cast<int>(i);
+    if (kSeverityOrder[i] == *status) return static_cast<int>(i) + 1;
   }
-  return kUnknownStatusSeverity;
+  return 0;
 }
 
 Rating rating_for_speedup(double speedup) {
@@ -41,11 +37,14 @@ Rating rating_for_speedup(double speedup) {
   return Rating::kPoor;
 }
 
-Rating rate_cell(std::string_view cell_status, bool baseline_cell, std::optional<double> speedup,
-                 bool has_latency) {
-  if (cell_status == "unsupported") return Rating::kUnsupported;
-  if (cell_status.empty() || cell_status == "skipped") return Rating::kNotRun;
-  if (!is_measured_status(cell_status)) return Rating::kFailed;   // failures and unknown statuses
+Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
+                 std::optional<double> speedup, bool has_latency) {
+  if (cell_status == ResultStatus::kUnsupported) return Rating::kUnsupported;
+  if (!cell_status || cell_status == ResultStatus::kSkipped ||
+      cell_status == ResultStatus::kCancelled || cell_status == ResultStatus::kInterrupted) {
+    return Rating::kNotRun;
+  }
+  if (!is_measured_status(cell_status)) return Rating::kFailed;   // fail, crash, ..., lost
   if (baseline_cell) return Rating::kBaseline;
   if (!has_latency) return Rating::kAccuracyOnly;
   if (!speedup) return Rating::kNoBaseline;
@@ -84,12 +83,20 @@ std::string_view rating_key(Rating rating) {
   return "not_run";
 }
 
-std::string_view status_emoji(std::string_view status) {
-  if (status == "pass") return "✅";
-  if (status == "degraded") return "⚠️";
-  if (status == "skipped") return "⏭️";
-  if (status.empty()) return "⏳";
-  return "❌";
+std::string_view status_emoji(std::optional<ResultStatus> status) {
+  if (!status) return "⏳";
+  switch (*status) {
+    case ResultStatus::kPass:
+      return "✅";
+    case ResultStatus::kDegraded:
+      return "⚠️";
+    case ResultStatus::kSkipped:
+    case ResultStatus::kCancelled:
+    case ResultStatus::kInterrupted:
+      return "⏭️";
+    default:
+      return "❌";
+  }
 }
 
 }  // namespace am::coord

@@ -13,7 +13,8 @@
 //                           shape was measured, so no speed-up can be claimed.
 //   accuracy only           ran without a latency measurement (mode "accuracy").
 // A cell's status is the most severe status among its terminal jobs, in the order
-// crash > oom > timeout > error > lost > fail > unsupported > degraded > pass > skipped;
+// crash > oom > timeout > error > lost > fail > unsupported > degraded > pass > skipped >
+// interrupted > cancelled;
 // jobs not yet terminal do not count ("" when none is terminal).
 //
 // Pure functions; thread-safe.
@@ -22,10 +23,13 @@
 #include <optional>
 #include <string_view>
 
+#include "common/result_status.h"
+#include "jobs/precision.h"
+
 namespace am::coord {
 
 inline constexpr std::string_view kBaselineBackend = "cpu";
-inline constexpr std::string_view kBaselinePrecision = "f32";
+inline constexpr jobs::Precision kBaselinePrecision = jobs::Precision::kF32;
 
 // Speed-up thresholds (dimensionless ratios baseline latency / cell latency).
 inline constexpr double kExcellentMinSpeedup = 2.0;
@@ -45,22 +49,20 @@ enum class Rating {
   kNotRun,        // nothing measured yet, or skipped
 };
 
-bool is_baseline(std::string_view backend, std::string_view precision);
+bool is_baseline(std::string_view backend, jobs::Precision precision);
 
-// pass | degraded: the job ran and its measurements count.
-bool is_measured_status(std::string_view status);
-// fail | crash | timeout | oom | error | lost.
-bool is_failure_status(std::string_view status);
+// pass | degraded: the job ran and its measurements count (nullopt: not terminal).
+bool is_measured_status(std::optional<ResultStatus> status);
 
-// Larger is more severe; "" (not terminal) is 0 and unknown statuses rank as errors.
-int status_severity(std::string_view status);
+// Larger is more severe; nullopt (not terminal) is 0.
+int status_severity(std::optional<ResultStatus> status);
 
 Rating rating_for_speedup(double speedup);
 
 // The rating of a cell whose status is `cell_status`. `speedup` is present only when both the
 // cell and its baseline have a latency for the same shape; `has_latency` says whether the cell
 // itself measured one.
-Rating rate_cell(std::string_view cell_status, bool baseline_cell, std::optional<double> speedup,
+Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell, std::optional<double> speedup,
                  bool has_latency);
 
 // "Baseline", "Excellent", ..., "❌", "measured, no baseline", "accuracy only", "not run".
@@ -70,6 +72,6 @@ std::string_view rating_label(Rating rating);
 std::string_view rating_key(Rating rating);
 
 // ✅ pass, ⚠️ degraded, ❌ failures and unsupported, ⏭️ skipped, ⏳ not terminal.
-std::string_view status_emoji(std::string_view status);
+std::string_view status_emoji(std::optional<ResultStatus> status);
 
 }  // namespace am::coord

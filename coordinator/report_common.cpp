@@ -55,11 +55,11 @@ RunSummary summarize_run(const std::vector<ReportRow>& rows) {
   RunSummary s;
   for (const ReportRow& row : rows) {
     ++s.total;
-    if (!row.status.empty()) {
+    if (row.status) {
       ++s.terminal;
-      ++s.by_status[row.status];
+      ++s.by_status[*row.status];
     } else {
-      ++s.by_status[row.state.empty() ? "queued" : row.state];
+      ++s.by_state[row.state];
     }
     remember(s.hardware_classes, row.hardware_class);
     remember(s.builds, row.build);

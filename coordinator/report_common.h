@@ -26,7 +26,8 @@ struct WorkerSummary {
 struct RunSummary {
   int total = 0;                         // jobs of the run
   int terminal = 0;                      // jobs with a terminal status
-  std::map<std::string, int> by_status;  // terminal statuses; jobs not terminal under their state
+  std::map<ResultStatus, int> by_status;  // jobs with a terminal status
+  std::map<JobState, int> by_state;       // jobs not terminal yet, under their state
   std::vector<WorkerSummary> workers;    // in order of first appearance
   std::vector<std::string> hardware_classes;
   std::vector<std::string> builds;

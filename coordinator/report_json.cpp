@@ -27,6 +27,17 @@ json strings(const std::vector<std::string>& values) {
   return out;
 }
 
+json precisions(const std::vector<jobs::Precision>& values) {
+  json out = json::array();
+  for (jobs::Precision p : values) out.push_back(std::string(jobs::to_string(p)));
+  return out;
+}
+
+// The report's one spelling of a status: its name, or "" while the job is not terminal.
+std::string status_name(std::optional<ResultStatus> status) {
+  return status ? std::string(to_string(*status)) : std::string();
+}
+
 json run_json(const RunRecord& run, const RunSummary& summary) {
   json workers = json::array();
   for (const WorkerSummary& w : summary.workers) {
@@ -55,14 +66,14 @@ json result_json(const ReportRow& r) {
           {"model", sanitize_utf8(r.model)},
           {"architecture", sanitize_utf8(r.architecture)},
           {"backend", sanitize_utf8(r.backend)},
-          {"precision", sanitize_utf8(r.precision)},
+          {"precision", std::string(jobs::to_string(r.precision))},
           {"batch", spec_field(r.spec, "batch", nullptr)},
           {"seq_len", spec_field(r.spec, "seq_len", nullptr)},
           {"mode", spec_field(r.spec, "mode", "")},
           {"seed", spec_field(r.spec, "seed", nullptr)},
           {"scaled", spec_field(r.spec, "scaled", false)},
-          {"state", r.state},
-          {"status", sanitize_utf8(r.status)},
+          {"state", std::string(to_string(r.state))},
+          {"status", status_name(r.status)},
           {"reason", sanitize_utf8(r.reason)},
           {"attempt", r.attempt},
           {"attempts", r.attempts},
@@ -90,15 +101,16 @@ json cell_json(const MatrixCell& c) {
                       {"speedup", number_or_null(s.speedup)}});
   }
   json counts = json::object();
-  for (const auto& [status, n] : c.status_counts) counts[sanitize_utf8(status)] = n;
+  for (const auto& [status, n] : c.status_counts) counts[std::string(to_string(status))] = n;
+  if (c.pending > 0) counts["pending"] = c.pending;
   json shape = nullptr;
   if (c.rep_batch) shape = {{"batch", *c.rep_batch}, {"seq_len", c.rep_seq_len.value_or(0)}};
   return {{"model", sanitize_utf8(c.model)},
           {"architecture", sanitize_utf8(c.architecture)},
           {"backend", sanitize_utf8(c.backend)},
-          {"precision", sanitize_utf8(c.precision)},
+          {"precision", std::string(jobs::to_string(c.precision))},
           {"scaled", c.scaled},
-          {"status", sanitize_utf8(c.status)},
+          {"status", status_name(c.status)},
           {"status_counts", std::move(counts)},
           {"rating", std::string(rating_key(c.rating))},
           {"rating_label", std::string(rating_label(c.rating))},
@@ -125,9 +137,9 @@ json overview_json(const OverviewCell& o) {
           {"failed", o.failed},
           {"unsupported", o.unsupported},
           {"not_run", o.not_run},
-          {"working_precisions", strings(o.working_precisions)},
+          {"working_precisions", precisions(o.working_precisions)},
           {"best_speedup", number_or_null(o.best_speedup)},
-          {"best_precision", sanitize_utf8(o.best_precision)},
+          {"best_precision", o.best_precision ? std::string(jobs::to_string(*o.best_precision)) : ""},
           {"best_model", sanitize_utf8(o.best_model)}};
 }
 
@@ -138,7 +150,8 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
   const Matrix matrix = build_matrix(rows);
 
   json by_status = json::object();
-  for (const auto& [status, n] : summary.by_status) by_status[sanitize_utf8(status)] = n;
+  for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
+  for (const auto& [state, n] : summary.by_state) by_status[std::string(to_string(state))] = n;
   json results = json::array();
   for (const ReportRow& r : rows) results.push_back(result_json(r));
   json cells = json::array();
@@ -151,7 +164,7 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
           {"summary", {{"total", summary.total}, {"terminal", summary.terminal}, {"by_status", std::move(by_status)}}},
           {"rating_rules",
            {{"baseline_backend", std::string(kBaselineBackend)},
-            {"baseline_precision", std::string(kBaselinePrecision)},
+            {"baseline_precision", std::string(jobs::to_string(kBaselinePrecision))},
             {"excellent_min_speedup", kExcellentMinSpeedup},
             {"good_min_speedup", kGoodMinSpeedup},
             {"moderate_min_speedup", kModerateMinSpeedup}}},

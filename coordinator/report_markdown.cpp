@@ -72,14 +72,22 @@ std::string speedup_text(std::optional<double> v) {
   return fixed(v, 2) + "×";
 }
 
-std::string status_text(std::string_view status, std::string_view state) {
-  if (status.empty()) return std::string(status_emoji("")) + " " + std::string(state.empty() ? "queued" : state);
-  return std::string(status_emoji(status)) + " " + std::string(status);
+// A terminal status with its emoji, or a job that is not terminal yet under `waiting` (its state,
+// or "pending" for a cell).
+std::string status_text(std::optional<ResultStatus> status, std::string_view waiting) {
+  if (!status) return std::string(status_emoji(std::nullopt)) + " " + std::string(waiting);
+  return std::string(status_emoji(status)) + " " + std::string(to_string(*status));
 }
+
+std::string status_name(std::optional<ResultStatus> status) {
+  return status ? std::string(to_string(*status)) : std::string("pending");
+}
+
+std::string precision_text(jobs::Precision p) { return cell_text(std::string(jobs::to_string(p))); }
 
 std::string rating_text(const MatrixCell& cell) {
   if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported) {
-    return "❌ " + cell_text(cell.status);
+    return "❌ " + cell_text(status_name(cell.status));
   }
   return std::string(rating_label(cell.rating));
 }
@@ -88,10 +96,10 @@ std::string notes(const MatrixCell& cell) {
   std::vector<std::string> parts;
   if (cell.scaled) parts.push_back("scaled");
   if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported ||
-      cell.status == "skipped") {
-    parts.push_back(cell.status + (cell.reason.empty() ? "" : ": " + cell.reason));
+      cell.status == ResultStatus::kSkipped) {
+    parts.push_back(status_name(cell.status) + (cell.reason.empty() ? "" : ": " + cell.reason));
   }
-  if (cell.status == "degraded") {
+  if (cell.status == ResultStatus::kDegraded) {
     parts.push_back("degraded accuracy" + (cell.reason.empty() ? "" : ": " + cell.reason));
   }
   if (cell.rating == Rating::kNoBaseline) parts.push_back("no cpu f32 latency for this shape");
@@ -100,12 +108,13 @@ std::string notes(const MatrixCell& cell) {
                     std::to_string(*cell.rep_seq_len));
   }
   const int jobs = static_cast<int>(cell.job_ids.size());
-  if (cell.status_counts.size() > 1 || jobs > 1) {
+  if (cell.status_counts.size() + (cell.pending > 0 ? 1 : 0) > 1 || jobs > 1) {
     std::string counts;
     for (const auto& [status, n] : cell.status_counts) {
       if (!counts.empty()) counts += ", ";
-      counts += std::to_string(n) + " " + status;
+      counts += std::to_string(n) + " " + std::string(to_string(status));
     }
+    if (cell.pending > 0) counts += (counts.empty() ? "" : ", ") + std::to_string(cell.pending) + " pending";
     parts.push_back(std::to_string(jobs) + " jobs: " + counts);
   }
   std::string out;
@@ -123,7 +132,8 @@ std::string overview_text(const OverviewCell& o) {
                                                : "❌";
   std::string text = emoji + " " + std::to_string(o.working) + "/" + std::to_string(o.cells);
   if (o.best_speedup) {
-    text += " · best " + cell_text(o.best_precision) + " " + speedup_text(o.best_speedup);
+    text += " · best " + (o.best_precision ? precision_text(*o.best_precision) : std::string(kMissing)) +
+            " " + speedup_text(o.best_speedup);
   }
   if (o.unsupported > 0) text += " · " + std::to_string(o.unsupported) + " unsupported";
   if (o.failed > 0) text += " · " + std::to_string(o.failed) + " failed";
@@ -168,9 +178,10 @@ void write_provenance(std::ostringstream& out, const RunRecord& run, const RunSu
 void write_summary(std::ostringstream& out, const RunSummary& summary) {
   out << "## Summary\n\n| Status | Jobs |\n|---|---:|\n";
   for (const auto& [status, n] : summary.by_status) {
-    const bool terminal = status != "queued" && status != "leased" && status != "done";
-    out << "| " << (terminal ? status_text(status, "") : status_text("", status)) << " | " << n
-        << " |\n";
+    out << "| " << status_text(status, "") << " | " << n << " |\n";
+  }
+  for (const auto& [state, n] : summary.by_state) {
+    out << "| " << status_text(std::nullopt, to_string(state)) << " | " << n << " |\n";
   }
   out << "| **total** | **" << summary.total << "** |\n\n";
 }
@@ -201,8 +212,8 @@ void write_overview(std::ostringstream& out, const Matrix& m) {
                 "median latency, same model and shape: **Excellent** ≥ %.1f×, **Good** ≥ %.1f×, "
                 "**Moderate** ≥ %.1f×, **Poor** < %.1f×; ❌ failed or unsupported (reason in "
                 "the notes); *not run* where nothing was measured.\n\n",
-                std::string(kBaselineBackend).c_str(), std::string(kBaselinePrecision).c_str(),
-                std::string(kBaselineBackend).c_str(), std::string(kBaselinePrecision).c_str(),
+                std::string(kBaselineBackend).c_str(), std::string(jobs::to_string(kBaselinePrecision)).c_str(),
+                std::string(kBaselineBackend).c_str(), std::string(jobs::to_string(kBaselinePrecision)).c_str(),
                 kExcellentMinSpeedup, kGoodMinSpeedup, kModerateMinSpeedup, kModerateMinSpeedup);
   out << rules;
 }
@@ -218,7 +229,7 @@ void write_backend_tables(std::ostringstream& out, const Matrix& m) {
       const std::string speedup =
           cell.rating == Rating::kBaseline ? "baseline" : speedup_text(cell.speedup);
       out << "| " << cell_text(cell.model) << " | " << cell_text(cell.architecture) << " | "
-          << cell_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
+          << precision_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
           << rating_text(cell) << " | " << millis(cell.median_ms) << " | " << speedup << " | "
           << scientific(cell.nmse_max) << " | " << fixed(cell.cosine_min, 6) << " | "
           << notes(cell) << " |\n";
@@ -238,10 +249,10 @@ void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
     auto number = [](const nlohmann::json& doc, nlohmann::json::const_iterator it) {
       return it != doc.end() && it->is_number() ? it->dump() : std::string(kMissing);
     };
-    std::string status = status_text(r.status, r.state);
-    if (!r.status.empty() && r.status != "pass" && !r.reason.empty()) status += ": " + r.reason;
+    std::string status = status_text(r.status, to_string(r.state));
+    if (r.status && *r.status != ResultStatus::kPass && !r.reason.empty()) status += ": " + r.reason;
     out << "| " << code(r.job_id) << " | " << cell_text(r.model) << " | " << cell_text(r.backend)
-        << " | " << cell_text(r.precision) << " | " << number(r.spec, batch) << " | "
+        << " | " << precision_text(r.precision) << " | " << number(r.spec, batch) << " | "
         << number(r.spec, seq_len) << " | " << cell_text(status) << " | "
         << (r.attempt > 0 ? std::to_string(r.attempt) : std::string(kMissing)) << " | "
         << (r.worker_id.empty() ? std::string(kMissing) : cell_text(r.worker_id)) << " | "

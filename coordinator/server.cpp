@@ -33,9 +33,9 @@ struct JobEntry {
   std::string job_id;
   nlohmann::json spec_doc;
   jobs::JobSpec spec;
-  std::string state;                 // queued | leased | done
+  JobState state = JobState::kQueued;
   int attempts = 0;
-  std::string status;
+  std::optional<ResultStatus> status;
   std::string lease_worker;          // worker id holding the current lease
   int lease_attempt = 0;
   int64_t lease_expires_at_ms = 0;   // epoch ms
@@ -59,7 +59,8 @@ struct PendingResult {
 
 std::string describe(const JobEntry& j) {
   const auto& s = j.spec;
-  return s.model + " " + s.backend + " " + s.precision + " b" + std::to_string(s.batch) + " s" +
+  return s.model + " " + s.backend + " " + std::string(jobs::to_string(s.precision)) + " b" +
+         std::to_string(s.batch) + " s" +
          std::to_string(s.seq_len);
 }
 
@@ -121,10 +122,10 @@ struct Server::Impl {
     Progress p;
     p.total = static_cast<int>(jobs.size());
     for (const auto& [id, j] : jobs) {
-      if (j.state == "done") {
+      if (j.state == JobState::kDone) {
         ++p.done;
-        ++p.by_status[j.status];
-      } else if (j.state == "leased") {
+        if (j.status) ++p.by_status[*j.status];
+      } else if (j.state == JobState::kLeased) {
         ++p.leased;
       } else {
         ++p.queued;
@@ -137,20 +138,20 @@ struct Server::Impl {
 
   bool all_done() const {
     return std::all_of(jobs.begin(), jobs.end(),
-                       [](const auto& kv) { return kv.second.state == "done"; });
+                       [](const auto& kv) { return kv.second.state == JobState::kDone; });
   }
 
   // ---- job state transitions --------------------------------------------------------------
-  void settle(JobEntry& j, const std::string& status, const std::string& reason) {
+  void settle(JobEntry& j, ResultStatus status, const std::string& reason) {
     Status st = store->set_job_terminal(j.run_id, j.job_id, status, reason, now_epoch_ms());
     if (!st.ok()) {
       logger()->error("could not store terminal status of {}: {}", j.job_id, st.to_string());
       return;
     }
-    j.state = "done";
+    j.state = JobState::kDone;
     j.status = status;
-    last_event = status + "  " + describe(j) + "  (" + reason + ")";
-    logger()->info("job {} {}: {}", j.job_id, status, reason);
+    last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
+    logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
     notify();
   }
 
@@ -158,7 +159,7 @@ struct Server::Impl {
   // back to the queue — preferably for another worker — or is settled as lost when its
   // infrastructure attempts are used up.
   void lease_lost(JobEntry& j, const std::string& reason) {
-    if (j.state != "leased") return;
+    if (j.state != JobState::kLeased) return;
     Status st = store->expire_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
     if (!st.ok()) {
       logger()->error("could not expire lease of {}: {}", j.job_id, st.to_string());
@@ -169,10 +170,10 @@ struct Server::Impl {
     j.lost_on.insert(j.lease_worker);
     j.lease_worker.clear();
     j.lease_attempt = 0;
-    j.state = "queued";
+    j.state = JobState::kQueued;
     assign_dirty = true;
     if (j.attempts >= opt.max_infra_attempts) {
-      settle(j, "lost",
+      settle(j, ResultStatus::kLost,
              "infrastructure retries exhausted after " + std::to_string(j.attempts) +
                  " attempts; last: " + reason);
     }
@@ -192,7 +193,7 @@ struct Server::Impl {
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     for (auto& [id, j] : jobs) {
-      if (j.state == "leased" && j.lease_worker == worker_id) lease_lost(j, "worker lost: " + reason);
+      if (j.state == JobState::kLeased && j.lease_worker == worker_id) lease_lost(j, "worker lost: " + reason);
     }
     notify();
   }
@@ -245,7 +246,7 @@ struct Server::Impl {
     // Leases the worker does not hold any more (an ASSIGN lost with a dead connection, or a
     // restarted worker) are reclaimed now rather than when they run out.
     for (auto& [id, j] : jobs) {
-      if (j.state != "leased" || j.lease_worker != h.worker_id) continue;
+      if (j.state != JobState::kLeased || j.lease_worker != h.worker_id) continue;
       auto held = h.held.find(j.job_id);
       if (held == h.held.end() || held->second != j.lease_attempt) {
         lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt));
@@ -263,7 +264,7 @@ struct Server::Impl {
     for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
-      if (j.state != "queued") continue;
+      if (j.state != JobState::kQueued) continue;
       if (auto settlement = settle_ineligible(j.spec, all)) {
         settle(j, settlement->status, settlement->reason);
       }
@@ -329,15 +330,15 @@ struct Server::Impl {
       if (out.became_terminal) {
         // Another attempt still out there (e.g. the job was re-queued after a lease expired and
         // the first worker delivered late) is no longer needed.
-        if (j.state == "leased" && !is_current_lease) {
+        if (j.state == JobState::kLeased && !is_current_lease) {
           send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt,
                                                        "job already has a result"});
         }
-        j.state = "done";
+        j.state = JobState::kDone;
         j.status = rec.status;
         j.lease_worker.clear();
         j.lease_attempt = 0;
-        last_event = rec.status + "  " + describe(j) + summarize_metrics(rec.metrics) +
+        last_event = std::string(to_string(rec.status)) + "  " + describe(j) + summarize_metrics(rec.metrics) +
                      (rec.reason.empty() ? "" : "  (" + rec.reason + ")");
         notify();
       } else if (is_current_lease) {
@@ -351,7 +352,7 @@ struct Server::Impl {
   int leases_held_by(const std::string& worker_id) const {
     int n = 0;
     for (const auto& [id, j] : jobs) {
-      n += (j.state == "leased" && j.lease_worker == worker_id && !j.result_pending);
+      n += (j.state == JobState::kLeased && j.lease_worker == worker_id && !j.result_pending);
     }
     return n;
   }
@@ -414,7 +415,7 @@ struct Server::Impl {
     JobEntry* fallback = nullptr;
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
-      if (j.state != "queued" || !device_can_run(device, j.spec)) continue;
+      if (j.state != JobState::kQueued || !device_can_run(device, j.spec)) continue;
       // Infrastructure retries go to a different worker when one could take them.
       if (j.lost_on.count(s.worker_id) && someone_else_could_run(j, s.worker_id)) continue;
       if (!j.lost_on.count(s.worker_id)) return &j;
@@ -453,7 +454,7 @@ struct Server::Impl {
             return;
           }
           j->attempts = attempt;
-          j->state = "leased";
+          j->state = JobState::kLeased;
           j->lease_worker = s.worker_id;
           j->lease_attempt = attempt;
           j->lease_expires_at_ms = lease.lease_expires_at_ms;
@@ -489,7 +490,7 @@ struct Server::Impl {
     }
     const int64_t epoch = now_epoch_ms();
     for (auto& [id, j] : jobs) {
-      if (j.state == "leased" && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
+      if (j.state == JobState::kLeased && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
         send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
         lease_lost(j, "lease expired");
       }
@@ -544,11 +545,11 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
     m.order.push_back(row.job_id);
     if (!spec.ok()) {
       m.jobs[row.job_id] = std::move(j);
-      m.settle(m.jobs[row.job_id], "error", "stored job spec is invalid: " + spec.status().message());
+      m.settle(m.jobs[row.job_id], ResultStatus::kError, "stored job spec is invalid: " + spec.status().message());
       continue;
     }
     j.spec = std::move(spec).value();
-    if (j.state == "leased") {
+    if (j.state == JobState::kLeased) {
       j.lease_worker = row.lease_worker;
       j.lease_attempt = row.attempts;
       j.lease_expires_at_ms = row.lease_expires_at_ms;

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "common/reliability.h"
+#include "common/result_status.h"
 #include "common/status.h"
 #include "common/transport.h"
 #include "jobs/plan.h"
@@ -51,7 +52,7 @@ struct Progress {
   int leased = 0;
   int queued = 0;
   int workers = 0;
-  std::map<std::string, int> by_status;   // terminal statuses
+  std::map<ResultStatus, int> by_status;  // jobs with a terminal status
   std::string last_event;                 // human-readable line for the latest terminal job
 };
 

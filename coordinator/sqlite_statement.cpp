@@ -1,5 +1,7 @@
 #include "coordinator/sqlite_statement.h"
 
+#include "common/check.h"
+
 #include <utility>
 
 #include <sqlite3.h>
@@ -99,6 +101,30 @@ void Statement::reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
   bind_error_ = Status::Ok();
+  apply_constants();
+}
+
+Statement& Statement::bind_constant(std::string_view name, std::string_view value) {
+  constants_.emplace_back(":" + std::string(name), std::string(value));
+  apply_constants();
+  return *this;
+}
+
+void Statement::apply_constants() {
+  for (const auto& [name, value] : constants_) {
+    const int index = sqlite3_bind_parameter_index(stmt_, name.c_str());
+    if (index > 0) bind(index, value);
+  }
+}
+
+int Statement::column_index(std::string_view name) const {
+  const int n = sqlite3_column_count(stmt_);
+  for (int i = 0; i < n; ++i) {
+    const char* col = sqlite3_column_name(stmt_, i);
+    if (col != nullptr && name == col) return i;
+  }
+  const std::string what = "no column '" + std::string(name) + "' in " + sqlite3_sql(stmt_);
+  ::am::detail::check_failed(__FILE__, __LINE__, "column_index(name) >= 0", what.c_str());
 }
 
 int64_t Statement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }

@@ -3,13 +3,17 @@
 // Contract: a Statement owns its sqlite3_stmt and finalizes it on destruction. Bind indexes are
 // 1-based (SQLite's convention), column indexes 0-based. A failed bind is remembered and
 // reported by the next step()/run(), so call sites can chain binds without checking each one.
-// Text columns that are NULL read as "", integer/real NULL columns as 0. Move-only; the
+// Text columns that are NULL read as "", integer/real NULL columns as 0. Columns are read by
+// name (the result column's name or its AS alias), so a query can change without renumbering its
+// readers; a name the statement does not return is a programming error (AM_CHECK). Move-only; the
 // statement must not outlive the connection it was prepared on. Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -36,6 +40,10 @@ class Statement {
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
   Statement& bind_null(int index);
+  // Binds `value` to the named parameter ":name" now and again after every reset(). The store
+  // binds the words SQL compares with (job and attempt states) from their enums' to_string()
+  // this way instead of spelling them in SQL. A name the statement does not use is ignored.
+  Statement& bind_constant(std::string_view name, std::string_view value);
 
   // Advances one row: true when a row is available, false when the statement is done.
   Result<bool> step();
@@ -50,6 +58,12 @@ class Statement {
   std::string column_text(int col) const;
   bool column_is_null(int col) const;
 
+  int64_t column_int64(std::string_view name) const { return column_int64(column_index(name)); }
+  int column_int(std::string_view name) const { return column_int(column_index(name)); }
+  double column_double(std::string_view name) const { return column_double(column_index(name)); }
+  std::string column_text(std::string_view name) const { return column_text(column_index(name)); }
+  int column_index(std::string_view name) const;
+
   // Rows changed by the last completed INSERT/UPDATE/DELETE on this connection.
   int changes() const;
 
@@ -57,9 +71,12 @@ class Statement {
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
   void note_bind(int rc, int index);
 
+  void apply_constants();
+
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
   Status bind_error_;
+  std::vector<std::pair<std::string, std::string>> constants_;   // ":name", value
 };
 
 }  // namespace am::coord::sqlite

@@ -77,25 +77,53 @@ Status require_ids(const std::string& run_id, const std::string& job_id) {
   return Status::Ok();
 }
 
+// Prepares `sql` with the state words it may compare with bound from their enums: SQL names them
+// :job_queued, :job_leased, :job_done, :attempt_leased, :attempt_done and :attempt_expired, so
+// every state string comes from coordinator/job_state.h.
+Result<Statement> prepare(sqlite3* db, std::string_view sql) {
+  AM_ASSIGN_OR_RETURN(Statement stmt, Statement::prepare(db, sql));
+  for (JobState s : {JobState::kQueued, JobState::kLeased, JobState::kDone}) {
+    stmt.bind_constant("job_" + std::string(to_string(s)), to_string(s));
+  }
+  for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired}) {
+    stmt.bind_constant("attempt_" + std::string(to_string(s)), to_string(s));
+  }
+  return stmt;
+}
+
+// Stored words read back: a value outside the enum means the file was edited or written by a
+// newer build; say which.
+Result<JobState> stored_job_state(const std::string& text, const std::string& what) {
+  if (std::optional<JobState> s = parse_job_state(text)) return *s;
+  return internal_error("corrupt job state '" + text + "' of " + what + " in the store");
+}
+
+Result<std::optional<ResultStatus>> stored_status(const std::string& text, const std::string& what) {
+  if (text.empty()) return std::optional<ResultStatus>();
+  if (std::optional<ResultStatus> s = parse_result_status(text)) return s;
+  return internal_error("unknown status '" + text + "' of " + what + " in the store");
+}
+
 // The job's state, or nullopt when the job does not exist.
-Result<std::optional<std::string>> job_state(sqlite3* db, const std::string& run_id,
-                                             const std::string& job_id) {
+Result<std::optional<JobState>> job_state(sqlite3* db, const std::string& run_id,
+                                          const std::string& job_id) {
   AM_ASSIGN_OR_RETURN(auto stmt,
-                      Statement::prepare(db, "SELECT state FROM jobs WHERE run_id = ? AND job_id = ?"));
+                      prepare(db, "SELECT state FROM jobs WHERE run_id = ? AND job_id = ?"));
   stmt.bind(1, run_id).bind(2, job_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt.step());
-  if (!row) return std::optional<std::string>();
-  return std::optional<std::string>(stmt.column_text(0));
+  if (!row) return std::optional<JobState>();
+  AM_ASSIGN_OR_RETURN(JobState s, stored_job_state(stmt.column_text("state"), job_name(run_id, job_id)));
+  return std::optional<JobState>(s);
 }
 
 RunRecord run_from_row(const Statement& stmt) {
   RunRecord run;
-  run.run_id = stmt.column_text(0);
-  run.plan_name = stmt.column_text(1);
-  run.plan_path = stmt.column_text(2);
-  run.description = stmt.column_text(3);
-  run.created_at_ms = stmt.column_int64(4);
-  run.finished_at_ms = stmt.column_int64(5);
+  run.run_id = stmt.column_text("run_id");
+  run.plan_name = stmt.column_text("plan_name");
+  run.plan_path = stmt.column_text("plan_path");
+  run.description = stmt.column_text("description");
+  run.created_at_ms = stmt.column_int64("created_at");
+  run.finished_at_ms = stmt.column_int64("finished_at");
   return run;
 }
 
@@ -126,7 +154,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
   {
     AM_ASSIGN_OR_RETURN(auto wal, Statement::prepare(db.get(), "PRAGMA journal_mode = WAL"));
     AM_ASSIGN_OR_RETURN(bool row, wal.step());
-    const std::string mode = row ? wal.column_text(0) : "";
+    const std::string mode = row ? wal.column_text("journal_mode") : "";
     if (mode != "wal") {
       // Still usable (e.g. a file system without shared memory), only without a concurrent
       // reader; say so instead of failing.
@@ -210,10 +238,10 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
   int64_t next_seq = 0;
   {
     AM_ASSIGN_OR_RETURN(auto max_seq, Statement::prepare(
-                                          db_, "SELECT coalesce(max(seq), 0) FROM jobs WHERE run_id = ?"));
+                                          db_, "SELECT coalesce(max(seq), 0) AS max_seq FROM jobs WHERE run_id = ?"));
     max_seq.bind(1, run_id);
     AM_ASSIGN_OR_RETURN(bool row, max_seq.step());
-    next_seq = (row ? max_seq.column_int64(0) : 0) + 1;
+    next_seq = (row ? max_seq.column_int64("max_seq") : 0) + 1;
   }
   AM_ASSIGN_OR_RETURN(auto insert, Statement::prepare(db_, R"sql(
       INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision,
@@ -232,7 +260,7 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
         .bind(5, job.spec.model)
         .bind(6, job.spec.architecture)
         .bind(7, job.spec.backend)
-        .bind(8, job.spec.precision)
+        .bind(8, jobs::to_string(job.spec.precision))
         .bind(9, job.spec.batch)
         .bind(10, job.spec.seq_len)
         .bind(11, now);
@@ -248,15 +276,17 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
 
 Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
   // The outstanding lease is the highest attempt still in state 'leased'.
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT j.job_id, j.spec_json, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
-             coalesce(a.worker_id, ''), coalesce(a.lease_expires_at, 0)
+             coalesce(a.worker_id, '') AS lease_worker,
+             coalesce(a.lease_expires_at, 0) AS lease_expires_at
       FROM jobs j
       LEFT JOIN attempts a
-        ON j.state = 'leased' AND a.run_id = j.run_id AND a.job_id = j.job_id
+        ON j.state = :job_leased AND a.run_id = j.run_id AND a.job_id = j.job_id
        AND a.attempt = (SELECT max(attempt) FROM attempts l
-                        WHERE l.run_id = j.run_id AND l.job_id = j.job_id AND l.state = 'leased')
-      WHERE j.run_id = ?
+                        WHERE l.run_id = j.run_id AND l.job_id = j.job_id
+                          AND l.state = :attempt_leased)
+      WHERE j.run_id = ?1
       ORDER BY j.seq)sql"));
   stmt.bind(1, run_id);
   std::vector<JobRow> rows;
@@ -265,15 +295,16 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
     if (!row) break;
     JobRow job;
     job.run_id = run_id;
-    job.job_id = stmt.column_text(0);
-    AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text(1), "spec of " + job_name(run_id, job.job_id)));
-    job.state = stmt.column_text(2);
-    job.attempts = stmt.column_int(3);
-    job.status = stmt.column_text(4);
-    job.reason = stmt.column_text(5);
-    job.terminal_attempt = stmt.column_int(6);
-    job.lease_worker = stmt.column_text(7);
-    job.lease_expires_at_ms = stmt.column_int64(8);
+    job.job_id = stmt.column_text("job_id");
+    const std::string what = job_name(run_id, job.job_id);
+    AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+    AM_ASSIGN_OR_RETURN(job.state, stored_job_state(stmt.column_text("state"), what));
+    job.attempts = stmt.column_int("attempts");
+    AM_ASSIGN_OR_RETURN(job.status, stored_status(stmt.column_text("status"), what));
+    job.reason = stmt.column_text("reason");
+    job.terminal_attempt = stmt.column_int("terminal_attempt");
+    job.lease_worker = stmt.column_text("lease_worker");
+    job.lease_expires_at_ms = stmt.column_int64("lease_expires_at");
     rows.push_back(std::move(job));
   }
   return rows;
@@ -294,18 +325,18 @@ Status Store::record_lease(const LeaseRecord& lease) {
 
   // Renewing a lease that is still out updates it; an attempt that already expired or has a
   // result is history and is not revived (the scheduler issues a new attempt number instead).
-  AM_ASSIGN_OR_RETURN(auto upsert, Statement::prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto upsert, prepare(db_, R"sql(
       INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, device,
                            hardware_class, leased_at, lease_expires_at, state)
       VALUES (?1, ?2, ?3, ?4,
               coalesce((SELECT hostname FROM workers WHERE worker_id = ?4), ''),
               coalesce((SELECT build FROM workers WHERE worker_id = ?4), ''),
-              ?5, ?6, ?7, ?8, 'leased')
+              ?5, ?6, ?7, ?8, :attempt_leased)
       ON CONFLICT(run_id, job_id, attempt) DO UPDATE SET
         worker_id = excluded.worker_id, hostname = excluded.hostname, build = excluded.build,
         device = excluded.device, hardware_class = excluded.hardware_class,
         leased_at = excluded.leased_at, lease_expires_at = excluded.lease_expires_at
-      WHERE attempts.state = 'leased')sql"));
+      WHERE attempts.state = :attempt_leased)sql"));
   upsert.bind(1, lease.run_id)
       .bind(2, lease.job_id)
       .bind(3, lease.attempt)
@@ -323,9 +354,9 @@ Status Store::record_lease(const LeaseRecord& lease) {
 
   // A done job keeps its state: a lease recorded after the terminal result changes nothing
   // but the attempt counter.
-  AM_ASSIGN_OR_RETURN(auto job, Statement::prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto job, prepare(db_, R"sql(
       UPDATE jobs SET attempts = max(attempts, ?3),
-                      state = CASE WHEN state = 'done' THEN 'done' ELSE 'leased' END
+                      state = CASE WHEN state = :job_done THEN :job_done ELSE :job_leased END
       WHERE run_id = ?1 AND job_id = ?2)sql"));
   job.bind(1, lease.run_id).bind(2, lease.job_id).bind(3, lease.attempt);
   AM_RETURN_IF_ERROR(job.run());
@@ -344,37 +375,38 @@ Status Store::expire_lease(const std::string& run_id, const std::string& job_id,
     return not_found("attempt " + std::to_string(attempt) + " of " + job_name(run_id, job_id) +
                      " was never leased");
   }
-  if (select.column_text(0) != "leased") return Status::Ok();   // result or expiry already stored
+  if (parse_attempt_state(select.column_text("state")) != AttemptState::kLeased) {
+    return Status::Ok();   // result or expiry already stored
+  }
 
-  AM_ASSIGN_OR_RETURN(auto close, Statement::prepare(db_, R"sql(
-      UPDATE attempts SET state = 'expired', reason = ?4, expired_at = ?5
-      WHERE run_id = ?1 AND job_id = ?2 AND attempt = ?3 AND state = 'leased')sql"));
+  AM_ASSIGN_OR_RETURN(auto close, prepare(db_, R"sql(
+      UPDATE attempts SET state = :attempt_expired, reason = ?4, expired_at = ?5
+      WHERE run_id = ?1 AND job_id = ?2 AND attempt = ?3 AND state = :attempt_leased)sql"));
   close.bind(1, run_id).bind(2, job_id).bind(3, attempt).bind(4, reason).bind(5, at_ms);
   AM_RETURN_IF_ERROR(close.run());
 
   // Back to the queue only when no other attempt of the job is still out.
-  AM_ASSIGN_OR_RETURN(auto requeue, Statement::prepare(db_, R"sql(
-      UPDATE jobs SET state = 'queued'
-      WHERE run_id = ?1 AND job_id = ?2 AND state = 'leased'
+  AM_ASSIGN_OR_RETURN(auto requeue, prepare(db_, R"sql(
+      UPDATE jobs SET state = :job_queued
+      WHERE run_id = ?1 AND job_id = ?2 AND state = :job_leased
         AND NOT EXISTS (SELECT 1 FROM attempts
-                        WHERE run_id = ?1 AND job_id = ?2 AND state = 'leased'))sql"));
+                        WHERE run_id = ?1 AND job_id = ?2 AND state = :attempt_leased))sql"));
   requeue.bind(1, run_id).bind(2, job_id);
   AM_RETURN_IF_ERROR(requeue.run());
   return tx.commit();
 }
 
 Status Store::set_job_terminal(const std::string& run_id, const std::string& job_id,
-                               const std::string& status, const std::string& reason, int64_t at_ms) {
+                               ResultStatus status, const std::string& reason, int64_t at_ms) {
   AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
-  if (status.empty()) return invalid_argument("empty terminal status for " + job_name(run_id, job_id));
   AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
   AM_ASSIGN_OR_RETURN(auto state, job_state(db_, run_id, job_id));
   if (!state) return not_found(job_name(run_id, job_id) + " is not in the store");
-  if (*state == "done") return Status::Ok();
-  AM_ASSIGN_OR_RETURN(auto update, Statement::prepare(db_, R"sql(
-      UPDATE jobs SET state = 'done', status = ?3, reason = ?4, finished_at = ?5
-      WHERE run_id = ?1 AND job_id = ?2 AND state <> 'done')sql"));
-  update.bind(1, run_id).bind(2, job_id).bind(3, status).bind(4, reason).bind(5, at_ms);
+  if (*state == JobState::kDone) return Status::Ok();
+  AM_ASSIGN_OR_RETURN(auto update, prepare(db_, R"sql(
+      UPDATE jobs SET state = :job_done, status = ?3, reason = ?4, finished_at = ?5
+      WHERE run_id = ?1 AND job_id = ?2 AND state <> :job_done)sql"));
+  update.bind(1, run_id).bind(2, job_id).bind(3, to_string(status)).bind(4, reason).bind(5, at_ms);
   AM_RETURN_IF_ERROR(update.run());
   return tx.commit();
 }
@@ -391,10 +423,6 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
       return invalid_argument("result " + std::to_string(i) + " for " + job_name(r.run_id, r.job_id) +
                               ": attempt must be >= 1 (got " + std::to_string(r.attempt) + ")");
     }
-    if (r.status.empty()) {
-      return invalid_argument("result " + std::to_string(i) + " for " + job_name(r.run_id, r.job_id) +
-                              ": empty status");
-    }
   }
   std::vector<StoredOutcome> outcomes(results.size());
   if (results.empty()) return outcomes;
@@ -407,26 +435,26 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
   // Without a lease row (e.g. the result of an attempt leased before a coordinator restart
   // that lost it) the attempt is created from the result alone. The lease's worker, device and
   // hardware class are kept when present.
-  AM_ASSIGN_OR_RETURN(auto upsert, Statement::prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto upsert, prepare(db_, R"sql(
       INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, state, status,
                            reason, metrics_json, log_tail, started_at, finished_at, received_at)
       VALUES (?1, ?2, ?3, ?4,
               coalesce((SELECT hostname FROM workers WHERE worker_id = ?4), ''),
               coalesce((SELECT build FROM workers WHERE worker_id = ?4), ''),
-              'done', ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+              :attempt_done, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
       ON CONFLICT(run_id, job_id, attempt) DO UPDATE SET
         worker_id = CASE WHEN attempts.worker_id = '' THEN excluded.worker_id ELSE attempts.worker_id END,
         hostname = CASE WHEN attempts.hostname = '' THEN excluded.hostname ELSE attempts.hostname END,
         build = CASE WHEN attempts.build = '' THEN excluded.build ELSE attempts.build END,
-        state = 'done', status = excluded.status, reason = excluded.reason,
+        state = :attempt_done, status = excluded.status, reason = excluded.reason,
         metrics_json = excluded.metrics_json, log_tail = excluded.log_tail,
         started_at = excluded.started_at, finished_at = excluded.finished_at,
         received_at = excluded.received_at
-      WHERE attempts.state <> 'done')sql"));
-  AM_ASSIGN_OR_RETURN(auto settle, Statement::prepare(db_, R"sql(
-      UPDATE jobs SET state = 'done', status = ?3, reason = ?4, terminal_attempt = ?5,
+      WHERE attempts.state <> :attempt_done)sql"));
+  AM_ASSIGN_OR_RETURN(auto settle, prepare(db_, R"sql(
+      UPDATE jobs SET state = :job_done, status = ?3, reason = ?4, terminal_attempt = ?5,
                       finished_at = ?6
-      WHERE run_id = ?1 AND job_id = ?2 AND state <> 'done')sql"));
+      WHERE run_id = ?1 AND job_id = ?2 AND state <> :job_done)sql"));
   AM_ASSIGN_OR_RETURN(auto count_attempt, Statement::prepare(
                                               db_, "UPDATE jobs SET attempts = max(attempts, ?3) WHERE run_id = ?1 AND job_id = ?2"));
 
@@ -443,7 +471,7 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
     attempt_state.reset();
     attempt_state.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
     AM_ASSIGN_OR_RETURN(bool has_attempt, attempt_state.step());
-    if (has_attempt && attempt_state.column_text(0) == "done") {
+    if (has_attempt && parse_attempt_state(attempt_state.column_text("state")) == AttemptState::kDone) {
       outcomes[i].duplicate = true;
       continue;
     }
@@ -453,7 +481,7 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
         .bind(2, r.job_id)
         .bind(3, r.attempt)
         .bind(4, r.worker_id)
-        .bind(5, r.status)
+        .bind(5, to_string(r.status))
         .bind(6, r.reason)
         .bind(7, dump_json(r.metrics.is_null() ? nlohmann::json::object() : r.metrics))
         .bind(8, r.log_tail)
@@ -465,7 +493,7 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
     settle.reset();
     settle.bind(1, r.run_id)
         .bind(2, r.job_id)
-        .bind(3, r.status)
+        .bind(3, to_string(r.status))
         .bind(4, r.reason)
         .bind(5, r.attempt)
         .bind(6, r.finished_at_ms != 0 ? r.finished_at_ms : received);
@@ -487,7 +515,7 @@ Result<std::optional<std::string>> Store::attempt_worker(const std::string& run_
   stmt.bind(1, run_id).bind(2, job_id).bind(3, attempt);
   AM_ASSIGN_OR_RETURN(bool row, stmt.step());
   if (!row) return std::optional<std::string>();
-  return std::optional<std::string>(stmt.column_text(0));
+  return std::optional<std::string>(stmt.column_text("worker_id"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -521,21 +549,22 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
   // The attempt shown is the terminal one, or the latest issued while the job is not terminal
   // (and for jobs settled without a result, e.g. lost). Provenance snapshotted on the attempt
   // wins over the worker's current registry entry.
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
-             j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at,
-             a.attempt IS NOT NULL, coalesce(a.worker_id, ''),
-             coalesce(nullif(a.hostname, ''), w.hostname, ''),
-             coalesce(nullif(a.build, ''), w.build, ''),
-             coalesce(a.hardware_class, ''), coalesce(a.device, ''),
-             coalesce(a.metrics_json, '{}'), coalesce(a.log_tail, ''),
-             coalesce(a.started_at, 0), coalesce(a.finished_at, 0), coalesce(a.reason, '')
+             j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at AS job_finished_at,
+             a.attempt IS NOT NULL AS has_attempt, coalesce(a.worker_id, '') AS worker_id,
+             coalesce(nullif(a.hostname, ''), w.hostname, '') AS hostname,
+             coalesce(nullif(a.build, ''), w.build, '') AS build,
+             coalesce(a.hardware_class, '') AS hardware_class, coalesce(a.device, '') AS device,
+             coalesce(a.metrics_json, '{}') AS metrics_json, coalesce(a.log_tail, '') AS log_tail,
+             coalesce(a.started_at, 0) AS started_at, coalesce(a.finished_at, 0) AS finished_at,
+             coalesce(a.reason, '') AS attempt_reason
       FROM jobs j
       LEFT JOIN attempts a
         ON a.run_id = j.run_id AND a.job_id = j.job_id
        AND a.attempt = CASE WHEN j.terminal_attempt > 0 THEN j.terminal_attempt ELSE j.attempts END
       LEFT JOIN workers w ON w.worker_id = a.worker_id
-      WHERE j.run_id = ?
+      WHERE j.run_id = ?1
       ORDER BY j.seq)sql"));
   stmt.bind(1, run_id);
   std::vector<ReportRow> rows;
@@ -544,32 +573,38 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     if (!row) break;
     ReportRow r;
     r.run_id = run_id;
-    r.job_id = stmt.column_text(0);
-    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(stmt.column_text(1), "spec of " + job_name(run_id, r.job_id)));
-    r.model = stmt.column_text(2);
-    r.architecture = stmt.column_text(3);
-    r.backend = stmt.column_text(4);
-    r.precision = stmt.column_text(5);
-    r.state = stmt.column_text(6);
-    r.status = stmt.column_text(7);
-    r.reason = stmt.column_text(8);
-    const int terminal_attempt = stmt.column_int(9);
-    r.attempts = stmt.column_int(10);
+    r.job_id = stmt.column_text("job_id");
+    const std::string what = job_name(run_id, r.job_id);
+    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+    r.model = stmt.column_text("model");
+    r.architecture = stmt.column_text("architecture");
+    r.backend = stmt.column_text("backend");
+    const std::string precision = stmt.column_text("precision");
+    const std::optional<jobs::Precision> p = jobs::parse_precision(precision);
+    if (!p) return internal_error("unknown precision '" + precision + "' of " + what + " in the store");
+    r.precision = *p;
+    AM_ASSIGN_OR_RETURN(r.state, stored_job_state(stmt.column_text("state"), what));
+    AM_ASSIGN_OR_RETURN(r.status, stored_status(stmt.column_text("status"), what));
+    r.reason = stmt.column_text("reason");
+    const int terminal_attempt = stmt.column_int("terminal_attempt");
+    r.attempts = stmt.column_int("attempts");
     r.attempt = terminal_attempt > 0 ? terminal_attempt : r.attempts;
-    const int64_t job_finished = stmt.column_int64(11);
-    const bool has_attempt = stmt.column_int(12) != 0;
-    r.worker_id = stmt.column_text(13);
-    r.hostname = stmt.column_text(14);
-    r.build = stmt.column_text(15);
-    r.hardware_class = stmt.column_text(16);
-    r.device = stmt.column_text(17);
-    AM_ASSIGN_OR_RETURN(r.metrics, parse_stored_json(stmt.column_text(18), "metrics of " + job_name(run_id, r.job_id)));
-    r.log_tail = stmt.column_text(19);
-    r.started_at_ms = stmt.column_int64(20);
-    const int64_t attempt_finished = stmt.column_int64(21);
+    const int64_t job_finished = stmt.column_int64("job_finished_at");
+    const bool has_attempt = stmt.column_int("has_attempt") != 0;
+    r.worker_id = stmt.column_text("worker_id");
+    r.hostname = stmt.column_text("hostname");
+    r.build = stmt.column_text("build");
+    r.hardware_class = stmt.column_text("hardware_class");
+    r.device = stmt.column_text("device");
+    AM_ASSIGN_OR_RETURN(r.metrics, parse_stored_json(stmt.column_text("metrics_json"), "metrics of " + what));
+    r.log_tail = stmt.column_text("log_tail");
+    r.started_at_ms = stmt.column_int64("started_at");
+    const int64_t attempt_finished = stmt.column_int64("finished_at");
     r.finished_at_ms = attempt_finished != 0 ? attempt_finished : job_finished;
     // A job back in the queue says why its last attempt ended (e.g. the lease expired).
-    if (r.reason.empty() && has_attempt && r.state != "done") r.reason = stmt.column_text(22);
+    if (r.reason.empty() && has_attempt && r.state != JobState::kDone) {
+      r.reason = stmt.column_text("attempt_reason");
+    }
     rows.push_back(std::move(r));
   }
   return rows;

@@ -24,7 +24,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
 #include "common/status.h"
+#include "coordinator/job_state.h"
 #include "jobs/plan.h"
 
 struct sqlite3;
@@ -48,9 +50,9 @@ struct JobRow {
   std::string run_id;
   std::string job_id;
   nlohmann::json spec;             // jobs::JobSpec document
-  std::string state;               // queued | leased | done
+  JobState state = JobState::kQueued;
   int attempts = 0;                // highest attempt number issued so far (0 = never leased)
-  std::string status;              // terminal status when done, else ""
+  std::optional<ResultStatus> status;   // terminal status when done
   std::string reason;
   int terminal_attempt = 0;        // attempt whose result is the job's result (0 = none)
   // The currently outstanding lease, when state == leased.
@@ -74,7 +76,7 @@ struct ResultRecord {
   std::string job_id;
   int attempt = 0;
   std::string worker_id;
-  std::string status;
+  ResultStatus status = ResultStatus::kError;
   std::string reason;
   nlohmann::json metrics = nlohmann::json::object();
   std::string log_tail;
@@ -102,9 +104,10 @@ struct ReportRow {
   std::string run_id;
   std::string job_id;
   nlohmann::json spec;
-  std::string model, architecture, backend, precision;
-  std::string state;
-  std::string status;              // "" when not terminal yet
+  std::string model, architecture, backend;
+  jobs::Precision precision = jobs::Precision::kF32;
+  JobState state = JobState::kQueued;
+  std::optional<ResultStatus> status;   // nullopt while not terminal
   std::string reason;
   int attempt = 0;                 // terminal attempt (or latest attempt when not terminal)
   int attempts = 0;
@@ -146,7 +149,7 @@ class Store {
                       const std::string& reason, int64_t at_ms);
   // Terminal status without a result from a worker (skipped, lost). No-op if already done.
   Status set_job_terminal(const std::string& run_id, const std::string& job_id,
-                          const std::string& status, const std::string& reason, int64_t at_ms);
+                          ResultStatus status, const std::string& reason, int64_t at_ms);
 
   // Stores a batch of results in one transaction; outcome i belongs to results[i].
   Result<std::vector<StoredOutcome>> store_results(const std::vector<ResultRecord>& results);

@@ -102,6 +102,18 @@ Status read_name(const json& doc, std::string_view key, bool (*known)(std::strin
   return Status::Ok();
 }
 
+Status read_precision(const json& doc, Precision& out) {
+  std::string value;
+  AM_RETURN_IF_ERROR(read_string(doc, "precision", /*required=*/true, value));
+  std::optional<Precision> p = parse_precision(value);
+  if (!p) {
+    return field_error("precision", "unknown precision '" + value + "' (expected one of " +
+                                        precision_names() + ")");
+  }
+  out = *p;
+  return Status::Ok();
+}
+
 bool is_config_scalar(const json& v) {
   if (v.is_string() || v.is_boolean() || v.is_number_integer()) return true;
   return v.is_number_float() && std::isfinite(v.get<double>());
@@ -138,7 +150,7 @@ json to_json(const JobSpec& spec) {
   doc["model_config"] = spec.model_config;
   doc["scaled"] = spec.scaled;
   doc["backend"] = spec.backend;
-  doc["precision"] = spec.precision;
+  doc["precision"] = std::string(to_string(spec.precision));
   doc["batch"] = spec.batch;
   doc["seq_len"] = spec.seq_len;
   doc["mode"] = spec.mode;
@@ -171,8 +183,7 @@ Result<JobSpec> job_spec_from_json(const json& doc) {
   }
   AM_RETURN_IF_ERROR(read_bool(doc, "scaled", false, s.scaled));
   AM_RETURN_IF_ERROR(read_name(doc, "backend", is_known_backend, "backend", known_backends(), s.backend));
-  AM_RETURN_IF_ERROR(read_name(doc, "precision", is_known_precision, "precision",
-                               known_precisions(), s.precision));
+  AM_RETURN_IF_ERROR(read_precision(doc, s.precision));
   AM_RETURN_IF_ERROR(read_int(doc, "batch", true, 1, kMaxBatch, s.batch));
   AM_RETURN_IF_ERROR(read_int(doc, "seq_len", true, 1, kMaxSeqLen, s.seq_len));
   AM_RETURN_IF_ERROR(read_name(doc, "mode", is_known_mode, "mode", known_modes(), s.mode));

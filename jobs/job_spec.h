@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "jobs/precision.h"
 
 namespace am::jobs {
 
@@ -22,7 +23,6 @@ inline constexpr const char* kModePerf = "perf";
 inline constexpr const char* kModeBoth = "both";
 
 bool is_known_backend(std::string_view b);     // cpu, opencl, vulkan, cuda, rocm, openvino, qnn
-bool is_known_precision(std::string_view p);   // f32 f16 bf16 q8_0 q4_0 q4_1 q3_k q2_k mixed
 bool is_known_architecture(std::string_view a);  // the eleven families, e.g. "encoder-only"
 
 struct JobSpec {
@@ -34,7 +34,7 @@ struct JobSpec {
   nlohmann::json model_config = nlohmann::json::object();
   bool scaled = false;            // overrides made the model smaller than published
   std::string backend = "cpu";
-  std::string precision = "f32";
+  Precision precision = Precision::kF32;
   int batch = 1;
   int seq_len = 32;               // tokens per sample (text models)
   std::string mode = kModeBoth;   // accuracy | perf | both

@@ -9,8 +9,6 @@ namespace am::jobs {
 namespace {
 
 constexpr double kF32Bits = 32.0;
-constexpr double kMixedHighBits = 8.5;  // q8_0: attention, embeddings / output
-constexpr double kMixedLowBits = 4.5;   // q4_0: feed-forward
 // Buffers alive at once in a layer (input, normed copy, q/k/v, context, branch, ...).
 constexpr double kLiveBuffers = 8.0;
 constexpr int64_t kDefaultDecodeSteps = 8;
@@ -388,27 +386,11 @@ std::optional<Estimate> rag(Keys& k, const JobSpec& s) {
 
 }  // namespace
 
-std::optional<double> bits_per_weight(std::string_view p) {
-  if (p == "f32") return 32.0;
-  if (p == "f16" || p == "bf16") return 16.0;
-  if (p == "q8_0") return 8.5;
-  if (p == "q4_0") return 4.5;
-  if (p == "q4_1") return 5.0;
-  if (p == "q3_k") return 3.4375;
-  if (p == "q2_k") return 2.625;
-  return std::nullopt;
-}
-
 std::optional<int64_t> estimate_job_bytes(const JobSpec& spec) {
-  double high = 0, low = 0;
-  if (spec.precision == "mixed") {
-    high = kMixedHighBits;
-    low = kMixedLowBits;
-  } else if (std::optional<double> b = bits_per_weight(spec.precision)) {
-    high = low = *b;
-  } else {
-    return std::nullopt;
-  }
+  // Attention, embedding and output tensors are stored in one format and feed-forward tensors in
+  // another only under the mixed policy; format_for_role() answers for every precision.
+  const double high = jobs::bits_per_weight(format_for_role(spec.precision, TensorRole::kAttention));
+  const double low = jobs::bits_per_weight(format_for_role(spec.precision, TensorRole::kFeedForward));
   if (spec.batch < 1 || spec.seq_len < 1) return std::nullopt;
   Keys k(spec.model_config);
   const std::string& a = spec.architecture;

@@ -26,10 +26,6 @@
 
 namespace am::jobs {
 
-// Stored bits per weight of a precision's linear layers (mixed: nullopt, it depends on role);
-// nullopt for an unknown precision.
-std::optional<double> bits_per_weight(std::string_view precision);
-
 std::optional<int64_t> estimate_job_bytes(const JobSpec& spec);
 
 }  // namespace am::jobs

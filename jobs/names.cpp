@@ -11,8 +11,6 @@ namespace {
 
 constexpr std::array<std::string_view, 7> kBackends = {"cpu", "opencl", "vulkan", "cuda",
                                                       "rocm", "openvino", "qnn"};
-constexpr std::array<std::string_view, 9> kPrecisions = {"f32",  "f16",  "bf16", "q8_0", "q4_0",
-                                                        "q4_1", "q3_k", "q2_k", "mixed"};
 constexpr std::array<std::string_view, 11> kArchitectures = {
     "encoder-only", "decoder-only", "encoder-decoder", "vision", "vision-encoder-text-decoder",
     "speech",       "multimodal",   "diffusion",       "mixture-of-experts", "state-space", "rag"};
@@ -25,12 +23,10 @@ bool contains(std::span<const std::string_view> names, std::string_view s) {
 }  // namespace
 
 std::span<const std::string_view> known_backends() { return kBackends; }
-std::span<const std::string_view> known_precisions() { return kPrecisions; }
 std::span<const std::string_view> known_architectures() { return kArchitectures; }
 std::span<const std::string_view> known_modes() { return kModes; }
 
 bool is_known_backend(std::string_view b) { return contains(kBackends, b); }
-bool is_known_precision(std::string_view p) { return contains(kPrecisions, p); }
 bool is_known_architecture(std::string_view a) { return contains(kArchitectures, a); }
 bool is_known_mode(std::string_view m) { return contains(kModes, m); }
 

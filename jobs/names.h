@@ -1,5 +1,5 @@
-// The closed vocabularies of the job system: backends, precisions, architecture families and
-// run modes, in their canonical order (the order reports and error messages list them in).
+// The closed vocabularies of the job system: backends, architecture families and run modes, in
+// their canonical order (precisions and weight formats: jobs/precision.h) (the order reports and error messages list them in).
 //
 // Contract: the lists are static, immutable and safe to read from any thread. The is_known_*
 // predicates (declared in jobs/job_spec.h) agree with these lists exactly.
@@ -13,7 +13,6 @@
 namespace am::jobs {
 
 std::span<const std::string_view> known_backends();
-std::span<const std::string_view> known_precisions();
 std::span<const std::string_view> known_architectures();
 std::span<const std::string_view> known_modes();  // accuracy, perf, both
 

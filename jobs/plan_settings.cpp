@@ -67,6 +67,24 @@ bool read_name_list(std::string_view what, std::string_view noun, bool (*known)(
   });
 }
 
+bool read_precision_list(std::string_view what, const toml::node& node, ErrorList& errors,
+                         Placed<std::vector<Placed<Precision>>>& out) {
+  return read_list<Precision>(what, node, errors, out, [&](const toml::node& el, Precision& v) {
+    const auto* s = el.as_string();
+    if (s == nullptr) {
+      errors.add(el, std::string(what) + ": expected a precision name (string)" + got(el));
+      return false;
+    }
+    std::optional<Precision> p = parse_precision(s->get());
+    if (!p) {
+      errors.add(el, "unknown precision '" + s->get() + "' (expected one of " + precision_names() + ")");
+      return false;
+    }
+    v = *p;
+    return true;
+  });
+}
+
 bool read_size_list(std::string_view what, int64_t max, const toml::node& node, ErrorList& errors,
                     Placed<std::vector<Placed<int64_t>>>& out) {
   return read_list<int64_t>(what, node, errors, out, [&](const toml::node& el, int64_t& v) {
@@ -86,7 +104,7 @@ PlanSettings builtin_settings() {
   const JobSpec d;
   PlanSettings s;
   s.backends.value = {Placed<std::string>{d.backend, {}}};
-  s.precisions.value = {Placed<std::string>{d.precision, {}}};
+  s.precisions.value = {Placed<Precision>{d.precision, {}}};
   s.batch.value = {Placed<int64_t>{d.batch, {}}};
   s.seq_len.value = {Placed<int64_t>{d.seq_len, {}}};
   s.warmup.value = d.warmup;
@@ -176,8 +194,7 @@ bool read_setting(std::string_view table, std::string_view key, const toml::node
   if (key == "backends") {
     read_name_list(what, "backend", is_known_backend, known_backends(), node, errors, s.backends);
   } else if (key == "precisions") {
-    read_name_list(what, "precision", is_known_precision, known_precisions(), node, errors,
-                   s.precisions);
+    read_precision_list(what, node, errors, s.precisions);
   } else if (key == "batch") {
     read_size_list(what, kMaxBatch, node, errors, s.batch);
   } else if (key == "seq_len") {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/precision.h"
 #include "jobs/toml_support.h"
 
 namespace am::jobs::detail {
@@ -21,7 +22,7 @@ struct Placed {
 
 struct PlanSettings {
   Placed<std::vector<Placed<std::string>>> backends;
-  Placed<std::vector<Placed<std::string>>> precisions;
+  Placed<std::vector<Placed<Precision>>> precisions;
   Placed<std::vector<Placed<int64_t>>> batch;
   Placed<std::vector<Placed<int64_t>>> seq_len;
   Placed<int64_t> warmup;

@@ -32,10 +32,24 @@ std::string_view op_name(Op op) {
   return "unknown";
 }
 
-Status Backend::unsupported_op(Op op, std::string_view detail) const {
+Status unsupported_op_on(std::string_view backend, Op op, std::string_view detail) {
   std::string what = "op " + std::string(op_name(op));
   if (!detail.empty()) what += " (" + std::string(detail) + ")";
-  return unsupported(what + " not implemented on backend " + std::string(name()));
+  return unsupported(what + " not implemented on backend " + std::string(backend));
+}
+
+std::vector<Precision> supported_precisions(const std::function<Status(Op, WeightFormat)>& supports) {
+  std::vector<Precision> out;
+  for (const jobs::PrecisionInfo& p : jobs::all_precisions()) {
+    bool all = true;
+    for (WeightFormat f : jobs::formats_of(p.precision)) all = all && supports(Op::kLinear, f).ok();
+    if (all) out.push_back(p.precision);
+  }
+  return out;
+}
+
+Status Backend::unsupported_op(Op op, std::string_view detail) const {
+  return unsupported_op_on(name(), op, detail);
 }
 
 Status Backend::supports(Op op, WeightFormat) const { return unsupported_op(op); }

@@ -18,9 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "kernels/cpu/activation.h"
@@ -66,6 +68,15 @@ enum class Op {
 };
 
 std::string_view op_name(Op op);
+
+// Unsupported "op <name> (<detail>) not implemented on backend <backend>": the one wording of a
+// missing op or format, which becomes a job's `unsupported` reason (the matrix cell's ❌).
+Status unsupported_op_on(std::string_view backend, Op op, std::string_view detail = {});
+
+// The precisions whose every weight format `supports` accepts for Op::kLinear, in the canonical
+// order of jobs/precision.h. A device advertises exactly these in its capability record, so the
+// coordinator schedules a precision on a device only when the device's backend runs it.
+std::vector<Precision> supported_precisions(const std::function<Status(Op, WeightFormat)>& supports);
 
 class Backend {
  public:

@@ -21,15 +21,11 @@
 namespace am::kernels {
 namespace {
 
-constexpr const char* kStatusPass = "pass";
-constexpr const char* kStatusFail = "fail";
-constexpr const char* kStatusUnsupported = "unsupported";
-constexpr const char* kStatusError = "error";
 constexpr const char* kBackendCpu = "cpu";
 
-JobOutcome outcome(std::string status, std::string reason, nlohmann::json metrics) {
+JobOutcome outcome(ResultStatus status, std::string reason, nlohmann::json metrics) {
   JobOutcome o;
-  o.status = std::move(status);
+  o.status = status;
   o.reason = std::move(reason);
   o.metrics = std::move(metrics);
   return o;
@@ -37,7 +33,7 @@ JobOutcome outcome(std::string status, std::string reason, nlohmann::json metric
 
 // Unsupported means "the core cannot run this combination"; anything else is a bad job.
 JobOutcome from_status(const Status& s, nlohmann::json metrics) {
-  return outcome(s.code() == StatusCode::kUnsupported ? kStatusUnsupported : kStatusError,
+  return outcome(s.code() == StatusCode::kUnsupported ? ResultStatus::kUnsupported : ResultStatus::kError,
                  s.message(), std::move(metrics));
 }
 
@@ -47,7 +43,7 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   const bool want_perf = spec.mode != jobs::kModeAccuracy;
 
   Result<KernelPath> path = select_kernel_path();
-  if (!path.ok()) return outcome(kStatusError, path.status().message(), std::move(metrics));
+  if (!path.ok()) return outcome(ResultStatus::kError, path.status().message(), std::move(metrics));
   const int threads = spec.threads > 0 ? spec.threads : default_thread_count();
   ThreadPool pool(threads);
   set_blas_threads(threads);
@@ -66,13 +62,13 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   }
   metrics["memory"] = {{"weights_bytes", (*graph)->weights_bytes()}};
 
-  Verdict verdict{kStatusPass, ""};
+  Verdict verdict{ResultStatus::kPass, ""};
   if (want_accuracy) {
     // The reference is built and run first and freed before timing starts.
     AccuracyMetrics acc;
     std::optional<double> kl;
     {
-      Result<std::unique_ptr<ModelGraph>> reference = build_graph(spec, "f32", ctx);
+      Result<std::unique_ptr<ModelGraph>> reference = build_graph(spec, Precision::kF32, ctx);
       if (!reference.ok()) return from_status(reference.status(), std::move(metrics));
       CpuBackend reference_backend(ctx);
       Result<GraphOutput> ref_out = (*reference)->run(reference_backend);
@@ -82,21 +78,17 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
       const Tensor& y = out->output;
       const Tensor& r = ref_out->output;
       if (y.rows() != r.rows() || y.cols() != r.cols()) {
-        return outcome(kStatusError, "output shape differs from the reference's", std::move(metrics));
+        return outcome(ResultStatus::kError, "output shape differs from the reference's", std::move(metrics));
       }
       acc = compare_outputs(y.data(), r.data(), y.rows(), y.cols());
       if (out->logits) kl = mean_kl_divergence(y.data(), r.data(), y.rows(), y.cols());
     }
     metrics["accuracy"] = to_json(acc);
     if (kl) metrics["accuracy"]["kl_divergence"] = *kl;
-    const std::optional<Tolerance> tol = tolerance_for(spec.precision);
-    if (!tol) {
-      return outcome(kStatusError, "no accuracy tolerance defined for " + spec.precision,
-                     std::move(metrics));
-    }
-    verdict = classify_accuracy(acc, *tol);
-    log->info("{} {} {}: nmse {:.3g} cosine {:.6f} top1 {:.3f} -> {}", spec.model, spec.precision,
-              spec.backend, acc.nmse, acc.cosine, acc.top1_agreement, verdict.status);
+    verdict = classify_accuracy(acc, tolerance_for(spec.precision));
+    log->info("{} {} {}: nmse {:.3g} cosine {:.6f} top1 {:.3f} -> {}", spec.model,
+              jobs::to_string(spec.precision), spec.backend, acc.nmse, acc.cosine,
+              acc.top1_agreement, to_string(verdict.status));
   }
 
   if (want_perf) {
@@ -149,9 +141,9 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
     }
     const int64_t nonfinite = count_nonfinite(last.data(), last.numel());
     if (nonfinite > 0) {
-      verdict = {kStatusFail, std::to_string(nonfinite) + " NaN/Inf values in the output"};
+      verdict = {ResultStatus::kFail, std::to_string(nonfinite) + " NaN/Inf values in the output"};
     }
-    log->info("{} {} {} batch {} seq {}: median {:.3f} ms over {} runs", spec.model, spec.precision,
+    log->info("{} {} {} batch {} seq {}: median {:.3f} ms over {} runs", spec.model, jobs::to_string(spec.precision),
               spec.backend, spec.batch, spec.seq_len, stats->median_ms, stats->samples_ms.size());
   }
 
@@ -163,11 +155,11 @@ JobOutcome run_job_checked(const jobs::JobSpec& spec) {
   nlohmann::json metrics = {{"seed", spec.seed}};
   if (spec.mode != jobs::kModeAccuracy && spec.mode != jobs::kModePerf &&
       spec.mode != jobs::kModeBoth) {
-    return outcome(kStatusError, "unknown mode '" + spec.mode + "' (expected accuracy|perf|both)",
+    return outcome(ResultStatus::kError, "unknown mode '" + spec.mode + "' (expected accuracy|perf|both)",
                    std::move(metrics));
   }
   if (spec.batch < 1 || spec.seq_len < 1) {
-    return outcome(kStatusError, "batch and seq_len must be positive", std::move(metrics));
+    return outcome(ResultStatus::kError, "batch and seq_len must be positive", std::move(metrics));
   }
   return run_graph_job(spec, std::move(metrics));
 }
@@ -182,9 +174,9 @@ JobOutcome run_job(const jobs::JobSpec& spec) {
     // exit code; see the header.
     throw;
   } catch (const std::exception& e) {
-    return outcome(kStatusError, std::string("internal error: ") + e.what(), {{"seed", spec.seed}});
+    return outcome(ResultStatus::kError, std::string("internal error: ") + e.what(), {{"seed", spec.seed}});
   } catch (...) {
-    return outcome(kStatusError, "internal error: unknown exception", {{"seed", spec.seed}});
+    return outcome(ResultStatus::kError, "internal error: unknown exception", {{"seed", spec.seed}});
   }
 }
 

@@ -26,12 +26,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
 #include "jobs/job_spec.h"
 
 namespace am::kernels {
 
 struct JobOutcome {
-  std::string status;
+  ResultStatus status = ResultStatus::kError;
   std::string reason;
   nlohmann::json metrics = nlohmann::json::object();
 };

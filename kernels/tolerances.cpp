@@ -1,5 +1,7 @@
 #include "kernels/tolerances.h"
 
+#include "common/check.h"
+
 #include <array>
 #include <cstdio>
 
@@ -30,15 +32,15 @@ namespace {
 // The bounds grow in the order f32 < f16 < bf16 < q8_0 < 4-bit < q3_k < q2_k, the order in which
 // the formats lose accuracy.
 constexpr std::array<Tolerance, 9> kTolerances = {{
-    {"f32", 1e-10, 1e-7},
-    {"f16", 1e-6, 1e-5},
-    {"bf16", 1e-4, 1e-3},
-    {"q8_0", 1e-3, 1e-2},
-    {"q4_1", 5e-2, 2e-1},
-    {"q4_0", 5e-2, 2e-1},
-    {"mixed", 5e-2, 2e-1},
-    {"q3_k", 1e-1, 3e-1},
-    {"q2_k", 3e-1, 6e-1},
+    {jobs::Precision::kF32, 1e-10, 1e-7},
+    {jobs::Precision::kF16, 1e-6, 1e-5},
+    {jobs::Precision::kBF16, 1e-4, 1e-3},
+    {jobs::Precision::kQ8_0, 1e-3, 1e-2},
+    {jobs::Precision::kQ4_1, 5e-2, 2e-1},
+    {jobs::Precision::kQ4_0, 5e-2, 2e-1},
+    {jobs::Precision::kMixed, 5e-2, 2e-1},
+    {jobs::Precision::kQ3_K, 1e-1, 3e-1},
+    {jobs::Precision::kQ2_K, 3e-1, 6e-1},
 }};
 
 std::string format_value(double v) {
@@ -49,30 +51,32 @@ std::string format_value(double v) {
 
 }  // namespace
 
-std::optional<Tolerance> tolerance_for(std::string_view precision) {
+Tolerance tolerance_for(jobs::Precision precision) {
+  static_assert(kTolerances.size() == 9, "one tolerance per jobs::Precision");
   for (const Tolerance& t : kTolerances) {
     if (t.precision == precision) return t;
   }
-  return std::nullopt;
+  AM_CHECK(false, "precision without an accuracy tolerance");
+  return kTolerances[0];
 }
 
 Verdict classify_accuracy(const AccuracyMetrics& m, const Tolerance& tol) {
   if (m.nonfinite > 0) {
-    return {"fail", std::to_string(m.nonfinite) + " NaN/Inf values in the output"};
+    return {ResultStatus::kFail, std::to_string(m.nonfinite) + " NaN/Inf values in the output"};
   }
   if (m.nonfinite_reference > 0) {
-    return {"fail", std::to_string(m.nonfinite_reference) + " NaN/Inf values in the f32 reference"};
+    return {ResultStatus::kFail, std::to_string(m.nonfinite_reference) + " NaN/Inf values in the f32 reference"};
   }
-  const std::string where = " for " + std::string(tol.precision);
+  const std::string where = " for " + std::string(jobs::to_string(tol.precision));
   if (!(m.nmse <= tol.degraded_nmse)) {
-    return {"fail", "nmse " + format_value(m.nmse) + " above the degraded tolerance " +
+    return {ResultStatus::kFail, "nmse " + format_value(m.nmse) + " above the degraded tolerance " +
                         format_value(tol.degraded_nmse) + where};
   }
   if (m.nmse > tol.pass_nmse) {
-    return {"degraded", "nmse " + format_value(m.nmse) + " above the pass tolerance " +
+    return {ResultStatus::kDegraded, "nmse " + format_value(m.nmse) + " above the pass tolerance " +
                             format_value(tol.pass_nmse) + where};
   }
-  return {"pass", ""};
+  return {ResultStatus::kPass, ""};
 }
 
 }  // namespace am::kernels

@@ -1,7 +1,7 @@
 // The accuracy tolerance of every precision, in one place, and the pass/degraded/fail verdict.
 //
-// Contract: tolerance_for(precision) returns the NMSE thresholds (vs the f32 reference) for the
-// precisions the core implements and nullopt for others. classify_accuracy() gives
+// Contract: tolerance_for(precision) returns the NMSE thresholds (vs the f32 reference); every
+// precision of jobs/precision.h has one (a test checks it). classify_accuracy() gives
 //   "fail"      when the output (or the reference) holds any NaN/Inf, or nmse > degraded_nmse;
 //   "degraded"  when pass_nmse < nmse <= degraded_nmse;
 //   "pass"      when nmse <= pass_nmse;
@@ -13,20 +13,22 @@
 #include <string>
 #include <string_view>
 
+#include "common/result_status.h"
+#include "jobs/precision.h"
 #include "kernels/accuracy.h"
 
 namespace am::kernels {
 
 struct Tolerance {
-  std::string_view precision;
+  jobs::Precision precision;
   double pass_nmse = 0.0;
   double degraded_nmse = 0.0;
 };
 
-std::optional<Tolerance> tolerance_for(std::string_view precision);
+Tolerance tolerance_for(jobs::Precision precision);
 
 struct Verdict {
-  std::string status;  // pass | degraded | fail
+  ResultStatus status;  // pass | degraded | fail
   std::string reason;
 };
 

@@ -261,7 +261,7 @@ struct WorkerClient::Impl {
       if (!ensure_deliverable(r)) {
         logger()->error("result of {} attempt {} was not deliverable: {}", r.job_id, r.attempt, r.reason);
       }
-      logger()->info("finished {}: {} {}", key, r.status, r.reason);
+      logger()->info("finished {}: {} {}", key, to_string(r.status), r.reason);
       outbox[key] = r;
       if (registered) send(std::move(r));
     }

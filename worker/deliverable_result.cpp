@@ -12,7 +12,7 @@ bool ensure_deliverable(proto::JobResult& r) {
   } else {
     return true;
   }
-  r.status = "error";
+  r.status = ResultStatus::kError;
   r.metrics = nlohmann::json::object();
   return false;
 }

@@ -66,12 +66,12 @@ void read_result_document(const std::filesystem::path& path, ExecOutcome& out) {
   std::error_code ec;
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = "exited 0 without writing a result";
     return;
   }
   if (size > kMaxResultFileBytes) {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = "malformed result: file of " + std::to_string(size) + " bytes exceeds the limit";
     return;
   }
@@ -80,30 +80,32 @@ void read_result_document(const std::filesystem::path& path, ExecOutcome& out) {
   text << in.rdbuf();
   const nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = "malformed result: not a JSON object";
     return;
   }
   const auto status = doc.find("status");
-  if (status == doc.end() || !status->is_string() ||
-      !proto::is_valid_result_status(status->get<std::string>())) {
-    out.status = "error";
+  const std::optional<ResultStatus> parsed =
+      status != doc.end() && status->is_string() ? parse_result_status(status->get<std::string>())
+                                                 : std::nullopt;
+  if (!parsed) {
+    out.status = ResultStatus::kError;
     out.reason = "malformed result: missing or unknown \"status\"";
     return;
   }
   const auto reason = doc.find("reason");
   if (reason != doc.end() && !reason->is_string() && !reason->is_null()) {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = "malformed result: \"reason\" is not a string";
     return;
   }
   const auto metrics = doc.find("metrics");
   if (metrics != doc.end() && !metrics->is_object() && !metrics->is_null()) {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = "malformed result: \"metrics\" is not an object";
     return;
   }
-  out.status = status->get<std::string>();
+  out.status = *parsed;
   out.reason = reason != doc.end() && reason->is_string() ? reason->get<std::string>() : "";
   if (metrics != doc.end() && metrics->is_object()) out.metrics = *metrics;
 }
@@ -182,12 +184,12 @@ void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
   if (exit.exited) out.exit_code = exit.code;
   out.signal = exit.signal;
   if (cause == StopCause::kCancel) {
-    out.status = "error";
+    out.status = ResultStatus::kCancelled;
     out.reason = "cancelled";
     return;
   }
   if (cause == StopCause::kTimeout) {
-    out.status = "timeout";
+    out.status = ResultStatus::kTimeout;
     out.reason = "exceeded " + format_seconds(req.timeout_s);
     return;
   }
@@ -195,24 +197,24 @@ void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
     if (exit.code == 0) {
       read_result_document(result_file, out);
     } else if (exit.code == kExitOutOfMemory) {
-      out.status = "oom";
+      out.status = ResultStatus::kOom;
       out.reason = req.memory_limit_mb > 0
                        ? "allocation failed under the " + std::to_string(req.memory_limit_mb) +
                              " MiB memory limit"
                        : "allocation failed";
     } else {
-      out.status = "error";
+      out.status = ResultStatus::kError;
       out.reason = "exited with code " + std::to_string(exit.code);
     }
     return;
   }
   if (exit.signal == SIGKILL) {
     // We did not send it (no timeout, no cancel): on Linux that is almost always the OOM killer.
-    out.status = "oom";
+    out.status = ResultStatus::kOom;
     out.reason = "killed (SIGKILL), likely the kernel OOM killer";
     return;
   }
-  out.status = "crash";
+  out.status = ResultStatus::kCrash;
   out.reason = "signal " + signal_name(exit.signal) + " (" + std::to_string(exit.signal) + ")";
 }
 
@@ -226,7 +228,7 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
   ExecOutcome out;
   out.started_at_ms = now_epoch_ms();
   auto fail = [&out](std::string reason) -> ExecOutcome {
-    out.status = "error";
+    out.status = ResultStatus::kError;
     out.reason = std::move(reason);
     out.finished_at_ms = now_epoch_ms();
     logger()->warn("job could not run: {}", out.reason);
@@ -287,7 +289,7 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
         {"peak_rss_bytes", static_cast<int64_t>(ended->usage.ru_maxrss) * kBytesPerKiB},
         {"output_bytes", tail.total_bytes()},
     };
-    logger()->info("job {} attempt {}: {}{}{}", req.job_id, req.attempt, out.status,
+    logger()->info("job {} attempt {}: {}{}{}", req.job_id, req.attempt, to_string(out.status),
                    out.reason.empty() ? "" : " — ", out.reason);
     return out;
   } catch (const std::exception& e) {

@@ -10,7 +10,7 @@
 //     the kernel's OOM killer);
 //   - status "crash" with the signal name when it died on a signal;
 //   - status "error" with the exit code when it exited non-zero or wrote no result.
-// If `cancel` becomes true the child is killed and status "error" (reason "cancelled") returned.
+// If `cancel` becomes true the child is killed and status "cancelled" returned.
 // Never throws. Thread-safe: several jobs may execute at once from different threads.
 // The outcome's metrics also carry "process": {"wall_s", "cpu_user_s", "cpu_sys_s",
 // "peak_rss_bytes", "output_bytes"} — the parent's view of the job process (wait4), whatever
@@ -29,6 +29,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result_status.h"
+
 namespace am::worker {
 
 struct ExecRequest {
@@ -42,7 +44,7 @@ struct ExecRequest {
 };
 
 struct ExecOutcome {
-  std::string status;
+  ResultStatus status = ResultStatus::kError;
   std::string reason;
   nlohmann::json metrics = nlohmann::json::object();
   std::string log_tail;

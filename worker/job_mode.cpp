@@ -57,7 +57,7 @@ Status apply_memory_limit(int64_t memory_limit_mb) {
 // Write then rename: the parent never sees a half-written result, even if we die mid-write.
 Status write_result(const std::filesystem::path& file, const kernels::JobOutcome& outcome) {
   const nlohmann::json doc = {
-      {"status", outcome.status}, {"reason", outcome.reason}, {"metrics", outcome.metrics}};
+      {"status", std::string(to_string(outcome.status))}, {"reason", outcome.reason}, {"metrics", outcome.metrics}};
   // Replace, not throw, on invalid UTF-8 in a reason built from library messages.
   const std::string text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   std::filesystem::path tmp = file;
@@ -120,7 +120,7 @@ int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::
     // run_job() promises not to throw; if it does anyway, record an error rather than abort.
     std::cerr << "accelmatrix-worker --run-job: uncaught exception: " << e.what() << '\n';
     kernels::JobOutcome outcome;
-    outcome.status = "error";
+    outcome.status = ResultStatus::kError;
     outcome.reason = std::string("uncaught exception: ") + e.what();
     try {
       code = write_result(result_file, outcome).ok() ? 0 : kExitNoResult;

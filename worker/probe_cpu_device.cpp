@@ -12,8 +12,7 @@
 
 #include "common/log.h"
 #include "worker/capability.h"
-#include "jobs/names.h"
-#include "kernels/formats/weight_format.h"
+#include "kernels/cpu/cpu_backend.h"
 #include "worker/cpu_device.h"
 #include "worker/probe.h"
 #include "worker/probe_files.h"
@@ -21,15 +20,10 @@
 
 namespace am::worker {
 
-std::vector<std::string> cpu_precisions() {
-  std::vector<std::string> out;
-  for (std::string_view p : jobs::known_precisions()) {
-    const bool runs = p == kernels::kMixedPrecision
-                          ? kernels::weight_format_for_role(p, kernels::TensorRole::kFeedForward, "cpu").ok()
-                          : kernels::weight_format_for_precision(p, "cpu").ok();
-    if (runs) out.emplace_back(p);
-  }
-  return out;
+std::vector<jobs::Precision> cpu_precisions() {
+  const kernels::CpuBackend backend(kernels::ExecContext{});
+  return kernels::supported_precisions(
+      [&](kernels::Op op, kernels::WeightFormat f) { return backend.supports(op, f); });
 }
 namespace {
 
@@ -122,7 +116,7 @@ class CpuDeviceProbe final : public Probe {
         {"precisions", nlohmann::json::array()},
         {"features", cpu_features(cpu_doc)},
     };
-    for (const std::string& p : cpu_precisions()) device["precisions"].push_back(p);
+    for (jobs::Precision p : cpu_precisions()) device["precisions"].push_back(jobs::to_string(p));
     device["hardware_class"] = hardware_class_id(device, cpu_doc);
 
     nlohmann::json& devices = record["devices"];

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "kernels/opencl/opencl_backend.h"
 #include "worker/probe.h"
 #include "worker/probe_devices.h"
 #include "worker/probe_dynlib.h"
@@ -17,6 +18,14 @@
 #include "worker/probe_opencl.h"
 
 namespace am::worker {
+
+std::vector<jobs::Precision> opencl_precisions(const std::string& name, bool fp16) {
+  const kernels::OpenClTraits traits{name, fp16, /*f16_without_extension=*/false};
+  return kernels::supported_precisions([&](kernels::Op op, kernels::WeightFormat f) {
+    return kernels::OpenClBackend::supports_on(traits, op, f);
+  });
+}
+
 namespace {
 
 using GetPlatformIDsFn = cl_int (*)(cl_uint, cl_platform_id*, cl_uint*);
@@ -267,8 +276,9 @@ nlohmann::json device_entry(const nlohmann::json& dev, const std::string& platfo
                         json_u64(dev, "CL_DEVICE_MAX_NUM_SUB_GROUPS").value_or(0) > 0},
   };
   nlohmann::json precisions = nlohmann::json::array();
-  for (std::string_view p : kOpenClPrecisions) precisions.push_back(std::string(p));
-  if (features["fp16"].get<bool>()) precisions.push_back(std::string(kOpenClHalfPrecision));
+  for (jobs::Precision p : opencl_precisions(name, features["fp16"].get<bool>())) {
+    precisions.push_back(std::string(jobs::to_string(p)));
+  }
 
   nlohmann::json entry = {
       {"backend", "opencl"},

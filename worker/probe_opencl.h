@@ -23,14 +23,16 @@
 // are schedulable: the OpenCL backend is tested on PoCL.
 #pragma once
 
-#include <array>
-#include <string_view>
+#include <string>
+#include <vector>
+
+#include "jobs/precision.h"
 
 namespace am::worker {
 
-// Precisions the OpenCL backend declares on every OpenCL device; the coordinator matches jobs
-// against them. f16 is added only on devices with cl_khr_fp16.
-inline constexpr std::array<std::string_view, 3> kOpenClPrecisions = {"f32", "q8_0", "q4_0"};
-inline constexpr std::string_view kOpenClHalfPrecision = "f16";
+// The precisions the OpenCL backend runs on a device named `name`, with or without cl_khr_fp16,
+// as the backend's own supports() answers them (kernels::OpenClBackend::supports_on): what the
+// probe advertises, so the coordinator schedules exactly what the backend can run.
+std::vector<jobs::Precision> opencl_precisions(const std::string& name, bool fp16);
 
 }  // namespace am::worker

@@ -92,9 +92,9 @@ nlohmann::json open_fds() {
   return fds;
 }
 
-kernels::JobOutcome outcome(std::string status, std::string reason, const jobs::JobSpec& spec) {
+kernels::JobOutcome outcome(ResultStatus status, std::string reason, const jobs::JobSpec& spec) {
   kernels::JobOutcome o;
-  o.status = std::move(status);
+  o.status = status;
   o.reason = std::move(reason);
   o.metrics = {{"seed", spec.seed}, {"threads", 1}, {"selftest", spec.model}};
   return o;
@@ -106,14 +106,14 @@ bool is_selftest_model(std::string_view model) { return model.starts_with(kSelft
 
 SelftestEnd run_selftest_job(const jobs::JobSpec& spec, int64_t memory_limit_mb) {
   const std::string_view mode = std::string_view(spec.model).substr(kSelftestModelPrefix.size());
-  if (mode == "pass") return {outcome("pass", "", spec), 0};
-  if (mode == "fail") return {outcome("fail", "selftest: deliberate failure", spec), 0};
+  if (mode == "pass") return {outcome(ResultStatus::kPass, "", spec), 0};
+  if (mode == "fail") return {outcome(ResultStatus::kFail, "selftest: deliberate failure", spec), 0};
   if (mode == "noisy") {
     print_noisy_output();
-    return {outcome("pass", "", spec), 0};
+    return {outcome(ResultStatus::kPass, "", spec), 0};
   }
   if (mode == "fds") {
-    kernels::JobOutcome o = outcome("pass", "", spec);
+    kernels::JobOutcome o = outcome(ResultStatus::kPass, "", spec);
     o.metrics["open_fds"] = open_fds();
     return {std::move(o), 0};
   }

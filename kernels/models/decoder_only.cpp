@@ -163,10 +163,10 @@ Result<std::unique_ptr<ModelGraph>> make_decoder_lm_graph(DecoderLm model, const
       std::make_unique<DecoderLmGraph>(std::move(model), batch, prompt_len, std::move(prompt), std::move(forced)));
 }
 
-Result<std::unique_ptr<ModelGraph>> build_decoder_only_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_decoder_only_graph(const jobs::JobSpec& spec, Precision precision,
                                                              const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(DecoderLmConfig config, decoder_lm_config_from_json(spec.model_config, "decoder-only"));
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   // model_config "weights_path" names a LLaMA-family safetensors checkpoint; without it, seeded weights.
   AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "decoder-only"));
   AM_ASSIGN_OR_RETURN(DecoderLm model, checkpoint ? load_llama_checkpoint(*checkpoint, config, formats, ctx)

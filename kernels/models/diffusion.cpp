@@ -483,7 +483,7 @@ std::size_t estimate_unet_bytes(const UnetConfig& c, const FormatPlan& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, Precision precision,
                                                           const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "diffusion");
   UnetConfig c;
@@ -517,7 +517,7 @@ Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& s
     if (ch % c.groups != 0) return cfg.error("norm_groups must divide every block_channels entry");
     if (ch % c.heads != 0) return cfg.error("attention_heads must divide every block_channels entry");
   }
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   AM_RETURN_IF_ERROR(check_weight_budget("diffusion", estimate_unet_bytes(c, f)));
   return std::unique_ptr<ModelGraph>(std::make_unique<UnetGraph>(std::move(c), f, spec.seed, ctx, spec.batch));
 }

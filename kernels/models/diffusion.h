@@ -27,7 +27,7 @@
 
 namespace am::kernels {
 
-Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, Precision precision,
                                                           const ExecContext& ctx);
 
 }  // namespace am::kernels

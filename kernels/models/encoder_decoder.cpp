@@ -201,10 +201,10 @@ Result<std::unique_ptr<ModelGraph>> make_enc_dec_graph(EncDecModel model, const 
       std::make_unique<EncDecGraph>(std::move(model), batch, src_len, std::move(src), std::move(forced)));
 }
 
-Result<std::unique_ptr<ModelGraph>> build_encoder_decoder_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_encoder_decoder_graph(const jobs::JobSpec& spec, Precision precision,
                                                                 const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(EncDecConfig config, enc_dec_config_from_json(spec.model_config, "encoder-decoder"));
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   AM_ASSIGN_OR_RETURN(EncDecModel model, EncDecModel::create_synthetic(config, formats, spec.seed, ctx));
   return make_enc_dec_graph(std::move(model), spec);
 }

@@ -37,10 +37,10 @@ class EncoderOnlyGraph final : public ModelGraph {
 }  // namespace
 
 Result<std::unique_ptr<ModelGraph>> build_encoder_only_graph(const jobs::JobSpec& spec,
-                                                             std::string_view precision,
+                                                             Precision precision,
                                                              const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(EncoderConfig config, encoder_config_from_json(spec.model_config));
-  AM_ASSIGN_OR_RETURN(FormatPlan format, format_plan_for(precision));
+  const FormatPlan format = format_plan_for(precision);
   EncoderInput input = make_synthetic_encoder_input(config, spec.batch, spec.seq_len, spec.seed);
   AM_RETURN_IF_ERROR(validate_encoder_input(config, input));
   // model_config "weights_path" names a BERT safetensors checkpoint; without it, seeded weights.

@@ -1,6 +1,6 @@
 // Weight formats per tensor role at one precision: how a graph builder turns a job's precision
 // into the format of each linear layer. For a single-format precision every role gets that
-// format; "mixed" is the per-role policy of kernels::weight_format_for_role (attention and
+// format; "mixed" is the per-role policy of jobs::format_for_role (attention and
 // embeddings 8-bit, feed-forward 4-bit).
 #pragma once
 
@@ -24,8 +24,7 @@ struct FormatPlan {
   WeightFormat other = WeightFormat::kF32;
 };
 
-// Unsupported/InvalidArgument (from weight_format_for_role) for a precision the core lacks.
-Result<FormatPlan> format_plan_for(std::string_view precision);
+FormatPlan format_plan_for(Precision precision);
 
 
 }  // namespace am::kernels

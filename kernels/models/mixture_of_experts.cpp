@@ -17,13 +17,13 @@
 namespace am::kernels {
 
 Result<std::unique_ptr<ModelGraph>> build_mixture_of_experts_graph(const jobs::JobSpec& spec,
-                                                                   std::string_view precision,
+                                                                   Precision precision,
                                                                    const ExecContext& ctx) {
   const std::string family = "mixture-of-experts";
   if (!spec.model_config.is_object() || !spec.model_config.contains("experts")) {
     return invalid_argument(family + " config: missing 'experts'");
   }
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   if (spec.model_config.contains("decoder_layers")) {
     AM_ASSIGN_OR_RETURN(EncDecConfig config, enc_dec_config_from_json(spec.model_config, family));
     AM_ASSIGN_OR_RETURN(EncDecModel model, EncDecModel::create_synthetic(config, formats, spec.seed, ctx));

@@ -64,12 +64,12 @@ class ModelGraph {
   virtual Result<GraphOutput> run(Backend& be) const = 0;
 };
 
-Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, Precision precision,
                                                 const ExecContext& ctx);
 
 // Graph builders, one per family (kernels/models/<family>.cpp), dispatched by build_graph().
 using GraphBuilder = Result<std::unique_ptr<ModelGraph>> (*)(const jobs::JobSpec& spec,
-                                                             std::string_view precision,
+                                                             Precision precision,
                                                              const ExecContext& ctx);
 // The builder of an architecture family, or nullptr when the core has none.
 GraphBuilder graph_builder_for(std::string_view architecture);

@@ -25,13 +25,13 @@
 
 namespace am::kernels {
 
-Result<std::unique_ptr<ModelGraph>> build_multimodal_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_multimodal_graph(const jobs::JobSpec& spec, Precision precision,
                                                            const ExecContext& ctx);
-Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec, Precision precision,
                                                       const ExecContext& ctx);
-Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec, Precision precision,
                                                       const ExecContext& ctx);
-Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, Precision precision,
                                                      const ExecContext& ctx);
 
 // LLaVA's image-token layout for one image: for each image token, the row it takes from

@@ -196,7 +196,7 @@ class ClapGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, Precision precision,
                                                      const ExecContext& ctx) {
   const std::string family = "multimodal";
   ConfigReader cfg(spec.model_config, family);
@@ -229,7 +229,7 @@ Result<std::unique_ptr<ModelGraph>> build_clap_graph(const jobs::JobSpec& spec, 
   if (spec.seq_len > tc.max_positions) return cfg.error("seq_len exceeds max_positions");
   AM_ASSIGN_OR_RETURN(int64_t proj, cfg.dim("projection_dim"));
   AM_ASSIGN_OR_RETURN(double scale, cfg.number("logit_scale", 2.6593, -20.0, 20.0));
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
 
   SeededWeights src(spec.seed, kWeightStream, ctx);
   const int64_t fan_in = hc.patch * hc.patch;

@@ -149,7 +149,7 @@ class LlavaGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec, Precision precision,
                                                       const ExecContext& ctx) {
   const std::string family = "multimodal";
   ConfigReader cfg(spec.model_config, family);
@@ -183,7 +183,7 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec,
     return cfg.error("image tokens " + std::to_string(img) + " + seq_len + decode_steps exceed max_positions " +
                      std::to_string(dc.max_positions));
   }
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   AM_RETURN_IF_ERROR(check_weight_budget(family, VitTower::estimate_bytes(vc, f) + DecoderLm::estimate_bytes(dc, f)));
   SeededWeights src(spec.seed, kWeightStream, ctx);
   AM_ASSIGN_OR_RETURN(VitTower tower, VitTower::create(vc, f, src));
@@ -203,7 +203,7 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph(const jobs::JobSpec& spec,
       std::move(pixels), batch, crops, spec.seq_len, std::move(prompt), std::move(forced)));
 }
 
-Result<std::unique_ptr<ModelGraph>> build_multimodal_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_multimodal_graph(const jobs::JobSpec& spec, Precision precision,
                                                            const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "multimodal");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "llava"));

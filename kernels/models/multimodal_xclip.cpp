@@ -232,7 +232,7 @@ class XclipGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec, Precision precision,
                                                       const ExecContext& ctx) {
   const std::string family = "multimodal";
   ConfigReader cfg(spec.model_config, family);
@@ -247,7 +247,7 @@ Result<std::unique_ptr<ModelGraph>> build_xclip_graph(const jobs::JobSpec& spec,
   if (c.projection % mit_heads != 0) return cfg.error("projection_dim is not a multiple of mit_heads");
   if (c.projection % prompt_heads != 0) return cfg.error("projection_dim is not a multiple of prompt_heads");
   if (spec.seq_len > c.max_positions) return cfg.error("seq_len exceeds max_positions " + std::to_string(c.max_positions));
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   SeededWeights src(spec.seed, kWeightStream, ctx);
   AM_ASSIGN_OR_RETURN(ClipModel clip, ClipModel::create(c, f, src));
   StackConfig mc = vit_stack_config(family, mit_layers, c.projection, mit_heads, mit_inter, Activation::kQuickGelu,

@@ -94,7 +94,7 @@ class RagGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_rag_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_rag_graph(const jobs::JobSpec& spec, Precision precision,
                                                     const ExecContext& ctx) {
   const nlohmann::json& doc = spec.model_config;
   if (!doc.is_object()) return invalid_argument("rag config must be a JSON object");
@@ -112,7 +112,7 @@ Result<std::unique_ptr<ModelGraph>> build_rag_graph(const jobs::JobSpec& spec, s
   }
   g["style"] = "bart";
   AM_ASSIGN_OR_RETURN(EncDecConfig gc, enc_dec_config_from_json(g, "rag"));
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   if (spec.batch < 1 || spec.seq_len < 1) return invalid_argument("rag: batch and seq_len must be positive");
 
   auto graph = std::make_unique<RagGraph>();

@@ -35,7 +35,7 @@ GraphBuilder graph_builder_for(std::string_view architecture) {
   return nullptr;
 }
 
-Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, Precision precision,
                                                 const ExecContext& ctx) {
   GraphBuilder build = graph_builder_for(spec.architecture);
   if (build == nullptr) {

@@ -325,12 +325,12 @@ Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, cons
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_speech_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_speech_graph(const jobs::JobSpec& spec, Precision precision,
                                                        const ExecContext& ctx) {
   if (!spec.model_config.is_object()) return invalid_argument("speech config must be a JSON object");
   ConfigReader cfg(spec.model_config, "speech");
   AM_ASSIGN_OR_RETURN(std::string style, cfg.text("style", "whisper"));
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   if (spec.batch < 1 || spec.seq_len < 1) return invalid_argument("speech: batch and seq_len must be positive");
   if (style == "whisper") return build_whisper(cfg, spec, formats, ctx);
   if (style == "wav2vec2") return build_wav2vec2(cfg, spec.model_config, spec, formats, ctx);

@@ -447,11 +447,11 @@ class RecurrentGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, Precision precision,
                                                             const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "state-space");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "mamba"));
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   AM_ASSIGN_OR_RETURN(int64_t layers, cfg.dim("layers"));
   AM_ASSIGN_OR_RETURN(int64_t hidden, cfg.dim("hidden"));
   AM_ASSIGN_OR_RETURN(int64_t intermediate, cfg.dim("intermediate"));

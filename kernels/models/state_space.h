@@ -22,7 +22,7 @@
 
 namespace am::kernels {
 
-Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, Precision precision,
                                                             const ExecContext& ctx);
 
 }  // namespace am::kernels

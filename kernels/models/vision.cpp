@@ -61,14 +61,14 @@ class VitClassifierGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSpec& spec, Precision precision,
                                                                const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "vision");
   AM_ASSIGN_OR_RETURN(VitTowerConfig tc, vit_tower_config_from(cfg, "", "vision", 1e-12f));
   AM_ASSIGN_OR_RETURN(int64_t classes, cfg.dim("num_classes"));
   AM_ASSIGN_OR_RETURN(bool distill, cfg.flag("distillation", false));
   tc.extra_tokens = distill ? 2 : 1;
-  AM_ASSIGN_OR_RETURN(FormatPlan formats, format_plan_for(precision));
+  const FormatPlan formats = format_plan_for(precision);
   SeededWeights src(spec.seed, kWeightStream, ctx);
   AM_ASSIGN_OR_RETURN(VitTower tower, VitTower::create(tc, formats, src));
   // DeiT averages its two heads at inference; the 1/2 is folded into both heads' draws.
@@ -81,7 +81,7 @@ Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSp
       std::move(tower), std::move(head), std::move(head_dist), std::move(pixels), spec.batch));
 }
 
-Result<std::unique_ptr<ModelGraph>> build_vision_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_vision_graph(const jobs::JobSpec& spec, Precision precision,
                                                        const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "vision");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "vit"));

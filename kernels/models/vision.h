@@ -12,10 +12,10 @@
 
 namespace am::kernels {
 
-Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSpec& spec, Precision precision,
                                                                const ExecContext& ctx);
 // vision_detr.cpp
-Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, Precision precision,
                                                      const ExecContext& ctx);
 
 }  // namespace am::kernels

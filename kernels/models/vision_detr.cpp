@@ -257,7 +257,7 @@ class DetrGraph final : public ModelGraph {
 
 }  // namespace
 
-Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, Precision precision,
                                                      const ExecContext& ctx) {
   const std::string family = "vision";
   ConfigReader cfg(spec.model_config, family);
@@ -293,7 +293,7 @@ Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, 
   for (std::size_t i = 1; i < depths.size(); ++i) side = conv_out_size(side, 3, 2, 1);
   if (side < 1) return cfg.error("image_size " + std::to_string(m.image) + " is too small for the backbone");
 
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   StackConfig ec;
   ec.family = family;
   ec.layers = enc_layers;

@@ -80,11 +80,11 @@ class CaptionerGraph final : public ModelGraph {
   std::vector<int32_t> prompt_, forced_;
 };
 
-Result<std::unique_ptr<ModelGraph>> build_clip(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_clip(const jobs::JobSpec& spec, Precision precision,
                                                const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "vision-encoder-text-decoder");
   AM_ASSIGN_OR_RETURN(ClipConfig c, clip_config_from(cfg, "vision-encoder-text-decoder"));
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   SeededWeights src(spec.seed, kWeightStream, ctx);
   AM_ASSIGN_OR_RETURN(ClipModel model, ClipModel::create(c, f, src));
   if (spec.seq_len > c.max_positions) {
@@ -97,7 +97,7 @@ Result<std::unique_ptr<ModelGraph>> build_clip(const jobs::JobSpec& spec, std::s
       std::make_unique<ClipGraph>(std::move(model), std::move(pixels), std::move(texts), spec.batch));
 }
 
-Result<std::unique_ptr<ModelGraph>> build_captioner(const jobs::JobSpec& spec, std::string_view precision,
+Result<std::unique_ptr<ModelGraph>> build_captioner(const jobs::JobSpec& spec, Precision precision,
                                                     const ExecContext& ctx) {
   const std::string family = "vision-encoder-text-decoder";
   ConfigReader cfg(spec.model_config, family);
@@ -110,7 +110,7 @@ Result<std::unique_ptr<ModelGraph>> build_captioner(const jobs::JobSpec& spec, s
   if (spec.seq_len + dc.decode_steps > dc.max_positions) {
     return cfg.error("seq_len + decode_steps exceeds max_positions " + std::to_string(dc.max_positions));
   }
-  AM_ASSIGN_OR_RETURN(FormatPlan f, format_plan_for(precision));
+  const FormatPlan f = format_plan_for(precision);
   SeededWeights src(spec.seed, kWeightStream, ctx);
   AM_ASSIGN_OR_RETURN(VitTower encoder, VitTower::create(vc, f, src));
   AM_ASSIGN_OR_RETURN(DecoderLm decoder, DecoderLm::create_synthetic(dc, f, spec.seed, ctx));
@@ -126,7 +126,7 @@ Result<std::unique_ptr<ModelGraph>> build_captioner(const jobs::JobSpec& spec, s
 }  // namespace
 
 Result<std::unique_ptr<ModelGraph>> build_vision_encoder_text_decoder_graph(const jobs::JobSpec& spec,
-                                                                            std::string_view precision,
+                                                                            Precision precision,
                                                                             const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "vision-encoder-text-decoder");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "clip"));

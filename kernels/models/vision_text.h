@@ -17,7 +17,7 @@
 namespace am::kernels {
 
 Result<std::unique_ptr<ModelGraph>> build_vision_encoder_text_decoder_graph(const jobs::JobSpec& spec,
-                                                                            std::string_view precision,
+                                                                            Precision precision,
                                                                             const ExecContext& ctx);
 
 }  // namespace am::kernels

@@ -16,13 +16,23 @@ using opencl::ScratchSlot;
 namespace opencl_detail {
 
 std::optional<DeviceWeight> device_weight_for(WeightFormat format) {
-  const std::string_view name = weight_format_name(format);
-  if (name == "f32") return DeviceWeight::kF32;
-  if (name == "f16") return DeviceWeight::kF16;
-  if (name == "bf16") return DeviceWeight::kBF16;
-  if (name == "q8_0") return DeviceWeight::kQ8_0;
-  if (name == "q4_0") return DeviceWeight::kQ4_0;
-  if (name == "q4_1") return DeviceWeight::kQ4_1;
+  switch (format) {
+    case WeightFormat::kF32:
+      return DeviceWeight::kF32;
+    case WeightFormat::kF16:
+      return DeviceWeight::kF16;
+    case WeightFormat::kBF16:
+      return DeviceWeight::kBF16;
+    case WeightFormat::kQ8_0:
+      return DeviceWeight::kQ8_0;
+    case WeightFormat::kQ4_0:
+      return DeviceWeight::kQ4_0;
+    case WeightFormat::kQ4_1:
+      return DeviceWeight::kQ4_1;
+    case WeightFormat::kQ2_K:
+    case WeightFormat::kQ3_K:
+      return std::nullopt;
+  }
   return std::nullopt;
 }
 

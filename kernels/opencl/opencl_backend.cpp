@@ -77,6 +77,10 @@ std::size_t OpenClBackend::cached_weight_bytes() const {
 }
 
 Status OpenClBackend::supports(Op op, WeightFormat format) const {
+  return supports_on({device().name, impl_->fp16, impl_->options.f16_without_extension}, op, format);
+}
+
+Status OpenClBackend::supports_on(const OpenClTraits& device, Op op, WeightFormat format) {
   switch (op) {
     case Op::kGatherRows:
     case Op::kLayerNorm:
@@ -98,14 +102,14 @@ Status OpenClBackend::supports(Op op, WeightFormat format) const {
       break;
     default:
       // Ops added to the seam after this backend was written inherit the base class's answer.
-      return unsupported_op(op);
+      return unsupported_op_on(kName, op);
   }
   const std::optional<DeviceWeight> kind = device_weight_for(format);
   if (!kind) {
-    return unsupported_op(op, std::string(weight_format_name(format)) + " weights");
+    return unsupported_op_on(kName, op, std::string(weight_format_name(format)) + " weights");
   }
-  if (*kind == DeviceWeight::kF16 && !impl_->fp16 && !impl_->options.f16_without_extension) {
-    return unsupported("precision f16 needs cl_khr_fp16 on device " + device().name);
+  if (*kind == DeviceWeight::kF16 && !device.fp16 && !device.f16_without_extension) {
+    return unsupported("precision f16 needs cl_khr_fp16 on device " + device.name);
   }
   return Status::Ok();
 }

@@ -50,13 +50,27 @@ struct OpenClBackendOptions {
   bool f16_without_extension = false;
 };
 
+// What supports() depends on: the device's name (for messages), whether it has cl_khr_fp16, and
+// the harness's f16 override.
+struct OpenClTraits {
+  std::string name;
+  bool fp16 = false;
+  bool f16_without_extension = false;
+};
+
 class OpenClBackend final : public Backend {
  public:
+  static constexpr std::string_view kName = "opencl";
+
+  // The answer supports() gives on a device with these traits, without creating a backend (no
+  // context, no kernel build): what the worker's probe advertises for an OpenCL device.
+  static Status supports_on(const OpenClTraits& device, Op op, WeightFormat format);
+
   static Result<std::unique_ptr<OpenClBackend>> create(const opencl::OpenClDevice& device,
                                                        const OpenClBackendOptions& options = {});
   ~OpenClBackend() override;
 
-  std::string_view name() const override { return "opencl"; }
+  std::string_view name() const override { return kName; }
   std::string device_name() const override;
   Status supports(Op op, WeightFormat format = WeightFormat::kF32) const override;
 

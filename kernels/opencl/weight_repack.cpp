@@ -10,9 +10,9 @@ namespace {
 
 constexpr std::size_t kHalfBytes = 2;
 
-Status size_mismatch(const char* format, int64_t rows, int64_t cols, std::size_t expected,
+Status size_mismatch(std::string_view format, int64_t rows, int64_t cols, std::size_t expected,
                      std::size_t bytes) {
-  return invalid_argument(std::string("opencl: ") + format + " weight of " + std::to_string(rows) +
+  return invalid_argument("opencl: " + std::string(format) + " weight of " + std::to_string(rows) +
                           "x" + std::to_string(cols) + " should hold " + std::to_string(expected) +
                           " bytes, holds " + std::to_string(bytes));
 }
@@ -20,7 +20,7 @@ Status size_mismatch(const char* format, int64_t rows, int64_t cols, std::size_t
 // `has_min`: the block starts with two halves (d, m) instead of one.
 Result<RepackedBlocks> repack(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
                               int64_t padded_rows, std::size_t block_bytes, bool has_min,
-                              const char* format) {
+                              std::string_view format) {
   const std::size_t n = static_cast<std::size_t>(rows);
   const std::size_t np = static_cast<std::size_t>(padded_rows);
   const std::size_t blocks_per_row = static_cast<std::size_t>((cols + kBlockValues - 1) / kBlockValues);
@@ -62,7 +62,7 @@ Result<std::vector<uint8_t>> transpose_float_weight(const void* raw, std::size_t
   const std::size_t np = static_cast<std::size_t>(padded_rows);
   const std::size_t k = static_cast<std::size_t>(cols);
   if (bytes != n * k * element_bytes || (bytes > 0 && raw == nullptr)) {
-    return size_mismatch(element_bytes == 4 ? "f32" : "16-bit", rows, cols, n * k * element_bytes,
+    return size_mismatch(element_bytes == 4 ? weight_format_name(WeightFormat::kF32) : "16-bit", rows, cols, n * k * element_bytes,
                          bytes);
   }
   std::vector<uint8_t> out(np * k * element_bytes, 0);
@@ -78,17 +78,17 @@ Result<std::vector<uint8_t>> transpose_float_weight(const void* raw, std::size_t
 
 Result<RepackedBlocks> repack_q8_0(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
                                    int64_t padded_rows) {
-  return repack(raw, bytes, rows, cols, padded_rows, kQ8_0BlockBytes, false, "q8_0");
+  return repack(raw, bytes, rows, cols, padded_rows, kQ8_0BlockBytes, false, weight_format_name(WeightFormat::kQ8_0));
 }
 
 Result<RepackedBlocks> repack_q4_0(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
                                    int64_t padded_rows) {
-  return repack(raw, bytes, rows, cols, padded_rows, kQ4_0BlockBytes, false, "q4_0");
+  return repack(raw, bytes, rows, cols, padded_rows, kQ4_0BlockBytes, false, weight_format_name(WeightFormat::kQ4_0));
 }
 
 Result<RepackedBlocks> repack_q4_1(const void* raw, std::size_t bytes, int64_t rows, int64_t cols,
                                    int64_t padded_rows) {
-  return repack(raw, bytes, rows, cols, padded_rows, kQ4_1BlockBytes, true, "q4_1");
+  return repack(raw, bytes, rows, cols, padded_rows, kQ4_1BlockBytes, true, weight_format_name(WeightFormat::kQ4_1));
 }
 
 }  // namespace am::kernels::opencl

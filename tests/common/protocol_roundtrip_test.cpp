@@ -40,13 +40,16 @@ TEST(ProtocolNames, MessageTypeFollowsTheBodyAlternative) {
   EXPECT_EQ(Message{JobResult{}}.type(), MsgType::kResult);
 }
 
-TEST(ProtocolStatus, AcceptsExactlyTheTenTerminalStatuses) {
+TEST(ProtocolStatus, ParsesExactlyTheTwelveStatusNames) {
   for (const char* s : {"pass", "degraded", "fail", "crash", "timeout", "oom", "error",
-                        "unsupported", "skipped", "lost"}) {
-    EXPECT_TRUE(is_valid_result_status(s)) << s;
+                        "unsupported", "skipped", "lost", "cancelled", "interrupted"}) {
+    const std::optional<am::ResultStatus> parsed = am::parse_result_status(s);
+    ASSERT_TRUE(parsed.has_value()) << s;
+    EXPECT_EQ(am::to_string(*parsed), s);
   }
-  for (const char* s : {"", "PASS", "passed", "ok", "pass ", "lost\n", "cancelled"}) {
-    EXPECT_FALSE(is_valid_result_status(s)) << s;
+  EXPECT_EQ(am::all_result_statuses().size(), 12u);
+  for (const char* s : {"", "PASS", "passed", "ok", "pass ", "lost\n", "cancel"}) {
+    EXPECT_FALSE(am::parse_result_status(s).has_value()) << s;
   }
 }
 
@@ -95,7 +98,7 @@ TEST(ProtocolRoundTrip, NestedNumbersKeepTheirKindAndValue) {
   JobResult r;
   r.job_id = "j1";
   r.attempt = 1;
-  r.status = "pass";
+  r.status = am::ResultStatus::kPass;
   r.metrics = {{"neg", std::numeric_limits<int64_t>::min()},
                {"umax", std::numeric_limits<uint64_t>::max()},
                {"pi", 3.141592653589793},
@@ -119,7 +122,7 @@ TEST(ProtocolRoundTrip, LogTailLongerThanTheLimitKeepsItsEnd) {
   JobResult r;
   r.job_id = "j1";
   r.attempt = 1;
-  r.status = "crash";
+  r.status = am::ResultStatus::kCrash;
   std::string tail;
   for (std::size_t i = 0; tail.size() < kMaxLogTailBytes + 5000; ++i) tail += "line " + std::to_string(i) + "\n";
   r.log_tail = tail;
@@ -148,7 +151,7 @@ TEST(ProtocolRoundTrip, OptionalFieldsMayBeLeftOutOrNil) {
   const auto& r = std::get<JobResult>(back->body);
   EXPECT_EQ(r.job_id, "abc");
   EXPECT_EQ(r.attempt, 3);
-  EXPECT_EQ(r.status, "oom");
+  EXPECT_EQ(r.status, am::ResultStatus::kOom);
   EXPECT_EQ(r.reason, "");
   EXPECT_EQ(r.metrics, nlohmann::json::object());
   EXPECT_EQ(r.started_at_ms, 0);

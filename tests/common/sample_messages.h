@@ -108,7 +108,7 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
   JobResult result;
   result.job_id = assign.job_id;
   result.attempt = 2;
-  result.status = "degraded";
+  result.status = am::ResultStatus::kDegraded;
   result.reason = "nmse 3.1e-3 above pass tolerance 1e-3";
   result.metrics = sample_metrics(rng);
   result.log_tail = "line 1\nline 2 \xf0\x9f\x94\xa5\n" + random_token(rng, 300);

@@ -244,7 +244,7 @@ TEST(Transport, RefusesToSendAnOversizedMessage) {
   proto::JobResult r;
   r.job_id = "j";
   r.attempt = 1;
-  r.status = "pass";
+  r.status = am::ResultStatus::kPass;
   for (int i = 0; i < 80; ++i) r.metrics["k" + std::to_string(i)] = std::string(60000, 'm');
   Status st = dealer.send({r});
   EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.to_string();

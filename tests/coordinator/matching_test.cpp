@@ -34,7 +34,9 @@ jobs::JobSpec job(const std::string& backend, const std::string& precision, json
   spec.architecture = "encoder-only";
   spec.model_config = std::move(config);
   spec.backend = backend;
-  spec.precision = precision;
+  const std::optional<jobs::Precision> parsed = jobs::parse_precision(precision);
+  EXPECT_TRUE(parsed.has_value()) << precision;
+  spec.precision = parsed.value_or(jobs::Precision::kF32);
   spec.batch = 1;
   spec.seq_len = 32;
   return spec;
@@ -203,9 +205,9 @@ std::vector<DeviceInfo> machine_devices(const char* name, const Tags& tags = {})
 // A precision the cpu backend does not declare, so the test follows cpu_precisions() as it grows.
 std::optional<std::string> precision_cpu_lacks() {
   const auto cpu = worker::cpu_precisions();
-  for (auto p : jobs::known_precisions()) {
-    if (std::find(cpu.begin(), cpu.end(), p) == cpu.end()) {
-      return std::string(p);
+  for (const jobs::PrecisionInfo& p : jobs::all_precisions()) {
+    if (std::find(cpu.begin(), cpu.end(), p.precision) == cpu.end()) {
+      return std::string(p.name);
     }
   }
   return std::nullopt;
@@ -215,7 +217,9 @@ TEST(MatchingRecordedMachines, DevVmRunsCpuAndPoclButNotF16VulkanOrCuda) {
   const auto devices = machine_devices("dev-vm-epyc-zen4");
   ASSERT_EQ(devices.size(), 3u);
   EXPECT_EQ(eligible(devices, job("cpu", "f32")), std::vector<std::string>{"cpu:0"});
-  for (auto p : worker::kOpenClPrecisions) {
+  // What the recording's PoCL (no cl_khr_fp16) runs, as the OpenCL backend answers it.
+  for (jobs::Precision precision : worker::opencl_precisions("pthread-cpu", /*fp16=*/false)) {
+    const std::string p(jobs::to_string(precision));
     EXPECT_EQ(eligible(devices, job("opencl", std::string(p))), std::vector<std::string>{"opencl:0"}) << p;
     EXPECT_FALSE(settle_ineligible(job("opencl", std::string(p)), devices).has_value());
   }
@@ -285,8 +289,9 @@ TEST(MatchingRecordedMachines, WorkstationSendsF16ToTheRtx4090AndBigJobsToThePoc
 TEST(MatchingRecordedMachines, ArmLaptopRunsOnlyCpuJobs) {
   const auto devices = machine_devices("snapdragon-x-elite-laptop");
   ASSERT_EQ(devices.size(), 2u);
-  for (const auto& p : worker::cpu_precisions()) {
-    EXPECT_EQ(eligible(devices, job("cpu", std::string(p))), std::vector<std::string>{"cpu:0"}) << p;
+  for (jobs::Precision precision : worker::cpu_precisions()) {
+    const std::string p(jobs::to_string(precision));
+    EXPECT_EQ(eligible(devices, job("cpu", p)), std::vector<std::string>{"cpu:0"}) << p;
   }
   const auto opencl = settle_ineligible(job("opencl", "f32"), devices);
   ASSERT_TRUE(opencl.has_value());

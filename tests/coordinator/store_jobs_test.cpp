@@ -59,7 +59,7 @@ TEST_F(StoreJobs, AddingTheSameJobsTwiceInsertsNothingTheSecondTime) {
   EXPECT_EQ((*loaded)[0].job_id, planned[1].job_id);
   EXPECT_EQ((*loaded)[3].job_id, planned[0].job_id);
   for (const JobRow& j : *loaded) {
-    EXPECT_EQ(j.state, "queued");
+    EXPECT_EQ(j.state, am::coord::JobState::kQueued);
     EXPECT_EQ(j.attempts, 0);
     EXPECT_EQ(j.status, "");
   }
@@ -82,7 +82,7 @@ TEST_F(StoreJobs, LeaseThenResultMakesTheJobTerminal) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
   lease(id, 1);
   JobRow leased = job(id);
-  EXPECT_EQ(leased.state, "leased");
+  EXPECT_EQ(leased.state, am::coord::JobState::kLeased);
   EXPECT_EQ(leased.attempts, 1);
   EXPECT_EQ(leased.lease_worker, "worker-a");
   EXPECT_EQ(leased.lease_expires_at_ms, kT0 + 1000 + 60'000);
@@ -95,8 +95,8 @@ TEST_F(StoreJobs, LeaseThenResultMakesTheJobTerminal) {
   EXPECT_FALSE(out.duplicate);
   EXPECT_TRUE(out.became_terminal);
   JobRow done = job(id);
-  EXPECT_EQ(done.state, "done");
-  EXPECT_EQ(done.status, "pass");
+  EXPECT_EQ(done.state, am::coord::JobState::kDone);
+  EXPECT_EQ(done.status, am::ResultStatus::kPass);
   EXPECT_EQ(done.terminal_attempt, 1);
   EXPECT_EQ(done.lease_worker, "");
   EXPECT_EQ(attempt_column(id, 1, "state"), "done");
@@ -116,7 +116,7 @@ TEST_F(StoreJobs, DuplicateResultIsFlaggedAndChangesNothing) {
   EXPECT_TRUE(out.duplicate);
   EXPECT_FALSE(out.became_terminal);
   JobRow j = job(id);
-  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.status, am::ResultStatus::kPass);
   EXPECT_EQ(j.reason, "");
   EXPECT_EQ(attempt_column(id, 1, "metrics_json"), metrics_before);
   EXPECT_EQ(attempt_column(id, 1, "received_at"), received_before);
@@ -146,7 +146,7 @@ TEST_F(StoreJobs, LateResultOfAnotherAttemptIsKeptButDoesNotOverrideTerminal) {
   EXPECT_FALSE(late.duplicate);
   EXPECT_FALSE(late.became_terminal);
   JobRow j = job(id);
-  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.status, am::ResultStatus::kPass);
   EXPECT_EQ(j.terminal_attempt, 2);
   EXPECT_EQ(j.attempts, 2);
   // The late result is the record of attempt 1.
@@ -160,7 +160,7 @@ TEST_F(StoreJobs, LateResultOfAnotherAttemptIsKeptButDoesNotOverrideTerminal) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].attempt, 2);
   EXPECT_EQ(rows[0].worker_id, "worker-b");
-  EXPECT_EQ(rows[0].status, "pass");
+  EXPECT_EQ(rows[0].status, am::ResultStatus::kPass);
 }
 
 TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
@@ -168,7 +168,7 @@ TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
   lease(id, 1);
   ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "worker lost: 3 heartbeats missed", kT0 + 90'000).ok());
   JobRow j = job(id);
-  EXPECT_EQ(j.state, "queued");
+  EXPECT_EQ(j.state, am::coord::JobState::kQueued);
   EXPECT_EQ(j.attempts, 1);
   EXPECT_EQ(j.lease_worker, "");
   EXPECT_EQ(j.status, "");
@@ -178,7 +178,7 @@ TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
 
   auto rows = this->rows();
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].state, "queued");
+  EXPECT_EQ(rows[0].state, am::coord::JobState::kQueued);
   EXPECT_EQ(rows[0].status, "");
   EXPECT_EQ(rows[0].reason, "worker lost: 3 heartbeats missed");
 
@@ -194,7 +194,7 @@ TEST_F(StoreJobs, ExpiringAnOlderAttemptKeepsTheJobLeasedToTheNewerOne) {
   lease(id, 2, "worker-b");
   ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 5).ok());
   JobRow j = job(id);
-  EXPECT_EQ(j.state, "leased");
+  EXPECT_EQ(j.state, am::coord::JobState::kLeased);
   EXPECT_EQ(j.lease_worker, "worker-b");
 }
 
@@ -203,7 +203,7 @@ TEST_F(StoreJobs, ExpiringAnAttemptWithAResultChangesNothing) {
   lease(id, 1);
   ASSERT_TRUE(store_one(result(id, 1, "degraded", "nmse 2e-3")).became_terminal);
   ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 5).ok());
-  EXPECT_EQ(job(id).state, "done");
+  EXPECT_EQ(job(id).state, am::coord::JobState::kDone);
   EXPECT_EQ(attempt_column(id, 1, "state"), "done");
   EXPECT_EQ(attempt_column(id, 1, "reason"), "nmse 2e-3");
 }
@@ -214,7 +214,7 @@ TEST_F(StoreJobs, LeaseRecordedAfterTheJobIsDoneKeepsItDone) {
   ASSERT_TRUE(store_one(result(id, 1, "pass")).became_terminal);
   lease(id, 2);
   JobRow j = job(id);
-  EXPECT_EQ(j.state, "done");
+  EXPECT_EQ(j.state, am::coord::JobState::kDone);
   EXPECT_EQ(j.attempts, 2);
   EXPECT_EQ(j.terminal_attempt, 1);
 }
@@ -236,18 +236,18 @@ TEST_F(StoreJobs, SetJobTerminalSettlesOnceAndNeverOverridesAResult) {
   const std::string skipped = add(make_spec("bert-tiny", "encoder-only", "vulkan", "f32"));
   ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "skipped", "no eligible hardware", kT0 + 9).ok());
   JobRow s = job(skipped);
-  EXPECT_EQ(s.state, "done");
-  EXPECT_EQ(s.status, "skipped");
+  EXPECT_EQ(s.state, am::coord::JobState::kDone);
+  EXPECT_EQ(s.status, am::ResultStatus::kSkipped);
   EXPECT_EQ(s.reason, "no eligible hardware");
   EXPECT_EQ(s.terminal_attempt, 0);
   ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "lost", "again", kT0 + 10).ok());
-  EXPECT_EQ(job(skipped).status, "skipped");
+  EXPECT_EQ(job(skipped).status, am::ResultStatus::kSkipped);
 
   const std::string passed = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
   lease(passed, 1);
   ASSERT_TRUE(store_one(result(passed, 1, "pass")).became_terminal);
   ASSERT_TRUE(store_->set_job_terminal(kRun, passed, "lost", "retries exhausted", kT0).ok());
-  EXPECT_EQ(job(passed).status, "pass");
+  EXPECT_EQ(job(passed).status, am::ResultStatus::kPass);
 
   EXPECT_EQ(store_->set_job_terminal(kRun, "ffffffffffffffff", "lost", "", kT0).code(), StatusCode::kNotFound);
 }
@@ -261,7 +261,7 @@ TEST_F(StoreJobs, LostJobReportsItsLastAttempt) {
   ASSERT_TRUE(store_->set_job_terminal(kRun, id, "lost", "infrastructure retries exhausted (2)", kT0 + 3).ok());
   auto rows = this->rows();
   ASSERT_EQ(rows.size(), 1u);
-  EXPECT_EQ(rows[0].status, "lost");
+  EXPECT_EQ(rows[0].status, am::ResultStatus::kLost);
   EXPECT_EQ(rows[0].reason, "infrastructure retries exhausted (2)");
   EXPECT_EQ(rows[0].attempt, 2);
   EXPECT_EQ(rows[0].worker_id, "worker-b");
@@ -321,7 +321,7 @@ TEST_F(StoreJobs, DataSurvivesCloseAndReopen) {
   EXPECT_EQ((*run)->plan_name, "smoke");
   EXPECT_EQ((*run)->finished_at_ms, kT0 + 123'456);
   JobRow j = job(id);
-  EXPECT_EQ(j.status, "pass");
+  EXPECT_EQ(j.status, am::ResultStatus::kPass);
   EXPECT_EQ(j.spec["seed"], 99);
   EXPECT_EQ(j.spec["scaled"], true);
   auto rows = this->rows();
@@ -370,8 +370,8 @@ TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
   EXPECT_EQ(r.architecture, "encoder-only");
   EXPECT_EQ(r.backend, "cpu");
   EXPECT_EQ(r.precision, "f32");
-  EXPECT_EQ(r.state, "done");
-  EXPECT_EQ(r.status, "pass");
+  EXPECT_EQ(r.state, am::coord::JobState::kDone);
+  EXPECT_EQ(r.status, am::ResultStatus::kPass);
   EXPECT_EQ(r.attempt, 1);
   EXPECT_EQ(r.attempts, 1);
   EXPECT_EQ(r.worker_id, "worker-a");
@@ -388,14 +388,14 @@ TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
   EXPECT_EQ(r.spec["seed"], 77);
 
   EXPECT_EQ(rows[1].job_id, pending);
-  EXPECT_EQ(rows[1].state, "queued");
+  EXPECT_EQ(rows[1].state, am::coord::JobState::kQueued);
   EXPECT_EQ(rows[1].status, "");
   EXPECT_EQ(rows[1].attempt, 0);
   EXPECT_EQ(rows[1].worker_id, "");
   EXPECT_TRUE(rows[1].metrics.empty());
 
   EXPECT_EQ(rows[2].job_id, leased);
-  EXPECT_EQ(rows[2].state, "leased");
+  EXPECT_EQ(rows[2].state, am::coord::JobState::kLeased);
   EXPECT_EQ(rows[2].attempt, 1);
   EXPECT_EQ(rows[2].worker_id, "worker-a");
   EXPECT_EQ(rows[2].build, "accelmatrix 0.1.0 (abc123def456)");
@@ -408,7 +408,7 @@ TEST_F(StoreJobs, InvalidInputIsRefusedWithoutWriting) {
   EXPECT_EQ(store_->record_lease({kRun, id, 0, "w", "", "", 0, 0}).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->record_lease({kRun, "ffffffffffffffff", 1, "w", "", "", 0, 0}).code(), StatusCode::kNotFound);
   EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM attempts"), "0");
-  EXPECT_EQ(job(id).state, "queued");
+  EXPECT_EQ(job(id).state, am::coord::JobState::kQueued);
 }
 
 }  // namespace

@@ -95,7 +95,7 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   proto::JobResult forged;
   forged.job_id = job_id;
   forged.attempt = 1;
-  forged.status = "fail";
+  forged.status = am::ResultStatus::kFail;
   forged.reason = "forged";
   ASSERT_TRUE(d->send(proto::Message{forged}).ok());
   std::this_thread::sleep_for(300ms);

@@ -41,7 +41,7 @@ JobSpec random_spec(Rng& rng) {
   s.model_config["depths"] = json::array({small(rng), small(rng), small(rng)});
   s.scaled = (small(rng) % 2) == 0;
   s.backend = pick(rng, known_backends());
-  s.precision = pick(rng, known_precisions());
+  s.precision = all_precisions()[std::uniform_int_distribution<std::size_t>(0, all_precisions().size() - 1)(rng)].precision;
   s.batch = small(rng);
   s.seq_len = small(rng);
   s.mode = pick(rng, known_modes());
@@ -64,7 +64,7 @@ JobSpec fixed_spec() {
                         {"intermediate", 512},  {"vocab", 30522},  {"max_positions", 512},
                         {"type_vocab", 2},      {"activation", "gelu"}, {"norm_eps", 1e-12}};
   s.backend = "cpu";
-  s.precision = "q8_0";
+  s.precision = am::jobs::Precision::kQ8_0;
   s.batch = 8;
   s.seq_len = 128;
   s.mode = "both";
@@ -141,7 +141,7 @@ TEST(JobSpecJson, IgnoresFieldsAddedByNewerPeers) {
   doc["replicas"] = "all";
   auto spec = job_spec_from_json(doc);
   ASSERT_TRUE(spec.ok()) << spec.status().to_string();
-  EXPECT_EQ(spec->precision, "q8_0");
+  EXPECT_EQ(spec->precision, Precision::kQ8_0);
 }
 
 TEST(JobSpecJson, AcceptsIntegerForSecondsFields) {
@@ -275,7 +275,7 @@ TEST(JobId, DiffersWhenSeedPrecisionRunOrConfigDiffers) {
   JobSpec other_seed = base;
   other_seed.seed = 43;
   JobSpec other_precision = base;
-  other_precision.precision = "f32";
+  other_precision.precision = am::jobs::Precision::kF32;
   JobSpec other_config = base;
   other_config.model_config["layers"] = 1;
   JobSpec other_timeout = base;

@@ -152,7 +152,8 @@ TEST_F(PlanLoader, ExpandsModelsBackendsPrecisionsBatchesAndLengthsInOrder) {
   ASSERT_EQ(plan.jobs.size(), 2u * 2 * 2 * 3 + 2u * 1 * 2 * 3);
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const JobSpec& s = plan.jobs[i].spec;
-    EXPECT_EQ(Row(s.model, s.backend, s.precision, s.batch, s.seq_len), expected[i]) << "job " << i;
+    EXPECT_EQ(Row(s.model, s.backend, std::string(to_string(s.precision)), s.batch, s.seq_len), expected[i])
+        << "job " << i;
   }
 }
 
@@ -264,7 +265,7 @@ name = "tiny-b"
   const JobSpec& s = plan.jobs[0].spec;
   const JobSpec d;
   EXPECT_EQ(s.backend, "cpu");
-  EXPECT_EQ(s.precision, "f32");
+  EXPECT_EQ(s.precision, Precision::kF32);
   EXPECT_EQ(s.batch, 1);
   EXPECT_EQ(s.seq_len, d.seq_len);
   EXPECT_EQ(s.mode, "both");
@@ -286,7 +287,7 @@ name = "tiny-a"
 )");
   ASSERT_EQ(plan.jobs.size(), 1u);
   EXPECT_EQ(plan.jobs[0].spec.backend, "opencl");
-  EXPECT_EQ(plan.jobs[0].spec.precision, "q4_1");
+  EXPECT_EQ(plan.jobs[0].spec.precision, Precision::kQ4_1);
   EXPECT_EQ(plan.jobs[0].spec.batch, 8);
   EXPECT_EQ(plan.jobs[0].spec.seq_len, 64);
 }
@@ -755,7 +756,7 @@ TEST(ShippedPlans, SmokePlanLoadsAsFourSmallCpuJobs) {
     EXPECT_FALSE(job.spec.scaled);
     EXPECT_LE(job.spec.min_time_s, 0.25);
     EXPECT_EQ(job.spec.model_config["hidden"], 128);
-    cells.emplace(job.spec.precision, job.spec.seq_len);
+    cells.emplace(std::string(to_string(job.spec.precision)), job.spec.seq_len);
   }
   EXPECT_EQ(cells, (std::set<std::pair<std::string, int>>{
                        {"f32", 32}, {"f32", 128}, {"q8_0", 32}, {"q8_0", 128}}));
@@ -771,7 +772,7 @@ TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesBothLocalBackendsAndThreePrecisio
   std::set<int> lengths;
   for (const PlannedJob& job : plan->jobs) {
     backends.insert(job.spec.backend);
-    precisions.insert(job.spec.precision);
+    precisions.insert(std::string(to_string(job.spec.precision)));
     architectures.insert(job.spec.architecture);
     lengths.insert(job.spec.seq_len);
     EXPECT_EQ(job.spec.scaled, job.spec.model != "bert-tiny") << job.spec.model;

@@ -1,3 +1,4 @@
+#include "tests/kernels/named_formats.h"
 #include "kernels/models/encoder_only.h"
 
 #include <gtest/gtest.h>
@@ -126,7 +127,7 @@ TEST(EncoderModel, Q8_0ForwardIsCloseToF32OnEveryPath) {
   const EncoderModel ref =
       std::move(EncoderModel::create_synthetic(c, WeightFormat::kF32, 9, f32_ctx)).value();
   const Tensor want = run(ref, in, f32_ctx);
-  const double pass_nmse = tolerance_for("q8_0")->pass_nmse;
+  const double pass_nmse = tolerance_named("q8_0")->pass_nmse;
   for (KernelPath path : available_kernel_paths()) {
     const ExecContext ctx{path, &pool};
     const EncoderModel q = ref.converted(WeightFormat::kQ8_0, ctx);

@@ -45,7 +45,7 @@ void expect_has(const nlohmann::json& doc, const std::string& key, const std::st
 TEST(RunJob, SmallBertPassesWithEveryMetricPresent) {
   for (const char* precision : {"f32", "q8_0"}) {
     const JobOutcome out = run_job(small_bert_job(precision, jobs::kModeBoth));
-    ASSERT_EQ(out.status, "pass") << precision << ": " << out.reason;
+    ASSERT_EQ(out.status, am::ResultStatus::kPass) << precision << ": " << out.reason;
     const nlohmann::json& m = out.metrics;
     for (const char* f : {"median", "p90", "min", "max", "mean", "stddev", "count", "samples"}) {
       expect_has(m, "latency_ms", f);
@@ -75,8 +75,8 @@ TEST(RunJob, SmallBertPassesWithEveryMetricPresent) {
 TEST(RunJob, Q8_0ReportsNonZeroErrorAndSmallerWeightsThanF32) {
   const JobOutcome f = run_job(small_bert_job("f32", jobs::kModeAccuracy));
   const JobOutcome q = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
-  ASSERT_EQ(f.status, "pass") << f.reason;
-  ASSERT_EQ(q.status, "pass") << q.reason;
+  ASSERT_EQ(f.status, am::ResultStatus::kPass) << f.reason;
+  ASSERT_EQ(q.status, am::ResultStatus::kPass) << q.reason;
   EXPECT_EQ(f.metrics.at("accuracy").at("nmse").get<double>(), 0.0);
   EXPECT_GT(q.metrics.at("accuracy").at("nmse").get<double>(), 0.0);
   EXPECT_LT(q.metrics.at("memory").at("weights_bytes").get<int64_t>(),
@@ -85,11 +85,11 @@ TEST(RunJob, Q8_0ReportsNonZeroErrorAndSmallerWeightsThanF32) {
 
 TEST(RunJob, ModeSelectsWhatIsMeasured) {
   const JobOutcome acc = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
-  ASSERT_EQ(acc.status, "pass") << acc.reason;
+  ASSERT_EQ(acc.status, am::ResultStatus::kPass) << acc.reason;
   EXPECT_TRUE(acc.metrics.contains("accuracy"));
   EXPECT_FALSE(acc.metrics.contains("latency_ms"));
   const JobOutcome perf = run_job(small_bert_job("q8_0", jobs::kModePerf));
-  ASSERT_EQ(perf.status, "pass") << perf.reason;
+  ASSERT_EQ(perf.status, am::ResultStatus::kPass) << perf.reason;
   EXPECT_FALSE(perf.metrics.contains("accuracy"));
   EXPECT_TRUE(perf.metrics.contains("latency_ms"));
   EXPECT_TRUE(perf.metrics.contains("memory"));
@@ -101,7 +101,7 @@ TEST(RunJob, RunsOnEveryForcedKernelPath) {
     setenv(kKernelPathEnvVar, name.c_str(), 1);
     const JobOutcome out = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
     unsetenv(kKernelPathEnvVar);
-    ASSERT_EQ(out.status, "pass") << name << ": " << out.reason;
+    ASSERT_EQ(out.status, am::ResultStatus::kPass) << name << ": " << out.reason;
     EXPECT_EQ(out.metrics.at("kernel_path"), name);
   }
 }
@@ -110,7 +110,7 @@ TEST(RunJob, UnknownForcedKernelPathIsAnError) {
   setenv(kKernelPathEnvVar, "mmx", 1);
   const JobOutcome out = run_job(small_bert_job("q8_0", jobs::kModeAccuracy));
   unsetenv(kKernelPathEnvVar);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_NE(out.reason.find("mmx"), std::string::npos);
 }
 
@@ -118,7 +118,7 @@ TEST(RunJob, UnimplementedPrecisionIsUnsupportedNamingIt) {
   // A precision name the core has no format for (the plan loader refuses it earlier; a peer
   // speaking the protocol directly could still send it).
   const JobOutcome out = run_job(small_bert_job("q5_k", jobs::kModeBoth));
-  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported);
   EXPECT_NE(out.reason.find("q5_k"), std::string::npos) << out.reason;
 }
 
@@ -126,7 +126,7 @@ TEST(RunJob, UnavailableBackendIsUnsupportedNamingIt) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
   spec.backend = "qnn";
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported);
   EXPECT_EQ(out.reason, "backend qnn is not available in this build");
 }
 
@@ -134,7 +134,7 @@ TEST(RunJob, ArchitectureWithoutGraphBuilderIsUnsupportedNamingIt) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
   spec.architecture = "quantum-annealer";
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "unsupported");
+  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported);
   EXPECT_EQ(out.reason, "architecture quantum-annealer has no graph builder yet");
 }
 
@@ -142,7 +142,7 @@ TEST(RunJob, InvalidConfigIsAnErrorNamingTheKey) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
   spec.model_config.erase("hidden");
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_NE(out.reason.find("'hidden'"), std::string::npos) << out.reason;
 }
 
@@ -150,7 +150,7 @@ TEST(RunJob, SequenceBeyondMaxPositionsIsAnError) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
   spec.seq_len = 65;
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_NE(out.reason.find("max_positions"), std::string::npos) << out.reason;
 }
 
@@ -158,7 +158,7 @@ TEST(RunJob, ConfigThatIsNotAnObjectIsAnError) {
   jobs::JobSpec spec = small_bert_job("f32", jobs::kModeBoth);
   spec.model_config = nlohmann::json::array({1, 2});
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
 }
 
 // The one exception run_job lets through: the job-mode process turns it into the "oom" exit.
@@ -173,7 +173,7 @@ TEST(RunJob, ZeroThreadsMeansAllCores) {
   jobs::JobSpec spec = small_bert_job("q8_0", jobs::kModeAccuracy);
   spec.threads = 0;
   const JobOutcome out = run_job(spec);
-  ASSERT_EQ(out.status, "pass") << out.reason;
+  ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason;
   EXPECT_EQ(out.metrics.at("threads").get<int>(), default_thread_count());
 }
 

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/kernels/named_formats.h"
 #include "jobs/names.h"
 #include "kernels/accuracy.h"
 #include "kernels/measure.h"
@@ -58,43 +59,42 @@ TEST(Accuracy, CountsNanAndInf) {
 // Every precision a job can name has a tolerance, and the bounds grow in the order in which the
 // formats lose accuracy (docs/FORMATS.md, "Accuracy").
 TEST(Tolerances, ExistForEveryPrecisionInAccuracyOrder) {
-  for (std::string_view p : jobs::known_precisions()) {
-    ASSERT_TRUE(tolerance_for(p).has_value()) << p;
-    EXPECT_LT(tolerance_for(p)->pass_nmse, tolerance_for(p)->degraded_nmse) << p;
+  for (const jobs::PrecisionInfo& p : jobs::all_precisions()) {
+    EXPECT_EQ(tolerance_for(p.precision).precision, p.precision) << p.name;
+    EXPECT_LT(tolerance_for(p.precision).pass_nmse, tolerance_for(p.precision).degraded_nmse) << p.name;
   }
   const char* order[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q3_k", "q2_k"};
   for (std::size_t i = 1; i < std::size(order); ++i) {
-    EXPECT_LT(tolerance_for(order[i - 1])->pass_nmse, tolerance_for(order[i])->pass_nmse) << order[i];
+    EXPECT_LT(tolerance_named(order[i - 1])->pass_nmse, tolerance_named(order[i])->pass_nmse) << order[i];
   }
-  EXPECT_FALSE(tolerance_for("q5_k").has_value());
 }
 
 TEST(Tolerances, ClassifyPassDegradedFail) {
-  const Tolerance tol = *tolerance_for("q8_0");
+  const Tolerance tol = *tolerance_named("q8_0");
   AccuracyMetrics m;
   m.nmse = tol.pass_nmse / 2;
-  EXPECT_EQ(classify_accuracy(m, tol).status, "pass");
+  EXPECT_EQ(classify_accuracy(m, tol).status, ResultStatus::kPass);
   EXPECT_EQ(classify_accuracy(m, tol).reason, "");
   m.nmse = tol.pass_nmse * 2;
   Verdict v = classify_accuracy(m, tol);
-  EXPECT_EQ(v.status, "degraded");
+  EXPECT_EQ(v.status, ResultStatus::kDegraded);
   EXPECT_NE(v.reason.find("q8_0"), std::string::npos);
   m.nmse = tol.degraded_nmse * 2;
-  EXPECT_EQ(classify_accuracy(m, tol).status, "fail");
+  EXPECT_EQ(classify_accuracy(m, tol).status, ResultStatus::kFail);
   m.nmse = std::numeric_limits<double>::infinity();
-  EXPECT_EQ(classify_accuracy(m, tol).status, "fail");
+  EXPECT_EQ(classify_accuracy(m, tol).status, ResultStatus::kFail);
 }
 
 TEST(Tolerances, AnyNanOrInfFails) {
   AccuracyMetrics m;
   m.nmse = 0.0;
   m.nonfinite = 1;
-  const Verdict v = classify_accuracy(m, *tolerance_for("f32"));
-  EXPECT_EQ(v.status, "fail");
+  const Verdict v = classify_accuracy(m, *tolerance_named("f32"));
+  EXPECT_EQ(v.status, ResultStatus::kFail);
   EXPECT_NE(v.reason.find("NaN/Inf"), std::string::npos);
   m.nonfinite = 0;
   m.nonfinite_reference = 3;
-  EXPECT_EQ(classify_accuracy(m, *tolerance_for("f32")).status, "fail");
+  EXPECT_EQ(classify_accuracy(m, *tolerance_named("f32")).status, ResultStatus::kFail);
 }
 
 TEST(Latency, SummarizesSamples) {

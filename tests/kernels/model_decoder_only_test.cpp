@@ -3,6 +3,7 @@
 // causal pass over the whole sequence.
 #include <gtest/gtest.h>
 
+#include "tests/kernels/named_formats.h"
 #include "kernels/models/decoder_only.h"
 #include "tests/kernels/model_family_util.h"
 
@@ -48,7 +49,7 @@ TEST(DecoderOnlyGraph, CachedDecodeMatchesOneFullPass) {
   jobs::JobSpec spec = tiny_llama_spec();
   auto config = decoder_lm_config_from_json(spec.model_config, "decoder-only");
   ASSERT_TRUE(config.ok());
-  auto formats = format_plan_for("f32");
+  auto formats = plan_named("f32");
   ASSERT_TRUE(formats.ok());
   auto model = DecoderLm::create_synthetic(*config, *formats, 5, ctx);
   ASSERT_TRUE(model.ok()) << model.status().message();

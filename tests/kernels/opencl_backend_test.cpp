@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/named_formats.h"
 #include "kernels/cpu/attention_bias.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -108,7 +109,7 @@ TEST(OpenClBackend, LinearMatchesCpuForEveryFormatAndShape) {
   CpuBackend cpu(ctx);
   for (const opencl::OpenClDevice& device : devices) {
     for (const char* name : kLinearFormats) {
-      Result<WeightFormat> format = weight_format_for_precision(name, "cpu");
+      Result<WeightFormat> format = Result<WeightFormat>(format_named(name));
       if (!format.ok()) {
         ADD_FAILURE() << "the core lost format " << name << ": " << format.status().message();
         continue;
@@ -153,7 +154,7 @@ TEST(OpenClBackend, LinearPropagatesNaNFromAnActivationBlock) {
     for (const char* name : {"f32", "q8_0", "q4_0"}) {
       be.release_cached_weights();
       const Linear layer =
-          Linear::create(random_tensor(Shape{8, 64}, 7), Tensor(), *weight_format_for_precision(name, "cpu"), ctx);
+          Linear::create(random_tensor(Shape{8, 64}, 7), Tensor(), format_named(name), ctx);
       Tensor x = random_tensor(Shape{2, 64}, 8);
       x.data()[64 + 40] = std::numeric_limits<float>::quiet_NaN();  // row 1, second block
       Tensor y(Shape{2, 8});

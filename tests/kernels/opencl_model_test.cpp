@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "tests/kernels/named_formats.h"
 #include "kernels/job_runner.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/opencl/opencl_backend.h"
@@ -41,7 +42,7 @@ TEST(OpenClEncoder, MatchesCpuEndToEndAtF32AndBlockFormats) {
     ASSERT_TRUE(be.ok()) << be.status().message();
     for (const char* precision : {"f32", "q8_0", "q4_0"}) {
       SCOPED_TRACE(device.label() + " " + precision);
-      Result<WeightFormat> format = weight_format_for_precision(precision, "cpu");
+      Result<WeightFormat> format = Result<WeightFormat>(format_named(precision));
       ASSERT_TRUE(format.ok()) << format.status().message();
       const EncoderModel model =
           *format == WeightFormat::kF32 ? f32->converted(WeightFormat::kF32, ctx) : f32->converted(*format, ctx);
@@ -90,7 +91,7 @@ TEST(OpenClJob, EncoderJobPassesWithAccuracyAndLatencyAtF32AndQ8_0) {
   for (const char* precision : {"f32", "q8_0"}) {
     SCOPED_TRACE(precision);
     const JobOutcome out = run_job(small_opencl_job(precision));
-    ASSERT_EQ(out.status, "pass") << out.reason << " " << out.metrics.dump();
+    ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << " " << out.metrics.dump();
     const nlohmann::json& m = out.metrics;
     ASSERT_TRUE(m.contains("accuracy")) << m.dump();
     ASSERT_TRUE(m.contains("latency_ms")) << m.dump();
@@ -128,7 +129,7 @@ TEST(OpenClJob, DecoderAndMixtureOfExpertsJobsPassWithDecodePhases) {
     }
     spec.seq_len = 12;
     const JobOutcome out = run_job(spec);
-    ASSERT_EQ(out.status, "pass") << out.reason << " " << out.metrics.dump();
+    ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << " " << out.metrics.dump();
     EXPECT_GE(out.metrics.at("accuracy").at("cosine").get<double>(), 0.999);
     EXPECT_EQ(out.metrics.at("accuracy").at("nonfinite").get<int64_t>(), 0);
     EXPECT_GT(out.metrics.at("latency_ms").at("median").get<double>(), 0.0);
@@ -143,7 +144,7 @@ TEST(OpenClJob, KQuantJobIsUnsupportedNamingTheOpAndFormat) {
   spec.model_config["intermediate"] = 256;
   spec.mode = jobs::kModeAccuracy;
   const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, "unsupported") << out.reason;
+  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported) << out.reason;
   EXPECT_EQ(out.reason, "op linear (q2_k weights) not implemented on backend opencl");
 }
 

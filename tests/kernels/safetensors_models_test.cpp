@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/kernels/named_formats.h"
 #include "kernels/formats/bf16.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/formats/fp16.h"
@@ -231,8 +232,8 @@ TEST_P(SafetensorsLlama, CheckpointOfSyntheticModelReproducesItBitForBit) {
   const bool tied = GetParam();
   const DecoderLmConfig config = tiny_llama({{"tie_embeddings", tied}});
   ExecContext ctx;
-  auto f32 = format_plan_for("f32");
-  auto q8 = format_plan_for("q8_0");
+  auto f32 = plan_named("f32");
+  auto q8 = plan_named("q8_0");
   ASSERT_TRUE(f32.ok() && q8.ok());
   auto synthetic = DecoderLm::create_synthetic(config, *f32, kSeed, ctx);
   ASSERT_TRUE(synthetic.ok());
@@ -262,7 +263,7 @@ TEST(SafetensorsLlamaFile, QwenStyleBiasesRoundTripThroughTheDecoderGraph) {
   const nlohmann::json extra = {{"attention_bias", true}};
   const DecoderLmConfig config = tiny_llama(extra);
   ExecContext ctx;
-  auto f32 = format_plan_for("f32");
+  auto f32 = plan_named("f32");
   ASSERT_TRUE(f32.ok());
   auto synthetic = DecoderLm::create_synthetic(config, *f32, kSeed, ctx);
   ASSERT_TRUE(synthetic.ok());
@@ -286,7 +287,7 @@ TEST(SafetensorsLlamaFile, QwenStyleBiasesRoundTripThroughTheDecoderGraph) {
 TEST(SafetensorsLlamaFile, Bf16CheckpointHoldsEachWeightRoundedToBf16) {
   const DecoderLmConfig config = tiny_llama();
   ExecContext ctx;
-  auto f32 = format_plan_for("f32");
+  auto f32 = plan_named("f32");
   auto synthetic = DecoderLm::create_synthetic(config, *f32, kSeed, ctx);
   ASSERT_TRUE(synthetic.ok());
   const std::string path = temp_path("tiny_llama_bf16.safetensors");
@@ -312,7 +313,7 @@ TEST(SafetensorsLlamaFile, Bf16CheckpointHoldsEachWeightRoundedToBf16) {
 TEST(SafetensorsLlamaFile, MissingWrongShapedOrIntegerTensorsAndGpt2ConfigsAreErrors) {
   const DecoderLmConfig config = tiny_llama();
   ExecContext ctx;
-  auto f32 = format_plan_for("f32");
+  auto f32 = plan_named("f32");
   auto synthetic = DecoderLm::create_synthetic(config, *f32, kSeed, ctx);
   ASSERT_TRUE(synthetic.ok());
   const std::string path = temp_path("tiny_llama_err.safetensors"), cut = temp_path("tiny_llama_cut.safetensors");

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/formats/weight_matrix.h"
 #include "test_util.h"
@@ -18,42 +19,48 @@ TEST(WeightFormat, EveryPrecisionNameMapsToItsFormatAndBack) {
       {"q8_0", WeightFormat::kQ8_0}, {"q4_0", WeightFormat::kQ4_0}, {"q4_1", WeightFormat::kQ4_1},
       {"q3_k", WeightFormat::kQ3_K}, {"q2_k", WeightFormat::kQ2_K}};
   for (const auto& [name, format] : names) {
-    const Result<WeightFormat> f = weight_format_for_precision(name, "cpu");
+    const std::optional<Precision> p = jobs::parse_precision(name);
+    ASSERT_TRUE(p.has_value()) << name;
+    const Result<WeightFormat> f = single_format(*p);
     ASSERT_TRUE(f.ok()) << name;
     EXPECT_EQ(*f, format);
     EXPECT_EQ(weight_format_name(format), name);
+    EXPECT_EQ(jobs::parse_weight_format(name), format);
   }
   EXPECT_EQ(all_weight_formats().size(), 8u);
+  EXPECT_EQ(jobs::all_weight_formats().size(), 8u);
 }
 
-TEST(WeightFormat, UnknownPrecisionIsUnsupportedNamingPrecisionAndBackend) {
-  const Result<WeightFormat> f = weight_format_for_precision("q5_k", "opencl");
-  ASSERT_FALSE(f.ok());
-  EXPECT_EQ(f.status().code(), StatusCode::kUnsupported);
-  EXPECT_EQ(f.status().message(), "precision q5_k not implemented on backend opencl");
+TEST(WeightFormat, UnknownNamesDoNotParse) {
+  for (const char* name : {"q5_k", "F32", "", "q4_0 ", "int3"}) {
+    EXPECT_FALSE(jobs::parse_precision(name).has_value()) << name;
+    EXPECT_FALSE(jobs::parse_weight_format(name).has_value()) << name;
+  }
+  EXPECT_FALSE(jobs::parse_weight_format("mixed").has_value());   // a policy, not a format
 }
 
 TEST(WeightFormat, MixedIsARolePolicyNotAFormat) {
-  const Result<WeightFormat> f = weight_format_for_precision("mixed", "cpu");
+  const Result<WeightFormat> f = single_format(Precision::kMixed);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(f.status().message().find("weight_format_for_role"), std::string::npos);
+  EXPECT_NE(f.status().message().find("format_for_role"), std::string::npos);
 
-  auto role = [](TensorRole r) { return *weight_format_for_role("mixed", r, "cpu"); };
+  auto role = [](TensorRole r) { return jobs::format_for_role(Precision::kMixed, r); };
   EXPECT_EQ(role(TensorRole::kAttention), WeightFormat::kQ8_0);
   EXPECT_EQ(role(TensorRole::kFeedForward), WeightFormat::kQ4_0);
   EXPECT_EQ(role(TensorRole::kEmbedding), WeightFormat::kQ8_0);
   EXPECT_EQ(role(TensorRole::kOutput), WeightFormat::kQ8_0);
   EXPECT_EQ(role(TensorRole::kOther), WeightFormat::kQ8_0);
+  EXPECT_EQ(jobs::formats_of(Precision::kMixed),
+            (std::vector<WeightFormat>{WeightFormat::kQ8_0, WeightFormat::kQ4_0}));
 }
 
 TEST(WeightFormat, UniformPrecisionsGiveEveryRoleTheSameFormat) {
-  for (TensorRole r : {TensorRole::kAttention, TensorRole::kFeedForward, TensorRole::kEmbedding,
-                       TensorRole::kOutput, TensorRole::kOther}) {
-    EXPECT_EQ(*weight_format_for_role("q4_1", r, "cpu"), WeightFormat::kQ4_1) << tensor_role_name(r);
-    EXPECT_EQ(*weight_format_for_role("bf16", r, "cpu"), WeightFormat::kBF16);
+  for (TensorRole r : jobs::all_tensor_roles()) {
+    EXPECT_EQ(jobs::format_for_role(Precision::kQ4_1, r), WeightFormat::kQ4_1) << tensor_role_name(r);
+    EXPECT_EQ(jobs::format_for_role(Precision::kBF16, r), WeightFormat::kBF16);
   }
-  EXPECT_FALSE(weight_format_for_role("int3", TensorRole::kAttention, "cpu").ok());
+  EXPECT_EQ(jobs::formats_of(Precision::kQ2_K), std::vector<WeightFormat>{WeightFormat::kQ2_K});
 }
 
 TEST(WeightFormat, GeometryMatchesGguf) {

@@ -9,7 +9,7 @@ proto::JobResult sample_result() {
   proto::JobResult r;
   r.job_id = "0123456789abcdef";
   r.attempt = 2;
-  r.status = "pass";
+  r.status = am::ResultStatus::kPass;
   r.metrics = {{"latency_ms", {{"median", 1.25}, {"count", 10}}}};
   r.log_tail = "last line\n";
   return r;
@@ -18,7 +18,7 @@ proto::JobResult sample_result() {
 TEST(DeliverableResult, LeavesAResultWithinTheLimitsUnchanged) {
   auto r = sample_result();
   EXPECT_TRUE(ensure_deliverable(r));
-  EXPECT_EQ(r.status, "pass");
+  EXPECT_EQ(r.status, am::ResultStatus::kPass);
   EXPECT_EQ(r.metrics["latency_ms"]["median"], 1.25);
 }
 
@@ -27,7 +27,7 @@ TEST(DeliverableResult, TurnsAnUndecodableResultIntoAnErrorThatSaysWhy) {
   // More array entries than the decoder accepts in one document.
   r.metrics["latency_ms"]["samples"] = std::vector<double>(proto::kMaxMapEntries + 1, 0.5);
   EXPECT_FALSE(ensure_deliverable(r));
-  EXPECT_EQ(r.status, "error");
+  EXPECT_EQ(r.status, am::ResultStatus::kError);
   EXPECT_NE(r.reason.find("could not deliver"), std::string::npos) << r.reason;
   EXPECT_TRUE(r.metrics.empty());
   EXPECT_EQ(r.log_tail, "last line\n");
@@ -42,7 +42,7 @@ TEST(DeliverableResult, TurnsAnOversizedResultIntoAnError) {
   for (int i = 0; i < 80; ++i) big["k" + std::to_string(i)] = std::string(proto::kMaxStringBytes - 16, 'x');
   r.metrics["blob"] = big;   // ~5 MiB of strings, each within the string limit
   EXPECT_FALSE(ensure_deliverable(r));
-  EXPECT_EQ(r.status, "error");
+  EXPECT_EQ(r.status, am::ResultStatus::kError);
   EXPECT_NE(r.reason.find("frame limit"), std::string::npos) << r.reason;
 }
 

@@ -63,7 +63,7 @@ class ExecutorTest : public ::testing::Test {
 
 TEST_F(ExecutorTest, PassingJobReturnsItsOwnResultAndMetrics) {
   const ExecOutcome out = execute_job(request("selftest:pass"));
-  EXPECT_EQ(out.status, "pass") << out.reason << "\n" << out.log_tail;
+  EXPECT_EQ(out.status, am::ResultStatus::kPass) << out.reason << "\n" << out.log_tail;
   EXPECT_EQ(out.reason, "");
   EXPECT_EQ(out.exit_code, 0);
   EXPECT_EQ(out.signal, 0);
@@ -77,7 +77,7 @@ TEST_F(ExecutorTest, PassingJobReturnsItsOwnResultAndMetrics) {
 
 TEST_F(ExecutorTest, SegfaultIsACrashNamingTheSignal) {
   const ExecOutcome out = execute_job(request("selftest:segv"));
-  EXPECT_EQ(out.status, "crash");
+  EXPECT_EQ(out.status, am::ResultStatus::kCrash);
   EXPECT_EQ(out.reason, "signal SIGSEGV (11)");
   EXPECT_EQ(out.signal, SIGSEGV);
   EXPECT_EQ(out.exit_code, -1);
@@ -85,7 +85,7 @@ TEST_F(ExecutorTest, SegfaultIsACrashNamingTheSignal) {
 
 TEST_F(ExecutorTest, AbortIsACrashWithSigabrt) {
   const ExecOutcome out = execute_job(request("selftest:abort"));
-  EXPECT_EQ(out.status, "crash");
+  EXPECT_EQ(out.status, am::ResultStatus::kCrash);
   EXPECT_EQ(out.reason, "signal SIGABRT (6)");
   EXPECT_EQ(out.signal, SIGABRT);
 }
@@ -94,7 +94,7 @@ TEST_F(ExecutorTest, HangingJobTimesOutAndIsKilledPromptly) {
   const auto t0 = Clock::now();
   const ExecOutcome out = execute_job(request("selftest:hang", 1.0));
   const double took = seconds_since(t0);
-  EXPECT_EQ(out.status, "timeout");
+  EXPECT_EQ(out.status, am::ResultStatus::kTimeout);
   EXPECT_EQ(out.reason, "exceeded 1.0 s");
   EXPECT_EQ(out.signal, SIGTERM);
   EXPECT_GE(took, 1.0);
@@ -105,7 +105,7 @@ TEST_F(ExecutorTest, JobIgnoringSigtermGetsSigkillAfterTheGrace) {
   const auto t0 = Clock::now();
   const ExecOutcome out = execute_job(request("selftest:stubborn", 0.5));
   const double took = seconds_since(t0);
-  EXPECT_EQ(out.status, "timeout");
+  EXPECT_EQ(out.status, am::ResultStatus::kTimeout);
   EXPECT_EQ(out.reason, "exceeded 0.5 s");
   EXPECT_EQ(out.signal, SIGKILL);
   EXPECT_GE(took, 2.4);  // 0.5 s limit + 2 s grace
@@ -114,14 +114,14 @@ TEST_F(ExecutorTest, JobIgnoringSigtermGetsSigkillAfterTheGrace) {
 
 TEST_F(ExecutorTest, NonZeroExitIsAnErrorWithTheCode) {
   const ExecOutcome out = execute_job(request("selftest:exit3"));
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_EQ(out.reason, "exited with code 3");
   EXPECT_EQ(out.exit_code, 3);
 }
 
 TEST_F(ExecutorTest, ExitWithoutResultIsAnError) {
   const ExecOutcome out = execute_job(request("selftest:noresult"));
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_EQ(out.reason, "exited 0 without writing a result");
   EXPECT_EQ(out.exit_code, 0);
 }
@@ -130,7 +130,7 @@ TEST_F(ExecutorTest, AllocationFailureUnderTheMemoryLimitIsOom) {
   ExecRequest req = request("selftest:alloc");
   req.memory_limit_mb = 256;
   const ExecOutcome out = execute_job(req);
-  EXPECT_EQ(out.status, "oom") << out.reason << "\n" << out.log_tail;
+  EXPECT_EQ(out.status, am::ResultStatus::kOom) << out.reason << "\n" << out.log_tail;
   EXPECT_EQ(out.exit_code, kExitOutOfMemory);
   EXPECT_EQ(out.reason, "allocation failed under the 256 MiB memory limit");
   EXPECT_NE(out.log_tail.find("std::bad_alloc"), std::string::npos) << out.log_tail;
@@ -141,14 +141,14 @@ TEST_F(ExecutorTest, AllocationFailureUnderTheMemoryLimitIsOom) {
 
 TEST_F(ExecutorTest, SigkillNotSentByUsIsReportedAsOom) {
   const ExecOutcome out = execute_job(request("selftest:sigkill"));
-  EXPECT_EQ(out.status, "oom");
+  EXPECT_EQ(out.status, am::ResultStatus::kOom);
   EXPECT_EQ(out.reason, "killed (SIGKILL), likely the kernel OOM killer");
   EXPECT_EQ(out.signal, SIGKILL);
 }
 
 TEST_F(ExecutorTest, NoisyJobKeepsTheLastBytesOfBothStreams) {
   const ExecOutcome out = execute_job(request("selftest:noisy"));
-  EXPECT_EQ(out.status, "pass");
+  EXPECT_EQ(out.status, am::ResultStatus::kPass);
   EXPECT_EQ(out.log_tail.size(), reliability::kLogTailBytes);
   const std::string last_line = std::string(kSelftestNoisyLastLine) + "\n";
   ASSERT_GE(out.log_tail.size(), last_line.size());
@@ -169,7 +169,7 @@ TEST_F(ExecutorTest, CancelKillsTheJobPromptly) {
   const ExecOutcome out = execute_job(request("selftest:hang", 60.0), &cancel);
   const double took = seconds_since(t0);
   canceller.join();
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_EQ(out.reason, "cancelled");
   EXPECT_GE(took, 0.3);
   EXPECT_LT(took, 1.5);
@@ -179,7 +179,7 @@ TEST_F(ExecutorTest, BadSpecIsAnErrorWithTheMessageInTheLog) {
   ExecRequest req = request("selftest:pass");
   req.spec.erase("architecture");
   const ExecOutcome out = execute_job(req);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_EQ(out.reason, "exited with code 2");
   EXPECT_NE(out.log_tail.find("bad spec"), std::string::npos) << out.log_tail;
   EXPECT_NE(out.log_tail.find("architecture"), std::string::npos) << out.log_tail;
@@ -189,7 +189,7 @@ TEST_F(ExecutorTest, MissingBinaryIsAnErrorNotACrash) {
   ExecRequest req = request("selftest:pass");
   req.worker_binary = scratch_ / "no-such-worker";
   const ExecOutcome out = execute_job(req);
-  EXPECT_EQ(out.status, "error");
+  EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_NE(out.reason.find("cannot start"), std::string::npos) << out.reason;
 }
 
@@ -202,7 +202,7 @@ TEST_F(ExecutorTest, JobInheritsOnlyStdioEvenFromNonCloexecDescriptors) {
   const ExecOutcome out = execute_job(request("selftest:fds"));
   ::close(fd);
   std::filesystem::remove(marker);
-  ASSERT_EQ(out.status, "pass") << out.reason << out.log_tail;
+  ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << out.log_tail;
   const json& fds = out.metrics.at("open_fds");
   EXPECT_EQ(fds.at("0"), "/dev/null");
   EXPECT_EQ(fds.at("1"), fds.at("2"));  // one pipe for both streams
@@ -217,7 +217,7 @@ TEST_F(ExecutorTest, ConcurrentJobsDoNotHoldEachOthersOutput) {
   // reach end of file and it would wait for the hang to time out.
   std::thread hang([this] {
     const ExecOutcome out = execute_job(request("selftest:hang", 3.0));
-    EXPECT_EQ(out.status, "timeout");
+    EXPECT_EQ(out.status, am::ResultStatus::kTimeout);
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto t0 = Clock::now();
@@ -226,7 +226,7 @@ TEST_F(ExecutorTest, ConcurrentJobsDoNotHoldEachOthersOutput) {
   const ExecOutcome out = execute_job(req);
   const double took = seconds_since(t0);
   hang.join();
-  EXPECT_EQ(out.status, "pass");
+  EXPECT_EQ(out.status, am::ResultStatus::kPass);
   EXPECT_LT(took, 2.0);
 }
 

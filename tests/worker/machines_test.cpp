@@ -21,14 +21,15 @@ using testing::replay_machine;
 
 json cpu_precisions() {
   json out = json::array();
-  for (const auto& p : am::worker::cpu_precisions()) out.push_back(p);
+  for (am::jobs::Precision p : am::worker::cpu_precisions()) out.push_back(am::jobs::to_string(p));
   return out;
 }
 
 json opencl_precisions(bool fp16) {
   json out = json::array();
-  for (auto p : kOpenClPrecisions) out.push_back(std::string(p));
-  if (fp16) out.push_back(std::string(kOpenClHalfPrecision));
+  for (am::jobs::Precision p : am::worker::opencl_precisions("recorded", fp16)) {
+    out.push_back(std::string(am::jobs::to_string(p)));
+  }
   return out;
 }
 

@@ -300,7 +300,7 @@ TEST(Capabilities, RecordHasTheDocumentedShape) {
   EXPECT_EQ(dev.at("compute_units"), topo["cores"]);
   EXPECT_EQ(dev.at("memory_bytes"), topo["memory_limit_bytes"]);
   json precisions = json::array();
-  for (const auto& p : cpu_precisions()) precisions.push_back(p);
+  for (jobs::Precision p : cpu_precisions()) precisions.push_back(jobs::to_string(p));
   EXPECT_EQ(dev.at("precisions"), precisions);
   EXPECT_EQ(dev.at("features").at("int_dot_product"),
             cpu["isa"].value("avx512_vnni", false) || cpu["isa"].value("avx_vnni", false) ||
@@ -334,6 +334,12 @@ TEST(Capabilities, FailingProbeIsSkippedAndTheDeviceStillAppears) {
   EXPECT_EQ(rec["devices"][0]["compute_units"], CPU_COUNT(&set));
   EXPECT_GT(rec["devices"][0]["memory_bytes"].get<int64_t>(), 0);
 }
+
+}  // namespace
+}  // namespace am::worker
+
+namespace am::worker {
+namespace {
 
 }  // namespace
 }  // namespace am::worker
