@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/check.h"
+
 namespace am::coord {
 namespace {
 
@@ -65,7 +67,8 @@ std::string_view rating_label(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy only";
     case Rating::kNotRun: return "not run";
   }
-  return "not run";
+  // A fallback would print a corrupt rating as a plausible cell in every report.
+  AM_UNREACHABLE("Rating value outside its enum");
 }
 
 std::string_view rating_key(Rating rating) {
@@ -81,7 +84,7 @@ std::string_view rating_key(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy_only";
     case Rating::kNotRun: return "not_run";
   }
-  return "not_run";
+  AM_UNREACHABLE("Rating value outside its enum");
 }
 
 std::string_view status_emoji(std::string_view status) {

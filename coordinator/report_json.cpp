@@ -23,24 +23,24 @@ json spec_field(const json& spec, const char* key, json fallback) {
 
 json strings(const std::vector<std::string>& values) {
   json out = json::array();
-  for (const std::string& v : values) out.push_back(sanitize_utf8(v));
+  for (const std::string& v : values) out.push_back(repair_utf8(v));
   return out;
 }
 
 json run_json(const RunRecord& run, const RunSummary& summary) {
   json workers = json::array();
   for (const WorkerSummary& w : summary.workers) {
-    workers.push_back({{"worker_id", sanitize_utf8(w.worker_id)},
-                       {"hostname", sanitize_utf8(w.hostname)},
-                       {"build", sanitize_utf8(w.build)},
+    workers.push_back({{"worker_id", repair_utf8(w.worker_id)},
+                       {"hostname", repair_utf8(w.hostname)},
+                       {"build", repair_utf8(w.build)},
                        {"hardware_classes", strings(w.hardware_classes)},
                        {"devices", strings(w.devices)},
                        {"jobs", w.jobs}});
   }
-  return {{"run_id", sanitize_utf8(run.run_id)},
-          {"plan_name", sanitize_utf8(run.plan_name)},
-          {"plan_path", sanitize_utf8(run.plan_path)},
-          {"description", sanitize_utf8(run.description)},
+  return {{"run_id", repair_utf8(run.run_id)},
+          {"plan_name", repair_utf8(run.plan_name)},
+          {"plan_path", repair_utf8(run.plan_path)},
+          {"description", repair_utf8(run.description)},
           {"created_at_ms", run.created_at_ms},
           {"finished_at_ms", run.finished_at_ms},
           {"created_at", format_utc(run.created_at_ms)},
@@ -51,30 +51,30 @@ json run_json(const RunRecord& run, const RunSummary& summary) {
 }
 
 json result_json(const ReportRow& r) {
-  return {{"job_id", sanitize_utf8(r.job_id)},
-          {"model", sanitize_utf8(r.model)},
-          {"architecture", sanitize_utf8(r.architecture)},
-          {"backend", sanitize_utf8(r.backend)},
-          {"precision", sanitize_utf8(r.precision)},
+  return {{"job_id", repair_utf8(r.job_id)},
+          {"model", repair_utf8(r.model)},
+          {"architecture", repair_utf8(r.architecture)},
+          {"backend", repair_utf8(r.backend)},
+          {"precision", repair_utf8(r.precision)},
           {"batch", spec_field(r.spec, "batch", nullptr)},
           {"seq_len", spec_field(r.spec, "seq_len", nullptr)},
           {"mode", spec_field(r.spec, "mode", "")},
           {"seed", spec_field(r.spec, "seed", nullptr)},
           {"scaled", spec_field(r.spec, "scaled", false)},
           {"state", r.state},
-          {"status", sanitize_utf8(r.status)},
-          {"reason", sanitize_utf8(r.reason)},
+          {"status", repair_utf8(r.status)},
+          {"reason", repair_utf8(r.reason)},
           {"attempt", r.attempt},
           {"attempts", r.attempts},
-          {"worker", sanitize_utf8(r.worker_id)},
-          {"hostname", sanitize_utf8(r.hostname)},
-          {"hardware_class", sanitize_utf8(r.hardware_class)},
-          {"device", sanitize_utf8(r.device)},
-          {"build", sanitize_utf8(r.build)},
+          {"worker", repair_utf8(r.worker_id)},
+          {"hostname", repair_utf8(r.hostname)},
+          {"hardware_class", repair_utf8(r.hardware_class)},
+          {"device", repair_utf8(r.device)},
+          {"build", repair_utf8(r.build)},
           {"started_at_ms", r.started_at_ms},
           {"finished_at_ms", r.finished_at_ms},
           {"metrics", r.metrics.is_object() ? r.metrics : json::object()},
-          {"log_tail", utf8_tail(sanitize_utf8(r.log_tail), kJsonLogTailBytes)},
+          {"log_tail", utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis)},
           {"spec", r.spec.is_object() ? r.spec : json::object()}};
 }
 
@@ -90,19 +90,19 @@ json cell_json(const MatrixCell& c) {
                       {"speedup", number_or_null(s.speedup)}});
   }
   json counts = json::object();
-  for (const auto& [status, n] : c.status_counts) counts[sanitize_utf8(status)] = n;
+  for (const auto& [status, n] : c.status_counts) counts[repair_utf8(status)] = n;
   json shape = nullptr;
   if (c.rep_batch) shape = {{"batch", *c.rep_batch}, {"seq_len", c.rep_seq_len.value_or(0)}};
-  return {{"model", sanitize_utf8(c.model)},
-          {"architecture", sanitize_utf8(c.architecture)},
-          {"backend", sanitize_utf8(c.backend)},
-          {"precision", sanitize_utf8(c.precision)},
+  return {{"model", repair_utf8(c.model)},
+          {"architecture", repair_utf8(c.architecture)},
+          {"backend", repair_utf8(c.backend)},
+          {"precision", repair_utf8(c.precision)},
           {"scaled", c.scaled},
-          {"status", sanitize_utf8(c.status)},
+          {"status", repair_utf8(c.status)},
           {"status_counts", std::move(counts)},
           {"rating", std::string(rating_key(c.rating))},
           {"rating_label", std::string(rating_label(c.rating))},
-          {"reason", sanitize_utf8(c.reason)},
+          {"reason", repair_utf8(c.reason)},
           {"representative_shape", std::move(shape)},
           {"median_ms", number_or_null(c.median_ms)},
           {"baseline_ms", number_or_null(c.baseline_ms)},
@@ -116,8 +116,8 @@ json cell_json(const MatrixCell& c) {
 }
 
 json overview_json(const OverviewCell& o) {
-  return {{"architecture", sanitize_utf8(o.architecture)},
-          {"backend", sanitize_utf8(o.backend)},
+  return {{"architecture", repair_utf8(o.architecture)},
+          {"backend", repair_utf8(o.backend)},
           {"support", o.support},
           {"cells", o.cells},
           {"working", o.working},
@@ -127,8 +127,8 @@ json overview_json(const OverviewCell& o) {
           {"not_run", o.not_run},
           {"working_precisions", strings(o.working_precisions)},
           {"best_speedup", number_or_null(o.best_speedup)},
-          {"best_precision", sanitize_utf8(o.best_precision)},
-          {"best_model", sanitize_utf8(o.best_model)}};
+          {"best_precision", repair_utf8(o.best_precision)},
+          {"best_model", repair_utf8(o.best_model)}};
 }
 
 }  // namespace
@@ -138,7 +138,7 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
   const Matrix matrix = build_matrix(rows);
 
   json by_status = json::object();
-  for (const auto& [status, n] : summary.by_status) by_status[sanitize_utf8(status)] = n;
+  for (const auto& [status, n] : summary.by_status) by_status[repair_utf8(status)] = n;
   json results = json::array();
   for (const ReportRow& r : rows) results.push_back(result_json(r));
   json cells = json::array();
