@@ -26,6 +26,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "bench/bench_util.h"
 #include "common/build_info.h"
 #include "kernels/cpu/cpu_backend.h"
@@ -56,10 +57,6 @@ nlohmann::json bandwidth_json(const ReadBandwidth& bw) {
           {"passes", bw.passes},
           {"loop", bw.loop},
           {"loads_only_best_bytes_per_second", bw.loads_only_best_bytes_per_second}};
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct Options {

@@ -39,6 +39,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "bench/bench_util.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/matmul.h"
@@ -77,7 +78,7 @@ Timing time_it(const std::function<void()>& fn, double min_time_s) {
   while (total < min_time_s || static_cast<int>(samples.size()) < kMinRuns) {
     const auto t0 = std::chrono::steady_clock::now();
     fn();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = seconds_since(t0);
     samples.push_back(s);
     total += s;
   }
@@ -313,10 +314,10 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       for (double spent = 0.0; spent < min_time_s || static_cast<int>(samples.size()) < kMinRuns;) {
         const auto t0 = std::chrono::steady_clock::now();
         sweep();
-        samples.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() /
+        samples.push_back(seconds_since(t0) /
                           static_cast<double>(ws.size()));
         paired = reader.round();
-        spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        spent += seconds_since(t0);
       }
       std::sort(samples.begin(), samples.end());
       r.t = {samples.front(), samples[samples.size() / 2], static_cast<int>(samples.size())};

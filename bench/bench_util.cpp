@@ -16,6 +16,7 @@
 #include <immintrin.h>
 #endif
 
+#include "common/clock.h"
 #include "kernels/cpu/cpu_features.h"
 
 namespace am::bench {
@@ -167,7 +168,7 @@ double peak_rate(kernels::ThreadPool& pool, double min_time_s, float (*loop)(), 
     pool.parallel_for(parts, 1, [&](int64_t b, int64_t e) {
       for (int64_t p = b; p < e; ++p) sink[static_cast<std::size_t>(p)] = loop();
     });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double s = seconds_since(t0);
     total += s;
     if (run > 0) best = std::max(best, ops_per_iteration * kPeakIterations * parts / s);  // run 0: warm-up
   }
@@ -247,7 +248,7 @@ double StreamingReader::pass_seconds(bool prefetch) {
                                                     : sum_words<0>(buf_.get() + w0, w1 - w0);
     }
   });
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = seconds_since(t0);
   for (uint64_t v : sums_) sink_ += v;  // keeps the sums (and so the reads) alive
   return s;
 }
@@ -264,7 +265,7 @@ ReadBandwidth StreamingReader::measure(double min_time_s) {
   while (total < min_time_s || r.passes < kMinBandwidthPasses) {
     const auto t0 = std::chrono::steady_clock::now();
     r = round();
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    total += seconds_since(t0);
   }
   return r;
 }

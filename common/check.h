@@ -8,6 +8,9 @@
 // which is validated with Status before it reaches such code. In a job process an abort becomes
 // a stored `crash` with this message in the log tail; in the coordinator it stops the process
 // before a wrong row is written.
+// AM_UNREACHABLE(msg) is the same failure for a point control must never reach: after a switch
+// that names every value of an enum, where a fallback value would turn a corrupt enum into a
+// plausible-looking word in a stored result or report.
 // `assert` stays only for hot-loop debugging aids whose cost matters in release builds.
 #pragma once
 
@@ -19,3 +22,5 @@ namespace am::detail {
   do {                                                                         \
     if (!(cond)) ::am::detail::check_failed(__FILE__, __LINE__, #cond, msg);   \
   } while (0)
+
+#define AM_UNREACHABLE(msg) ::am::detail::check_failed(__FILE__, __LINE__, "unreachable", msg)

@@ -9,29 +9,6 @@ namespace am::proto {
 
 namespace {
 
-constexpr std::string_view kReplacementUtf8 = "\xEF\xBF\xBD";  // U+FFFD
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto b0 = static_cast<unsigned char>(s[i]);
-  if (b0 < 0x80) return 1;
-  std::size_t len = 0;
-  char32_t min_cp = 0;
-  char32_t cp = 0;
-  if ((b0 & 0xE0) == 0xC0) { len = 2; min_cp = 0x80; cp = b0 & 0x1F; }
-  else if ((b0 & 0xF0) == 0xE0) { len = 3; min_cp = 0x800; cp = b0 & 0x0F; }
-  else if ((b0 & 0xF8) == 0xF0) { len = 4; min_cp = 0x10000; cp = b0 & 0x07; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(s[i + k]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
 class DocConverter {
  public:
   explicit DocConverter(const DocLimits& limits) : limits_(limits) {}
@@ -167,32 +144,6 @@ void pack_float64(msgpack::sbuffer& out, double v) {
   bytes[0] = static_cast<char>(kFloat64Marker);
   for (int i = 0; i < 8; ++i) bytes[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xFF);
   out.write(bytes, sizeof bytes);
-}
-
-bool is_valid_utf8(std::string_view s) {
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
-
-std::string repair_utf8(std::string_view s) {
-  if (is_valid_utf8(s)) return std::string(s);
-  std::string out;
-  out.reserve(s.size() + 8);
-  for (std::size_t i = 0; i < s.size();) {
-    const std::size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += kReplacementUtf8;
-      ++i;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
-  return out;
 }
 
 void pack_json(msgpack::sbuffer& out, const nlohmann::json& doc) {

@@ -27,6 +27,7 @@
 
 #include "common/protocol.h"
 #include "common/status.h"
+#include "common/utf8.h"
 
 namespace am::proto {
 
@@ -39,7 +40,7 @@ struct DocLimits {
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
 void pack_json(msgpack::sbuffer& out, const nlohmann::json& doc);
-// Appends `s` as a msgpack str, repairing invalid UTF-8 to U+FFFD first.
+// Appends `s` as a msgpack str, repaired first (common/utf8.h).
 void pack_utf8_string(msgpack::sbuffer& out, std::string_view s);
 // Appends `v` as a msgpack float64 (0xcb + 8 bytes big-endian).
 void pack_float64(msgpack::sbuffer& out, double v);
@@ -65,10 +66,5 @@ Result<msgpack::object_handle> unpack_bounded(std::string_view bytes,
 
 // "nil", "bool", "integer", "float", "string", "binary", "array", "map" or "ext", for errors.
 std::string_view msgpack_type_name(const msgpack::object& o);
-
-// UTF-8 helpers: validity check (rejects overlongs, surrogates, > U+10FFFF) and repair
-// (each invalid byte sequence becomes U+FFFD).
-bool is_valid_utf8(std::string_view s);
-std::string repair_utf8(std::string_view s);
 
 }  // namespace am::proto

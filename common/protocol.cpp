@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "common/msgpack_json.h"
+#include "common/utf8.h"
 
 namespace am::proto {
 
@@ -75,10 +76,11 @@ void put_map(msgpack::sbuffer& out, std::string_view key, const std::map<std::st
   }
 }
 
-// The log tail is by definition the end of the output: keep the last bytes that fit.
+// The log tail is by definition the end of the output: keep the last bytes that fit, whole
+// characters only, so the decoder's limit holds even after repair.
 std::string clipped_log_tail(const std::string& tail) {
   if (tail.size() <= kMaxLogTailBytes) return tail;
-  return repair_utf8(std::string_view(tail).substr(tail.size() - kMaxLogTailBytes));
+  return utf8_tail(tail, kMaxLogTailBytes);
 }
 
 struct Encoder {

@@ -4,13 +4,16 @@
 // *where* and *what* (e.g. "plan.toml:12: unknown precision 'q5'"). Result<T> holds a value or a
 // non-OK Status. Both are [[nodiscard]]: ignoring an error is a compile warning.
 // Third-party exceptions never cross a module boundary; adapters catch and convert them.
+// Misuse — value() of an error, a Result built from an OK Status — aborts (AM_CHECK) in every
+// build type.
 #pragma once
 
-#include <cassert>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <variant>
+
+#include "common/check.h"
 
 namespace am {
 
@@ -64,7 +67,8 @@ class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}                  // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {            // NOLINT: implicit by design
-    assert(!std::get<Status>(v_).ok() && "Result constructed from an OK status");
+    // An OK status here would make a Result that is neither a value nor an error.
+    AM_CHECK(!std::get<Status>(v_).ok(), "Result constructed from an OK status");
   }
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -72,9 +76,11 @@ class [[nodiscard]] Result {
     static const Status kOkStatus;
     return ok() ? kOkStatus : std::get<Status>(v_);
   }
-  T& value() & { assert(ok()); return std::get<T>(v_); }
-  const T& value() const& { assert(ok()); return std::get<T>(v_); }
-  T&& value() && { assert(ok()); return std::get<T>(std::move(v_)); }
+  // Reading the value of an error is a bug in the caller: it aborts with a message, in every
+  // build, rather than throwing std::bad_variant_access that some handler turns into a result.
+  T& value() & { AM_CHECK(ok(), "Result::value() on an error"); return std::get<T>(v_); }
+  const T& value() const& { AM_CHECK(ok(), "Result::value() on an error"); return std::get<T>(v_); }
+  T&& value() && { AM_CHECK(ok(), "Result::value() on an error"); return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }

@@ -1,33 +1,16 @@
 #include "coordinator/local_workers.h"
 
-#include <chrono>
-#include <cstring>
 #include <csignal>
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
-
-extern char** environ;
 
 namespace am::coord {
 namespace {
 
 constexpr int64_t kStopGraceMs = 3000;   // SIGTERM → SIGKILL
 constexpr int64_t kWaitPollMs = 20;
-
-// Reaps `pid` if it has exited; returns its exit code (or 128+signal), or -1 if still running.
-int try_reap(pid_t pid) {
-  int status = 0;
-  pid_t r = waitpid(pid, &status, WNOHANG);
-  if (r != pid) return -1;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
-}
 
 }  // namespace
 
@@ -55,81 +38,66 @@ Result<LocalWorkers> LocalWorkers::start(const LocalWorkerOptions& o) {
       args.push_back("--heartbeat-ms");
       args.push_back(std::to_string(o.heartbeat_interval_ms));
     }
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-
-    const auto log_path = o.state_dir / ("worker-" + std::to_string(i) + ".log");
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-    posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      return io_error("cannot start " + o.worker_binary.string() + ": " + std::strerror(rc));
-    }
-    w.pids_.push_back(pid);
+    SpawnOptions spawn;
+    spawn.output = SpawnOptions::Output::kFile;
+    spawn.output_file = o.state_dir / ("worker-" + std::to_string(i) + ".log");
+    // Same process group as `accelmatrix run`: a Ctrl-C in the terminal stops them with it.
+    spawn.new_process_group = false;
+    AM_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::spawn(args, spawn));
+    w.children_.push_back(std::move(child));
     w.exit_codes_.push_back(-1);
   }
   return w;
 }
 
 LocalWorkers::LocalWorkers(LocalWorkers&& other) noexcept
-    : pids_(std::move(other.pids_)), exit_codes_(std::move(other.exit_codes_)) {
-  other.pids_.clear();
+    : children_(std::move(other.children_)), exit_codes_(std::move(other.exit_codes_)) {
+  other.children_.clear();
 }
 
 LocalWorkers::~LocalWorkers() { stop_all(); }
 
-bool LocalWorkers::wait_all(int64_t timeout_ms) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (true) {
-    bool all = true;
-    for (std::size_t i = 0; i < pids_.size(); ++i) {
-      if (pids_[i] <= 0) continue;
-      int code = try_reap(pids_[i]);
-      if (code >= 0) {
-        exit_codes_[i] = code;
-        pids_[i] = 0;
-      } else {
-        all = false;
-      }
+bool LocalWorkers::reap_exited() {
+  bool all = true;
+  for (std::size_t i = 0; i < children_.size(); ++i) {
+    if (children_[i].pid() <= 0) continue;
+    if (auto exit = children_[i].try_wait()) {
+      exit_codes_[i] = exit->shell_code();
+    } else {
+      all = false;
     }
-    if (all) return true;
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(kWaitPollMs));
   }
-  stop_all();
-  return false;
+  return all;
+}
+
+bool LocalWorkers::wait_all(int64_t timeout_ms) {
+  const int64_t deadline = steady_ms() + timeout_ms;
+  while (!reap_exited()) {
+    if (steady_ms() >= deadline) {
+      stop_all();
+      return false;
+    }
+    std::this_thread::sleep_for(Millis(kWaitPollMs));
+  }
+  return true;
 }
 
 void LocalWorkers::stop_all() {
   bool any = false;
-  for (pid_t pid : pids_) {
-    if (pid > 0) {
-      kill(pid, SIGTERM);
+  for (ChildProcess& child : children_) {
+    if (child.pid() > 0) {
+      child.signal(SIGTERM);
       any = true;
     }
   }
   if (!any) return;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kStopGraceMs);
-  for (auto& pid : pids_) {
-    while (pid > 0) {
-      if (try_reap(pid) >= 0) {
-        pid = 0;
-      } else if (std::chrono::steady_clock::now() >= deadline) {
-        get_logger("coordinator/local")->warn("worker {} ignored SIGTERM; killing it", pid);
-        kill(pid, SIGKILL);
-        waitpid(pid, nullptr, 0);
-        pid = 0;
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(kWaitPollMs));
-      }
-    }
+  const int64_t deadline = steady_ms() + kStopGraceMs;
+  while (!reap_exited() && steady_ms() < deadline) std::this_thread::sleep_for(Millis(kWaitPollMs));
+  for (ChildProcess& child : children_) {
+    if (child.pid() <= 0) continue;
+    get_logger("coordinator/local")->warn("worker {} ignored SIGTERM; killing it", child.pid());
+    child.signal(SIGKILL);
+    (void)child.wait();
   }
 }
 

@@ -1,7 +1,9 @@
 // Local worker processes for `accelmatrix run`: the embedded coordinator's workers are real
 // accelmatrix-worker processes on this machine, talking to it over tcp loopback.
 //
-// Contract: start() spawns `count` workers (posix_spawn, never fork) connected to `endpoint`,
+// Contract: start() spawns `count` workers (common/spawn.h: posix_spawn, no inherited
+// descriptors, default signals; they stay in our process group so a Ctrl-C reaches them too)
+// connected to `endpoint`,
 // with ids "<prefix>-1".."<prefix>-N" and state under `state_dir`; their output goes to
 // `<state_dir>/worker-N.log`. The destructor stops what is still running (SIGTERM, then SIGKILL
 // after a grace). wait_all() waits up to `timeout_ms` for all to exit by themselves.
@@ -10,9 +12,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
+#include "common/spawn.h"
 #include "common/status.h"
 
 namespace am::coord {
@@ -43,7 +45,9 @@ class LocalWorkers {
  private:
   LocalWorkers() = default;
   void stop_all();
-  std::vector<pid_t> pids_;
+  // Reaps the workers that have exited, recording their exit codes; true when none is left.
+  bool reap_exited();
+  std::vector<ChildProcess> children_;   // reaped ones stay, with pid() == -1
   std::vector<int> exit_codes_;
 };
 

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "common/check.h"
+
 namespace am::coord {
 namespace {
 
@@ -64,7 +66,8 @@ std::string_view rating_label(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy only";
     case Rating::kNotRun: return "not run";
   }
-  return "not run";
+  // A fallback would print a corrupt rating as a plausible cell in every report.
+  AM_UNREACHABLE("Rating value outside its enum");
 }
 
 std::string_view rating_key(Rating rating) {
@@ -80,7 +83,7 @@ std::string_view rating_key(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy_only";
     case Rating::kNotRun: return "not_run";
   }
-  return "not_run";
+  AM_UNREACHABLE("Rating value outside its enum");
 }
 
 std::string_view status_emoji(std::optional<ResultStatus> status) {

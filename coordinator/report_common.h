@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/utf8.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -38,12 +39,7 @@ RunSummary summarize_run(const std::vector<ReportRow>& rows);
 // "2024-05-01T12:34:56.789Z" (UTC); "" for 0.
 std::string format_utc(int64_t epoch_ms);
 
-// Replaces every byte sequence that is not valid UTF-8 with U+FFFD, so that text from workers
-// (log tails, reasons) can be written into JSON and Markdown whatever it contains.
-std::string sanitize_utf8(std::string_view text);
-
-// The last `max_bytes` bytes of `text` at most, cut at a UTF-8 character boundary, prefixed
-// with "…" when something was cut.
-std::string utf8_tail(std::string_view text, std::size_t max_bytes);
+// Text from workers (log tails, reasons) goes through common/utf8.h (repair_utf8, utf8_tail)
+// before it is written into JSON and Markdown.
 
 }  // namespace am::coord

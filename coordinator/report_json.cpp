@@ -23,7 +23,7 @@ json spec_field(const json& spec, const char* key, json fallback) {
 
 json strings(const std::vector<std::string>& values) {
   json out = json::array();
-  for (const std::string& v : values) out.push_back(sanitize_utf8(v));
+  for (const std::string& v : values) out.push_back(repair_utf8(v));
   return out;
 }
 
@@ -41,17 +41,17 @@ std::string status_name(std::optional<ResultStatus> status) {
 json run_json(const RunRecord& run, const RunSummary& summary) {
   json workers = json::array();
   for (const WorkerSummary& w : summary.workers) {
-    workers.push_back({{"worker_id", sanitize_utf8(w.worker_id)},
-                       {"hostname", sanitize_utf8(w.hostname)},
-                       {"build", sanitize_utf8(w.build)},
+    workers.push_back({{"worker_id", repair_utf8(w.worker_id)},
+                       {"hostname", repair_utf8(w.hostname)},
+                       {"build", repair_utf8(w.build)},
                        {"hardware_classes", strings(w.hardware_classes)},
                        {"devices", strings(w.devices)},
                        {"jobs", w.jobs}});
   }
-  return {{"run_id", sanitize_utf8(run.run_id)},
-          {"plan_name", sanitize_utf8(run.plan_name)},
-          {"plan_path", sanitize_utf8(run.plan_path)},
-          {"description", sanitize_utf8(run.description)},
+  return {{"run_id", repair_utf8(run.run_id)},
+          {"plan_name", repair_utf8(run.plan_name)},
+          {"plan_path", repair_utf8(run.plan_path)},
+          {"description", repair_utf8(run.description)},
           {"created_at_ms", run.created_at_ms},
           {"finished_at_ms", run.finished_at_ms},
           {"created_at", format_utc(run.created_at_ms)},
@@ -62,10 +62,10 @@ json run_json(const RunRecord& run, const RunSummary& summary) {
 }
 
 json result_json(const ReportRow& r) {
-  return {{"job_id", sanitize_utf8(r.job_id)},
-          {"model", sanitize_utf8(r.model)},
-          {"architecture", sanitize_utf8(r.architecture)},
-          {"backend", sanitize_utf8(r.backend)},
+  return {{"job_id", repair_utf8(r.job_id)},
+          {"model", repair_utf8(r.model)},
+          {"architecture", repair_utf8(r.architecture)},
+          {"backend", repair_utf8(r.backend)},
           {"precision", std::string(jobs::to_string(r.precision))},
           {"batch", spec_field(r.spec, "batch", nullptr)},
           {"seq_len", spec_field(r.spec, "seq_len", nullptr)},
@@ -74,18 +74,18 @@ json result_json(const ReportRow& r) {
           {"scaled", spec_field(r.spec, "scaled", false)},
           {"state", std::string(to_string(r.state))},
           {"status", status_name(r.status)},
-          {"reason", sanitize_utf8(r.reason)},
+          {"reason", repair_utf8(r.reason)},
           {"attempt", r.attempt},
           {"attempts", r.attempts},
-          {"worker", sanitize_utf8(r.worker_id)},
-          {"hostname", sanitize_utf8(r.hostname)},
-          {"hardware_class", sanitize_utf8(r.hardware_class)},
-          {"device", sanitize_utf8(r.device)},
-          {"build", sanitize_utf8(r.build)},
+          {"worker", repair_utf8(r.worker_id)},
+          {"hostname", repair_utf8(r.hostname)},
+          {"hardware_class", repair_utf8(r.hardware_class)},
+          {"device", repair_utf8(r.device)},
+          {"build", repair_utf8(r.build)},
           {"started_at_ms", r.started_at_ms},
           {"finished_at_ms", r.finished_at_ms},
           {"metrics", r.metrics.is_object() ? r.metrics : json::object()},
-          {"log_tail", utf8_tail(sanitize_utf8(r.log_tail), kJsonLogTailBytes)},
+          {"log_tail", utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis)},
           {"spec", r.spec.is_object() ? r.spec : json::object()}};
 }
 
@@ -105,16 +105,16 @@ json cell_json(const MatrixCell& c) {
   if (c.pending > 0) counts["pending"] = c.pending;
   json shape = nullptr;
   if (c.rep_batch) shape = {{"batch", *c.rep_batch}, {"seq_len", c.rep_seq_len.value_or(0)}};
-  return {{"model", sanitize_utf8(c.model)},
-          {"architecture", sanitize_utf8(c.architecture)},
-          {"backend", sanitize_utf8(c.backend)},
+  return {{"model", repair_utf8(c.model)},
+          {"architecture", repair_utf8(c.architecture)},
+          {"backend", repair_utf8(c.backend)},
           {"precision", std::string(jobs::to_string(c.precision))},
           {"scaled", c.scaled},
           {"status", status_name(c.status)},
           {"status_counts", std::move(counts)},
           {"rating", std::string(rating_key(c.rating))},
           {"rating_label", std::string(rating_label(c.rating))},
-          {"reason", sanitize_utf8(c.reason)},
+          {"reason", repair_utf8(c.reason)},
           {"representative_shape", std::move(shape)},
           {"median_ms", number_or_null(c.median_ms)},
           {"baseline_ms", number_or_null(c.baseline_ms)},
@@ -128,8 +128,8 @@ json cell_json(const MatrixCell& c) {
 }
 
 json overview_json(const OverviewCell& o) {
-  return {{"architecture", sanitize_utf8(o.architecture)},
-          {"backend", sanitize_utf8(o.backend)},
+  return {{"architecture", repair_utf8(o.architecture)},
+          {"backend", repair_utf8(o.backend)},
           {"support", o.support},
           {"cells", o.cells},
           {"working", o.working},
@@ -140,7 +140,7 @@ json overview_json(const OverviewCell& o) {
           {"working_precisions", precisions(o.working_precisions)},
           {"best_speedup", number_or_null(o.best_speedup)},
           {"best_precision", o.best_precision ? std::string(jobs::to_string(*o.best_precision)) : ""},
-          {"best_model", sanitize_utf8(o.best_model)}};
+          {"best_model", repair_utf8(o.best_model)}};
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ constexpr std::string_view kMissing = "—";
 
 // Valid UTF-8, one line, no unescaped '|', bounded length.
 std::string cell_text(std::string_view raw) {
-  const std::string text = sanitize_utf8(raw);
+  const std::string text = repair_utf8(raw);
   std::string out;
   out.reserve(text.size());
   std::size_t kept = 0;

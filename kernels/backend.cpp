@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/check.h"
+
 namespace am::kernels {
 
 std::string_view op_name(Op op) {
@@ -29,7 +31,8 @@ std::string_view op_name(Op op) {
     case Op::kTimeMix: return "time_mix";
     case Op::kMatmulNt: return "matmul_nt";
   }
-  return "unknown";
+  // The name lands in stored `unsupported` reasons; a value outside the enum is corruption.
+  AM_UNREACHABLE("Op value outside its enum");
 }
 
 Status unsupported_op_on(std::string_view backend, Op op, std::string_view detail) {

@@ -3,9 +3,10 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <utility>
+
+#include "common/clock.h"
 
 namespace am::kernels {
 
@@ -40,16 +41,15 @@ Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
   const double min_time_s = std::max(0.0, options.min_time_s);
   for (int i = 0; i < std::max(0, options.warmup); ++i) AM_RETURN_IF_ERROR(run_once());
 
-  using Clock = std::chrono::steady_clock;
   std::vector<double> samples;
   double total_s = 0.0;
   while (static_cast<int>(samples.size()) < max_reps &&
          (static_cast<int>(samples.size()) < min_reps || total_s < min_time_s)) {
-    const auto start = Clock::now();
+    const auto start = SteadyClock::now();
     AM_RETURN_IF_ERROR(run_once());
-    const std::chrono::duration<double> took = Clock::now() - start;
-    samples.push_back(took.count() * 1e3);
-    total_s += took.count();
+    const double took_ms = ms_since(start);
+    samples.push_back(took_ms);
+    total_s += took_ms / 1e3;
   }
   return summarize_latency(std::move(samples));
 }

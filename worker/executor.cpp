@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/reliability.h"
-#include "worker/child_process.h"
+#include "common/spawn.h"
 #include "worker/log_tail.h"
 
 namespace am::worker {
@@ -142,12 +142,12 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
         cause = StopCause::kTimeout;
       }
       if (cause != StopCause::kNone) {
-        child.signal_group(SIGTERM);
+        child.signal(SIGTERM);
         kill_at = now + kKillGraceMs;
       }
     }
     if (cause != StopCause::kNone && !killed && now >= kill_at) {
-      child.signal_group(SIGKILL);
+      child.signal(SIGKILL);
       killed = true;
     }
     if (child.exited()) break;
@@ -166,7 +166,7 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
   }
 
   // The leader has exited; what is left of its group (helpers it started) goes with it.
-  child.signal_group(SIGKILL);
+  child.signal(SIGKILL);
   const int64_t drain_until = steady_ms() + kDrainAfterExitMs;
   while (output_open) {
     output_open = drain();

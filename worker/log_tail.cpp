@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/utf8.h"
+
 namespace am::worker {
 
 LogTail::LogTail(std::size_t capacity) : capacity_(capacity) { ring_.reserve(capacity); }
@@ -35,41 +37,15 @@ std::string LogTail::str() const {
     out.append(ring_, next_, std::string::npos);
     out.append(ring_, 0, next_);
   }
-  return sanitize_utf8(std::move(out));
-}
-
-std::string sanitize_utf8(std::string text) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    std::size_t len = 0;
-    unsigned char lo = 0x80, hi = 0xBF;  // allowed range of the second byte (RFC 3629 table)
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    }
-    bool ok = len > 0 && i + len <= n && s[i + 1] >= lo && s[i + 1] <= hi;
-    for (std::size_t k = 2; ok && k < len; ++k) ok = s[i + k] >= 0x80 && s[i + k] <= 0xBF;
-    if (ok) {
-      i += len;
-    } else {
-      text[i] = '?';
-      ++i;
-    }
+  std::string_view kept(out);
+  // Once bytes were dropped, the window may begin inside a character: drop its remainder (at
+  // most three continuation bytes) rather than show it as replacement characters.
+  for (int k = 0; k < 3 && total_ > kept.size() && !kept.empty() &&
+                  (static_cast<unsigned char>(kept.front()) & 0xC0) == 0x80;
+       ++k) {
+    kept.remove_prefix(1);
   }
-  return text;
+  return repair_utf8(kept);
 }
 
 }  // namespace am::worker

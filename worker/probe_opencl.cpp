@@ -1,14 +1,12 @@
 // The OpenCL probe; see worker/probe_opencl.h for what it writes. Gathering walks the ICD
 // loader's platforms and devices and keeps every answer under the query's own name, so a
 // recording reads like clinfo output and a hand-built one can be written from it.
-#define CL_TARGET_OPENCL_VERSION 300
-#include <CL/cl.h>  // types and constants only: the loader is opened with dlopen
-
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
+#include "kernels/opencl/cl_api.h"
 #include "kernels/opencl/opencl_backend.h"
 #include "worker/probe.h"
 #include "worker/probe_devices.h"
@@ -28,10 +26,8 @@ std::vector<jobs::Precision> opencl_precisions(const std::string& name, bool fp1
 
 namespace {
 
-using GetPlatformIDsFn = cl_int (*)(cl_uint, cl_platform_id*, cl_uint*);
-using GetPlatformInfoFn = cl_int (*)(cl_platform_id, cl_platform_info, size_t, void*, size_t*);
-using GetDeviceIDsFn = cl_int (*)(cl_platform_id, cl_device_type, cl_uint, cl_device_id*, cl_uint*);
-using GetDeviceInfoFn = cl_int (*)(cl_device_id, cl_device_info, size_t, void*, size_t*);
+using kernels::opencl::ClApi;
+using kernels::opencl::cl_error_name;
 
 // Vendor queries, from the extension specifications (cl_nv_device_attribute_query,
 // cl_amd_device_attribute_query); spelled out so the probe does not depend on cl_ext.h's age.
@@ -43,35 +39,12 @@ constexpr cl_int kPlatformNotFoundKhr = -1001;       // ocl-icd with no ICD inst
 // Longest string a query may return; extension lists of real drivers are a few KiB.
 constexpr size_t kMaxInfoStringBytes = 64 * 1024;
 
-const char* const kLoaderNames[] = {"libOpenCL.so.1", "libOpenCL.so"};
-
-std::string cl_error_name(cl_int code) {
-  switch (code) {
-    case CL_SUCCESS: return "CL_SUCCESS";
-    case CL_DEVICE_NOT_FOUND: return "CL_DEVICE_NOT_FOUND";
-    case CL_DEVICE_NOT_AVAILABLE: return "CL_DEVICE_NOT_AVAILABLE";
-    case CL_OUT_OF_RESOURCES: return "CL_OUT_OF_RESOURCES";
-    case CL_OUT_OF_HOST_MEMORY: return "CL_OUT_OF_HOST_MEMORY";
-    case CL_INVALID_VALUE: return "CL_INVALID_VALUE";
-    case CL_INVALID_PLATFORM: return "CL_INVALID_PLATFORM";
-    case CL_INVALID_DEVICE: return "CL_INVALID_DEVICE";
-    case kPlatformNotFoundKhr: return "CL_PLATFORM_NOT_FOUND_KHR";
-    default: return "OpenCL error";
-  }
-}
-
 std::string describe_error(const char* call, const char* query, cl_int code) {
-  return std::string(call) + "(" + query + "): " + cl_error_name(code) + " (" + std::to_string(code) + ")";
+  return std::string(call) + "(" + query + "): " + std::string(cl_error_name(code)) + " (" +
+         std::to_string(code) + ")";
 }
 
 // ---- gathering ---------------------------------------------------------------------------
-
-struct Loader {
-  GetPlatformIDsFn get_platform_ids = nullptr;
-  GetPlatformInfoFn get_platform_info = nullptr;
-  GetDeviceIDsFn get_device_ids = nullptr;
-  GetDeviceInfoFn get_device_info = nullptr;
-};
 
 template <typename Handle, typename InfoFn, typename Param>
 cl_int info_string(InfoFn fn, Handle h, Param param, std::string& out) {
@@ -87,9 +60,9 @@ cl_int info_string(InfoFn fn, Handle h, Param param, std::string& out) {
 }
 
 template <typename T>
-cl_int device_value(const Loader& cl, cl_device_id d, cl_device_info param, T& out) {
+cl_int device_value(const ClApi& cl, cl_device_id d, cl_device_info param, T& out) {
   T value{};
-  const cl_int err = cl.get_device_info(d, param, sizeof value, &value, nullptr);
+  const cl_int err = cl.GetDeviceInfo(d, param, sizeof value, &value, nullptr);
   if (err == CL_SUCCESS) out = value;
   return err;
 }
@@ -130,7 +103,7 @@ const NumberQuery kDeviceNumbers[] = {
     {"CL_DEVICE_MAX_NUM_SUB_GROUPS", kMaxNumSubGroups, 4, false},
 };
 
-cl_int query_number(const Loader& cl, cl_device_id d, const NumberQuery& q, uint64_t& out) {
+cl_int query_number(const ClApi& cl, cl_device_id d, const NumberQuery& q, uint64_t& out) {
   if (q.bytes == 4) {
     cl_uint v = 0;
     const cl_int err = device_value(cl, d, q.param, v);
@@ -149,11 +122,11 @@ cl_int query_number(const Loader& cl, cl_device_id d, const NumberQuery& q, uint
   return err;
 }
 
-nlohmann::json gather_device(const Loader& cl, cl_device_id d) {
+nlohmann::json gather_device(const ClApi& cl, cl_device_id d) {
   nlohmann::json dev = nlohmann::json::object();
   for (const StringQuery& q : kDeviceStrings) {
     std::string value;
-    const cl_int err = info_string(cl.get_device_info, d, q.param, value);
+    const cl_int err = info_string(cl.GetDeviceInfo, d, q.param, value);
     if (err == CL_SUCCESS) {
       dev[q.key] = value;
     } else if (q.required) {
@@ -182,14 +155,14 @@ nlohmann::json gather_device(const Loader& cl, cl_device_id d) {
   }
   if (has_extension(extensions, "cl_amd_device_attribute_query")) {
     std::string board;
-    if (info_string(cl.get_device_info, d, kBoardNameAmd, board) == CL_SUCCESS) {
+    if (info_string(cl.GetDeviceInfo, d, kBoardNameAmd, board) == CL_SUCCESS) {
       dev["CL_DEVICE_BOARD_NAME_AMD"] = board;
     }
   }
   return dev;
 }
 
-nlohmann::json gather_platform(const Loader& cl, cl_platform_id p) {
+nlohmann::json gather_platform(const ClApi& cl, cl_platform_id p) {
   nlohmann::json plat = nlohmann::json::object();
   const std::pair<const char*, cl_platform_info> queries[] = {
       {"CL_PLATFORM_NAME", CL_PLATFORM_NAME},       {"CL_PLATFORM_VENDOR", CL_PLATFORM_VENDOR},
@@ -197,13 +170,13 @@ nlohmann::json gather_platform(const Loader& cl, cl_platform_id p) {
       {"CL_PLATFORM_EXTENSIONS", CL_PLATFORM_EXTENSIONS}};
   for (const auto& [key, param] : queries) {
     std::string value;
-    if (info_string(cl.get_platform_info, p, param, value) == CL_SUCCESS) plat[key] = value;
+    if (info_string(cl.GetPlatformInfo, p, param, value) == CL_SUCCESS) plat[key] = value;
   }
   nlohmann::json devices = nlohmann::json::array();
   cl_uint count = 0;
-  cl_int err = cl.get_device_ids(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &count);
+  cl_int err = cl.GetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &count);
   std::vector<cl_device_id> ids(count);
-  if (err == CL_SUCCESS && count > 0) err = cl.get_device_ids(p, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr);
+  if (err == CL_SUCCESS && count > 0) err = cl.GetDeviceIDs(p, CL_DEVICE_TYPE_ALL, count, ids.data(), nullptr);
   plat["devices_status"] = err;
   if (err == CL_SUCCESS) {
     for (cl_device_id d : ids) devices.push_back(gather_device(cl, d));
@@ -212,24 +185,22 @@ nlohmann::json gather_platform(const Loader& cl, cl_platform_id p) {
   return plat;
 }
 
+// Reads through the project's one OpenCL loader (kernels/opencl/cl_api.h), the same table the
+// backend runs jobs with.
 nlohmann::json gather_opencl() {
-  Result<DynamicLibrary> lib =
-      DynamicLibrary::open_first(std::vector<std::string>(std::begin(kLoaderNames), std::end(kLoaderNames)));
+  Result<const DynamicLibrary*> lib = kernels::opencl::opencl_library();
   nlohmann::json answers = {{"library", library_answers(lib)}, {"platforms", nlohmann::json::array()}};
   if (!lib.ok()) return answers;
-  Loader cl;
-  cl.get_platform_ids = lib->function<GetPlatformIDsFn>("clGetPlatformIDs");
-  cl.get_platform_info = lib->function<GetPlatformInfoFn>("clGetPlatformInfo");
-  cl.get_device_ids = lib->function<GetDeviceIDsFn>("clGetDeviceIDs");
-  cl.get_device_info = lib->function<GetDeviceInfoFn>("clGetDeviceInfo");
-  if (!cl.get_platform_ids || !cl.get_platform_info || !cl.get_device_ids || !cl.get_device_info) {
-    answers["error"] = lib->path() + " lacks the OpenCL 1.0 platform/device query functions";
+  Result<const ClApi*> api = kernels::opencl::opencl_api();
+  if (!api.ok()) {
+    answers["error"] = api.status().message();
     return answers;
   }
+  const ClApi& cl = **api;
   cl_uint count = 0;
-  cl_int err = cl.get_platform_ids(0, nullptr, &count);
+  cl_int err = cl.GetPlatformIDs(0, nullptr, &count);
   std::vector<cl_platform_id> ids(count);
-  if (err == CL_SUCCESS && count > 0) err = cl.get_platform_ids(count, ids.data(), nullptr);
+  if (err == CL_SUCCESS && count > 0) err = cl.GetPlatformIDs(count, ids.data(), nullptr);
   answers["platforms_status"] = err;
   if (err != CL_SUCCESS) return answers;
   for (cl_platform_id p : ids) answers["platforms"].push_back(gather_platform(cl, p));

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "common/check.h"
+
 namespace am::kernels {
 
 Result<Activation> activation_from_name(std::string_view name) {
@@ -25,7 +27,7 @@ std::string_view activation_name(Activation act) {
     case Activation::kSigmoid: return "sigmoid";
     case Activation::kQuickGelu: return "quick_gelu";
   }
-  return "unknown";
+  AM_UNREACHABLE("Activation value outside its enum");
 }
 
 void apply_activation(Activation act, TensorView x, const ExecContext& ctx) {

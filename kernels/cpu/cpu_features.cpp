@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "common/check.h"
+
 namespace am::kernels {
 namespace {
 
@@ -46,7 +48,8 @@ std::string_view kernel_path_name(KernelPath path) {
     case KernelPath::kNeon:
       return "neon";
   }
-  return "unknown";
+  // The path is stored with every performance result; a value outside the enum is corruption.
+  AM_UNREACHABLE("KernelPath value outside its enum");
 }
 
 std::optional<KernelPath> kernel_path_from_name(std::string_view name) {

@@ -5,12 +5,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/clock.h"
+
 namespace am::kernels {
 namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // Copies head outputs [batch, vocab] into rows b*(steps+1)+t of the logits.
 void place_logits(const Tensor& step, int64_t batch, int64_t steps, int64_t t, Tensor& logits) {

@@ -1,8 +1,8 @@
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
 
+#include "common/clock.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/models/multimodal.h"
 #include "kernels/models/vision_tower.h"
@@ -39,8 +39,7 @@ std::vector<int32_t> llava_image_token_layout(int64_t crops, int64_t side, int64
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using Clock = SteadyClock;
 
 class LlavaGraph final : public ModelGraph {
  public:

@@ -1,9 +1,9 @@
 #include "kernels/models/state_space.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 
+#include "common/clock.h"
 #include "kernels/models/decoder_only_lm.h"
 #include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
@@ -20,8 +20,7 @@ constexpr float kNormNoiseStd = 0.02f;
 constexpr float kDtMin = 1e-3f, kDtMax = 1e-1f, kDtFloor = 1e-4f;
 constexpr float kRwkvInitialMax = kTimeMixInitialMax;
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+using Clock = SteadyClock;
 
 // A recurrent LM: embeds ids, runs `q_len` positions per sample through its layers carrying the
 // state, writes hidden states after the final norm.

@@ -1,13 +1,14 @@
 #include "kernels/opencl/cl_api.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <system_error>
+#include <vector>
 
+#include "common/dynamic_library.h"
 #include "common/log.h"
 
 namespace am::kernels::opencl {
@@ -15,10 +16,14 @@ namespace {
 
 // The loader's soname first (what ocl-icd-libopencl1 installs), then the development symlink
 // for boxes where only a vendor's unversioned library exists.
-constexpr const char* kLoaderNames[] = {"libOpenCL.so.1", "libOpenCL.so"};
+const std::vector<std::string> kLoaderNames = {"libOpenCL.so.1", "libOpenCL.so"};
 constexpr const char* kPoclCacheEnv = "POCL_CACHE_DIR";
 constexpr const char* kPoclCacheSubdir = "accelmatrix-pocl";
 
+// Written once under g_load_once, read-only afterwards. The library is never closed (and is
+// opened RTLD_NODELETE), so the table's pointers stay valid until exit.
+std::optional<DynamicLibrary> g_library;
+Status g_library_status = Status::Ok();
 ClApi g_api;
 Status g_load_status = Status::Ok();
 std::once_flag g_load_once;
@@ -42,8 +47,8 @@ void ensure_pocl_cache_dir() {
 }
 
 template <typename Fn>
-bool resolve(void* lib, const char* symbol, Fn& slot, std::string& missing) {
-  slot = reinterpret_cast<Fn>(dlsym(lib, symbol));
+bool resolve(const DynamicLibrary& lib, const char* symbol, Fn& slot, std::string& missing) {
+  slot = lib.function<Fn>(symbol);
   if (slot == nullptr) {
     if (!missing.empty()) missing += ", ";
     missing += symbol;
@@ -54,17 +59,13 @@ bool resolve(void* lib, const char* symbol, Fn& slot, std::string& missing) {
 
 Status load() {
   ensure_pocl_cache_dir();
-  void* lib = nullptr;
-  std::string tried;
-  for (const char* name : kLoaderNames) {
-    lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lib != nullptr) break;
-    if (!tried.empty()) tried += ", ";
-    tried += name;
+  Result<DynamicLibrary> opened = DynamicLibrary::open_first(kLoaderNames);
+  if (!opened.ok()) {
+    g_library_status = opened.status();
+    return unsupported("OpenCL ICD loader not found: " + opened.status().message());
   }
-  if (lib == nullptr) {
-    return unsupported("OpenCL ICD loader not found (tried " + tried + ")");
-  }
+  g_library.emplace(std::move(opened).value());
+  const DynamicLibrary& lib = *g_library;
   std::string missing;
   ClApi& a = g_api;
   resolve(lib, "clGetPlatformIDs", a.GetPlatformIDs, missing);
@@ -92,7 +93,7 @@ Status load() {
   if (!missing.empty()) {
     // The library stays open (it may be in use elsewhere in the process); only our table is void.
     g_api = ClApi{};
-    return unsupported("OpenCL ICD loader lacks OpenCL 1.2 symbols: " + missing);
+    return unsupported(lib.path() + " lacks OpenCL 1.2 symbols: " + missing);
   }
   return Status::Ok();
 }
@@ -103,6 +104,12 @@ Result<const ClApi*> opencl_api() {
   std::call_once(g_load_once, [] { g_load_status = load(); });
   if (!g_load_status.ok()) return g_load_status;
   return &g_api;
+}
+
+Result<const DynamicLibrary*> opencl_library() {
+  std::call_once(g_load_once, [] { g_load_status = load(); });
+  if (!g_library) return g_library_status;
+  return &*g_library;
 }
 
 const ClApi& cl() { return g_api; }

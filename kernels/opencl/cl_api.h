@@ -1,14 +1,20 @@
 // The OpenCL entry points accelmatrix uses, resolved at run time from the ICD loader.
 //
+// This is the one OpenCL loader of the project: the OpenCL backend and the worker's OpenCL probe
+// (worker/probe_opencl.cpp) both call through it.
+//
 // Why dlopen: the worker binary must start on a box without libOpenCL (most CPU-only servers);
 // linking OpenCL::OpenCL would make the dynamic linker refuse to start it there. The loader
-// ("libOpenCL.so.1", the ocl-icd / vendor ICD loader) is opened once per process and never
-// closed, so every function pointer in the table stays valid until exit.
+// ("libOpenCL.so.1", the ocl-icd / vendor ICD loader) is opened once per process
+// (common/dynamic_library.h) and never closed, so every function pointer in the table stays
+// valid until exit.
 //
 // Contract:
 //   - opencl_api() loads the library and every symbol on first call (thread-safe, once). It
 //     returns Unsupported naming the library when the loader or any symbol is missing; the
 //     answer is cached, so later calls are cheap.
+//   - opencl_library() is the library that load opened (its soname and mapped path), or the
+//     NotFound status naming every name tried. Same once-only load as opencl_api().
 //   - Before the first OpenCL call it sets POCL_CACHE_DIR to $TMPDIR/accelmatrix-pocl (or
 //     /tmp/accelmatrix-pocl) when the variable is unset, so PoCL's kernel cache is writable and
 //     shared between runs and job processes. A value the user set is kept.
@@ -24,6 +30,7 @@
 
 #include <string_view>
 
+#include "common/dynamic_library.h"
 #include "common/status.h"
 
 namespace am::kernels::opencl {
@@ -55,6 +62,7 @@ struct ClApi {
 };
 
 Result<const ClApi*> opencl_api();
+Result<const DynamicLibrary*> opencl_library();
 
 // The loaded table. Only valid after opencl_api() succeeded (every handle wrapper relies on it:
 // a handle can only exist once the API is loaded).

@@ -1,9 +1,9 @@
 #include "kernels/opencl/device_runtime.h"
 
-#include <chrono>
 #include <string>
 #include <vector>
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace am::kernels::opencl {
@@ -101,7 +101,7 @@ Status KernelLaunch::run(cl_command_queue queue, int dims, const std::size_t* gl
 
 Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device) {
   AM_RETURN_IF_ERROR(opencl_api().status());
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = SteadyClock::now();
   DeviceRuntime rt;
   rt.device_ = device;
   cl_device_fp_config fp = 0;
@@ -146,8 +146,7 @@ Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device) {
                          " allows " + std::to_string(allowed));
     }
   }
-  rt.build_ms_ =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  rt.build_ms_ = ms_since(start);
   get_logger("kernels/opencl")
       ->debug("kernels built for {} in {:.0f} ms ({})", device.label(), rt.build_ms_, options);
   return rt;

@@ -146,28 +146,6 @@ TEST(MsgpackJson, IntegralDoublesStayFloats) {
   EXPECT_EQ(back->dump(), "{\"t\":120.0}");
 }
 
-TEST(Utf8, ValidatesStrictly) {
-  EXPECT_TRUE(is_valid_utf8(""));
-  EXPECT_TRUE(is_valid_utf8("plain ascii"));
-  EXPECT_TRUE(is_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
-  EXPECT_TRUE(is_valid_utf8("\xf4\x8f\xbf\xbf"));          // U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));         // above U+10FFFF
-  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));                 // overlong '/'
-  EXPECT_FALSE(is_valid_utf8("\xe0\x80\xaf"));             // overlong
-  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));             // surrogate
-  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));                 // truncated
-  EXPECT_FALSE(is_valid_utf8("\x80"));                     // lone continuation
-  EXPECT_FALSE(is_valid_utf8("\xff"));
-}
-
-TEST(Utf8, RepairReplacesEachInvalidByte) {
-  EXPECT_EQ(repair_utf8("ok"), "ok");
-  EXPECT_EQ(repair_utf8("a\xff" "b"), "a\xEF\xBF\xBD" "b");
-  EXPECT_EQ(repair_utf8("\xe2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");
-  EXPECT_EQ(repair_utf8("\xc3\xa9\x80"), "\xc3\xa9\xEF\xBF\xBD");
-  EXPECT_TRUE(is_valid_utf8(repair_utf8("\xc0\xaf\xed\xa0\x80 tail")));
-}
-
 TEST(MsgpackJson, InvalidUtf8InJsonIsRepairedOnEncode) {
   const nlohmann::json doc = {{"s", std::string("x\xffy")}};
   auto back = msgpack_to_json(json_to_msgpack(doc));

@@ -134,6 +134,23 @@ TEST(ProtocolRoundTrip, LogTailLongerThanTheLimitKeepsItsEnd) {
   EXPECT_EQ(got, tail.substr(tail.size() - kMaxLogTailBytes));
 }
 
+TEST(ProtocolRoundTrip, LogTailCutInsideACharacterStaysWithinTheLimit) {
+  JobResult r;
+  r.job_id = "j1";
+  r.attempt = 1;
+  r.status = "crash";
+  // 3-byte characters after one ASCII byte: the byte limit falls inside a character, and
+  // invalid bytes grow threefold when repaired; the decoder's limit must still hold.
+  r.log_tail = "x";
+  while (r.log_tail.size() < kMaxLogTailBytes + 100) r.log_tail += "\xe2\x82\xac\xff";
+  const Frames f = encode(Message{r});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const std::string& got = std::get<JobResult>(back->body).log_tail;
+  EXPECT_LE(got.size(), kMaxLogTailBytes);
+  EXPECT_EQ(got.substr(got.size() - 6), "\xe2\x82\xac\xEF\xBF\xBD");
+}
+
 TEST(ProtocolRoundTrip, InvalidUtf8IsRepairedNotRejected) {
   Bye bye{std::string("bad \xff byte and cut \xe2\x9c")};
   const Frames f = encode(Message{bye});

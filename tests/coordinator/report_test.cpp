@@ -215,14 +215,7 @@ TEST_F(Reports, TextFromWorkersThatIsNotUtf8IsMadeSafe) {
   EXPECT_NE(md.find("error: bad byte \xEF\xBF\xBD here\\|and a newline"), std::string::npos);
 }
 
-TEST(ReportCommon, Utf8HelpersKeepValidTextAndReplaceTheRest) {
-  EXPECT_EQ(sanitize_utf8("plain ascii"), "plain ascii");
-  EXPECT_EQ(sanitize_utf8("\xc3\xa9\xe2\x9c\x85\xf0\x9f\x98\x80"), "\xc3\xa9\xe2\x9c\x85\xf0\x9f\x98\x80");
-  EXPECT_EQ(sanitize_utf8("\xc0\xaf"), "\xEF\xBF\xBD\xEF\xBF\xBD");      // overlong '/'
-  EXPECT_EQ(sanitize_utf8("\xed\xa0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");   // surrogate
-  EXPECT_EQ(sanitize_utf8("ab\xe2\x9c"), "ab\xEF\xBF\xBD\xEF\xBF\xBD");   // truncated
-  EXPECT_EQ(utf8_tail("short", 10), "short");
-  EXPECT_EQ(utf8_tail("abc\xc3\xa9xyz", 4), "\xE2\x80\xA6xyz");           // does not split é
+TEST(ReportCommon, FormatsUtcTimestamps) {
   EXPECT_EQ(format_utc(0), "");
   EXPECT_EQ(format_utc(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
 }

@@ -1,18 +1,14 @@
 #include "tests/integration/harness.h"
 
-#include <csignal>
-#include <cstdlib>
-#include <fcntl.h>
-#include <fstream>
-#include <spawn.h>
 #include <sqlite3.h>
-#include <sstream>
-#include <stdexcept>
-#include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
-extern char** environ;
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
 
 namespace am::testing {
 
@@ -35,53 +31,45 @@ ScratchDir::~ScratchDir() {
 
 Process::Process(const std::vector<std::string>& argv, const std::filesystem::path& log_file)
     : log_file_(log_file) {
-  std::vector<std::string> args = argv;
-  std::vector<char*> cargv;
-  for (auto& a : args) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log_file.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
-  posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-  int rc = posix_spawn(&pid_, cargv[0], &fa, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error("posix_spawn " + argv[0] + " failed");
+  SpawnOptions options;
+  options.output = SpawnOptions::Output::kFile;
+  options.output_file = log_file;
+  options.append = true;
+  options.new_process_group = false;  // tests signal the process itself, as a user would
+  auto spawned = ChildProcess::spawn(argv, options);
+  if (!spawned.ok()) throw std::runtime_error(spawned.status().message());
+  child_.emplace(std::move(spawned).value());
 }
 
 Process::~Process() {
-  if (pid_ > 0) kill_hard();
+  if (pid() > 0) kill_hard();
 }
 
+pid_t Process::pid() const { return child_ ? child_->pid() : -1; }
+
 bool Process::running() {
-  if (pid_ <= 0) return false;
-  int status = 0;
-  pid_t r = waitpid(pid_, &status, WNOHANG);
-  if (r == pid_) {
-    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    pid_ = -1;
+  if (pid() <= 0) return false;
+  if (auto exit = child_->try_wait()) {
+    exit_code_ = exit->shell_code();
     return false;
   }
   return true;
 }
 
 void Process::kill_hard() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  waitpid(pid_, &status, 0);
-  exit_code_ = 128 + SIGKILL;
-  pid_ = -1;
+  if (pid() <= 0) return;
+  child_->signal(SIGKILL);
+  auto exit = child_->wait();
+  exit_code_ = exit.ok() ? exit->shell_code() : 128 + SIGKILL;
 }
 
 void Process::terminate() {
-  if (pid_ > 0) ::kill(pid_, SIGTERM);
+  if (pid() > 0) child_->signal(SIGTERM);
 }
 
 int Process::wait(std::chrono::milliseconds timeout) {
   wait_until([&] { return !running(); }, timeout);
-  return pid_ > 0 ? -1 : exit_code_;
+  return pid() > 0 ? -1 : exit_code_;
 }
 
 std::string Process::log() const { return read_file(log_file_); }

@@ -6,9 +6,12 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <sys/types.h>
 #include <vector>
+
+#include "common/spawn.h"
 
 namespace am::testing {
 
@@ -30,7 +33,8 @@ class ScratchDir {
   std::filesystem::path path_;
 };
 
-// A child process with stdout+stderr in a log file. Killed (SIGKILL) on destruction if alive.
+// A child process (common/spawn.h) with stdout+stderr appended to a log file. Killed (SIGKILL)
+// on destruction if alive. Throws std::runtime_error when it cannot be started.
 class Process {
  public:
   Process(const std::vector<std::string>& argv, const std::filesystem::path& log_file);
@@ -38,7 +42,7 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
 
-  pid_t pid() const { return pid_; }
+  pid_t pid() const;                           // -1 once reaped
   bool running();
   void kill_hard();                            // SIGKILL and reap
   void terminate();                            // SIGTERM (no wait)
@@ -47,7 +51,7 @@ class Process {
   std::string log() const;
 
  private:
-  pid_t pid_ = -1;
+  std::optional<ChildProcess> child_;
   int exit_code_ = -1;
   std::filesystem::path log_file_;
 };

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/clock.h"
 #include "common/reliability.h"
 #include "jobs/job_spec.h"
 #include "worker/executor.h"
@@ -19,11 +20,7 @@ namespace am::worker {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using Clock = SteadyClock;
 
 class ExecutorTest : public ::testing::Test {
  protected:
