@@ -53,7 +53,7 @@ struct Job {
 
 struct Session {
   bool live = false;
-  CreditLedger ledger;
+  CreditLedger ledger{1};
   int legacy_credits = 0;         // kLegacyClampAtReady only
 };
 
@@ -390,6 +390,15 @@ TEST(CreditLedger, WindowDiscountsAssignsInFlightAndSlotCapAppliesAtAssignTime) 
   EXPECT_EQ(l.available(kDevice, 0), 2);
   EXPECT_EQ(l.available(kDevice, 5), 0);       // never below zero
   EXPECT_EQ(l.available("gpu:0", 0), 0);       // no window for that device
+
+  // A window below the slots (a worker with fewer free slots than `slots`) is what bounds the
+  // coordinator, and ASSIGNs on the wire count against it.
+  CreditLedger wide(4);
+  wide.on_window({{kDevice, 2}}, 0);
+  wide.on_assign(kDevice);
+  EXPECT_EQ(wide.available(kDevice, 1), 1);
+  wide.on_assign(kDevice);
+  EXPECT_EQ(wide.available(kDevice, 2), 0);
 }
 
 TEST(CreditLedger, SeenBeyondSentIsClampedAndLegacyCreditsStillWork) {

@@ -57,7 +57,7 @@ void print_figures(const std::string& test, const std::filesystem::path& db, int
 TEST(Chaos, WorkersKilledInALoopLoseAndDuplicateNothing) {
   ScratchDir dir("chaos-workers");
   const auto db = dir / "cw.db";
-  const auto plan = write_chaos_plan(dir, "chaos-workers", 250);
+  const auto plan = write_chaos_plan(dir.path(), "chaos-workers", 250);
   const auto started = std::chrono::steady_clock::now();
   Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep", 2), dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");
@@ -92,7 +92,7 @@ TEST(Chaos, WorkersKilledInALoopLoseAndDuplicateNothing) {
 TEST(Chaos, CoordinatorKilledFiveTimesResumesWithNothingLostOrDuplicated) {
   ScratchDir dir("chaos-coord");
   const auto db = dir / "cc.db";
-  const auto plan = write_chaos_plan(dir, "chaos-coord", 250);
+  const auto plan = write_chaos_plan(dir.path(), "chaos-coord", 250);
   const auto started = std::chrono::steady_clock::now();
   auto serve = std::make_unique<Process>(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep0", 2),
                                          dir / "serve0.log");
@@ -124,7 +124,7 @@ TEST(Chaos, CoordinatorKilledFiveTimesResumesWithNothingLostOrDuplicated) {
 TEST(Chaos, WorkerAndCoordinatorStoppedBeyondTheHeartbeatLimitRecover) {
   ScratchDir dir("chaos-stop");
   const auto db = dir / "cs.db";
-  const auto plan = write_chaos_plan(dir, "chaos-stop", 75);   // 300 jobs
+  const auto plan = write_chaos_plan(dir.path(), "chaos-stop", 75);   // 300 jobs
   const auto started = std::chrono::steady_clock::now();
   Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep", 2), dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");

@@ -110,6 +110,14 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs")[0][0], "pass");
   EXPECT_EQ(sql_rows(db, "SELECT a.worker_id FROM jobs j JOIN attempts a ON a.job_id = j.job_id "
                          "AND a.attempt = j.terminal_attempt")[0][0], "honest");
+  // What was dropped and refused is counted, logged at exit and kept in the database.
+  EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'frames_dropped_malformed'"), 100);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'hellos_refused_version'"), 1);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'results_dropped_forged'"), 1);
+  EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'messages_before_hello'"), 1);
+  EXPECT_NE(serve.log().find("counters: "), std::string::npos);
+  // The refused HELLO left no worker row.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM workers WHERE worker_id = 'time-traveller'"), 0);
 }
 
 }  // namespace

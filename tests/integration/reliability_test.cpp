@@ -162,7 +162,7 @@ TEST(Reliability, HelloReusingAnotherWorkersIdWithoutItsSecretIsRefusedAndForges
   ASSERT_TRUE(wait_until([&] { return (running = running_attempt(db, wlog, "victim")).has_value(); }, 60s))
       << serve.log();
 
-  for (const std::string secret : {std::string(), std::string(64, 'f')}) {
+  for (const std::string& secret : {std::string(), std::string(64, 'f')}) {
     auto thief = DealerEndpoint::connect(ep);
     ASSERT_TRUE(thief.ok());
     proto::Hello h;

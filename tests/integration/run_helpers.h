@@ -50,7 +50,7 @@ inline std::vector<std::string> serve_args(const std::filesystem::path& plan, co
 }
 
 inline std::vector<std::string> worker_args(const std::string& endpoint, const std::string& id,
-                                            const std::filesystem::path& dir, int slots = 1) {
+                                            const ScratchDir& dir, int slots = 1) {
   std::vector<std::string> a = {worker_binary().string(), "--coordinator", endpoint, "--id", id,
                                 "--state-dir", (dir / ("state-" + id)).string(),
                                 "--reconnect-max-ms", "500", "--log-level", "info",
