@@ -55,7 +55,7 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   // 1. Raw garbage: wrong frame counts, unknown types, undecodable bodies.
   {
     zmq::socket_t raw(zmq_context(), zmq::socket_type::dealer);
-    raw.set(zmq::sockopt::linger, 0);
+    raw.set(zmq::sockopt::linger, 2000);   // deliver the garbage before the socket closes
     raw.connect(ep);
     for (int i = 0; i < 50; ++i) {
       std::string junk(static_cast<std::size_t>(1 + i * 7), static_cast<char>(i * 31));
