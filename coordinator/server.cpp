@@ -60,6 +60,8 @@ struct WorkerSession {
   CreditLedger credits;
   bool authenticated = false;        // registered under CURVE (key-bound)
   int64_t last_seen_ms = 0;          // steady ms
+  WorkerRecord record;               // stored with the session's first lease
+  bool record_stored = false;
 };
 
 // The stored form of a registration secret: BLAKE2b-256 of it, hex. The secret itself is never
@@ -348,18 +350,15 @@ struct Server::Impl {
     sessions[identity] = std::move(s);
     identity_of[h.worker_id] = identity;
 
-    WorkerRecord rec;
+    // The workers row is written with the session's first lease (record_session_worker), so
+    // peers that only say HELLO — a flood of invented ids, say — leave no row behind.
+    WorkerRecord& rec = sessions[identity].record;
     rec.worker_id = h.worker_id;
     rec.hostname = h.hostname;
     rec.build = h.build;
     rec.capabilities = h.capabilities;
     rec.tags = nlohmann::json::object();
     for (const auto& [k, v] : h.tags) rec.tags[k] = v;
-    rec.last_seen_at_ms = now_epoch_ms();
-    if (Status st = store->upsert_worker(rec); !st.ok()) {
-      storage_fault("storing worker " + h.worker_id, st);
-      return;
-    }
 
     proto::Welcome w;
     w.heartbeat_interval_ms = opt.heartbeat_interval_ms;
@@ -606,6 +605,14 @@ struct Server::Impl {
           const int attempt = j->attempts + 1;
           const int64_t lease_ms =
               static_cast<int64_t>(j->spec.timeout_s * 1000.0) + opt.lease_grace_ms;
+          if (!s.record_stored) {
+            s.record.last_seen_at_ms = now_epoch_ms();
+            if (Status st = store->upsert_worker(s.record); !st.ok()) {
+              storage_fault("storing worker " + s.worker_id, st);
+              return;
+            }
+            s.record_stored = true;
+          }
           LeaseRecord lease;
           lease.run_id = j->run_id;
           lease.job_id = j->job_id;
