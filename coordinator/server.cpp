@@ -200,7 +200,10 @@ struct Server::Impl {
   // PROGRESS, no RESULT) costs the peer (PeerStanding: quarantine), not the job; an answered
   // one counts against the job, which is settled as lost after failing on max_infra_attempts
   // distinct workers (or kMaxInfraFailuresFactor times as many failures in all).
-  void lease_lost(JobEntry& j, const std::string& reason) {
+  // `reclaimed`: the worker re-registered without the attempt. If it never answered it, the
+  // ASSIGN was most likely lost with a dead connection (a coordinator killed with unsent
+  // bytes): neither the job nor the peer is to blame, so neither pays.
+  void lease_lost(JobEntry& j, const std::string& reason, bool reclaimed = false) {
     if (j.state != "leased") return;
     Status st = store->expire_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
     if (!st.ok()) {
@@ -210,8 +213,10 @@ struct Server::Impl {
     const bool silent = !j.lease_answered;
     logger()->warn("job {} attempt {} on {}: {}{}", j.job_id, j.lease_attempt, j.lease_worker,
                    reason, silent ? " (the worker never answered this lease)" : "");
-    j.lost_on.insert(j.lease_worker);
-    if (silent) {
+    if (!(silent && reclaimed)) j.lost_on.insert(j.lease_worker);
+    if (silent && reclaimed) {
+      // neutral, see above
+    } else if (silent) {
       ++counters.leases_silent;
       if (int64_t q = standing.on_silent_lease(j.lease_worker, steady_ms()); q > 0) {
         ++counters.quarantines;
@@ -375,7 +380,8 @@ struct Server::Impl {
       auto held = h.held.find(j.job_id);
       if (held == h.held.end() || held->second != j.lease_attempt) {
         ++counters.leases_reclaimed;
-        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt));
+        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt),
+                   /*reclaimed=*/true);
       }
     }
     settle_ineligible_jobs();

@@ -51,8 +51,8 @@ struct ServerOptions {
   std::optional<CurveServerConfig> curve;
 };
 
-// Reliability counters of one serve session (logged when serve() returns, stored in the
-// `counters` table, shown by `status`). Monotonic; names in as_map() are stable.
+// Reliability counters of one serve session: logged when serve() returns and stored in the
+// `counters` table (for a `status` command to show). Monotonic; names in as_map() are stable.
 struct ServerCounters {
   uint64_t frames_dropped_oversized = 0;   // transport: frame above the size limit
   uint64_t frames_dropped_malformed = 0;   // transport: bad frame count, type or body
