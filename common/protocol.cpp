@@ -87,7 +87,7 @@ struct Encoder {
   msgpack::sbuffer& out;
   Packer pk{out};
   void operator()(const Hello& m) {
-    pk.pack_map(9);
+    pk.pack_map(m.secret.empty() ? 9 : 10);
     put(out, "version_major", m.version_major);
     put(out, "version_minor", m.version_minor);
     put(out, "worker_id", m.worker_id);
@@ -97,6 +97,7 @@ struct Encoder {
     put_map(out, "tags", m.tags);
     put(out, "slots", m.slots);
     put_map(out, "held", m.held);
+    if (!m.secret.empty()) put(out, "secret", m.secret);
   }
   void operator()(const Welcome& m) {
     pk.pack_map(6);
@@ -114,8 +115,15 @@ struct Encoder {
   }
   void operator()(const Heartbeat&) { pk.pack_map(0); }
   void operator()(const Ready& m) {
-    pk.pack_map(1);
-    put_map(out, "credits", m.credits);
+    if (!m.window) {
+      pk.pack_map(1);
+      put_map(out, "credits", m.credits);
+      return;
+    }
+    pk.pack_map(m.credits.empty() ? 2 : 3);
+    if (!m.credits.empty()) put_map(out, "credits", m.credits);
+    put_map(out, "window", *m.window);
+    put(out, "seen", m.seen);
   }
   void operator()(const Assign& m) {
     pk.pack_map(5);
@@ -225,6 +233,12 @@ class FieldReader {
 
   Status error(std::string_view field, const std::string& what) const {
     return invalid_argument(path(field) + ": " + what);
+  }
+
+  // True when the field is present and not nil.
+  bool has(std::string_view field) const {
+    auto found = find(field, Need::kOptional);
+    return found.ok() && *found != nullptr;
   }
 
   // nil counts as absent, so encoders that write None/null for "not set" interoperate.
@@ -404,6 +418,11 @@ Result<Message> decode_hello(const FieldReader& r) {
   AM_RETURN_IF_ERROR(r.string_map("tags", Need::kOptional, m.tags));
   AM_RETURN_IF_ERROR(r.integer("slots", Need::kRequired, 1, kMaxSlots, m.slots));
   AM_RETURN_IF_ERROR(r.int_map("held", Need::kOptional, 1, kInt32Max, m.held));
+  AM_RETURN_IF_ERROR(r.id("secret", Need::kOptional, m.secret));
+  if (!m.secret.empty() && m.secret.size() < kMinSecretBytes) {
+    return r.error("secret", "expected at least " + std::to_string(kMinSecretBytes) +
+                                 " characters, got " + std::to_string(m.secret.size()));
+  }
   return Message{std::move(m)};
 }
 
@@ -430,7 +449,16 @@ Result<Message> decode_reject(const FieldReader& r) {
 
 Result<Message> decode_ready(const FieldReader& r) {
   Ready m;
-  AM_RETURN_IF_ERROR(r.int_map("credits", Need::kRequired, 0, kMaxCreditsPerDevice, m.credits));
+  std::map<std::string, int> window;
+  AM_RETURN_IF_ERROR(r.int_map("window", Need::kOptional, 0, kMaxCreditsPerDevice, window));
+  const bool has_window = r.has("window");
+  // 1.0/1.1 peers send only credits; since 1.2 a READY carries a window (credits optional).
+  AM_RETURN_IF_ERROR(r.int_map("credits", has_window ? Need::kOptional : Need::kRequired, 0,
+                               kMaxCreditsPerDevice, m.credits));
+  if (has_window) {
+    m.window = std::move(window);
+    AM_RETURN_IF_ERROR(r.integer("seen", Need::kOptional, 0, kInt64Max, m.seen));
+  }
   return Message{std::move(m)};
 }
 

@@ -26,13 +26,14 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 1;   // 1.1: HELLO.held
+inline constexpr int kVersionMinor = 2;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
 inline constexpr std::size_t kMaxStringBytes = 64u << 10;     // any single string field
 inline constexpr std::size_t kMaxLogTailBytes = 64u << 10;    // RESULT.log_tail
 inline constexpr std::size_t kMaxIdBytes = 128;               // worker ids, job ids
+inline constexpr std::size_t kMinSecretBytes = 32;            // HELLO.secret, when present
 inline constexpr std::size_t kMaxMapEntries = 4096;           // any map or array
 inline constexpr int kMaxNestingDepth = 16;                   // nested documents
 
@@ -68,6 +69,10 @@ struct Hello {
   // this worker that is not listed (an ASSIGN lost with a dead connection, or a restarted
   // worker). Since 1.1; absent means "nothing held".
   std::map<std::string, int> held;
+  // Since 1.2: the worker's registration secret (32..128 printable ASCII characters, kept in
+  // its state dir). Without CURVE, a worker id is bound to the secret of its first WELCOME and
+  // a later HELLO for that id must carry the same secret (docs/PROTOCOL.md §5.8). Empty = none.
+  std::string secret;
 };
 
 struct Welcome {
@@ -87,9 +92,17 @@ struct Reject {
 struct Heartbeat {};
 
 struct Ready {
-  // Additional jobs the worker can accept now, per device key ("cpu:0"). Credits add up;
-  // they are reset to zero when the coordinator sends WELCOME.
+  // 1.0/1.1 (legacy): additional jobs the worker can accept now, per device key ("cpu:0").
+  // Credits add up; they are reset to zero when the coordinator sends WELCOME. Ignored when
+  // `window` is present.
   std::map<std::string, int> credits;
+  // Since 1.2: the worker's credit window — how many jobs it can accept on each device now,
+  // counting every ASSIGN it has received on this session (absolute, not an increment), and
+  // `seen`, the number of ASSIGNs it has received since this session's WELCOME. The
+  // coordinator's credits for a device are window - (ASSIGNs sent on the session - seen).
+  // A READY with a window replaces the previous one, so repeating it is harmless.
+  std::optional<std::map<std::string, int>> window;
+  int64_t seen = 0;
 };
 
 struct Assign {

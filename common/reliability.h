@@ -18,9 +18,27 @@ inline constexpr int64_t kReconnectMaxMs = 8000;
 // A lease lasts the job's own time limit plus this grace (spawn, reference run, reporting).
 inline constexpr int64_t kLeaseGraceMs = 30'000;
 
-// Infrastructure failures (worker lost, lease expired) are retried on another worker up to
-// this many attempts in total; then the job is stored as `lost`.
+// Infrastructure failures (worker lost, lease expired) are retried on another worker; a job is
+// stored as `lost` once they happened on this many distinct workers (silent peers excepted,
+// see below).
 inline constexpr int kMaxInfraAttempts = 3;
+
+// Silent peers (PROTOCOL §5.5): a lease that ends with no PROGRESS or RESULT from its peer for
+// that attempt costs the peer, not the job. After this many such leases in a row the peer's
+// worker id gets no new leases for a quarantine that starts at the initial length and doubles
+// with every further quarantine, up to the cap. Any PROGRESS or RESULT ends the streak.
+inline constexpr int kSilentLeasesBeforeQuarantine = 2;
+inline constexpr int64_t kQuarantineInitialMs = 30'000;
+inline constexpr int64_t kQuarantineMaxMs = 600'000;
+
+// Without CURVE, a worker id that has not yet returned a result holds at most this many leases
+// per device (a peer that takes jobs and never answers can then hold few of them).
+inline constexpr int kUnprovenLeasesPerDevice = 1;
+
+// A job whose leases keep ending with answers (its workers die while running it) is stored as
+// `lost` after failing on kMaxInfraAttempts distinct workers, or after this many such failures
+// in total when fewer workers could run it.
+inline constexpr int kMaxInfraFailuresFactor = 2;   // × max_infra_attempts
 
 // A job's default time limit when the plan sets none.
 inline constexpr int64_t kDefaultJobTimeoutMs = 120'000;

@@ -272,7 +272,12 @@ Result<std::optional<Envelope>> RouterEndpoint::recv(int timeout_ms) {
       impl_->drops.malformed(impl_->rejections, where(), decoded.status().message());
       return false;
     }
-    out = Envelope{std::move(peer), std::move(decoded).value()};
+    std::string user_id;
+    if (impl_->zap) {
+      // Every message of a CURVE connection carries the ZAP reply's user id as metadata.
+      if (const char* uid = zmq_msg_gets(in.parts[1].handle(), "User-Id")) user_id = uid;
+    }
+    out = Envelope{std::move(peer), std::move(decoded).value(), std::move(user_id)};
     return true;
   }));
   if (!got) return std::optional<Envelope>();

@@ -50,6 +50,10 @@ zmq::context_t& zmq_context();
 struct Envelope {
   std::string peer;             // ROUTER routing identity (opaque bytes)
   proto::Message message;
+  // Under CURVE: the client public key (Z85) the ZAP handler authenticated for the connection
+  // this message came on (ZeroMQ's "User-Id" message property, set from the ZAP reply).
+  // Empty without CURVE.
+  std::string user_id;
 };
 
 class RouterEndpoint {

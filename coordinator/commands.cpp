@@ -23,6 +23,10 @@ int fail(const std::string& what) {
   return 1;
 }
 
+// Exit code of serve and run on an infrastructure fault such as losing the database
+// (DECISIONS.md: 4 = lost or infrastructure fault).
+constexpr int kExitInfrastructureFault = 4;
+
 void print_progress(const Progress& p) {
   static std::string last;
   if (p.last_event.empty() || p.last_event == last) return;
@@ -94,7 +98,10 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   if (!server.ok()) return fail(server.status().message());
   if (!args.quiet) std::cerr << "serving run '" << run_id << "' on " << (*server)->endpoint() << "\n";
   Status st = (*server)->serve(stop);
-  if (!st.ok()) return fail(st.message());
+  if (!st.ok()) {
+    fail(st.message());
+    return (*server)->storage_failed() ? kExitInfrastructureFault : 1;
+  }
   return (*server)->all_done() ? 0 : 3;
 }
 
@@ -123,12 +130,16 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
 
   Status st = (*server)->serve(stop);
   const bool done = (*server)->all_done();
+  const bool storage_failed = (*server)->storage_failed();
   if (!workers->wait_all(kLocalWorkerExitWaitMs)) {
     std::cerr << "warning: local workers did not exit in time and were stopped; logs in "
               << lw.state_dir << "\n";
   }
   server->reset();
-  if (!st.ok()) return fail(st.message());
+  if (!st.ok()) {
+    fail(st.message());
+    return storage_failed ? kExitInfrastructureFault : 1;
+  }
 
   auto md = render(serve.server.db_path, "md", run_id);
   if (!md.ok()) return fail(md.status().message());

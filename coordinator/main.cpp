@@ -25,7 +25,7 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
       ->check(CLI::Range(1, 1000))->capture_default_str();
   cmd->add_option("--lease-grace-ms", s.lease_grace_ms, "Lease = job timeout + this grace")
       ->check(CLI::Range(int64_t{0}, int64_t{86400000}))->capture_default_str();
-  cmd->add_option("--max-attempts", s.max_infra_attempts, "Attempts before a job is 'lost'")
+  cmd->add_option("--max-attempts", s.max_infra_attempts, "Distinct workers a job's leases may fail on (worker lost, lease expired) before it is 'lost'")
       ->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--endpoint-file", a.endpoint_file, "Write the bound endpoint to this file");
   cmd->add_flag("--quiet", a.quiet, "No progress lines");

@@ -92,8 +92,28 @@ CREATE INDEX attempts_by_worker ON attempts(worker_id);
 PRAGMA application_id = 1095587889;
 )sql";
 
+// Version 2 (reliability). worker_credentials binds a worker id to the credential of its first
+// registration (PROTOCOL §5.8): the CURVE public key, or a hash of the worker's secret — never
+// the secret itself. counters keeps the server's reliability counters (frames dropped, HELLOs
+// refused, ...) across restarts, for `status`.
+constexpr const char* kSchemaV2 = R"sql(
+CREATE TABLE worker_credentials (
+  worker_id    TEXT PRIMARY KEY,
+  curve_key    TEXT NOT NULL DEFAULT '',
+  secret_hash  TEXT NOT NULL DEFAULT '',
+  bound_at     INTEGER NOT NULL DEFAULT 0
+);
+
+CREATE TABLE counters (
+  name        TEXT PRIMARY KEY,
+  value       INTEGER NOT NULL DEFAULT 0,
+  updated_at  INTEGER NOT NULL DEFAULT 0
+);
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
+    {2, kSchemaV2},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

@@ -9,8 +9,12 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "coordinator/credit_ledger.h"
 #include "coordinator/matching.h"
+#include "coordinator/peer_standing.h"
 #include "coordinator/store.h"
+
+#include <sodium.h>
 
 namespace am::coord {
 namespace {
@@ -40,7 +44,11 @@ struct JobEntry {
   int lease_attempt = 0;
   int64_t lease_expires_at_ms = 0;   // epoch ms
   bool result_pending = false;       // the current lease's RESULT waits in the store batch
-  std::set<std::string> lost_on;     // workers on which an attempt was lost
+  bool lease_answered = false;       // the current lease's peer sent PROGRESS or RESULT for it
+  std::string lease_device;
+  std::set<std::string> lost_on;     // workers on which an attempt ended without a result
+  std::set<std::string> failed_on;   // of those: the ones that had answered (counted, §5.5)
+  int infra_failures = 0;            // answered leases that ended without a result
 };
 
 struct WorkerSession {
@@ -49,9 +57,23 @@ struct WorkerSession {
   std::string hostname;
   std::vector<DeviceInfo> devices;
   int slots = 1;
-  std::map<std::string, int> credits;
+  CreditLedger credits;
+  bool authenticated = false;        // registered under CURVE (key-bound)
   int64_t last_seen_ms = 0;          // steady ms
+  WorkerRecord record;               // stored with the session's first lease
+  bool record_stored = false;
 };
+
+// The stored form of a registration secret: BLAKE2b-256 of it, hex. The secret itself is never
+// stored.
+std::string secret_hash(const std::string& secret) {
+  unsigned char out[crypto_generichash_BYTES];
+  crypto_generichash(out, sizeof out, reinterpret_cast<const unsigned char*>(secret.data()),
+                     secret.size(), nullptr, 0);
+  std::string hex(sizeof out * 2, '0');
+  sodium_bin2hex(hex.data(), hex.size() + 1, out, sizeof out);
+  return hex;
+}
 
 struct PendingResult {
   ResultRecord record;
@@ -96,8 +118,9 @@ struct Server::Impl {
   int64_t pending_since_ms = 0;
   int64_t last_heartbeat_ms = 0;
   bool assign_dirty = true;
-  uint64_t unauthorized_results = 0;
-  uint64_t unexpected_messages = 0;
+  ServerCounters counters;
+  PeerStanding standing;
+  std::optional<Status> fatal;                     // a storage fault: stop, ACK nothing more
   std::string last_event;
   std::function<void(const Progress&)> progress_cb;
 
@@ -116,6 +139,24 @@ struct Server::Impl {
 
   void notify() {
     if (progress_cb) progress_cb(snapshot());
+  }
+
+  // A write to the store failed: results can no longer be made durable, so stop here rather
+  // than ACK anything more (workers keep what is not ACKed and re-send it to the next run).
+  void storage_fault(const std::string& what, const Status& st) {
+    if (fatal) return;
+    fatal = st.with_context(what);
+    logger()->error("storage fault on database {}: {}: {}; stopping without acknowledging "
+                    "anything not stored (exit code 4); restart on a good database and the "
+                    "workers re-send their unacknowledged results",
+                    store->path().string(), what, st.to_string());
+  }
+
+  ServerCounters current_counters() const {
+    ServerCounters c = counters;
+    c.frames_dropped_oversized = router.rejections().oversized;
+    c.frames_dropped_malformed = router.rejections().malformed;
+    return c;
   }
 
   Progress snapshot() const {
@@ -145,7 +186,7 @@ struct Server::Impl {
   void settle(JobEntry& j, ResultStatus status, const std::string& reason) {
     Status st = store->set_job_terminal(j.run_id, j.job_id, status, reason, now_epoch_ms());
     if (!st.ok()) {
-      logger()->error("could not store terminal status of {}: {}", j.job_id, st.to_string());
+      storage_fault("storing the terminal status of " + j.job_id, st);
       return;
     }
     j.state = JobState::kDone;
@@ -156,26 +197,48 @@ struct Server::Impl {
   }
 
   // The current lease of `j` is gone (worker lost, lease expired, worker left). The job goes
-  // back to the queue — preferably for another worker — or is settled as lost when its
-  // infrastructure attempts are used up.
-  void lease_lost(JobEntry& j, const std::string& reason) {
+  // back to the queue — preferably for another worker. A lease its peer never answered (no
+  // PROGRESS, no RESULT) costs the peer (PeerStanding: quarantine), not the job; an answered
+  // one counts against the job, which is settled as lost after failing on max_infra_attempts
+  // distinct workers (or kMaxInfraFailuresFactor times as many failures in all).
+  // `reclaimed`: the worker re-registered without the attempt. If it never answered it, the
+  // ASSIGN was most likely lost with a dead connection (a coordinator killed with unsent
+  // bytes): neither the job nor the peer is to blame, so neither pays.
+  void lease_lost(JobEntry& j, const std::string& reason, bool reclaimed = false) {
     if (j.state != JobState::kLeased) return;
     Status st = store->expire_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
     if (!st.ok()) {
-      logger()->error("could not expire lease of {}: {}", j.job_id, st.to_string());
+      storage_fault("expiring the lease of " + j.job_id, st);
       return;
     }
-    logger()->warn("job {} attempt {} on {}: {}", j.job_id, j.lease_attempt, j.lease_worker,
-                   reason);
-    j.lost_on.insert(j.lease_worker);
+    const bool silent = !j.lease_answered;
+    logger()->warn("job {} attempt {} on {}: {}{}", j.job_id, j.lease_attempt, j.lease_worker,
+                   reason, silent ? " (the worker never answered this lease)" : "");
+    if (!(silent && reclaimed)) j.lost_on.insert(j.lease_worker);
+    if (silent && reclaimed) {
+      // neutral, see above
+    } else if (silent) {
+      ++counters.leases_silent;
+      if (int64_t q = standing.on_silent_lease(j.lease_worker, steady_ms()); q > 0) {
+        ++counters.quarantines;
+        logger()->warn("worker {} quarantined for {} ms: it took leases and did not answer them",
+                       j.lease_worker, q);
+      }
+    } else {
+      j.failed_on.insert(j.lease_worker);
+      ++j.infra_failures;
+    }
     j.lease_worker.clear();
     j.lease_attempt = 0;
+    j.lease_answered = false;
     j.state = JobState::kQueued;
     assign_dirty = true;
-    if (j.attempts >= opt.max_infra_attempts) {
+    if (static_cast<int>(j.failed_on.size()) >= opt.max_infra_attempts ||
+        j.infra_failures >= opt.max_infra_attempts * reliability::kMaxInfraFailuresFactor) {
       settle(j, ResultStatus::kLost,
-             "infrastructure retries exhausted after " + std::to_string(j.attempts) +
-                 " attempts; last: " + reason);
+             "infrastructure retries exhausted after failures on " +
+                 std::to_string(j.failed_on.size()) + " worker(s) (" +
+                 std::to_string(j.attempts) + " attempts); last: " + reason);
     }
   }
 
@@ -193,13 +256,64 @@ struct Server::Impl {
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     for (auto& [id, j] : jobs) {
-      if (j.state == JobState::kLeased && j.lease_worker == worker_id) lease_lost(j, "worker lost: " + reason);
+      if (j.state == JobState::kLeased && j.lease_worker == worker_id) {
+        ++counters.leases_reclaimed;
+        lease_lost(j, "worker lost: " + reason);
+      }
     }
     notify();
   }
 
-  void on_hello(const std::string& identity, const proto::Hello& h) {
+  // Checks that the HELLO's credential may use its worker id (PROTOCOL §5.8) and binds a new
+  // id to it. Returns the refusal reason, or "" when the worker may register.
+  std::string check_identity(const Envelope& env, const proto::Hello& h, bool* known) {
+    auto cred = store->get_credential(h.worker_id);
+    if (!cred.ok()) {
+      storage_fault("reading the credential of worker " + h.worker_id, cred.status());
+      return "coordinator storage fault";
+    }
+    *known = cred->has_value();
+    const std::string key = opt.curve ? env.user_id : std::string();
+    if (opt.curve && key.empty()) return "no authenticated CURVE key on this connection";
+    if (cred->has_value()) {
+      const WorkerCredential& c = **cred;
+      if (!c.curve_key.empty()) {
+        if (key.empty()) return "worker id " + h.worker_id + " is bound to a CURVE key; connect with it";
+        if (key != c.curve_key) {
+          return "worker id " + h.worker_id + " is bound to another CURVE key";
+        }
+        return "";
+      }
+      if (!c.secret_hash.empty()) {
+        if (h.secret.empty() || secret_hash(h.secret) != c.secret_hash) {
+          return "worker id " + h.worker_id +
+                 " is registered with another secret (a worker keeps it in its state dir; "
+                 "use a new id for a new state dir)";
+        }
+      }
+      return "";
+    }
+    WorkerCredential c;
+    c.worker_id = h.worker_id;
+    c.curve_key = key;
+    c.secret_hash = key.empty() && !h.secret.empty() ? secret_hash(h.secret) : std::string();
+    c.bound_at_ms = now_epoch_ms();
+    if (c.curve_key.empty() && c.secret_hash.empty()) {
+      logger()->warn("worker {} sent no secret (protocol < 1.2): its id is not protected against "
+                     "impersonation", h.worker_id);
+      return "";
+    }
+    if (Status st = store->bind_credential(c); !st.ok()) {
+      storage_fault("binding worker " + h.worker_id, st);
+      return "coordinator storage fault";
+    }
+    return "";
+  }
+
+  void on_hello(const Envelope& env, const proto::Hello& h) {
+    const std::string& identity = env.peer;
     if (!proto::version_compatible(h.version_major)) {
+      ++counters.hellos_refused_version;
       std::string reason = "protocol version " + std::to_string(h.version_major) + "." +
                            std::to_string(h.version_minor) + " not supported: coordinator speaks " +
                            std::to_string(proto::kVersionMajor) + "." +
@@ -208,6 +322,19 @@ struct Server::Impl {
       send(identity, proto::Reject{reason, false});
       return;
     }
+    bool known = false;
+    if (std::string refusal = check_identity(env, h, &known); !refusal.empty()) {
+      if (fatal) return;
+      ++counters.hellos_refused_identity;
+      logger()->warn("refusing HELLO for worker {} (host '{}'){}: {} ({} refused so far)",
+                     h.worker_id, h.hostname,
+                     env.user_id.empty() ? "" : " with key " + env.user_id, refusal,
+                     counters.hellos_refused_identity);
+      send(identity, proto::Reject{refusal, false});
+      return;
+    }
+    ++counters.registrations;
+    if (known || identity_of.count(h.worker_id)) ++counters.reregistrations;
     // The same worker reconnecting (new socket, new identity) replaces its old session; its
     // leases stay valid because leases belong to the worker id, not the connection.
     if (auto old = identity_of.find(h.worker_id); old != identity_of.end() && old->second != identity) {
@@ -219,21 +346,25 @@ struct Server::Impl {
     s.hostname = h.hostname;
     s.devices = devices_from_capabilities(h.capabilities, h.tags);
     s.slots = h.slots;
+    s.credits = CreditLedger(h.slots);
+    s.authenticated = opt.curve.has_value();
     s.last_seen_ms = steady_ms();
+    if (!standing.proven(h.worker_id)) {
+      auto answered = store->worker_has_results(h.worker_id);
+      if (answered.ok() && *answered) standing.mark_proven(h.worker_id);
+    }
     sessions[identity] = std::move(s);
     identity_of[h.worker_id] = identity;
 
-    WorkerRecord rec;
+    // The workers row is written with the session's first lease (record_session_worker), so
+    // peers that only say HELLO — a flood of invented ids, say — leave no row behind.
+    WorkerRecord& rec = sessions[identity].record;
     rec.worker_id = h.worker_id;
     rec.hostname = h.hostname;
     rec.build = h.build;
     rec.capabilities = h.capabilities;
     rec.tags = nlohmann::json::object();
     for (const auto& [k, v] : h.tags) rec.tags[k] = v;
-    rec.last_seen_at_ms = now_epoch_ms();
-    if (Status st = store->upsert_worker(rec); !st.ok()) {
-      logger()->error("could not store worker {}: {}", h.worker_id, st.to_string());
-    }
 
     proto::Welcome w;
     w.heartbeat_interval_ms = opt.heartbeat_interval_ms;
@@ -249,7 +380,9 @@ struct Server::Impl {
       if (j.state != JobState::kLeased || j.lease_worker != h.worker_id) continue;
       auto held = h.held.find(j.job_id);
       if (held == h.held.end() || held->second != j.lease_attempt) {
-        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt));
+        ++counters.leases_reclaimed;
+        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt),
+                   /*reclaimed=*/true);
       }
     }
     settle_ineligible_jobs();
@@ -284,11 +417,13 @@ struct Server::Impl {
   void on_result(WorkerSession& s, const proto::JobResult& r) {
     auto it = jobs.find(r.job_id);
     if (it == jobs.end() || !worker_owns_attempt(s.worker_id, it->second, r.attempt)) {
-      ++unauthorized_results;
+      ++counters.results_dropped_forged;
       logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
-                     r.job_id, r.attempt, s.worker_id, unauthorized_results);
+                     r.job_id, r.attempt, s.worker_id, counters.results_dropped_forged);
       return;
     }
+    standing.on_result(s.worker_id);
+    assign_dirty = true;
     ResultRecord rec;
     rec.run_id = it->second.run_id;
     rec.job_id = r.job_id;
@@ -303,27 +438,31 @@ struct Server::Impl {
     rec.received_at_ms = now_epoch_ms();
     if (pending.empty()) pending_since_ms = steady_ms();
     JobEntry& j = it->second;
-    if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) j.result_pending = true;
+    if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) {
+      j.result_pending = true;
+      j.lease_answered = true;
+    }
     pending.push_back({std::move(rec)});
   }
 
   // Stores the batch in one transaction, then ACKs: a result is never acknowledged before it
   // is durable. On a store failure nothing is ACKed and the batch is retried next tick.
   void flush_results() {
-    if (pending.empty()) return;
+    if (pending.empty() || fatal) return;
     std::vector<ResultRecord> batch;
     batch.reserve(pending.size());
     for (const auto& p : pending) batch.push_back(p.record);
     auto outcomes = store->store_results(batch);
     if (!outcomes.ok()) {
-      logger()->error("storing {} result(s) failed, will retry: {}", batch.size(),
-                      outcomes.status().to_string());
+      storage_fault("storing " + std::to_string(batch.size()) + " result(s)", outcomes.status());
       return;
     }
     pending.clear();
+    assign_dirty = true;   // leases ended: credits the slot cap held back are usable again
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const ResultRecord& rec = batch[i];
       const StoredOutcome& out = (*outcomes)[i];
+      if (out.duplicate) ++counters.results_duplicate;
       JobEntry& j = jobs[rec.job_id];
       j.result_pending = false;
       const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
@@ -357,45 +496,73 @@ struct Server::Impl {
     return n;
   }
 
+  int leases_on_device(const std::string& worker_id, const std::string& device) const {
+    int n = 0;
+    for (const auto& [id, j] : jobs) {
+      n += (j.state == JobState::kLeased && j.lease_worker == worker_id && j.lease_device == device);
+    }
+    return n;
+  }
+
+  // READY states credits; what may be assigned is worked out from them at assign time
+  // (CreditLedger), so nothing granted is lost to a cap that applies only for a moment.
   void on_ready(WorkerSession& s, const proto::Ready& r) {
-    for (const auto& [device, n] : r.credits) {
-      bool known = std::any_of(s.devices.begin(), s.devices.end(),
-                               [&](const DeviceInfo& d) { return d.key == device; });
-      if (!known || n < 0) {
-        ++unexpected_messages;
+    auto known = [&](const std::string& device, int n) {
+      bool ok = n >= 0 && std::any_of(s.devices.begin(), s.devices.end(),
+                                      [&](const DeviceInfo& d) { return d.key == device; });
+      if (!ok) {
+        ++counters.messages_unexpected;
         logger()->warn("READY from {} names unknown device '{}' or negative credits", s.worker_id,
                        device);
-        continue;
       }
-      // Never more outstanding credits than free slots, whatever a peer grants.
-      const int cap = std::max(0, s.slots - leases_held_by(s.worker_id));
-      s.credits[device] = std::min(s.credits[device] + n, cap);
+      return ok;
+    };
+    if (r.window) {
+      std::map<std::string, int> window;
+      for (const auto& [device, n] : *r.window) {
+        if (known(device, n)) window[device] = n;
+      }
+      s.credits.on_window(window, r.seen);
+    } else {
+      for (const auto& [device, n] : r.credits) {
+        if (known(device, n)) s.credits.on_legacy_credits(device, n);
+      }
     }
     assign_dirty = true;
+  }
+
+  void on_progress(WorkerSession& s, const proto::Progress& p) {
+    auto it = jobs.find(p.job_id);
+    if (it == jobs.end() || it->second.lease_worker != s.worker_id ||
+        it->second.lease_attempt != p.attempt) {
+      return;   // informational; a PROGRESS of an old attempt changes nothing
+    }
+    it->second.lease_answered = true;
+    standing.on_answer(s.worker_id);
   }
 
   void handle(const Envelope& env) {
     const proto::Body& body = env.message.body;
     if (const auto* hello = std::get_if<proto::Hello>(&body)) {
-      on_hello(env.peer, *hello);
+      on_hello(env, *hello);
       return;
     }
     auto it = sessions.find(env.peer);
     if (it == sessions.end()) {
+      ++counters.messages_before_hello;
       send(env.peer, proto::Reject{"unknown peer: send HELLO", true});
       return;
     }
     WorkerSession& s = it->second;
     s.last_seen_ms = steady_ms();
-    if (std::holds_alternative<proto::Heartbeat>(body) || std::holds_alternative<proto::Progress>(body)) {
-      return;
-    }
+    if (std::holds_alternative<proto::Heartbeat>(body)) return;
+    if (const auto* progress = std::get_if<proto::Progress>(&body)) return on_progress(s, *progress);
     if (const auto* ready = std::get_if<proto::Ready>(&body)) return on_ready(s, *ready);
     if (const auto* result = std::get_if<proto::JobResult>(&body)) return on_result(s, *result);
     if (const auto* bye = std::get_if<proto::Bye>(&body)) {
       return remove_session(env.peer, "said BYE: " + bye->reason, /*expected=*/true);
     }
-    ++unexpected_messages;
+    ++counters.messages_unexpected;
     logger()->warn("unexpected {} from worker {}", proto::msg_type_name(env.message.type()),
                    s.worker_id);
   }
@@ -427,18 +594,32 @@ struct Server::Impl {
   void assign_jobs() {
     if (!assign_dirty) return;
     assign_dirty = false;
+    const int64_t now = steady_ms();
     for (auto& [identity, s] : sessions) {
+      if (standing.quarantined(s.worker_id, now)) continue;
+      // Without CURVE nothing vouches for a new worker id: until it has returned a result it
+      // holds at most kUnprovenLeasesPerDevice leases per device.
+      const bool bounded = !s.authenticated && !standing.proven(s.worker_id);
       // Credits are per device, slots per worker: a worker with one slot and two devices
       // grants a credit on each, yet runs one job at a time.
-      int free_slots = s.slots - leases_held_by(s.worker_id);
+      int held = leases_held_by(s.worker_id);
       for (const auto& device : s.devices) {
-        int& credits = s.credits[device.key];
-        while (credits > 0 && free_slots > 0) {
+        int on_device = bounded ? leases_on_device(s.worker_id, device.key) : 0;
+        while (s.credits.available(device.key, held) > 0 &&
+               (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
           JobEntry* j = pick_job(s, device);
           if (!j) break;
           const int attempt = j->attempts + 1;
           const int64_t lease_ms =
               static_cast<int64_t>(j->spec.timeout_s * 1000.0) + opt.lease_grace_ms;
+          if (!s.record_stored) {
+            s.record.last_seen_at_ms = now_epoch_ms();
+            if (Status st = store->upsert_worker(s.record); !st.ok()) {
+              storage_fault("storing worker " + s.worker_id, st);
+              return;
+            }
+            s.record_stored = true;
+          }
           LeaseRecord lease;
           lease.run_id = j->run_id;
           lease.job_id = j->job_id;
@@ -449,8 +630,7 @@ struct Server::Impl {
           lease.leased_at_ms = now_epoch_ms();
           lease.lease_expires_at_ms = lease.leased_at_ms + lease_ms;
           if (Status st = store->record_lease(lease); !st.ok()) {
-            logger()->error("could not record lease of {}: {}", j->job_id, st.to_string());
-            assign_dirty = true;
+            storage_fault("recording the lease of " + j->job_id, st);
             return;
           }
           j->attempts = attempt;
@@ -458,8 +638,11 @@ struct Server::Impl {
           j->lease_worker = s.worker_id;
           j->lease_attempt = attempt;
           j->lease_expires_at_ms = lease.lease_expires_at_ms;
-          --credits;
-          --free_slots;
+          j->lease_answered = false;
+          j->lease_device = device.key;
+          s.credits.on_assign(device.key);
+          ++held;
+          ++on_device;
           proto::Assign a;
           a.job_id = j->job_id;
           a.attempt = attempt;
@@ -475,6 +658,7 @@ struct Server::Impl {
 
   // ---- timers ------------------------------------------------------------------------------
   void run_timers() {
+    if (fatal) return;
     const int64_t now = steady_ms();
     if (now - last_heartbeat_ms >= opt.heartbeat_interval_ms) {
       last_heartbeat_ms = now;
@@ -492,6 +676,7 @@ struct Server::Impl {
     for (auto& [id, j] : jobs) {
       if (j.state == JobState::kLeased && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
         send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
+        ++counters.leases_expired;
         lease_lost(j, "lease expired");
       }
     }
@@ -512,6 +697,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
     return invalid_argument("heartbeat interval and liveness must be positive");
   }
   if (options.max_infra_attempts <= 0) return invalid_argument("max attempts must be positive");
+  if (sodium_init() < 0) return internal_error("libsodium failed to initialise");
   auto store = Store::open(options.db_path);
   if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
   auto router = RouterEndpoint::bind(options.bind, options.curve ? &*options.curve : nullptr);
@@ -569,12 +755,55 @@ void Server::on_progress(std::function<void(const Progress&)> callback) {
 
 Progress Server::progress() const { return impl_->snapshot(); }
 bool Server::all_done() const { return impl_->all_done(); }
+ServerCounters Server::counters() const { return impl_->current_counters(); }
+bool Server::storage_failed() const { return impl_->fatal.has_value(); }
+
+std::map<std::string, uint64_t> ServerCounters::as_map() const {
+  return {{"frames_dropped_oversized", frames_dropped_oversized},
+          {"frames_dropped_malformed", frames_dropped_malformed},
+          {"messages_unexpected", messages_unexpected},
+          {"messages_before_hello", messages_before_hello},
+          {"hellos_refused_version", hellos_refused_version},
+          {"hellos_refused_identity", hellos_refused_identity},
+          {"results_dropped_forged", results_dropped_forged},
+          {"results_duplicate", results_duplicate},
+          {"leases_expired", leases_expired},
+          {"leases_reclaimed", leases_reclaimed},
+          {"leases_silent", leases_silent},
+          {"registrations", registrations},
+          {"reregistrations", reregistrations},
+          {"quarantines", quarantines}};
+}
+
+std::string ServerCounters::summary() const {
+  std::string out;
+  for (const auto& [name, value] : as_map()) {
+    if (value == 0) continue;
+    out += (out.empty() ? "" : ", ") + name + "=" + std::to_string(value);
+  }
+  return out.empty() ? "all zero" : out;
+}
 
 Status Server::serve(const std::atomic<bool>& stop) {
+  Status st = serve_loop(stop);
+  Impl& m = *impl_;
+  const ServerCounters c = m.current_counters();
+  logger()->info("counters: {}", c.summary());
+  if (!m.fatal) {
+    if (Status saved = m.store->save_counters(c.as_map(), now_epoch_ms()); !saved.ok()) {
+      m.storage_fault("storing the counters", saved);
+    }
+  }
+  if (m.fatal && st.ok()) return *m.fatal;
+  return st;
+}
+
+Status Server::serve_loop(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   m.notify();
   int64_t drain_started_ms = 0;
   while (!stop.load()) {
+    if (m.fatal) return *m.fatal;
     auto first = m.router.recv(static_cast<int>(reliability::kPollTickMs));
     if (!first.ok()) return first.status().with_context("coordinator receive");
     if (first->has_value()) {
@@ -587,6 +816,7 @@ Status Server::serve(const std::atomic<bool>& stop) {
       }
     }
     m.run_timers();
+    if (m.fatal) return *m.fatal;
     if (m.opt.exit_when_done && m.pending.empty() && m.all_done()) {
       if (drain_started_ms == 0) {
         drain_started_ms = steady_ms();
@@ -595,7 +825,8 @@ Status Server::serve(const std::atomic<bool>& stop) {
         }
         for (const auto& run_id : m.runs) {
           if (Status st = m.store->mark_run_finished(run_id, now_epoch_ms()); !st.ok()) {
-            logger()->error("could not mark run {} finished: {}", run_id, st.to_string());
+            m.storage_fault("marking run " + run_id + " finished", st);
+            return *m.fatal;
           }
         }
         logger()->info("all {} job(s) terminal; draining workers", m.jobs.size());
@@ -605,6 +836,7 @@ Status Server::serve(const std::atomic<bool>& stop) {
     }
   }
   m.flush_results();
+  if (m.fatal) return *m.fatal;
   return Status::Ok();
 }
 

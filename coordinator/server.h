@@ -10,6 +10,13 @@
 // - serve() runs the loop on the calling thread until `stop` becomes true, or — with
 //   exit_when_done — until every submitted job is terminal, after which workers are sent DRAIN.
 //   It never throws and never crashes on what a peer sends; bad messages are logged and counted.
+// - Storage faults stop it: when a write to the store fails, or the database file was removed
+//   or replaced underneath, serve() logs an error naming the file and returns that error at
+//   once, without acknowledging any result it did not store (workers keep those and re-send
+//   them to the next coordinator). storage_failed() then says so; the CLI exits with code 4.
+// - Identity (PROTOCOL §5.8): a worker id is bound to the CURVE key, or without CURVE to the
+//   registration secret, of its first registration; a HELLO for a bound id with another
+//   credential is refused (REJECT, retry false), logged and counted, and changes nothing.
 // - Not thread-safe, except `stop`, which any thread may set.
 #pragma once
 
@@ -36,13 +43,34 @@ struct ServerOptions {
   int64_t heartbeat_interval_ms = reliability::kHeartbeatIntervalMs;
   int heartbeat_liveness = reliability::kHeartbeatLiveness;
   int64_t lease_grace_ms = reliability::kLeaseGraceMs;
-  int max_infra_attempts = reliability::kMaxInfraAttempts;
+  int max_infra_attempts = reliability::kMaxInfraAttempts;   // distinct workers (PROTOCOL §5.5)
   // Jobs that no registered device can run are settled (skipped/unsupported) once this many
   // workers have registered. 0 = never settle them; they wait for a capable worker.
   int expect_workers = 1;
   bool exit_when_done = false;
   // CURVE encryption with a ZAP allow-list of worker keys; absent = plain TCP.
   std::optional<CurveServerConfig> curve;
+};
+
+// Reliability counters of one serve session: logged when serve() returns and stored in the
+// `counters` table (for a `status` command to show). Monotonic; names in as_map() are stable.
+struct ServerCounters {
+  uint64_t frames_dropped_oversized = 0;   // transport: frame above the size limit
+  uint64_t frames_dropped_malformed = 0;   // transport: bad frame count, type or body
+  uint64_t messages_unexpected = 0;        // decoded, but not valid from this peer now
+  uint64_t messages_before_hello = 0;      // from a peer without a session (REJECT retry)
+  uint64_t hellos_refused_version = 0;
+  uint64_t hellos_refused_identity = 0;    // worker id bound to another key or secret
+  uint64_t results_dropped_forged = 0;     // RESULT for an attempt not leased to the sender
+  uint64_t results_duplicate = 0;          // RESULT already stored (re-sent): ACKed again
+  uint64_t leases_expired = 0;             // lease ran out
+  uint64_t leases_reclaimed = 0;           // worker lost, left, or re-registered without it
+  uint64_t leases_silent = 0;              // of those two: the peer never answered the lease
+  uint64_t registrations = 0;              // HELLOs answered with WELCOME
+  uint64_t reregistrations = 0;            // of those: for a worker id seen before
+  uint64_t quarantines = 0;                // peers quarantined for silent leases
+  std::map<std::string, uint64_t> as_map() const;
+  std::string summary() const;             // one line, non-zero counters only
 };
 
 // A snapshot for progress displays.
@@ -71,10 +99,13 @@ class Server {
 
   Progress progress() const;
   bool all_done() const;
+  ServerCounters counters() const;
+  bool storage_failed() const;
 
  private:
   struct Impl;
   explicit Server(std::unique_ptr<Impl> impl);
+  Status serve_loop(const std::atomic<bool>& stop);
   std::unique_ptr<Impl> impl_;
 };
 

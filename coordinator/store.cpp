@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -167,10 +168,29 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
   // last transactions, which workers re-send until acknowledged anyway.
   AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"));
   AM_RETURN_IF_ERROR(migrate(db.get(), kSchemaVersion));
-  return std::unique_ptr<Store>(new Store(db.release()));
+  struct stat st {};
+  if (::stat(db_path.c_str(), &st) != 0) {
+    return io_error(db_path.string() + ": cannot stat the database file just opened");
+  }
+  return std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
+                                          static_cast<uint64_t>(st.st_ino)));
 }
 
-Store::Store(sqlite3* db) : db_(db) {}
+Store::Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino)
+    : db_(db), path_(std::move(path)), dev_(dev), ino_(ino) {}
+
+Status Store::check_file_identity() const {
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0) {
+    return io_error("database file " + path_.string() +
+                    " was removed while open; writes since then are not in it");
+  }
+  if (static_cast<uint64_t>(st.st_dev) != dev_ || static_cast<uint64_t>(st.st_ino) != ino_) {
+    return io_error("database file " + path_.string() +
+                    " was replaced by another file while open; writes since then are not in it");
+  }
+  return Status::Ok();
+}
 
 Store::~Store() { sqlite::SqliteDb closer(db_); }
 
@@ -220,9 +240,10 @@ Result<std::vector<RunRecord>> Store::list_runs() {
 Status Store::mark_run_finished(const std::string& run_id, int64_t at_ms) {
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET finished_at = ? WHERE run_id = ?"));
   stmt.bind(1, at_ms).bind(2, run_id);
+  AM_RETURN_IF_ERROR(check_file_identity());
   AM_RETURN_IF_ERROR(stmt.run());
   if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
-  return Status::Ok();
+  return check_file_identity();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -360,7 +381,8 @@ Status Store::record_lease(const LeaseRecord& lease) {
       WHERE run_id = ?1 AND job_id = ?2)sql"));
   job.bind(1, lease.run_id).bind(2, lease.job_id).bind(3, lease.attempt);
   AM_RETURN_IF_ERROR(job.run());
-  return tx.commit();
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
 }
 
 Status Store::expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
@@ -393,7 +415,8 @@ Status Store::expire_lease(const std::string& run_id, const std::string& job_id,
                         WHERE run_id = ?1 AND job_id = ?2 AND state = :attempt_leased))sql"));
   requeue.bind(1, run_id).bind(2, job_id);
   AM_RETURN_IF_ERROR(requeue.run());
-  return tx.commit();
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
 }
 
 Status Store::set_job_terminal(const std::string& run_id, const std::string& job_id,
@@ -408,7 +431,8 @@ Status Store::set_job_terminal(const std::string& run_id, const std::string& job
       WHERE run_id = ?1 AND job_id = ?2 AND state <> :job_done)sql"));
   update.bind(1, run_id).bind(2, job_id).bind(3, to_string(status)).bind(4, reason).bind(5, at_ms);
   AM_RETURN_IF_ERROR(update.run());
-  return tx.commit();
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -426,6 +450,7 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
   }
   std::vector<StoredOutcome> outcomes(results.size());
   if (results.empty()) return outcomes;
+  AM_RETURN_IF_ERROR(check_file_identity());
 
   AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
   AM_ASSIGN_OR_RETURN(auto job_exists, Statement::prepare(
@@ -505,6 +530,8 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
     AM_RETURN_IF_ERROR(count_attempt.run());
   }
   AM_RETURN_IF_ERROR(tx.commit());
+  // A file removed between the check above and the commit took this batch with it.
+  AM_RETURN_IF_ERROR(check_file_identity());
   return outcomes;
 }
 
@@ -538,6 +565,67 @@ Status Store::upsert_worker(const WorkerRecord& worker) {
       .bind(5, dump_json(worker.tags))
       .bind(6, worker.last_seen_at_ms != 0 ? worker.last_seen_at_ms : now_epoch_ms());
   return stmt.run();
+}
+
+Result<bool> Store::worker_has_results(const std::string& worker_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(
+                                     db_, "SELECT 1 FROM attempts WHERE worker_id = ?1 AND state = :attempt_done LIMIT 1"));
+  stmt.bind(1, worker_id);
+  return stmt.step();
+}
+
+Result<std::optional<WorkerCredential>> Store::get_credential(const std::string& worker_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT worker_id, curve_key, secret_hash, bound_at FROM worker_credentials
+      WHERE worker_id = ?)sql"));
+  stmt.bind(1, worker_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return std::optional<WorkerCredential>();
+  WorkerCredential c;
+  c.worker_id = stmt.column_text("worker_id");
+  c.curve_key = stmt.column_text("curve_key");
+  c.secret_hash = stmt.column_text("secret_hash");
+  c.bound_at_ms = stmt.column_int64("bound_at");
+  return std::optional<WorkerCredential>(std::move(c));
+}
+
+Status Store::bind_credential(const WorkerCredential& c) {
+  if (c.worker_id.empty()) return invalid_argument("empty worker id");
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      INSERT INTO worker_credentials(worker_id, curve_key, secret_hash, bound_at)
+      VALUES (?1, ?2, ?3, ?4) ON CONFLICT(worker_id) DO NOTHING)sql"));
+  stmt.bind(1, c.worker_id)
+      .bind(2, c.curve_key)
+      .bind(3, c.secret_hash)
+      .bind(4, c.bound_at_ms != 0 ? c.bound_at_ms : now_epoch_ms());
+  return stmt.run();
+}
+
+Status Store::save_counters(const std::map<std::string, uint64_t>& counters, int64_t at_ms) {
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      INSERT INTO counters(name, value, updated_at) VALUES (?1, ?2, ?3)
+      ON CONFLICT(name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at)sql"));
+  for (const auto& [name, value] : counters) {
+    stmt.reset();
+    stmt.bind(1, name).bind(2, static_cast<int64_t>(value)).bind(3, at_ms);
+    AM_RETURN_IF_ERROR(stmt.run());
+  }
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
+}
+
+Result<std::map<std::string, uint64_t>> Store::load_counters() {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT name, value FROM counters"));
+  std::map<std::string, uint64_t> out;
+  for (;;) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    out[stmt.column_text("name")] = static_cast<uint64_t>(stmt.column_int64("value"));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,12 +11,18 @@
 //   (job, attempt) at most once. A job's terminal result is set once, by the first terminal
 //   result stored for it; a later result of another attempt is kept as that attempt's record
 //   and never overrides it.
+// - The file is watched: every write checks that the database path still names the file that
+//   was opened (same st_dev/st_ino), before it starts and after it commits. A file removed or
+//   replaced underneath (deleted, moved, restored from a backup) fails the write with
+//   kIoError naming the file, so the caller never acknowledges a result it did not store in
+//   the database it will read back.
 // - Not thread-safe: one Store per thread (SQLite connections are cheap; WAL allows a reader
 //   process such as `accelmatrix report` beside a writing coordinator).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,7 +39,7 @@ struct sqlite3;
 
 namespace am::coord {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;   // 2: worker_credentials, counters
 
 struct RunRecord {
   std::string run_id;
@@ -88,6 +94,15 @@ struct ResultRecord {
 struct StoredOutcome {
   bool duplicate = false;          // this (job, attempt) already had a result: nothing changed
   bool became_terminal = false;    // this result is now the job's terminal result
+};
+
+// The credential a worker id is bound to (PROTOCOL §5.8): under CURVE the client public key
+// (Z85) of its first registration; without CURVE a hash of its registration secret.
+struct WorkerCredential {
+  std::string worker_id;
+  std::string curve_key;           // "" when bound without CURVE
+  std::string secret_hash;         // hex; "" when bound by key
+  int64_t bound_at_ms = 0;
 };
 
 struct WorkerRecord {
@@ -161,13 +176,31 @@ class Store {
 
   // Workers (registry provenance).
   Status upsert_worker(const WorkerRecord& worker);
+  // True when some attempt of this worker has a stored result (the worker has answered).
+  Result<bool> worker_has_results(const std::string& worker_id);
+
+  // Identity binding. bind_credential() stores the binding unless the id is bound already
+  // (first registration wins; an existing binding is never changed).
+  Result<std::optional<WorkerCredential>> get_credential(const std::string& worker_id);
+  Status bind_credential(const WorkerCredential& credential);
+
+  // Server counters (name -> value), kept across restarts for `status`.
+  Status save_counters(const std::map<std::string, uint64_t>& counters, int64_t at_ms);
+  Result<std::map<std::string, uint64_t>> load_counters();
+
+  // OK while the database path still names the opened file (see the contract above).
+  Status check_file_identity() const;
+  const std::filesystem::path& path() const { return path_; }
 
   // Reports: one row per job of the run, in job order.
   Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
 
  private:
-  explicit Store(sqlite3* db);
+  Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino);
   sqlite3* db_;
+  std::filesystem::path path_;
+  uint64_t dev_ = 0;
+  uint64_t ino_ = 0;
 };
 
 }  // namespace am::coord

@@ -10,7 +10,7 @@ cd "$root"
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libsodium-dev
   libsqlite3-dev sqlite3
   libspdlog-dev libfmt-dev
   libhwloc-dev

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "worker/credit_window.h"
 #include "worker/deliverable_result.h"
 #include "worker/executor.h"
 
@@ -66,6 +67,38 @@ Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_
   return id;
 }
 
+Result<std::string> load_or_create_worker_secret(const std::filesystem::path& state_dir,
+                                                 const std::string& worker_id) {
+  std::error_code ec;
+  std::filesystem::create_directories(state_dir, ec);
+  if (ec) return io_error("cannot create state dir " + state_dir.string() + ": " + ec.message());
+  const auto path = state_dir / ("secret-" + worker_id);
+  if (std::ifstream in(path); in) {
+    std::string secret;
+    std::getline(in, secret);
+    const bool well_formed =
+        secret.size() >= proto::kMinSecretBytes && secret.size() <= proto::kMaxIdBytes &&
+        std::all_of(secret.begin(), secret.end(), [](unsigned char c) { return c > 32 && c < 127; });
+    if (!well_formed) return invalid_argument(path.string() + ": malformed worker secret");
+    return secret;
+  }
+  // std::random_device reads the kernel's CSPRNG on Linux (glibc/libstdc++).
+  std::random_device rd;
+  std::string secret;
+  for (int i = 0; i < 4; ++i) secret += hex64((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << secret << "\n";
+    if (!out) return io_error("cannot write " + tmp);
+  }
+  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
+                               ec);
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return io_error("cannot create " + path.string() + ": " + ec.message());
+  return secret;
+}
+
 struct RunningJob {
   std::thread thread;
   std::shared_ptr<std::atomic<bool>> cancel;
@@ -80,7 +113,7 @@ struct Finished {
 struct WorkerClient::Impl {
   ClientOptions opt;
   std::vector<std::string> device_keys;
-  std::map<std::string, int> granted;                // credits outstanding at the coordinator
+  CreditWindow credit_window{{}};                    // our window as the coordinator knows it
   std::optional<DealerEndpoint> endpoint;
   bool registered = false;
   bool awaiting_welcome = false;   // a HELLO is out on this connection
@@ -92,6 +125,7 @@ struct WorkerClient::Impl {
   int64_t last_beat_ms = 0;
   bool draining = false;
   int64_t drain_started_ms = 0;
+  bool warned_unanswered = false;   // the "no session" diagnosis is logged once per connection
 
   std::map<std::string, RunningJob> running;         // attempt key -> job thread
   std::map<std::string, proto::JobResult> outbox;    // attempt key -> result awaiting ACK
@@ -111,6 +145,7 @@ struct WorkerClient::Impl {
         device_keys.push_back(d["key"].get<std::string>());
       }
     }
+    credit_window = CreditWindow(device_keys);
   }
 
   ~Impl() {
@@ -120,10 +155,27 @@ struct WorkerClient::Impl {
     }
   }
 
-  void send(proto::Body body) {
-    if (!endpoint) return;
+  // Returns whether the message was queued for sending.
+  bool send(proto::Body body) {
+    if (!endpoint) return false;
     Status st = endpoint->send(proto::Message{std::move(body)});
-    if (!st.ok()) logger()->warn("send failed: {}", st.to_string());
+    if (st.ok()) return true;
+    // Without a session the DEALER queue fills because nothing is connected at the other end:
+    // say that, rather than blaming the queue (a refused CURVE handshake looks exactly so).
+    if (st.code() == StatusCode::kUnavailable && !registered) {
+      if (!warned_unanswered) {
+        warned_unanswered = true;
+        logger()->warn("no answer from {} to HELLO; messages are not being delivered: the "
+                       "coordinator is unreachable{}",
+                       opt.coordinator,
+                       opt.curve ? " or refused the CURVE handshake (is this worker's public key "
+                                   "on its allow-list, and --curve-server its key?)"
+                                 : "");
+      }
+      return false;
+    }
+    logger()->warn("send failed: {}", st.to_string());
+    return false;
   }
 
   void connect() {
@@ -136,6 +188,7 @@ struct WorkerClient::Impl {
     endpoint.emplace(std::move(ep).value());
     registered = false;
     awaiting_welcome = false;
+    warned_unanswered = false;
     last_heard_ms = steady_ms();
     send_hello();
   }
@@ -148,6 +201,7 @@ struct WorkerClient::Impl {
     h.capabilities = opt.capabilities;
     h.tags = opt.tags;
     h.slots = opt.slots;
+    h.secret = opt.secret;
     // Parse the attempt keys back: both running jobs and un-ACKed results are held.
     auto hold = [&](const std::string& key) {
       const auto hash = key.rfind('#');
@@ -172,19 +226,14 @@ struct WorkerClient::Impl {
 
   int free_slots() const { return opt.slots - static_cast<int>(running.size()); }
 
-  // Tops every device's outstanding credits up to the free slots. The coordinator never runs
-  // more than `slots` jobs here in total, whatever the per-device credits add up to.
-  void grant_credits() {
+  // States the credit window (free slots on every device, and the ASSIGNs seen) when it
+  // changed, or always with `force`. Windows are absolute, so a repeated READY is harmless; the
+  // coordinator works out what it may still send (PROTOCOL §5.2).
+  void send_ready(bool force) {
     if (!registered || draining) return;
-    proto::Ready ready;
-    for (const auto& key : device_keys) {
-      const int top_up = free_slots() - granted[key];
-      if (top_up > 0) {
-        ready.credits[key] = top_up;
-        granted[key] += top_up;
-      }
+    if (auto ready = credit_window.ready(free_slots(), force)) {
+      if (!send(std::move(*ready))) credit_window.forget_last_sent();   // state it again later
     }
-    if (!ready.credits.empty()) send(std::move(ready));
   }
 
   void on_welcome(const proto::Welcome& w) {
@@ -199,17 +248,19 @@ struct WorkerClient::Impl {
     if (w.heartbeat_interval_ms > 0) interval_ms = w.heartbeat_interval_ms;
     if (w.heartbeat_liveness > 0) liveness = w.heartbeat_liveness;
     logger()->info("registered with {} as {}", opt.coordinator, opt.worker_id);
-    // Credits start from zero at every WELCOME; results not yet ACKed are delivered again.
-    granted.clear();
-    grant_credits();
+    // A new session: results not yet ACKed are delivered again, and the window is stated
+    // afresh. The order does not matter: the coordinator recomputes what it may assign
+    // whenever a lease ends, so a window it cannot use yet is not lost.
+    credit_window.on_welcome();
     for (const auto& [key, result] : outbox) send(result);
+    send_ready(true);
   }
 
   void on_assign(const proto::Assign& a) {
     const std::string key = attempt_key(a.job_id, a.attempt);
+    credit_window.on_assign();   // every ASSIGN of the session counts, even one ignored here
     if (running.count(key) || outbox.count(key)) return;  // a duplicate delivery
     const bool our_device = std::find(device_keys.begin(), device_keys.end(), a.device) != device_keys.end();
-    if (our_device && granted[a.device] > 0) --granted[a.device];
     if (draining || free_slots() <= 0 || !our_device) {
       logger()->warn("ignoring ASSIGN of {} (device {}, {} free slot(s), draining {})", key,
                      a.device, free_slots(), draining);
@@ -265,7 +316,7 @@ struct WorkerClient::Impl {
       outbox[key] = r;
       if (registered) send(std::move(r));
     }
-    if (!done.empty()) grant_credits();
+    if (!done.empty()) send_ready(false);
   }
 
   // Returns a non-OK status only when the coordinator refuses this worker for good.
@@ -286,6 +337,7 @@ struct WorkerClient::Impl {
       if (registered) on_assign(*a);
     } else if (const auto* ack = std::get_if<proto::Ack>(&body)) {
       outbox.erase(attempt_key(ack->job_id, ack->attempt));
+      send_ready(true);   // PROTOCOL §5.2: a READY follows every ACK
     } else if (const auto* c = std::get_if<proto::Cancel>(&body)) {
       if (auto it = running.find(attempt_key(c->job_id, c->attempt)); it != running.end()) {
         logger()->info("cancelling {} attempt {}: {}", c->job_id, c->attempt, c->reason);
@@ -319,6 +371,7 @@ struct WorkerClient::Impl {
       if (endpoint && registered && t - last_beat_ms >= interval_ms) {
         last_beat_ms = t;
         send(proto::Heartbeat{});
+        send_ready(false);
       }
       if (endpoint && t - last_heard_ms > interval_ms * liveness) schedule_reconnect();
       if (draining && running.empty() &&

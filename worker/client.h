@@ -32,6 +32,8 @@ namespace am::worker {
 struct ClientOptions {
   std::string coordinator;                  // e.g. tcp://127.0.0.1:7450
   std::string worker_id;                    // stable id (see load_or_create_worker_id)
+  // Registration secret sent in HELLO (see load_or_create_worker_secret); empty = none.
+  std::string secret;
   int slots = 1;                            // jobs run at once on the cpu device
   std::map<std::string, std::string> tags;
   nlohmann::json capabilities;              // from probe_capabilities()
@@ -48,6 +50,13 @@ struct ClientOptions {
 
 // Reads `<state_dir>/worker-id`, creating it with a fresh random id when absent.
 Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_dir);
+
+// Reads `<state_dir>/secret-<worker_id>` (mode 0600), creating it with 64 random hex
+// characters when absent. Without CURVE the coordinator binds the worker id to this secret at
+// its first registration and refuses a later HELLO for the id without it (PROTOCOL §5.8): keep
+// the state dir, or register under a new id.
+Result<std::string> load_or_create_worker_secret(const std::filesystem::path& state_dir,
+                                                 const std::string& worker_id);
 
 class WorkerClient {
  public:

@@ -163,6 +163,12 @@ int main(int argc, char** argv) {
     worker_id = *id;
   }
   opt.worker_id = worker_id;
+  auto secret = am::worker::load_or_create_worker_secret(state_dir, worker_id);
+  if (!secret.ok()) {
+    std::cerr << "error: " << secret.status().message() << "\n";
+    return 1;
+  }
+  opt.secret = *secret;
   if (!curve_key_file.empty() || !curve_server_file.empty()) {
     if (curve_key_file.empty() || curve_server_file.empty()) {
       std::cerr << "error: --curve-key and --curve-server go together\n";

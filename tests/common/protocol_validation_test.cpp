@@ -366,5 +366,49 @@ TEST(ProtocolValidation, RejectsHeldAttemptsThatAreNotPositive) {
   EXPECT_EQ(std::get<Hello>(ok->body).held.at("0123456789abcdef"), 7);
 }
 
+TEST(ProtocolValidation, ReadyWindowAndSeenSince12AreValidatedAndRoundTrip) {
+  Ready r;
+  r.window = std::map<std::string, int>{{"cpu:0", 2}, {"opencl:1", 0}};
+  r.seen = 41;
+  const Frames f = encode(Message{r});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  const Ready& got = std::get<Ready>(back->body);
+  EXPECT_EQ(got.window, r.window);
+  EXPECT_EQ(got.seen, 41);
+  EXPECT_TRUE(got.credits.empty());   // a 1.2 READY needs no credits
+
+  auto body = msgpack_to_json(f.body);
+  ASSERT_TRUE(body.ok());
+  auto bad = *body;
+  bad["seen"] = -1;
+  EXPECT_THAT(decode_doc(MsgType::kReady, bad).message(), StartsWith("READY.seen: "));
+  bad = *body;
+  bad["window"] = {{"cpu:0", 1025}};
+  EXPECT_THAT(decode_doc(MsgType::kReady, bad).message(), StartsWith("READY.window.cpu:0: "));
+  bad = *body;
+  bad["window"] = {{"not an id", 1}};
+  EXPECT_THAT(decode_doc(MsgType::kReady, bad).message(), StartsWith("READY.window key: "));
+  // Neither window nor credits: the legacy field is required again.
+  EXPECT_THAT(decode_doc(MsgType::kReady, nlohmann::json::object()).message(), StartsWith("READY.credits: "));
+}
+
+TEST(ProtocolValidation, HelloSecretSince12IsAnIdOfAtLeast32Characters) {
+  auto hello = std::get<Hello>(testing::sample_messages(5)[0].body);
+  hello.secret = std::string(64, 'a');
+  const Frames f = encode(Message{hello});
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(std::get<Hello>(back->body).secret, hello.secret);
+  auto body = msgpack_to_json(f.body);
+  ASSERT_TRUE(body.ok());
+  (*body)["secret"] = "short";
+  EXPECT_THAT(decode_doc(MsgType::kHello, *body).message(), StartsWith("HELLO.secret: "));
+  (*body)["secret"] = std::string(40, ' ');
+  EXPECT_THAT(decode_doc(MsgType::kHello, *body).message(), StartsWith("HELLO.secret: "));
+  (*body)["secret"] = 12345;
+  EXPECT_THAT(decode_doc(MsgType::kHello, *body).message(), StartsWith("HELLO.secret: "));
+}
+
 }  // namespace
 }  // namespace am::proto

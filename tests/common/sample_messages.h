@@ -131,7 +131,7 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
 inline ::testing::AssertionResult bodies_equal(const Hello& a, const Hello& b) {
   AM_FIELD_EQ(version_major) AM_FIELD_EQ(version_minor) AM_FIELD_EQ(worker_id)
   AM_FIELD_EQ(hostname) AM_FIELD_EQ(build) AM_FIELD_EQ(capabilities) AM_FIELD_EQ(tags)
-  AM_FIELD_EQ(slots) AM_FIELD_EQ(held)
+  AM_FIELD_EQ(slots) AM_FIELD_EQ(held) AM_FIELD_EQ(secret)
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Welcome& a, const Welcome& b) {
@@ -147,7 +147,7 @@ inline ::testing::AssertionResult bodies_equal(const Heartbeat&, const Heartbeat
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Ready& a, const Ready& b) {
-  AM_FIELD_EQ(credits)
+  AM_FIELD_EQ(credits) AM_FIELD_EQ(window) AM_FIELD_EQ(seen)
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Assign& a, const Assign& b) {

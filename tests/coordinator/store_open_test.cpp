@@ -34,17 +34,18 @@ bool sidecars_absent(const std::filesystem::path& p) {
   return true;
 }
 
-TEST(StoreOpen, CreatesSchemaVersion1InWalMode) {
+TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   TempDir dir;
   const auto path = dir.path() / "new.db";
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
-  EXPECT_EQ((*store)->schema_version(), 1);
-  EXPECT_EQ(kSchemaVersion, 1);
+  EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+  EXPECT_EQ(kSchemaVersion, 2);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1");
-  for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version"}) {
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2");
+  for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
+                            "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
                                   table + "'"),
               "1")
@@ -68,8 +69,8 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
-  EXPECT_EQ((*again)->schema_version(), 1);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "1");
+  EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "2");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 
@@ -146,7 +147,7 @@ TEST(StoreOpen, AcceptsEmptyFileAsNewDatabase) {
   { std::ofstream touch(path); }
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
-  EXPECT_EQ((*store)->schema_version(), 1);
+  EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
 }
 
 TEST(StoreOpen, MigrationsAreOrderedAndEndAtCurrentVersion) {

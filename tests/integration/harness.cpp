@@ -67,6 +67,10 @@ void Process::terminate() {
   if (pid() > 0) child_->signal(SIGTERM);
 }
 
+void Process::signal(int sig) {
+  if (pid_ > 0) ::kill(pid_, sig);
+}
+
 int Process::wait(std::chrono::milliseconds timeout) {
   wait_until([&] { return !running(); }, timeout);
   return pid() > 0 ? -1 : exit_code_;

@@ -46,6 +46,7 @@ class Process {
   bool running();
   void kill_hard();                            // SIGKILL and reap
   void terminate();                            // SIGTERM (no wait)
+  void signal(int sig);                        // any signal (SIGSTOP, SIGCONT, ...), no wait
   // Waits for exit; returns the exit code, 128+signal, or -1 on timeout.
   int wait(std::chrono::milliseconds timeout);
   std::string log() const;

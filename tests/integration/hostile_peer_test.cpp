@@ -55,7 +55,7 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   // 1. Raw garbage: wrong frame counts, unknown types, undecodable bodies.
   {
     zmq::socket_t raw(zmq_context(), zmq::socket_type::dealer);
-    raw.set(zmq::sockopt::linger, 0);
+    raw.set(zmq::sockopt::linger, 2000);   // deliver the garbage before the socket closes
     raw.connect(ep);
     for (int i = 0; i < 50; ++i) {
       std::string junk(static_cast<std::size_t>(1 + i * 7), static_cast<char>(i * 31));
@@ -110,6 +110,14 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs")[0][0], "pass");
   EXPECT_EQ(sql_rows(db, "SELECT a.worker_id FROM jobs j JOIN attempts a ON a.job_id = j.job_id "
                          "AND a.attempt = j.terminal_attempt")[0][0], "honest");
+  // What was dropped and refused is counted, logged at exit and kept in the database.
+  EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'frames_dropped_malformed'"), 100);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'hellos_refused_version'"), 1);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'results_dropped_forged'"), 1);
+  EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'messages_before_hello'"), 1);
+  EXPECT_NE(serve.log().find("counters: "), std::string::npos);
+  // The refused HELLO, and the peer that registered but never took a job, left no worker row.
+  EXPECT_EQ(sql_rows(db, "SELECT worker_id FROM workers"), (std::vector<std::vector<std::string>>{{"honest"}}));
 }
 
 }  // namespace
