@@ -138,7 +138,7 @@ TEST(ProtocolRoundTrip, LogTailCutInsideACharacterStaysWithinTheLimit) {
   JobResult r;
   r.job_id = "j1";
   r.attempt = 1;
-  r.status = "crash";
+  r.status = am::ResultStatus::kCrash;
   // 3-byte characters after one ASCII byte: the byte limit falls inside a character, and
   // invalid bytes grow threefold when repaired; the decoder's limit must still hold.
   r.log_tail = "x";

@@ -179,7 +179,7 @@ TEST(Reliability, HelloReusingAnotherWorkersIdWithoutItsSecretIsRefusedAndForges
     proto::JobResult forged;
     forged.job_id = running->first;
     forged.attempt = std::stoi(running->second);
-    forged.status = "fail";
+    forged.status = am::ResultStatus::kFail;
     forged.reason = "forged";
     ASSERT_TRUE(thief->send(proto::Message{forged}).ok());
     EXPECT_TRUE(expect_message<proto::Reject>(*thief).has_value());
