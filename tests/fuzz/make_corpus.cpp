@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "common/msgpack_json.h"
 #include "common/protocol.h"
 #include "kernels/weights/safetensors_writer.h"
@@ -41,7 +42,7 @@ std::string bytes_of(const std::vector<uint8_t>& v) { return std::string(v.begin
 void protocol_corpus() {
   using namespace am::proto;
   for (uint64_t seed : {1u, 2u}) {
-    for (const Message& m : testing::sample_messages(seed)) {
+    for (const Message& m : am::proto::testing::sample_messages(seed)) {
       const Frames f = encode(m);
       const char type = static_cast<char>(m.type());
       put("protocol_decode", f.type + "-" + std::to_string(seed), std::string(1, type) + f.body);
@@ -65,9 +66,9 @@ void protocol_corpus() {
 void msgpack_json_corpus() {
   using namespace am::proto;
   std::mt19937_64 rng(3);
-  const json caps = testing::sample_capabilities(rng);
-  const json metrics = testing::sample_metrics(rng);
-  const json spec = std::get<Assign>(testing::sample_messages(4)[5].body).spec;
+  const json caps = am::proto::testing::sample_capabilities(rng);
+  const json metrics = am::proto::testing::sample_metrics(rng);
+  const json spec = std::get<Assign>(am::proto::testing::sample_messages(4)[5].body).spec;
   put("msgpack_json", "capabilities", json_to_msgpack(caps));
   put("msgpack_json", "metrics", json_to_msgpack(metrics));
   put("msgpack_json", "spec", json_to_msgpack(spec));

@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     type = std::string(rest.substr(0, nul));
     rest = nul == std::string_view::npos ? std::string_view() : rest.substr(nul + 1);
   }
-  Result<Message> first = decode(type, rest);
+  am::Result<Message> first = decode(type, rest);
   if (!first.ok()) {
     AM_FUZZ_CHECK(!first.status().message().empty(), "an error without a message");
     return 0;
@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   }
   const Frames once = encode(*first);
   AM_FUZZ_CHECK(once.type == type, "type frame changed: " + type + " -> " + once.type);
-  Result<Message> second = decode(once.type, once.body);
+  am::Result<Message> second = decode(once.type, once.body);
   AM_FUZZ_CHECK(second.ok(), "re-encoded " + type + " does not decode: " + second.status().to_string());
   const Frames twice = encode(*second);
   AM_FUZZ_CHECK(twice.body == once.body, "encode(decode(encode(m))) differs from encode(m) for " + type);
