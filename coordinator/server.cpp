@@ -359,7 +359,8 @@ struct Server::Impl {
   void on_ready(WorkerSession& s, const proto::Ready& r) {
     for (const auto& [device, n] : r.credits) {
       bool known = std::any_of(s.devices.begin(), s.devices.end(),
-                               [&](const DeviceInfo& d) { return d.key == device; });
+                               // Named capture: clang before 16 cannot capture a structured binding.
+                               [&key = device](const DeviceInfo& d) { return d.key == key; });
       if (!known || n < 0) {
         ++unexpected_messages;
         logger()->warn("READY from {} names unknown device '{}' or negative credits", s.worker_id,
