@@ -150,7 +150,9 @@ TEST(HwlocProbe, FailsOnUnreadableRecording) {
   EXPECT_FALSE(probe->run(record).ok());
 }
 
-#if defined(__x86_64__)
+// Compares with the compiler's own answers; clang before 16 knows neither "f16c", "avxvnni" nor
+// the "x86-64-vN" levels in __builtin_cpu_supports, so there only gcc builds run it.
+#if defined(__x86_64__) && (!defined(__clang__) || __clang_major__ >= 16)
 TEST(CpuIsaProbe, FlagsAgreeWithCompilerRuntimeDetection) {
   auto probe = make_cpu_isa_probe();
   const json cpu = run_one(*probe).at("cpu");
