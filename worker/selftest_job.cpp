@@ -124,9 +124,7 @@ kernels::JobOutcome nonfinite_output(const jobs::JobSpec& spec, bool nan) {
   kernels::JobOutcome o = outcome(ResultStatus::kPass, "", spec);
   const kernels::AccuracyMetrics acc = kernels::compare_outputs(output.data(), reference.data(), rows, kCols);
   o.metrics["accuracy"] = kernels::to_json(acc);
-  const std::optional<kernels::Tolerance> tol = kernels::tolerance_for(spec.precision);
-  const std::optional<kernels::Tolerance> f32 = kernels::tolerance_for("f32");
-  const kernels::Verdict verdict = kernels::classify_accuracy(acc, tol ? *tol : *f32);
+  const kernels::Verdict verdict = kernels::classify_accuracy(acc, kernels::tolerance_for(spec.precision));
   o.status = verdict.status;
   o.reason = verdict.reason;
   const int64_t nonfinite = kernels::count_nonfinite(output.data(), static_cast<int64_t>(output.size()));

@@ -13,7 +13,7 @@ jobs::JobSpec spec(const std::string& model, const std::string& precision, int b
   jobs::JobSpec s;
   s.model = model;
   s.architecture = std::string(jobs::kSelftestArchitecture);
-  s.precision = precision;
+  s.precision = *jobs::parse_precision(precision);
   s.batch = batch;
   return s;
 }
@@ -21,7 +21,7 @@ jobs::JobSpec spec(const std::string& model, const std::string& precision, int b
 TEST(SelftestNonfinite, NanOutputFailsThroughTheAccuracyCheck) {
   const SelftestEnd end = run_selftest_job(spec("selftest:nan", "f32", 3), 0);
   ASSERT_TRUE(end.outcome.has_value());
-  EXPECT_EQ(end.outcome->status, "fail");
+  EXPECT_EQ(end.outcome->status, ResultStatus::kFail);
   EXPECT_EQ(end.outcome->reason, "6 NaN/Inf values in the output");
   EXPECT_EQ(end.outcome->metrics.at("accuracy").at("nonfinite"), 6);
   EXPECT_EQ(end.outcome->metrics.at("selftest"), "selftest:nan");
@@ -31,7 +31,7 @@ TEST(SelftestNonfinite, InfOutputFailsAtEveryPrecision) {
   for (const char* precision : {"f32", "q8_0", "q4_0", "mixed"}) {
     const SelftestEnd end = run_selftest_job(spec("selftest:inf", precision, 1), 0);
     ASSERT_TRUE(end.outcome.has_value()) << precision;
-    EXPECT_EQ(end.outcome->status, "fail") << precision;
+    EXPECT_EQ(end.outcome->status, ResultStatus::kFail) << precision;
     EXPECT_NE(end.outcome->reason.find("NaN/Inf"), std::string::npos) << end.outcome->reason;
     EXPECT_EQ(end.outcome->metrics.at("accuracy").at("nonfinite"), 2) << precision;
   }
