@@ -5,6 +5,8 @@
 #include <ctime>
 #include <iterator>
 
+#include <fmt/format.h>
+
 namespace am::coord {
 namespace {
 
@@ -52,10 +54,8 @@ std::string format_utc(int64_t epoch_ms) {
   const int millis = static_cast<int>(((epoch_ms % 1000) + 1000) % 1000);
   std::tm tm{};
   gmtime_r(&seconds, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
-  return buf;
+  return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
 }
 
 }  // namespace am::coord

@@ -1,9 +1,10 @@
 #include "coordinator/report_markdown.h"
 
-#include <cstdio>
 #include <optional>
 #include <sstream>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
@@ -48,16 +49,12 @@ std::string code(std::string_view raw) {
 
 std::string fixed(std::optional<double> v, int decimals) {
   if (!v) return std::string(kMissing);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*f", decimals, *v);
-  return buf;
+  return fmt::format("{:.{}f}", *v, decimals);
 }
 
 std::string scientific(std::optional<double> v) {
   if (!v) return std::string(kMissing);
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.2e", *v);
-  return buf;
+  return fmt::format("{:.2e}", *v);
 }
 
 // Sub-millisecond latencies need more decimals than multi-second ones to stay readable.
@@ -104,18 +101,17 @@ std::string notes(const MatrixCell& cell) {
   }
   if (cell.rating == Rating::kNoBaseline) parts.push_back("no cpu f32 latency for this shape");
   if (cell.rep_batch) {
-    parts.push_back("batch " + std::to_string(*cell.rep_batch) + ", seq " +
-                    std::to_string(*cell.rep_seq_len));
+    parts.push_back(fmt::format("batch {}, seq {}", *cell.rep_batch, *cell.rep_seq_len));
   }
   const int jobs = static_cast<int>(cell.job_ids.size());
   if (cell.status_counts.size() + (cell.pending > 0 ? 1 : 0) > 1 || jobs > 1) {
     std::string counts;
     for (const auto& [status, n] : cell.status_counts) {
       if (!counts.empty()) counts += ", ";
-      counts += std::to_string(n) + " " + std::string(to_string(status));
+      counts += fmt::format("{} {}", n, to_string(status));
     }
-    if (cell.pending > 0) counts += (counts.empty() ? "" : ", ") + std::to_string(cell.pending) + " pending";
-    parts.push_back(std::to_string(jobs) + " jobs: " + counts);
+    if (cell.pending > 0) counts += fmt::format("{}{} pending", counts.empty() ? "" : ", ", cell.pending);
+    parts.push_back(fmt::format("{} jobs: {}", jobs, counts));
   }
   std::string out;
   for (const std::string& p : parts) {
@@ -130,14 +126,14 @@ std::string overview_text(const OverviewCell& o) {
   std::string emoji = o.support == "full" ? (o.degraded > 0 ? "⚠️" : "✅")
                       : o.support == "partial" ? "⚠️"
                                                : "❌";
-  std::string text = emoji + " " + std::to_string(o.working) + "/" + std::to_string(o.cells);
+  std::string text = fmt::format("{} {}/{}", emoji, o.working, o.cells);
   if (o.best_speedup) {
     text += " · best " + (o.best_precision ? precision_text(*o.best_precision) : std::string(kMissing)) +
             " " + speedup_text(o.best_speedup);
   }
-  if (o.unsupported > 0) text += " · " + std::to_string(o.unsupported) + " unsupported";
-  if (o.failed > 0) text += " · " + std::to_string(o.failed) + " failed";
-  if (o.not_run > 0) text += " · " + std::to_string(o.not_run) + " not run";
+  if (o.unsupported > 0) text += fmt::format(" · {} unsupported", o.unsupported);
+  if (o.failed > 0) text += fmt::format(" · {} failed", o.failed);
+  if (o.not_run > 0) text += fmt::format(" · {} not run", o.not_run);
   return text;
 }
 
@@ -164,7 +160,7 @@ void write_provenance(std::ostringstream& out, const RunRecord& run, const RunSu
       }
       workers += ")";
     }
-    workers += ", " + std::to_string(w.jobs) + " jobs";
+    workers += fmt::format(", {} jobs", w.jobs);
   }
   out << "| Workers | " << (workers.empty() ? std::string(kMissing) : workers) << " |\n";
   std::string classes;
@@ -205,17 +201,14 @@ void write_overview(std::ostringstream& out, const Matrix& m) {
     }
     out << "\n";
   }
-  char rules[512];
-  std::snprintf(rules, sizeof(rules),
-                "\nA cell counts the model × precision combinations that work out of those "
-                "planned. Ratings: **Baseline** = %s %s; speed-up = median latency of %s %s ÷ "
-                "median latency, same model and shape: **Excellent** ≥ %.1f×, **Good** ≥ %.1f×, "
-                "**Moderate** ≥ %.1f×, **Poor** < %.1f×; ❌ failed or unsupported (reason in "
-                "the notes); *not run* where nothing was measured.\n\n",
-                std::string(kBaselineBackend).c_str(), std::string(jobs::to_string(kBaselinePrecision)).c_str(),
-                std::string(kBaselineBackend).c_str(), std::string(jobs::to_string(kBaselinePrecision)).c_str(),
-                kExcellentMinSpeedup, kGoodMinSpeedup, kModerateMinSpeedup, kModerateMinSpeedup);
-  out << rules;
+  out << fmt::format(
+      "\nA cell counts the model × precision combinations that work out of those planned. "
+      "Ratings: **Baseline** = {0} {1}; speed-up = median latency of {0} {1} ÷ median latency, "
+      "same model and shape: **Excellent** ≥ {2:.1f}×, **Good** ≥ {3:.1f}×, **Moderate** ≥ "
+      "{4:.1f}×, **Poor** < {4:.1f}×; ❌ failed or unsupported (reason in the notes); *not run* "
+      "where nothing was measured.\n\n",
+      kBaselineBackend, jobs::to_string(kBaselinePrecision), kExcellentMinSpeedup, kGoodMinSpeedup,
+      kModerateMinSpeedup);
 }
 
 void write_backend_tables(std::ostringstream& out, const Matrix& m) {
@@ -254,7 +247,7 @@ void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
     out << "| " << code(r.job_id) << " | " << cell_text(r.model) << " | " << cell_text(r.backend)
         << " | " << precision_text(r.precision) << " | " << number(r.spec, batch) << " | "
         << number(r.spec, seq_len) << " | " << cell_text(status) << " | "
-        << (r.attempt > 0 ? std::to_string(r.attempt) : std::string(kMissing)) << " | "
+        << (r.attempt > 0 ? fmt::to_string(r.attempt) : std::string(kMissing)) << " | "
         << (r.worker_id.empty() ? std::string(kMissing) : cell_text(r.worker_id)) << " | "
         << millis(metric_number(r.metrics, "latency_ms", "median")) << " | "
         << millis(metric_number(r.metrics, "latency_ms", "p90")) << " | "

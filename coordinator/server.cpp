@@ -5,6 +5,8 @@
 #include <set>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/protocol.h"
@@ -81,23 +83,19 @@ struct PendingResult {
 
 std::string describe(const JobEntry& j) {
   const auto& s = j.spec;
-  return s.model + " " + s.backend + " " + std::string(jobs::to_string(s.precision)) + " b" +
-         std::to_string(s.batch) + " s" +
-         std::to_string(s.seq_len);
+  return fmt::format("{} {} {} b{} s{}", s.model, s.backend, jobs::to_string(s.precision), s.batch,
+                     s.seq_len);
 }
 
 std::string summarize_metrics(const nlohmann::json& m) {
-  char buf[160];
   std::string out;
   if (auto l = m.find("latency_ms"); l != m.end() && l->is_object() && l->contains("median") &&
                                      (*l)["median"].is_number()) {
-    std::snprintf(buf, sizeof buf, "  median %.3f ms", (*l)["median"].get<double>());
-    out += buf;
+    out += fmt::format("  median {:.3f} ms", (*l)["median"].get<double>());
   }
   if (auto a = m.find("accuracy"); a != m.end() && a->is_object() && a->contains("nmse") &&
                                    (*a)["nmse"].is_number()) {
-    std::snprintf(buf, sizeof buf, "  nmse %.2e", (*a)["nmse"].get<double>());
-    out += buf;
+    out += fmt::format("  nmse {:.2e}", (*a)["nmse"].get<double>());
   }
   return out;
 }
