@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/integration/harness.h"
+#include "tests/integration/run_helpers.h"
 
 namespace am::testing {
 namespace {
@@ -33,12 +33,8 @@ TEST(OpenClFormatsRun, Bf16AndQ4_1JobsRunOnPocl) {
                  (source_dir() / "jobs/models").string(), "--exit-when-done", "--endpoint-file",
                  ep_file.string(), "--expect-workers", "1", "--heartbeat-ms", "200", "--liveness", "10"},
                 dir / "serve.log");
-  std::string ep;
-  ASSERT_TRUE(wait_until([&] {
-    ep = read_file(ep_file);
-    while (!ep.empty() && (ep.back() == '\n' || ep.back() == '\r')) ep.pop_back();
-    return !ep.empty();
-  }, 20s)) << serve.log();
+  const std::string ep = wait_for_endpoint(ep_file);
+  ASSERT_FALSE(ep.empty()) << serve.log();
   Process worker({worker_binary().string(), "--coordinator", ep, "--id", "ocl-w", "--state-dir",
                   (dir / "state").string(), "--heartbeat-ms", "200", "--liveness", "10",
                   "--log-level", "info"},
