@@ -147,6 +147,9 @@ void apply_common_options(zmq::socket_t& sock) {
   // The library's own per-frame cap: a peer sending a bigger frame is disconnected before the
   // frame is buffered. We check sizes again on receipt because inproc transports skip it.
   sock.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(proto::kMaxFrameBytes));
+  // Bracketed IPv6 endpoints (tcp://[::1]:7450, common/endpoint.h) work; "tcp://*:PORT" binds
+  // dual-stack, and libzmq falls back to IPv4 where the kernel has no IPv6.
+  sock.set(zmq::sockopt::ipv6, true);
 }
 
 Status send_frames(zmq::socket_t& sock, const std::string* identity, const proto::Message& msg,
