@@ -68,7 +68,7 @@ void Process::terminate() {
 }
 
 void Process::signal(int sig) {
-  if (pid_ > 0) ::kill(pid_, sig);
+  if (pid() > 0) child_->signal(sig);
 }
 
 int Process::wait(std::chrono::milliseconds timeout) {
