@@ -1,6 +1,7 @@
 #include "coordinator/store.h"
 
 #include <array>
+#include <cctype>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -78,18 +79,36 @@ Status require_ids(const std::string& run_id, const std::string& job_id) {
   return Status::Ok();
 }
 
-// Prepares `sql` with the state words it may compare with bound from their enums: SQL names them
+// Replaces each whole token `name` (":attempt_done", not ":attempt_done_x") in `sql` by the
+// SQL string literal of `word`. The words are the enum tables' own (letters and '_'), never input.
+void substitute_state_word(std::string& sql, const std::string& name, std::string_view word) {
+  const std::string literal = "'" + std::string(word) + "'";
+  for (std::size_t at = sql.find(name); at != std::string::npos; at = sql.find(name, at)) {
+    const std::size_t end = at + name.size();
+    if (end < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[end])) || sql[end] == '_')) {
+      at = end;
+      continue;
+    }
+    sql.replace(at, name.size(), literal);
+    at += literal.size();
+  }
+}
+
+// Prepares `sql` with the state words it may compare with taken from their enums: SQL names them
 // :job_queued, :job_leased, :job_done, :attempt_leased, :attempt_done and :attempt_expired, so
-// every state string comes from coordinator/job_state.h.
-Result<Statement> prepare(sqlite3* db, std::string_view sql) {
-  AM_ASSIGN_OR_RETURN(Statement stmt, Statement::prepare(db, sql));
+// every state string comes from coordinator/job_state.h. They become literals before SQLite sees
+// the statement: as named parameters they took the next free index, which collided with the
+// numbered ones (?5 after "?1..?4, :attempt_done" is the same slot), so stores failed the
+// state CHECK.
+Result<Statement> prepare(sqlite3* db, std::string_view sql_template) {
+  std::string sql(sql_template);
   for (JobState s : {JobState::kQueued, JobState::kLeased, JobState::kDone}) {
-    stmt.bind_constant("job_" + std::string(to_string(s)), to_string(s));
+    substitute_state_word(sql, ":job_" + std::string(to_string(s)), to_string(s));
   }
   for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired}) {
-    stmt.bind_constant("attempt_" + std::string(to_string(s)), to_string(s));
+    substitute_state_word(sql, ":attempt_" + std::string(to_string(s)), to_string(s));
   }
-  return stmt;
+  return Statement::prepare(db, sql);
 }
 
 // Stored words read back: a value outside the enum means the file was edited or written by a

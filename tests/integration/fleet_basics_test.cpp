@@ -45,7 +45,7 @@ std::filesystem::path write_oom_plan(const ScratchDir& dir, const std::string& n
 // ---------------------------------------------------------------------------------------------
 // Item 5: exit codes
 
-TEST(ExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
+TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
   ScratchDir dir("exit-fail");
   const auto db = dir / "f.db";
   const auto plan = write_oom_plan(dir, "allfail");
@@ -62,7 +62,7 @@ TEST(ExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 2);
 }
 
-TEST(ExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
+TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
   ScratchDir dir("exit-serve");
   const auto db = dir / "s.db";
   const auto plan = write_oom_plan(dir, "servefail");
@@ -79,7 +79,7 @@ TEST(ExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
             0) << log;
 }
 
-TEST(ExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
+TEST(RunExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
   ScratchDir dir("exit-failon");
   const auto db = dir / "u.db";
   const auto plan = write_oom_plan(dir, "failon");
@@ -92,7 +92,7 @@ TEST(ExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
   EXPECT_FALSE(std::filesystem::exists(db)) << "nothing may start on a usage error";
 }
 
-TEST(ExitCodes, AStoppedServeExitsThree) {
+TEST(RunExitCodes, AStoppedServeExitsThree) {
   ScratchDir dir("exit-stop");
   const auto db = dir / "i.db";
   const auto plan = write_oom_plan(dir, "stopped");
@@ -102,7 +102,7 @@ TEST(ExitCodes, AStoppedServeExitsThree) {
   EXPECT_EQ(serve.wait(kPromptExit), 3) << serve.log();
 }
 
-TEST(ExitCodes, ALostJobExitsFour) {
+TEST(RunExitCodes, ALostJobExitsFour) {
   ScratchDir dir("exit-lost");
   const auto db = dir / "l.db";
   // One job of about 20 s; a job is lost after its lease failed on one worker.
@@ -120,7 +120,7 @@ TEST(ExitCodes, ALostJobExitsFour) {
   EXPECT_TRUE(has(serve.log(), "exit 4: a job was lost")) << serve.log();
 }
 
-TEST(ExitCodes, UnknownSubcommandIsNamedAndExitsTwo) {
+TEST(RunExitCodes, UnknownSubcommandIsNamedAndExitsTwo) {
   ScratchDir dir("exit-usage");
   std::string log;
   EXPECT_EQ(run_logged(dir, "frob", {coordinator_binary().string(), "frobnicate"}, &log), 2) << log;
@@ -132,7 +132,7 @@ TEST(ExitCodes, UnknownSubcommandIsNamedAndExitsTwo) {
   EXPECT_TRUE(has(log, "did you mean 'serve'")) << log;
 }
 
-TEST(ExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
+TEST(RunExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
   ScratchDir dir("exit-cli11");
   const std::string am = coordinator_binary().string();
   std::string log;
