@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <ctime>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -111,6 +112,7 @@ Result<DbLock> DbLock::acquire(const std::filesystem::path& db_path, std::string
     }
     return io_error("cannot lock " + lock.path_.string() + ": " + errno_text(err));
   }
+  lock.held_ = true;
   lock.previous_ = read_record(fd);
 
   lock.self_.host = this_host();
@@ -146,10 +148,33 @@ Status DbLock::set_endpoint(const std::string& endpoint) {
   return write_record();
 }
 
-DbLock::~DbLock() {
-  // Erase the record so that the next coordinator does not report a takeover; closing the
-  // descriptor (UniqueFd) releases the lock.
-  if (fd_.valid()) (void)ftruncate(fd_.get(), 0);
+DbLock::DbLock(DbLock&& other) noexcept
+    : fd_(std::move(other.fd_)),
+      held_(std::exchange(other.held_, false)),
+      path_(std::move(other.path_)),
+      self_(std::move(other.self_)),
+      previous_(std::move(other.previous_)) {}
+
+DbLock& DbLock::operator=(DbLock&& other) noexcept {
+  if (this != &other) {
+    release();
+    fd_ = std::move(other.fd_);
+    held_ = std::exchange(other.held_, false);
+    path_ = std::move(other.path_);
+    self_ = std::move(other.self_);
+    previous_ = std::move(other.previous_);
+  }
+  return *this;
+}
+
+DbLock::~DbLock() { release(); }
+
+void DbLock::release() {
+  // Erase our record so that the next coordinator does not report a takeover; closing the
+  // descriptor releases the lock. Only the holder may erase: a refused acquire() shares the file.
+  if (held_ && fd_.valid()) (void)ftruncate(fd_.get(), 0);
+  held_ = false;
+  fd_.reset();
 }
 
 std::optional<DbHolder> read_db_holder(const std::filesystem::path& db_path) {

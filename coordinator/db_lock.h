@@ -56,8 +56,8 @@ class DbLock {
   // holds it; kIoError when the lock file cannot be created, locked or written.
   static Result<DbLock> acquire(const std::filesystem::path& db_path, std::string_view command);
 
-  DbLock(DbLock&&) noexcept = default;
-  DbLock& operator=(DbLock&&) noexcept = default;
+  DbLock(DbLock&& other) noexcept;
+  DbLock& operator=(DbLock&& other) noexcept;
   ~DbLock();
 
   // Adds the bound endpoint to the record other processes see.
@@ -71,8 +71,10 @@ class DbLock {
  private:
   DbLock() = default;
   Status write_record();
+  void release();
 
   UniqueFd fd_;
+  bool held_ = false;           // the lock was taken through fd_ (a refused attempt must not erase the record)
   std::filesystem::path path_;
   DbHolder self_;
   std::optional<DbHolder> previous_;

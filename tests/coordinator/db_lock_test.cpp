@@ -43,6 +43,12 @@ TEST_F(DbLockTest, ASecondHolderIsRefusedAtOnceWithTheHolderNamed) {
   EXPECT_NE(msg.find("accelmatrix serve"), std::string::npos) << msg;
   EXPECT_NE(msg.find("endpoint tcp://127.0.0.1:7450"), std::string::npos) << msg;
   EXPECT_NE(msg.find("since 20"), std::string::npos) << msg;
+
+  // A refused attempt leaves the holder's record alone: the next one still names it.
+  auto third = DbLock::acquire(db, "run");
+  ASSERT_FALSE(third.ok());
+  EXPECT_NE(third.status().message().find("endpoint tcp://127.0.0.1:7450"), std::string::npos)
+      << third.status().message();
 }
 
 TEST_F(DbLockTest, OtherSpellingsOfThePathShareTheLock) {
