@@ -35,11 +35,13 @@ std::vector<std::string> with(std::vector<std::string> argv, const std::vector<s
   return argv;
 }
 
-// Two bert-tiny jobs whose job processes run out of memory at once: they end `oom`, a test
-// failure (is_test_failure), without depending on diagnostic models.
-std::filesystem::path write_oom_plan(const ScratchDir& dir, const std::string& name) {
-  return write_bert_plan(dir / (name + ".toml"), name, 0.05, "[16]", "[\"f32\", \"q8_0\"]", "accuracy",
-                         "timeout_s = 60\nmemory_limit_mb = 16\n");
+// Two bert-tiny jobs that measure for 60 s under a 1 s time limit: they end `timeout`, a test
+// failure (is_test_failure), deterministically and without diagnostic models (plans do not
+// accept them). (A memory limit is no substitute: under a 16 MiB limit a job sometimes ends
+// `oom` at once and sometimes hangs until its time limit.)
+std::filesystem::path write_failing_plan(const ScratchDir& dir, const std::string& name) {
+  return write_bert_plan(dir / (name + ".toml"), name, 60.0, "[16, 24]", "[\"f32\"]", "perf",
+                         "timeout_s = 1\nthreads = 1\n");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -48,24 +50,24 @@ std::filesystem::path write_oom_plan(const ScratchDir& dir, const std::string& n
 TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
   ScratchDir dir("exit-fail");
   const auto db = dir / "f.db";
-  const auto plan = write_oom_plan(dir, "allfail");
+  const auto plan = write_failing_plan(dir, "allfail");
   std::string log;
   const std::vector<std::string> run = {coordinator_binary().string(), "run", "--plan", plan.string(), "--db",
                                         db.string(), "--catalog", catalog_dir(), "--heartbeat-ms", "100"};
   ASSERT_EQ(run_logged(dir, "run1", run, &log, 120s), 1) << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'oom'"), 2) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'timeout'"), 2) << log;
   EXPECT_TRUE(has(log, "exit 1: a job ended in a --fail-on status")) << log;
 
   // The same finished run judged by another rule: nothing runs again, only the verdict changes.
   EXPECT_EQ(run_logged(dir, "run2", with(run, {"--fail-on", "fail"}), &log, 120s), 0) << log;
-  EXPECT_EQ(run_logged(dir, "run3", with(run, {"--fail-on", "oom"}), &log, 120s), 1) << log;
+  EXPECT_EQ(run_logged(dir, "run3", with(run, {"--fail-on", "timeout"}), &log, 120s), 1) << log;
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 2);
 }
 
 TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
   ScratchDir dir("exit-serve");
   const auto db = dir / "s.db";
-  const auto plan = write_oom_plan(dir, "servefail");
+  const auto plan = write_failing_plan(dir, "servefail");
   Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");
   ASSERT_FALSE(ep.empty()) << serve.log();
@@ -82,7 +84,7 @@ TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
 TEST(RunExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
   ScratchDir dir("exit-failon");
   const auto db = dir / "u.db";
-  const auto plan = write_oom_plan(dir, "failon");
+  const auto plan = write_failing_plan(dir, "failon");
   std::string log;
   EXPECT_EQ(run_logged(dir, "serve", with(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"),
                                           {"--fail-on", "fail,bogus"}), &log),
@@ -95,7 +97,7 @@ TEST(RunExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
 TEST(RunExitCodes, AStoppedServeExitsThree) {
   ScratchDir dir("exit-stop");
   const auto db = dir / "i.db";
-  const auto plan = write_oom_plan(dir, "stopped");
+  const auto plan = write_failing_plan(dir, "stopped");
   Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
   ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
   serve.terminate();
@@ -157,7 +159,7 @@ TEST(RunExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
 
 TEST(Endpoints, ServeAndRunRefuseAPortOutOfRangeAtOnce) {
   ScratchDir dir("ep-bind");
-  const auto plan = write_oom_plan(dir, "badbind");
+  const auto plan = write_failing_plan(dir, "badbind");
   std::string log;
   EXPECT_EQ(run_logged(dir, "serve", serve_args(plan, dir / "a.db", "tcp://127.0.0.1:99999", dir / "ep"), &log), 2)
       << log;
@@ -201,7 +203,7 @@ TEST(Endpoints, AWorkerReachesACoordinatorOverIpv6Loopback) {
 TEST(OneCoordinatorPerDatabase, ASecondServeIsRefusedAtOnceNamingTheHolder) {
   ScratchDir dir("lock-two");
   const auto db = dir / "two.db";
-  const auto plan = write_oom_plan(dir, "two");
+  const auto plan = write_failing_plan(dir, "two");
   Process first(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep1"), dir / "first.log");
   const std::string ep = wait_for_endpoint(dir / "ep1");
   ASSERT_FALSE(ep.empty()) << first.log();
