@@ -20,6 +20,9 @@
 //   A crashed holder's lock is released when its NFS lease runs out (about 90 s on NFSv4), not
 //   at once. The pid in the record names a process on the holder's host; it is not checked
 //   from another host.
+// - Taken by the CLI (cmd_run, cmd_serve in coordinator/commands.cpp) before Server::create();
+//   Server itself takes none, so a program that embeds a Server (benchmarks) takes a DbLock
+//   itself if it shares a database.
 // - `report` and other readers take no lock: they only read the database (SQLite WAL).
 // - Move-only RAII; release happens in the destructor. Not thread-safe.
 #pragma once
