@@ -101,20 +101,6 @@ void Statement::reset() {
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
   bind_error_ = Status::Ok();
-  apply_constants();
-}
-
-Statement& Statement::bind_constant(std::string_view name, std::string_view value) {
-  constants_.emplace_back(":" + std::string(name), std::string(value));
-  apply_constants();
-  return *this;
-}
-
-void Statement::apply_constants() {
-  for (const auto& [name, value] : constants_) {
-    const int index = sqlite3_bind_parameter_index(stmt_, name.c_str());
-    if (index > 0) bind(index, value);
-  }
 }
 
 int Statement::column_index(std::string_view name) const {

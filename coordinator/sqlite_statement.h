@@ -40,10 +40,6 @@ class Statement {
   Statement& bind(int index, const char* value) { return bind(index, std::string_view(value)); }
   Statement& bind(int index, const std::string& value) { return bind(index, std::string_view(value)); }
   Statement& bind_null(int index);
-  // Binds `value` to the named parameter ":name" now and again after every reset(). The store
-  // binds the words SQL compares with (job and attempt states) from their enums' to_string()
-  // this way instead of spelling them in SQL. A name the statement does not use is ignored.
-  Statement& bind_constant(std::string_view name, std::string_view value);
 
   // Advances one row: true when a row is available, false when the statement is done.
   Result<bool> step();
@@ -71,12 +67,9 @@ class Statement {
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
   void note_bind(int rc, int index);
 
-  void apply_constants();
-
   sqlite3* db_ = nullptr;
   sqlite3_stmt* stmt_ = nullptr;
   Status bind_error_;
-  std::vector<std::pair<std::string, std::string>> constants_;   // ":name", value
 };
 
 }  // namespace am::coord::sqlite

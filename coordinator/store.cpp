@@ -79,36 +79,36 @@ Status require_ids(const std::string& run_id, const std::string& job_id) {
   return Status::Ok();
 }
 
-// Replaces each whole token `name` (":attempt_done", not ":attempt_done_x") in `sql` by the
-// SQL string literal of `word`. The words are the enum tables' own (letters and '_'), never input.
-void substitute_state_word(std::string& sql, const std::string& name, std::string_view word) {
-  const std::string literal = "'" + std::string(word) + "'";
-  for (std::size_t at = sql.find(name); at != std::string::npos; at = sql.find(name, at)) {
-    const std::size_t end = at + name.size();
-    if (end < sql.size() && (std::isalnum(static_cast<unsigned char>(sql[end])) || sql[end] == '_')) {
-      at = end;
-      continue;
+// Prepares `sql` with the state words it compares with taken from their enums: SQL names them
+// :job_queued, :job_leased, :job_done, :attempt_leased, :attempt_done and :attempt_expired, and
+// each becomes the quoted word coordinator/job_state.h spells, so no state string is written
+// here. They are not bound as parameters: SQLite numbers a named parameter one above the largest
+// ?N seen so far in the text, so ":attempt_done" after "?4" *is* ?5 and binding ?5 would
+// overwrite it. The words are fixed identifiers from the enum tables, never input.
+Result<Statement> prepare(sqlite3* db, std::string_view sql) {
+  std::string text(sql);
+  auto substitute = [&text](const std::string& name, std::string_view word) {
+    const std::string token = ":" + name;
+    const std::string literal = "'" + std::string(word) + "'";
+    for (std::size_t at = text.find(token); at != std::string::npos; at = text.find(token, at)) {
+      const std::size_t end = at + token.size();
+      const bool whole = end >= text.size() ||
+                         !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+      if (!whole) {
+        at = end;
+        continue;
+      }
+      text.replace(at, token.size(), literal);
+      at += literal.size();
     }
-    sql.replace(at, name.size(), literal);
-    at += literal.size();
-  }
-}
-
-// Prepares `sql` with the state words it may compare with taken from their enums: SQL names them
-// :job_queued, :job_leased, :job_done, :attempt_leased, :attempt_done and :attempt_expired, so
-// every state string comes from coordinator/job_state.h. They become literals before SQLite sees
-// the statement: as named parameters they took the next free index, which collided with the
-// numbered ones (?5 after "?1..?4, :attempt_done" is the same slot), so stores failed the
-// state CHECK.
-Result<Statement> prepare(sqlite3* db, std::string_view sql_template) {
-  std::string sql(sql_template);
+  };
   for (JobState s : {JobState::kQueued, JobState::kLeased, JobState::kDone}) {
-    substitute_state_word(sql, ":job_" + std::string(to_string(s)), to_string(s));
+    substitute("job_" + std::string(to_string(s)), to_string(s));
   }
   for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired}) {
-    substitute_state_word(sql, ":attempt_" + std::string(to_string(s)), to_string(s));
+    substitute("attempt_" + std::string(to_string(s)), to_string(s));
   }
-  return Statement::prepare(db, sql);
+  return Statement::prepare(db, text);
 }
 
 // Stored words read back: a value outside the enum means the file was edited or written by a

@@ -1,5 +1,6 @@
 #include "jobs/plan.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 #include "jobs/catalog.h"
 #include "jobs/names.h"
 #include "jobs/plan_settings.h"
+#include "jobs/selftest_models.h"
 #include "jobs/suggest.h"
 #include "jobs/toml_support.h"
 
@@ -418,7 +420,9 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file,
   const std::filesystem::path catalog_dir =
       catalog_arg.empty() ? find_catalog_dir(plan_file) : catalog_arg;
   std::vector<std::string> catalog_names;
-  if (!requests.empty()) {
+  const bool needs_catalog = std::any_of(requests.begin(), requests.end(),
+                                         [](const ModelRequest& m) { return !is_selftest_model(m.name); });
+  if (needs_catalog) {
     auto listed = list_models(catalog_dir);
     if (!listed.ok()) return listed.status().with_context(plan_file.string());
     catalog_names = std::move(listed).value();
@@ -428,6 +432,23 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file,
   std::map<std::string, std::optional<ModelEntry>> loaded;  // by name; nullopt = failed to load
   for (const ModelRequest& m : requests) {
     if (!m.ok) continue;
+    if (is_selftest_model(m.name)) {
+      // Diagnostic models are not catalog files (jobs/selftest_models.h).
+      if (Status known = check_selftest_model(m.name); !known.ok()) {
+        errors.add(*m.name_node, known.message());
+        continue;
+      }
+      if (m.overrides != nullptr) {
+        errors.add(*m.overrides, "model '" + m.name + "' is a diagnostic and takes no overrides");
+        continue;
+      }
+      ModelEntry entry;
+      entry.name = m.name;
+      entry.architecture = std::string(kSelftestArchitecture);
+      if (!check_settings(m, entry.config, errors)) continue;
+      if (errors.empty()) expander.expand(m, entry, entry.config, false);
+      continue;
+    }
     if (std::find(catalog_names.begin(), catalog_names.end(), m.name) == catalog_names.end()) {
       std::string hint = did_you_mean(m.name, catalog_names);
       if (hint.empty()) hint = " (" + list_or_none(catalog_names) + ")";

@@ -5,13 +5,19 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
 #include <vector>
+
+#include "jobs/selftest_models.h"
+#include "kernels/accuracy.h"
+#include "kernels/tolerances.h"
 
 namespace am::worker {
 namespace {
@@ -100,14 +106,46 @@ kernels::JobOutcome outcome(ResultStatus status, std::string reason, const jobs:
   return o;
 }
 
+// nan / inf: an output of batch x 16 values that matches a finite reference except for a few
+// non-finite entries, judged by the same functions the inference core's runner uses
+// (compare_outputs, classify_accuracy with the precision's tolerance, count_nonfinite), so the
+// job ends as a real model with NaN/Inf output would: "fail", the reason counting them.
+kernels::JobOutcome nonfinite_output(const jobs::JobSpec& spec, bool nan) {
+  constexpr int64_t kCols = 16;
+  const int64_t rows = spec.batch > 0 ? spec.batch : 1;
+  std::vector<float> reference(static_cast<std::size_t>(rows * kCols));
+  for (std::size_t i = 0; i < reference.size(); ++i) reference[i] = 0.5f + 0.01f * static_cast<float>(i % 97);
+  std::vector<float> output = reference;
+  const float bad = nan ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    output[static_cast<std::size_t>(r * kCols + 3)] = bad;
+    output[static_cast<std::size_t>(r * kCols + 11)] = nan ? bad : -bad;
+  }
+  kernels::JobOutcome o = outcome(ResultStatus::kPass, "", spec);
+  const kernels::AccuracyMetrics acc = kernels::compare_outputs(output.data(), reference.data(), rows, kCols);
+  o.metrics["accuracy"] = kernels::to_json(acc);
+  const kernels::Verdict verdict = kernels::classify_accuracy(acc, kernels::tolerance_for(spec.precision));
+  o.status = verdict.status;
+  o.reason = verdict.reason;
+  const int64_t nonfinite = kernels::count_nonfinite(output.data(), static_cast<int64_t>(output.size()));
+  if (nonfinite > 0 && o.status != ResultStatus::kFail) {
+    o.status = ResultStatus::kFail;
+    o.reason = std::to_string(nonfinite) + " NaN/Inf values in the output";
+  }
+  std::fprintf(stderr, "selftest:%s: %lld of %lld output values are %s\n", nan ? "nan" : "inf",
+               static_cast<long long>(nonfinite), static_cast<long long>(output.size()), nan ? "NaN" : "+/-Inf");
+  return o;
+}
+
 }  // namespace
 
-bool is_selftest_model(std::string_view model) { return model.starts_with(kSelftestModelPrefix); }
+bool is_selftest_model(std::string_view model) { return jobs::is_selftest_model(model); }
 
 SelftestEnd run_selftest_job(const jobs::JobSpec& spec, int64_t memory_limit_mb) {
   const std::string_view mode = std::string_view(spec.model).substr(kSelftestModelPrefix.size());
   if (mode == "pass") return {outcome(ResultStatus::kPass, "", spec), 0};
   if (mode == "fail") return {outcome(ResultStatus::kFail, "selftest: deliberate failure", spec), 0};
+  if (mode == "nan" || mode == "inf") return {nonfinite_output(spec, mode == "nan"), 0};
   if (mode == "noisy") {
     print_noisy_output();
     return {outcome(ResultStatus::kPass, "", spec), 0};
@@ -135,10 +173,8 @@ SelftestEnd run_selftest_job(const jobs::JobSpec& spec, int64_t memory_limit_mb)
     raise(SIGKILL);
     return {std::nullopt, 1};  // only if the signal was somehow blocked
   }
-  std::fprintf(stderr,
-               "unknown selftest mode '%.*s' (known: pass fail noisy fds segv abort sigkill hang "
-               "stubborn exit3 noresult alloc)\n",
-               static_cast<int>(mode.size()), mode.data());
+  std::fprintf(stderr, "unknown selftest mode '%.*s' (known: %s)\n", static_cast<int>(mode.size()), mode.data(),
+               jobs::selftest_mode_names().c_str());
   return {std::nullopt, 2};
 }
 

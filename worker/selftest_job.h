@@ -6,6 +6,9 @@
 // run_job_mode() through run_selftest_job() instead of kernels::run_job(). Modes:
 //   pass      writes a "pass" result with a small metrics document
 //   fail      writes a "fail" result (reason names the selftest)
+//   nan, inf  an output with NaN (or +/-Inf) values judged by the inference core's own output
+//             check (compare_outputs + classify_accuracy): a "fail" result whose reason counts
+//             the NaN/Inf values, as for a real model
 //   noisy     prints kSelftestNoisyBytes of numbered lines to stdout and stderr, then passes;
 //             the last line printed is kSelftestNoisyLastLine
 //   fds       passes with metrics.open_fds = {"<fd>": "<target>"}: what the job inherited
@@ -17,6 +20,7 @@
 //   alloc     allocates and touches memory until allocation fails (std::bad_alloc). Without a
 //             memory limit it applies kSelftestAllocCapMb itself so it cannot take the machine
 //             down.
+// The list of modes with descriptions is jobs/selftest_models.h (plans may name them).
 // Crashing modes disable core dumps first. These modes are a real code path of the shipped
 // worker binary; they cost nothing unless a spec asks for them.
 #pragma once
@@ -26,11 +30,12 @@
 #include <string_view>
 
 #include "jobs/job_spec.h"
+#include "jobs/selftest_models.h"
 #include "kernels/job_runner.h"
 
 namespace am::worker {
 
-inline constexpr std::string_view kSelftestModelPrefix = "selftest:";
+inline constexpr std::string_view kSelftestModelPrefix = jobs::kSelftestModelPrefix;
 inline constexpr std::size_t kSelftestNoisyBytes = 100u << 10;
 inline constexpr std::string_view kSelftestNoisyLastLine = "selftest:noisy final line";
 inline constexpr int64_t kSelftestAllocCapMb = 512;

@@ -214,8 +214,12 @@ Result<Tensor> SafetensorsFile::read_f32(std::string_view name, const Shape& exp
                  shape_text(expected));
   }
   Tensor t(expected);
-  const uint8_t* src = data_ + e->begin;
   const int64_t n = t.numel();
+  // A zero-element tensor has no storage (data() is null) and may sit at the very end of the
+  // data section: memcpy with a null pointer is undefined even for 0 bytes (UBSan, found by
+  // tests/fuzz/safetensors_fuzz.cpp).
+  if (n == 0) return t;
+  const uint8_t* src = data_ + e->begin;
   if (e->dtype == SafetensorsDtype::kF32) {
     std::memcpy(t.data(), src, static_cast<std::size_t>(n) * sizeof(float));
     return t;

@@ -14,6 +14,8 @@ namespace am::coord {
 namespace {
 
 using testing::make_spec;
+using testing::precision_named;
+using testing::status_named;
 using testing::perf_metrics;
 
 std::string format(const char* fmt, double v) {
@@ -45,7 +47,7 @@ class Reports : public testing::StoreFixture {
                          "pass", "", perf_metrics(20.5, 22.0, 3121.95, 0, 1, 1));
     pending_id_ = add(make_spec("tinyllama-1.1b", "decoder-only", "cpu", "q4_0", 1, 64, 5, true));
     skipped_id_ = add(make_spec("tinyllama-1.1b", "decoder-only", "vulkan", "f16", 1, 64, 5, true));
-    ASSERT_TRUE(store_->set_job_terminal(kRun, skipped_id_, "skipped", "no eligible hardware", kT0 + 50).ok());
+    ASSERT_TRUE(store_->set_job_terminal(kRun, skipped_id_, *status_named("skipped"), "no eligible hardware", kT0 + 50).ok());
     ASSERT_TRUE(store_->mark_run_finished(kRun, kT0 + 3'600'000).ok());
   }
 

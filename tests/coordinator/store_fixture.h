@@ -11,8 +11,10 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coordinator/store.h"
@@ -20,6 +22,21 @@
 #include "jobs/plan.h"
 
 namespace am::coord::testing {
+
+// Tests spell statuses and precisions as the store and reports do; these turn the words into the
+// enums through their one table ("" is a job without a terminal status).
+inline std::optional<ResultStatus> status_named(std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  const std::optional<ResultStatus> s = parse_result_status(name);
+  EXPECT_TRUE(s.has_value()) << "no status named '" << name << "'";
+  return s;
+}
+
+inline jobs::Precision precision_named(std::string_view name) {
+  const std::optional<jobs::Precision> p = jobs::parse_precision(name);
+  EXPECT_TRUE(p.has_value()) << "no precision named '" << name << "'";
+  return p.value_or(jobs::Precision::kF32);
+}
 
 class TempDir {
  public:
@@ -82,7 +99,7 @@ inline jobs::JobSpec make_spec(const std::string& model, const std::string& arch
   spec.model = model;
   spec.architecture = architecture;
   spec.backend = backend;
-  spec.precision = precision;
+  spec.precision = precision_named(precision);
   spec.batch = batch;
   spec.seq_len = seq_len;
   spec.seed = seed;
@@ -153,7 +170,7 @@ class StoreFixture : public ::testing::Test {
     r.job_id = job_id;
     r.attempt = attempt;
     r.worker_id = worker;
-    r.status = status;
+    r.status = status_named(status).value_or(ResultStatus::kError);
     r.reason = reason;
     r.metrics = std::move(metrics);
     r.log_tail = "log of " + job_id + " attempt " + std::to_string(attempt);

@@ -114,7 +114,7 @@ TEST(MemoryEstimate, EveryCatalogModelHasAnEstimateAtEveryPrecision) {
       std::optional<int64_t> b = estimate_job_bytes(s);
       ASSERT_TRUE(b.has_value()) << m.name << " at " << p;
       EXPECT_GT(*b, 0) << m.name;
-      if (m.parameters > 0 && std::string(p) == "f32") {
+      if (m.parameters > 0 && p == Precision::kF32) {
         // Weights alone are about 4 bytes per stated parameter; allow for heads not in the count.
         EXPECT_GT(*b, m.parameters * 3) << m.name;
       }

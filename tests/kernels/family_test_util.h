@@ -10,6 +10,7 @@
 #include "kernels/accuracy.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/models/model.h"
+#include "tests/kernels/named_formats.h"
 #include "kernels/thread_pool.h"
 #include "test_util.h"
 
@@ -35,7 +36,7 @@ inline FamilyRun build_and_run(const jobs::JobSpec& spec, const std::string& pre
   ThreadPool pool(2);
   ExecContext ctx{best_kernel_path(), &pool};
   FamilyRun r;
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, precision, ctx);
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, precision_named(precision), ctx);
   EXPECT_TRUE(g.ok()) << g.status().to_string();
   if (!g.ok()) return r;
   r.graph = std::move(g).value();
@@ -84,7 +85,7 @@ class NoOpsBackend final : public Backend {
 inline void expect_unsupported_on_empty_backend(const jobs::JobSpec& spec) {
   ThreadPool pool(1);
   ExecContext ctx{best_kernel_path(), &pool};
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, "f32", ctx);
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, Precision::kF32, ctx);
   ASSERT_TRUE(g.ok()) << g.status().to_string();
   NoOpsBackend be;
   Result<GraphOutput> out = (*g)->run(be);

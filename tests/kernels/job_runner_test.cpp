@@ -8,6 +8,7 @@
 #include <string>
 
 #include "jobs/catalog.h"
+#include "tests/kernels/named_formats.h"
 #include "jobs/names.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/models/model.h"
@@ -24,7 +25,7 @@ jobs::JobSpec small_bert_job(const std::string& precision, const std::string& mo
                        {"intermediate", 224}, {"vocab", 1000},     {"max_positions", 64},
                        {"type_vocab", 2},     {"norm_eps", 1e-12}, {"activation", "gelu"}};
   spec.backend = "cpu";
-  spec.precision = precision;
+  spec.precision = precision_named(precision);
   spec.batch = 2;
   spec.seq_len = 16;
   spec.mode = mode;
@@ -112,14 +113,6 @@ TEST(RunJob, UnknownForcedKernelPathIsAnError) {
   unsetenv(kKernelPathEnvVar);
   EXPECT_EQ(out.status, am::ResultStatus::kError);
   EXPECT_NE(out.reason.find("mmx"), std::string::npos);
-}
-
-TEST(RunJob, UnimplementedPrecisionIsUnsupportedNamingIt) {
-  // A precision name the core has no format for (the plan loader refuses it earlier; a peer
-  // speaking the protocol directly could still send it).
-  const JobOutcome out = run_job(small_bert_job("q5_k", jobs::kModeBoth));
-  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported);
-  EXPECT_NE(out.reason.find("q5_k"), std::string::npos) << out.reason;
 }
 
 TEST(RunJob, UnavailableBackendIsUnsupportedNamingIt) {

@@ -38,7 +38,7 @@ TEST_P(TextCatalog, ScaledEntryBuildsAndRuns) {
   spec.seq_len = 4;
   spec.seed = 1;
   ExecContext ctx{};
-  auto g = build_graph(spec, "f32", ctx);
+  auto g = build_graph(spec, Precision::kF32, ctx);
   ASSERT_TRUE(g.ok()) << g.status().message();
   CpuBackend cpu(ctx);
   auto out = (*g)->run(cpu);

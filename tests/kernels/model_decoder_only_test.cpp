@@ -82,7 +82,7 @@ TEST(DecoderOnlyGraph, RejectsBadConfigNamingTheKey) {
   s.model_config["kv_heads"] = 3;
   ThreadPool pool(1);
   ExecContext ctx{KernelPath::kScalar, &pool};
-  auto g = build_graph(s, "f32", ctx);
+  auto g = build_graph(s, Precision::kF32, ctx);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("kv_heads"), std::string::npos);
   s = tiny_llama_spec();
@@ -90,7 +90,7 @@ TEST(DecoderOnlyGraph, RejectsBadConfigNamingTheKey) {
   s.model_config["hidden"] = 8192;
   s.model_config["intermediate"] = 28672;
   s.model_config["heads"] = 64;
-  g = build_graph(s, "f32", ctx);
+  g = build_graph(s, Precision::kF32, ctx);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("cap"), std::string::npos) << g.status().message();
 }

@@ -65,7 +65,7 @@ TEST(DiffusionFamily, GuidanceScaleOutsideItsRangeIsRejected) {
   c["guidance_scale"] = -2.0;
   ThreadPool pool(1);
   Result<std::unique_ptr<ModelGraph>> g =
-      build_graph(testing::family_spec("diffusion", c, 1, 1), "f32", ExecContext{best_kernel_path(), &pool});
+      build_graph(testing::family_spec("diffusion", c, 1, 1), Precision::kF32, ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("guidance_scale"), std::string::npos);
 }
@@ -79,7 +79,7 @@ TEST(DiffusionFamily, GroupsThatDoNotDivideChannelsAreRejected) {
   c["norm_groups"] = 5;
   ThreadPool pool(1);
   Result<std::unique_ptr<ModelGraph>> g =
-      build_graph(testing::family_spec("diffusion", c, 1, 1), "f32", ExecContext{best_kernel_path(), &pool});
+      build_graph(testing::family_spec("diffusion", c, 1, 1), Precision::kF32, ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("norm_groups"), std::string::npos);
 }

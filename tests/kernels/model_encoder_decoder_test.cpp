@@ -43,7 +43,7 @@ TEST(EncoderDecoderGraph, BartRejectsMissingMaxPositions) {
   jobs::JobSpec s = t5_spec();
   s.model_config["style"] = "bart";
   ExecContext ctx{};
-  auto g = build_graph(s, "f32", ctx);
+  auto g = build_graph(s, Precision::kF32, ctx);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("max_positions"), std::string::npos);
 }

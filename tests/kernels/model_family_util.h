@@ -17,6 +17,7 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/models/model.h"
 #include "kernels/thread_pool.h"
+#include "tests/kernels/named_formats.h"
 #include "tests/kernels/test_util.h"
 
 namespace am::kernels::testing {
@@ -36,7 +37,7 @@ struct FamilyExpectations {
 };
 
 inline GraphOutput run_graph(const jobs::JobSpec& spec, std::string_view precision, const ExecContext& ctx) {
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, precision, ctx);
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, precision_named(precision), ctx);
   EXPECT_TRUE(g.ok()) << g.status().message();
   if (!g.ok()) return {};
   CpuBackend cpu(ctx);
@@ -81,7 +82,7 @@ inline void expect_family_contract(const jobs::JobSpec& spec, const FamilyExpect
     EXPECT_GT(a.phases.decode_tokens, 0);
   }
   // A backend with no ops: the graph reports Unsupported naming an op and the backend.
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, "f32", ctx);
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(spec, Precision::kF32, ctx);
   ASSERT_TRUE(g.ok());
   NothingBackend none;
   Result<GraphOutput> r = (*g)->run(none);

@@ -36,7 +36,7 @@ TEST(MixtureOfExpertsGraph, RequiresExperts) {
   s.architecture = "mixture-of-experts";
   s.model_config = {{"layers", 1}};
   ExecContext ctx{};
-  auto g = build_graph(s, "f32", ctx);
+  auto g = build_graph(s, Precision::kF32, ctx);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("experts"), std::string::npos);
 }

@@ -69,7 +69,7 @@ TEST(MultimodalFamily, LlavaGridAndCropCountMustAgree) {
   c["image_grid"] = {2, 2};
   ThreadPool pool(1);
   Result<std::unique_ptr<ModelGraph>> g =
-      build_graph(testing::family_spec("multimodal", c, 1, 4), "f32", ExecContext{best_kernel_path(), &pool});
+      build_graph(testing::family_spec("multimodal", c, 1, 4), Precision::kF32, ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("image_grid"), std::string::npos);
 }
@@ -123,7 +123,7 @@ TEST(MultimodalFamily, MissingOpIsUnsupportedNamingIt) {
 
 TEST(MultimodalFamily, LlavaRejectsPromptBeyondMaxPositions) {
   ThreadPool pool(1);
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("multimodal", tiny_llava(4), 1, 100), "f32",
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("multimodal", tiny_llava(4), 1, 100), Precision::kF32,
                                                       ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("max_positions"), std::string::npos);

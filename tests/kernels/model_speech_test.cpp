@@ -37,7 +37,7 @@ TEST(SpeechGraph, RejectsAnUnknownStyle) {
   s.architecture = "speech";
   s.model_config = {{"style", "hubert"}};
   ExecContext ctx{};
-  auto g = build_graph(s, "f32", ctx);
+  auto g = build_graph(s, Precision::kF32, ctx);
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("style"), std::string::npos);
 }

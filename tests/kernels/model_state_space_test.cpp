@@ -52,7 +52,7 @@ TEST(StateSpaceFamily, UnknownVariantIsRejected) {
   c["variant"] = "s4";
   ThreadPool pool(1);
   Result<std::unique_ptr<ModelGraph>> g =
-      build_graph(testing::family_spec("state-space", c, 1, 4), "f32", ExecContext{best_kernel_path(), &pool});
+      build_graph(testing::family_spec("state-space", c, 1, 4), Precision::kF32, ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("variant"), std::string::npos);
 }

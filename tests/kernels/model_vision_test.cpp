@@ -26,7 +26,7 @@ TEST(VisionFamily, ImageSizeNotMultipleOfPatchIsRejectedNamingKey) {
   nlohmann::json c = tiny_vit(false);
   c["image_size"] = 30;
   ThreadPool pool(1);
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("vision", c, 1, 1), "f32",
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("vision", c, 1, 1), Precision::kF32,
                                                       ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("image_size"), std::string::npos);

@@ -49,7 +49,7 @@ TEST(VisionTextFamily, CaptionerRejectsEncoderWidthDifferentFromDecoder) {
   c["vision_hidden"] = 32;
   c["vision_heads"] = 2;
   ThreadPool pool(1);
-  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("vision-encoder-text-decoder", c, 1, 4), "f32",
+  Result<std::unique_ptr<ModelGraph>> g = build_graph(testing::family_spec("vision-encoder-text-decoder", c, 1, 4), Precision::kF32,
                                                       ExecContext{best_kernel_path(), &pool});
   ASSERT_FALSE(g.ok());
   EXPECT_NE(g.status().message().find("vision_hidden"), std::string::npos);

@@ -71,7 +71,7 @@ jobs::JobSpec small_opencl_job(const std::string& precision) {
                        {"intermediate", 128}, {"vocab", 400},      {"max_positions", 32},
                        {"type_vocab", 2},     {"norm_eps", 1e-12}, {"activation", "gelu"}};
   spec.backend = "opencl";
-  spec.precision = precision;
+  spec.precision = precision_named(precision);
   spec.batch = 2;
   spec.seq_len = 16;
   spec.mode = jobs::kModeBoth;

@@ -206,10 +206,10 @@ TEST(SafetensorsBert, EncoderGraphReadsWeightsPathFromModelConfig) {
   spec.batch = 2;
   spec.seq_len = 12;
   spec.seed = kSeed + 1;  // the seeded graph draws the same weights the checkpoint holds
-  auto seeded = build_graph(spec, "f32", ctx);
+  auto seeded = build_graph(spec, Precision::kF32, ctx);
   spec.seed = kSeed + 1;
   spec.model_config["weights_path"] = path;
-  auto from_file = build_graph(spec, "f32", ctx);
+  auto from_file = build_graph(spec, Precision::kF32, ctx);
   ASSERT_TRUE(seeded.ok() && from_file.ok()) << from_file.status().to_string();
   CpuBackend be(ctx);
   auto a = (*seeded)->run(be);
@@ -218,9 +218,9 @@ TEST(SafetensorsBert, EncoderGraphReadsWeightsPathFromModelConfig) {
   expect_bitwise_equal(a->output, b->output);
 
   spec.model_config["weights_path"] = temp_path("no_such_checkpoint.safetensors");
-  EXPECT_EQ(build_graph(spec, "f32", ctx).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(build_graph(spec, Precision::kF32, ctx).status().code(), StatusCode::kNotFound);
   spec.model_config["weights_path"] = 7;
-  const Status bad = build_graph(spec, "f32", ctx).status();
+  const Status bad = build_graph(spec, Precision::kF32, ctx).status();
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("weights_path"), std::string::npos);
   std::remove(path.c_str());
@@ -273,7 +273,7 @@ TEST(SafetensorsLlamaFile, QwenStyleBiasesRoundTripThroughTheDecoderGraph) {
   spec.model_config = {{"layers", 2}, {"hidden", 32}, {"heads", 4}, {"kv_heads", 2}, {"intermediate", 48},
                        {"vocab", 64}, {"max_positions", 64}, {"decode_steps", 3}, {"attention_bias", true},
                        {"weights_path", path}};
-  auto graph = build_graph(spec, "f32", ctx);
+  auto graph = build_graph(spec, Precision::kF32, ctx);
   ASSERT_TRUE(graph.ok()) << graph.status().to_string();
   CpuBackend be(ctx);
   auto out = (*graph)->run(be);

@@ -166,7 +166,7 @@ TEST_F(ExecutorTest, CancelKillsTheJobPromptly) {
   const ExecOutcome out = execute_job(request("selftest:hang", 60.0), &cancel);
   const double took = seconds_since(t0);
   canceller.join();
-  EXPECT_EQ(out.status, am::ResultStatus::kError);
+  EXPECT_EQ(out.status, am::ResultStatus::kCancelled);
   EXPECT_EQ(out.reason, "cancelled");
   EXPECT_GE(took, 0.3);
   EXPECT_LT(took, 1.5);

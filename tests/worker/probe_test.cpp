@@ -150,7 +150,9 @@ TEST(HwlocProbe, FailsOnUnreadableRecording) {
   EXPECT_FALSE(probe->run(record).ok());
 }
 
-#if defined(__x86_64__)
+// Compares with the compiler's own answers; clang before 16 knows neither "f16c", "avxvnni" nor
+// the "x86-64-vN" levels in __builtin_cpu_supports, so there only gcc builds run it.
+#if defined(__x86_64__) && (!defined(__clang__) || __clang_major__ >= 16)
 TEST(CpuIsaProbe, FlagsAgreeWithCompilerRuntimeDetection) {
   auto probe = make_cpu_isa_probe();
   const json cpu = run_one(*probe).at("cpu");
@@ -333,34 +335,6 @@ TEST(Capabilities, FailingProbeIsSkippedAndTheDeviceStillAppears) {
   ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
   EXPECT_EQ(rec["devices"][0]["compute_units"], CPU_COUNT(&set));
   EXPECT_GT(rec["devices"][0]["memory_bytes"].get<int64_t>(), 0);
-}
-
-}  // namespace
-}  // namespace am::worker
-
-namespace am::worker {
-namespace {
-
-}  // namespace
-}  // namespace am::worker
-
-namespace am::worker {
-namespace {
-
-// The cpu device advertises exactly the precisions the kernels can build weights for: a listed
-// precision must map to a format (or a role policy for "mixed"), an unlisted one must not.
-TEST(CpuDevice, AdvertisesExactlyThePrecisionsTheKernelsImplement) {
-  const std::vector<std::string> listed = cpu_precisions();
-  ASSERT_FALSE(listed.empty());
-  EXPECT_EQ(listed.front(), "f32");
-  EXPECT_NE(std::find(listed.begin(), listed.end(), "q8_0"), listed.end());
-  for (std::string_view p : jobs::known_precisions()) {
-    const bool is_listed = std::find(listed.begin(), listed.end(), p) != listed.end();
-    const bool kernels_run =
-        p == "mixed" ? kernels::weight_format_for_role(p, kernels::TensorRole::kFeedForward, "cpu").ok()
-                     : kernels::weight_format_for_precision(p, "cpu").ok();
-    EXPECT_EQ(is_listed, kernels_run) << p;
-  }
 }
 
 }  // namespace
