@@ -4,6 +4,7 @@
 #include <string>
 
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/weight_format.h"
 
 namespace am::kernels::opencl {
 namespace {
