@@ -1,6 +1,7 @@
 #include "coordinator/store.h"
 
 #include <array>
+#include <cctype>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -78,18 +79,36 @@ Status require_ids(const std::string& run_id, const std::string& job_id) {
   return Status::Ok();
 }
 
-// Prepares `sql` with the state words it may compare with bound from their enums: SQL names them
+// Prepares `sql` with the state words it may compare with taken from their enums: SQL names them
 // :job_queued, :job_leased, :job_done, :attempt_leased, :attempt_done and :attempt_expired, so
-// every state string comes from coordinator/job_state.h.
+// every state string comes from coordinator/job_state.h. The state words go into the SQL text as quoted literals, spelled by the enums' to_string().
+// They cannot be bound as named parameters beside numbered ones: SQLite numbers a named
+// parameter one above the largest number seen so far in the text, so ":attempt_done" after
+// "?4" *is* ?5, and binding ?5 overwrote the state (every result failed the attempts CHECK).
+// The words are fixed identifiers from the enum tables, never input, so quoting is safe.
 Result<Statement> prepare(sqlite3* db, std::string_view sql) {
-  AM_ASSIGN_OR_RETURN(Statement stmt, Statement::prepare(db, sql));
+  std::string text(sql);
+  auto substitute = [&text](const std::string& name, std::string_view word) {
+    const std::string token = ":" + name;
+    const std::string literal = "'" + std::string(word) + "'";
+    for (std::size_t at = text.find(token); at != std::string::npos; at = text.find(token, at)) {
+      const std::size_t end = at + token.size();
+      const bool whole = end >= text.size() || !(std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '_');
+      if (!whole) {
+        at = end;
+        continue;
+      }
+      text.replace(at, token.size(), literal);
+      at += literal.size();
+    }
+  };
   for (JobState s : {JobState::kQueued, JobState::kLeased, JobState::kDone}) {
-    stmt.bind_constant("job_" + std::string(to_string(s)), to_string(s));
+    substitute("job_" + std::string(to_string(s)), to_string(s));
   }
   for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired}) {
-    stmt.bind_constant("attempt_" + std::string(to_string(s)), to_string(s));
+    substitute("attempt_" + std::string(to_string(s)), to_string(s));
   }
-  return stmt;
+  return Statement::prepare(db, text);
 }
 
 // Stored words read back: a value outside the enum means the file was edited or written by a
