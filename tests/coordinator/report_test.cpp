@@ -45,7 +45,7 @@ class Reports : public testing::StoreFixture {
                          "pass", "", perf_metrics(20.5, 22.0, 3121.95, 0, 1, 1));
     pending_id_ = add(make_spec("tinyllama-1.1b", "decoder-only", "cpu", "q4_0", 1, 64, 5, true));
     skipped_id_ = add(make_spec("tinyllama-1.1b", "decoder-only", "vulkan", "f16", 1, 64, 5, true));
-    ASSERT_TRUE(store_->set_job_terminal(kRun, skipped_id_, "skipped", "no eligible hardware", kT0 + 50).ok());
+    ASSERT_TRUE(store_->set_job_terminal(kRun, skipped_id_, ResultStatus::kSkipped, "no eligible hardware", kT0 + 50).ok());
     ASSERT_TRUE(store_->mark_run_finished(kRun, kT0 + 3'600'000).ok());
   }
 

@@ -11,13 +11,16 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coordinator/store.h"
 #include "jobs/job_spec.h"
 #include "jobs/plan.h"
+#include "jobs/precision.h"
 
 namespace am::coord::testing {
 
@@ -82,7 +85,9 @@ inline jobs::JobSpec make_spec(const std::string& model, const std::string& arch
   spec.model = model;
   spec.architecture = architecture;
   spec.backend = backend;
-  spec.precision = precision;
+  const std::optional<jobs::Precision> parsed = jobs::parse_precision(precision);
+  EXPECT_TRUE(parsed.has_value()) << "unknown precision " << precision;
+  spec.precision = parsed.value_or(jobs::Precision::kF32);
   spec.batch = batch;
   spec.seq_len = seq_len;
   spec.seed = seed;
@@ -145,7 +150,20 @@ class StoreFixture : public ::testing::Test {
     ASSERT_TRUE(s.ok()) << s.to_string();
   }
 
-  ResultRecord result(const std::string& job_id, int attempt, const std::string& status,
+  // A status by its stored name ("pass", "crash", ...); an unknown name fails the test.
+  static ResultStatus status_named(std::string_view name) {
+    const std::optional<ResultStatus> s = parse_result_status(name);
+    EXPECT_TRUE(s.has_value()) << "unknown status " << name;
+    return s.value_or(ResultStatus::kError);
+  }
+
+  ResultRecord result(const std::string& job_id, int attempt, std::string_view status,
+                      const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object(),
+                      const std::string& worker = "worker-a") {
+    return result(job_id, attempt, status_named(status), reason, std::move(metrics), worker);
+  }
+
+  ResultRecord result(const std::string& job_id, int attempt, ResultStatus status,
                       const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object(),
                       const std::string& worker = "worker-a") {
     ResultRecord r;
@@ -171,7 +189,12 @@ class StoreFixture : public ::testing::Test {
   }
 
   // Lease attempt 1 and store its result: the usual life of a job.
-  std::string run_job(const jobs::JobSpec& spec, const std::string& status,
+  std::string run_job(const jobs::JobSpec& spec, std::string_view status,
+                      const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object()) {
+    return run_job(spec, status_named(status), reason, std::move(metrics));
+  }
+
+  std::string run_job(const jobs::JobSpec& spec, ResultStatus status,
                       const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object()) {
     const std::string id = add(spec);
     lease(id, 1);
