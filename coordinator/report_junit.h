@@ -9,8 +9,8 @@
 // - One <testcase> per job: classname = model, name = "<precision> b<batch> s<seq_len> [<job
 //   id>]", time = the job's median latency in seconds when it measured one, else the job
 //   process's wall time (metrics.process.wall_s), else 0. Each testcase has <properties>: job
-//   id, status (or state while not terminal), hardware class, device, worker, attempt, and the
-//   median latency (ms) and NMSE when stored.
+//   id, status (or state while not terminal), architecture, hardware class, device, worker,
+//   attempt, and the median latency (ms) and NMSE when stored.
 // - Statuses map by the enum (DECISIONS "Statuses and exit codes"):
 //     pass                             passing testcase
 //     degraded                         passing testcase with a <system-out> note and the reason
