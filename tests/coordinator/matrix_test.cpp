@@ -14,6 +14,21 @@ namespace {
 using testing::make_spec;
 using testing::perf_metrics;
 
+// A precision by its name (the tests read better with names).
+jobs::Precision prec(std::string_view name) {
+  const std::optional<jobs::Precision> p = jobs::parse_precision(name);
+  EXPECT_TRUE(p.has_value()) << name;
+  return p.value_or(jobs::Precision::kF32);
+}
+
+// A status by its name; "" is no status (not terminal).
+std::optional<ResultStatus> st(std::string_view name) {
+  if (name.empty()) return std::nullopt;
+  const std::optional<ResultStatus> s = parse_result_status(name);
+  EXPECT_TRUE(s.has_value()) << name;
+  return s;
+}
+
 nlohmann::json latency_only(double median_ms) {
   return {{"latency_ms", {{"median", median_ms}, {"p90", median_ms * 1.25}}}};
 }
@@ -48,31 +63,31 @@ TEST(Ratings, SpeedupThresholdsAreInclusiveLowerBounds) {
 }
 
 TEST(Ratings, CellRatingFollowsStatusBeforeSpeed) {
-  EXPECT_EQ(rate_cell("pass", true, std::nullopt, false), Rating::kBaseline);
-  EXPECT_EQ(rate_cell("degraded", false, 2.5, true), Rating::kExcellent);
-  EXPECT_EQ(rate_cell("pass", false, std::nullopt, true), Rating::kNoBaseline);
-  EXPECT_EQ(rate_cell("pass", false, std::nullopt, false), Rating::kAccuracyOnly);
-  for (const char* s : {"fail", "crash", "timeout", "oom", "error", "lost", "weird"}) {
-    EXPECT_EQ(rate_cell(s, false, 3.0, true), Rating::kFailed) << s;
-    EXPECT_EQ(rate_cell(s, true, std::nullopt, true), Rating::kFailed) << s;
+  EXPECT_EQ(rate_cell(st("pass"), true, std::nullopt, false), Rating::kBaseline);
+  EXPECT_EQ(rate_cell(st("degraded"), false, 2.5, true), Rating::kExcellent);
+  EXPECT_EQ(rate_cell(st("pass"), false, std::nullopt, true), Rating::kNoBaseline);
+  EXPECT_EQ(rate_cell(st("pass"), false, std::nullopt, false), Rating::kAccuracyOnly);
+  for (const char* s : {"fail", "crash", "timeout", "oom", "error", "lost"}) {
+    EXPECT_EQ(rate_cell(st(s), false, 3.0, true), Rating::kFailed) << s;
+    EXPECT_EQ(rate_cell(st(s), true, std::nullopt, true), Rating::kFailed) << s;
   }
-  EXPECT_EQ(rate_cell("unsupported", false, std::nullopt, false), Rating::kUnsupported);
-  EXPECT_EQ(rate_cell("skipped", false, std::nullopt, false), Rating::kNotRun);
-  EXPECT_EQ(rate_cell("", false, std::nullopt, false), Rating::kNotRun);
+  EXPECT_EQ(rate_cell(st("unsupported"), false, std::nullopt, false), Rating::kUnsupported);
+  EXPECT_EQ(rate_cell(st("skipped"), false, std::nullopt, false), Rating::kNotRun);
+  EXPECT_EQ(rate_cell(st(""), false, std::nullopt, false), Rating::kNotRun);
   EXPECT_EQ(rating_label(Rating::kNoBaseline), "measured, no baseline");
   EXPECT_EQ(rating_label(Rating::kNotRun), "not run");
   EXPECT_EQ(rating_label(Rating::kFailed), "❌");
 }
 
 TEST(Ratings, SeverityOrdersCrashAboveFailAboveDegradedAbovePass) {
-  EXPECT_GT(status_severity("crash"), status_severity("oom"));
-  EXPECT_GT(status_severity("timeout"), status_severity("error"));
-  EXPECT_GT(status_severity("lost"), status_severity("fail"));
-  EXPECT_GT(status_severity("fail"), status_severity("unsupported"));
-  EXPECT_GT(status_severity("unsupported"), status_severity("degraded"));
-  EXPECT_GT(status_severity("degraded"), status_severity("pass"));
-  EXPECT_GT(status_severity("pass"), status_severity("skipped"));
-  EXPECT_GT(status_severity("skipped"), status_severity(""));
+  EXPECT_GT(status_severity(st("crash")), status_severity(st("oom")));
+  EXPECT_GT(status_severity(st("timeout")), status_severity(st("error")));
+  EXPECT_GT(status_severity(st("lost")), status_severity(st("fail")));
+  EXPECT_GT(status_severity(st("fail")), status_severity(st("unsupported")));
+  EXPECT_GT(status_severity(st("unsupported")), status_severity(st("degraded")));
+  EXPECT_GT(status_severity(st("degraded")), status_severity(st("pass")));
+  EXPECT_GT(status_severity(st("pass")), status_severity(st("skipped")));
+  EXPECT_GT(status_severity(st("skipped")), status_severity(st("")));
 }
 
 TEST_F(MatrixFromStore, CpuF32IsTheBaselineAndOthersAreRatedBySpeedup) {
@@ -86,7 +101,7 @@ TEST_F(MatrixFromStore, CpuF32IsTheBaselineAndOthersAreRatedBySpeedup) {
   }
   const Matrix m = matrix();
   ASSERT_EQ(m.cells.size(), 5u);
-  const MatrixCell* base = find_cell(m, "bert-tiny", "cpu", "f32");
+  const MatrixCell* base = find_cell(m, "bert-tiny", "cpu", prec("f32"));
   ASSERT_NE(base, nullptr);
   EXPECT_EQ(base->rating, Rating::kBaseline);
   EXPECT_FALSE(base->speedup.has_value());
@@ -95,7 +110,7 @@ TEST_F(MatrixFromStore, CpuF32IsTheBaselineAndOthersAreRatedBySpeedup) {
   const std::vector<std::pair<std::string, Rating>> expected = {
       {"f16", Rating::kExcellent}, {"bf16", Rating::kGood}, {"q8_0", Rating::kModerate}, {"q4_0", Rating::kPoor}};
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", expected[i].first);
+    const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", prec(expected[i].first));
     ASSERT_NE(cell, nullptr) << expected[i].first;
     EXPECT_EQ(cell->rating, expected[i].second) << expected[i].first;
     ASSERT_TRUE(cell->speedup.has_value());
@@ -105,7 +120,7 @@ TEST_F(MatrixFromStore, CpuF32IsTheBaselineAndOthersAreRatedBySpeedup) {
     EXPECT_EQ(cell->job_ids.size(), 1u);
   }
   // Plan order: f32 first, as the jobs were added.
-  EXPECT_EQ(m.precisions, (std::vector<std::string>{"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  EXPECT_EQ(m.precisions, (std::vector<jobs::Precision>{prec("f32"), prec("f16"), prec("bf16"), prec("q8_0"), prec("q4_0")}));
 }
 
 TEST_F(MatrixFromStore, FailedAndUnsupportedCellsAreCrossedWithTheirReason) {
@@ -115,30 +130,30 @@ TEST_F(MatrixFromStore, FailedAndUnsupportedCellsAreCrossedWithTheirReason) {
   run_job(make_spec("bert-tiny", "encoder-only", "opencl", "f16"), "crash", "killed by signal 11 (SIGSEGV)");
   run_job(make_spec("bert-tiny", "encoder-only", "vulkan", "f16"), "timeout", "exceeded 120 s");
   const Matrix m = matrix();
-  const MatrixCell* u = find_cell(m, "bert-tiny", "opencl", "q2_k");
+  const MatrixCell* u = find_cell(m, "bert-tiny", "opencl", prec("q2_k"));
   ASSERT_NE(u, nullptr);
   EXPECT_EQ(u->rating, Rating::kUnsupported);
-  EXPECT_EQ(u->status, "unsupported");
+  EXPECT_EQ(u->status, ResultStatus::kUnsupported);
   EXPECT_EQ(u->reason, "opencl lacks op matmul for format q2_k");
   EXPECT_EQ(u->job_ids, std::vector<std::string>{unsupported});
-  const MatrixCell* c = find_cell(m, "bert-tiny", "opencl", "f16");
+  const MatrixCell* c = find_cell(m, "bert-tiny", "opencl", prec("f16"));
   EXPECT_EQ(c->rating, Rating::kFailed);
   EXPECT_EQ(c->reason, "killed by signal 11 (SIGSEGV)");
-  EXPECT_EQ(find_cell(m, "bert-tiny", "vulkan", "f16")->rating, Rating::kFailed);
+  EXPECT_EQ(find_cell(m, "bert-tiny", "vulkan", prec("f16"))->rating, Rating::kFailed);
 }
 
 TEST_F(MatrixFromStore, NothingMeasuredIsNotRun) {
   add(make_spec("bert-tiny", "encoder-only", "vulkan", "f32"));   // still queued
   const std::string skipped = add(make_spec("bert-tiny", "encoder-only", "cuda", "f16"));
-  ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, "skipped", "no eligible hardware", kT0).ok());
+  ASSERT_TRUE(store_->set_job_terminal(kRun, skipped, ResultStatus::kSkipped, "no eligible hardware", kT0).ok());
   const Matrix m = matrix();
-  const MatrixCell* pending = find_cell(m, "bert-tiny", "vulkan", "f32");
+  const MatrixCell* pending = find_cell(m, "bert-tiny", "vulkan", prec("f32"));
   ASSERT_NE(pending, nullptr);
   EXPECT_EQ(pending->rating, Rating::kNotRun);
-  EXPECT_EQ(pending->status, "");
+  EXPECT_FALSE(pending->status.has_value());
   EXPECT_EQ(pending->reason, "pending");
-  EXPECT_EQ(pending->status_counts.at("pending"), 1);
-  const MatrixCell* sk = find_cell(m, "bert-tiny", "cuda", "f16");
+  EXPECT_EQ(pending->pending, 1);
+  const MatrixCell* sk = find_cell(m, "bert-tiny", "cuda", prec("f16"));
   EXPECT_EQ(sk->rating, Rating::kNotRun);
   EXPECT_EQ(sk->reason, "no eligible hardware");
   EXPECT_EQ(find_overview(m, "encoder-only", "cuda")->support, "not run");
@@ -152,19 +167,19 @@ TEST_F(MatrixFromStore, WithoutAMeasuredBaselineNoSpeedupIsClaimed) {
   run_job(make_spec("deit-tiny", "vision", "cpu", "q8_0"), "pass", "", latency_only(2.0));
   run_job(make_spec("clap", "multimodal", "opencl", "f16"), "pass", "", latency_only(1.0));
   const Matrix m = matrix();
-  const MatrixCell* whisper_base = find_cell(m, "whisper-tiny", "cpu", "f32");
+  const MatrixCell* whisper_base = find_cell(m, "whisper-tiny", "cpu", prec("f32"));
   EXPECT_EQ(whisper_base->rating, Rating::kBaseline);
   EXPECT_FALSE(whisper_base->median_ms.has_value());
   for (auto [model, backend, precision] : {std::tuple{"whisper-tiny", "opencl", "f16"},
                                            std::tuple{"deit-tiny", "cpu", "q8_0"},
                                            std::tuple{"clap", "opencl", "f16"}}) {
-    const MatrixCell* cell = find_cell(m, model, backend, precision);
+    const MatrixCell* cell = find_cell(m, model, backend, prec(precision));
     ASSERT_NE(cell, nullptr) << model;
     EXPECT_EQ(cell->rating, Rating::kNoBaseline) << model;
     EXPECT_FALSE(cell->speedup.has_value()) << model;
     EXPECT_TRUE(cell->median_ms.has_value()) << model;
   }
-  EXPECT_EQ(find_cell(m, "deit-tiny", "cpu", "f32")->rating, Rating::kFailed);
+  EXPECT_EQ(find_cell(m, "deit-tiny", "cpu", prec("f32"))->rating, Rating::kFailed);
 }
 
 TEST_F(MatrixFromStore, CellStatusIsTheMostSevereOfItsJobs) {
@@ -175,14 +190,14 @@ TEST_F(MatrixFromStore, CellStatusIsTheMostSevereOfItsJobs) {
   run_job(make_spec("deit-tiny", "vision", "cpu", "f16", 1, 16), "pass", "", latency_only(2.0));
   run_job(make_spec("deit-tiny", "vision", "cpu", "f16", 1, 32), "degraded", "cosine 0.97", latency_only(4.0));
   const Matrix m = matrix();
-  const MatrixCell* q4 = find_cell(m, "deit-tiny", "cpu", "q4_0");
-  EXPECT_EQ(q4->status, "fail");
+  const MatrixCell* q4 = find_cell(m, "deit-tiny", "cpu", prec("q4_0"));
+  EXPECT_EQ(q4->status, ResultStatus::kFail);
   EXPECT_EQ(q4->reason, "nmse 0.2 > 0.05");
-  EXPECT_EQ(q4->status_counts.at("pass"), 1);
-  EXPECT_EQ(q4->status_counts.at("fail"), 1);
+  EXPECT_EQ(q4->status_counts.at(ResultStatus::kPass), 1);
+  EXPECT_EQ(q4->status_counts.at(ResultStatus::kFail), 1);
   EXPECT_EQ(q4->rating, Rating::kFailed);
-  const MatrixCell* f16 = find_cell(m, "deit-tiny", "cpu", "f16");
-  EXPECT_EQ(f16->status, "degraded");
+  const MatrixCell* f16 = find_cell(m, "deit-tiny", "cpu", prec("f16"));
+  EXPECT_EQ(f16->status, ResultStatus::kDegraded);
   EXPECT_EQ(f16->rating, Rating::kExcellent);   // 4.0 / 2.0 at the smallest shape
   EXPECT_DOUBLE_EQ(*f16->speedup, 2.0);
   ASSERT_EQ(f16->shapes.size(), 2u);
@@ -194,7 +209,7 @@ TEST_F(MatrixFromStore, CellStatusIsTheMostSevereOfItsJobs) {
   EXPECT_EQ(o->degraded, 1);
   EXPECT_EQ(o->failed, 1);
   EXPECT_EQ(o->support, "partial");
-  EXPECT_EQ(o->best_precision, "f16");
+  EXPECT_EQ(o->best_precision, prec("f16"));
   EXPECT_DOUBLE_EQ(*o->best_speedup, 2.0);
 }
 
@@ -209,7 +224,7 @@ TEST_F(MatrixFromStore, SameShapeJobsCombineByMedianAndTheSmallestSharedShapeRep
   // q8_0 measured only the long shape: that is where it is compared.
   run_job(make_spec("qwen2-0.5b", "decoder-only", "cpu", "q8_0", 1, 64, 1), "pass", "", latency_only(q));
   const Matrix m = matrix();
-  const MatrixCell* base = find_cell(m, "qwen2-0.5b", "cpu", "f32");
+  const MatrixCell* base = find_cell(m, "qwen2-0.5b", "cpu", prec("f32"));
   ASSERT_EQ(base->shapes.size(), 2u);
   std::vector<double> three = {a, b, c};
   std::sort(three.begin(), three.end());
@@ -217,7 +232,7 @@ TEST_F(MatrixFromStore, SameShapeJobsCombineByMedianAndTheSmallestSharedShapeRep
   EXPECT_EQ(*base->rep_seq_len, 16);
   EXPECT_DOUBLE_EQ(*base->median_ms, three[1]);
   EXPECT_EQ(base->job_ids.size(), 4u);
-  const MatrixCell* q8 = find_cell(m, "qwen2-0.5b", "cpu", "q8_0");
+  const MatrixCell* q8 = find_cell(m, "qwen2-0.5b", "cpu", prec("q8_0"));
   EXPECT_EQ(*q8->rep_batch, 1);
   EXPECT_EQ(*q8->rep_seq_len, 64);
   EXPECT_DOUBLE_EQ(*q8->median_ms, q);
@@ -239,7 +254,7 @@ TEST_F(MatrixFromStore, AccuracyIsTheWorstOverTheCell) {
     run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q4_1", 1, seq), "pass", "", accuracy_only(n, cs, t));
   }
   const Matrix m = matrix();
-  const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", "q4_1");
+  const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", prec("q4_1"));
   EXPECT_DOUBLE_EQ(*cell->nmse_max, worst_nmse);
   EXPECT_DOUBLE_EQ(*cell->cosine_min, worst_cos);
   EXPECT_DOUBLE_EQ(*cell->top1_min, worst_top1);
