@@ -55,7 +55,11 @@ DeviceInfo device(const std::string& key, const std::string& backend, std::vecto
   d.key = key;
   d.backend = backend;
   d.name = "Device " + key;
-  d.precisions = std::move(precisions);
+  for (const std::string& name : precisions) {
+    const std::optional<jobs::Precision> p = jobs::parse_precision(name);
+    EXPECT_TRUE(p.has_value()) << name;
+    if (p) d.precisions.push_back(*p);
+  }
   d.memory_bytes = memory;
   return d;
 }
@@ -161,7 +165,7 @@ TEST(Matching, TagsMustAllMatchTheWorkersLabels) {
 
   const auto s = settle_ineligible(needing({{"rack", "a1"}}), devices);
   ASSERT_TRUE(s.has_value());
-  EXPECT_EQ(s->status, "skipped");
+  EXPECT_EQ(s->status, ResultStatus::kSkipped);
   EXPECT_TRUE(contains(s->reason, "no eligible hardware")) << s->reason;
   EXPECT_TRUE(contains(s->reason, "rack=a1")) << s->reason;
   EXPECT_FALSE(settle_ineligible(needing({{"rack", "b2"}}), devices).has_value());
@@ -227,28 +231,28 @@ TEST(MatchingRecordedMachines, DevVmRunsCpuAndPoclButNotF16VulkanOrCuda) {
   // PoCL here has no cl_khr_fp16: an f16 job is unsupported, and the reason names the device.
   const auto f16 = settle_ineligible(job("opencl", "f16"), devices);
   ASSERT_TRUE(f16.has_value());
-  EXPECT_EQ(f16->status, "unsupported");
+  EXPECT_EQ(f16->status, ResultStatus::kUnsupported);
   EXPECT_TRUE(contains(f16->reason, "precision f16")) << f16->reason;
-  EXPECT_TRUE(contains(f16->reason, "opencl:0 pthread-skylake-avx512-AMD EPYC supports f32, q8_0, q4_0"))
+  EXPECT_TRUE(contains(f16->reason, "opencl:0 pthread-skylake-avx512-AMD EPYC supports f32, bf16, q8_0, q4_0, q4_1, mixed"))
       << f16->reason;
 
   // lavapipe is probed, but no backend runs Vulkan jobs: skipped, naming it.
   const auto vk = settle_ineligible(job("vulkan", "f32"), devices);
   ASSERT_TRUE(vk.has_value());
-  EXPECT_EQ(vk->status, "skipped");
+  EXPECT_EQ(vk->status, ResultStatus::kSkipped);
   EXPECT_TRUE(contains(vk->reason, "not schedulable")) << vk->reason;
   EXPECT_TRUE(contains(vk->reason, "vulkan:0 llvmpipe")) << vk->reason;
 
   const auto cuda = settle_ineligible(job("cuda", "f32"), devices);
   ASSERT_TRUE(cuda.has_value());
-  EXPECT_EQ(cuda->status, "skipped");
+  EXPECT_EQ(cuda->status, ResultStatus::kSkipped);
   EXPECT_TRUE(contains(cuda->reason, "no registered device has backend 'cuda'")) << cuda->reason;
   EXPECT_TRUE(contains(cuda->reason, "cpu, opencl, vulkan")) << cuda->reason;
 
   if (auto p = precision_cpu_lacks()) {
     const auto s = settle_ineligible(job("cpu", *p), devices);
     ASSERT_TRUE(s.has_value());
-    EXPECT_EQ(s->status, "unsupported");
+    EXPECT_EQ(s->status, ResultStatus::kUnsupported);
     EXPECT_TRUE(contains(s->reason, "cpu:0 AMD EPYC supports")) << s->reason;
   }
 }
@@ -270,14 +274,14 @@ TEST(MatchingRecordedMachines, WorkstationSendsF16ToTheRtx4090AndBigJobsToThePoc
   // At f16 only the GPU has the precision, and it lacks the memory: unsupported, naming both.
   const auto big_f16 = settle_ineligible(job("opencl", "f16", big_encoder_config()), devices);
   ASSERT_TRUE(big_f16.has_value());
-  EXPECT_EQ(big_f16->status, "unsupported");
+  EXPECT_EQ(big_f16->status, ResultStatus::kUnsupported);
   EXPECT_TRUE(contains(big_f16->reason, "needs about")) << big_f16->reason;
   EXPECT_TRUE(contains(big_f16->reason, "has 24217 MiB (opencl:0 NVIDIA GeForce RTX 4090)")) << big_f16->reason;
 
   // The CUDA device is probed but not schedulable yet.
   const auto cuda = settle_ineligible(job("cuda", "f16"), devices);
   ASSERT_TRUE(cuda.has_value());
-  EXPECT_EQ(cuda->status, "skipped");
+  EXPECT_EQ(cuda->status, ResultStatus::kSkipped);
   EXPECT_TRUE(contains(cuda->reason, "cuda:0 NVIDIA GeForce RTX 4090")) << cuda->reason;
 
   // Worker tags narrow it down.
@@ -295,12 +299,12 @@ TEST(MatchingRecordedMachines, ArmLaptopRunsOnlyCpuJobs) {
   }
   const auto opencl = settle_ineligible(job("opencl", "f32"), devices);
   ASSERT_TRUE(opencl.has_value());
-  EXPECT_EQ(opencl->status, "skipped");
+  EXPECT_EQ(opencl->status, ResultStatus::kSkipped);
   EXPECT_TRUE(contains(opencl->reason, "no registered device has backend 'opencl'")) << opencl->reason;
   // The QNN runtime is installed, but it brings no schedulable device.
   const auto qnn = settle_ineligible(job("qnn", "q8_0"), devices);
   ASSERT_TRUE(qnn.has_value());
-  EXPECT_EQ(qnn->status, "skipped");
+  EXPECT_EQ(qnn->status, ResultStatus::kSkipped);
 }
 
 TEST(MatchingRecordedMachines, ALabOfAllThreeSettlesOnlyWhatNoneCanRun) {
@@ -313,12 +317,12 @@ TEST(MatchingRecordedMachines, ALabOfAllThreeSettlesOnlyWhatNoneCanRun) {
   EXPECT_FALSE(settle_ineligible(job("cpu", "f32"), lab).has_value());
   const auto vk = settle_ineligible(job("vulkan", "f16"), lab);
   ASSERT_TRUE(vk.has_value());
-  EXPECT_EQ(vk->status, "skipped");
+  EXPECT_EQ(vk->status, ResultStatus::kSkipped);
   // Four Vulkan devices are named at most; the rest are counted.
   EXPECT_TRUE(contains(vk->reason, "vulkan:0 NVIDIA GeForce RTX 4090")) << vk->reason;
   const auto rocm = settle_ineligible(job("rocm", "f16"), lab);
   ASSERT_TRUE(rocm.has_value());
-  EXPECT_EQ(rocm->status, "skipped");
+  EXPECT_EQ(rocm->status, ResultStatus::kSkipped);
 }
 
 }  // namespace
