@@ -12,7 +12,9 @@
 #include "common/log.h"
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
+#include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
+#include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
 #include "coordinator/store.h"
 
@@ -153,8 +155,8 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
 
 Result<std::string> render(const std::filesystem::path& db, const std::string& format,
                            std::string run_id) {
-  if (format != "md" && format != "json") {
-    return invalid_argument("--format: unknown format '" + format + "' (expected md or json)");
+  if (format != "md" && format != "json" && format != "csv" && format != "junit") {
+    return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv or junit)");
   }
   if (!std::filesystem::exists(db)) return not_found("database " + db.string() + " does not exist");
   AM_ASSIGN_OR_RETURN(auto store, Store::open(db));
@@ -169,6 +171,8 @@ Result<std::string> render(const std::filesystem::path& db, const std::string& f
   }
   AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
   if (format == "json") return render_json(*run, rows).dump(2) + "\n";
+  if (format == "csv") return render_csv(*run, rows);
+  if (format == "junit") return render_junit(*run, rows);
   return render_markdown(*run, rows);
 }
 

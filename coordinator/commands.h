@@ -38,7 +38,7 @@ struct RunArgs {
 
 struct ReportArgs {
   std::string db;
-  std::string format = "md";           // md | json
+  std::string format = "md";           // md | json | csv | junit
   std::string run_id;                  // default: newest run
   std::string output;                  // default: stdout
 };
