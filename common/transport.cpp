@@ -149,6 +149,13 @@ void apply_common_options(zmq::socket_t& sock) {
   sock.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(proto::kMaxFrameBytes));
 }
 
+// IPv6 only for a bracketed IPv6 address (tcp://[::1]:7450, common/endpoint.h). Not for every
+// socket: with ZMQ_IPV6 on, libzmq resolves a host name to its IPv6 address first, so a worker
+// told "localhost" would knock at ::1 while the coordinator listens on 127.0.0.1 only.
+void enable_ipv6_if_needed(zmq::socket_t& sock, const std::string& endpoint) {
+  if (endpoint.rfind("tcp://[", 0) == 0) sock.set(zmq::sockopt::ipv6, true);
+}
+
 Status send_frames(zmq::socket_t& sock, const std::string* identity, const proto::Message& msg,
                    const char* what) {
   proto::Frames frames = proto::encode(msg);
@@ -231,6 +238,7 @@ Result<RouterEndpoint> RouterEndpoint::bind(const std::string& endpoint,
       impl->socket.set(zmq::sockopt::curve_secretkey, curve->secret_key);
       impl->socket.set(zmq::sockopt::zap_domain, impl->zap->domain());
     }
+    enable_ipv6_if_needed(impl->socket, endpoint);
     impl->socket.bind(endpoint);
     impl->endpoint = impl->socket.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
@@ -332,6 +340,7 @@ Result<DealerEndpoint> DealerEndpoint::connect(const std::string& endpoint,
       impl->socket.set(zmq::sockopt::curve_publickey, curve->public_key);
       impl->socket.set(zmq::sockopt::curve_secretkey, curve->secret_key);
     }
+    enable_ipv6_if_needed(impl->socket, endpoint);
     impl->socket.connect(endpoint);
   } catch (const zmq::error_t& e) {
     return zmq_status(e, "connect " + endpoint);

@@ -1,14 +1,20 @@
 #include "coordinator/commands.h"
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <unistd.h>
 
 #include "common/curve_files.h"
+#include "common/endpoint.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
+#include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
+#include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
+#include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
 #include "coordinator/store.h"
 
@@ -18,14 +24,60 @@ namespace {
 // How long `run` waits for its local workers to exit after the run is drained.
 constexpr int64_t kLocalWorkerExitWaitMs = 15'000;
 
-int fail(const std::string& what) {
+// Prints "error: <what>" and returns `exit_code`.
+int fail(const std::string& what, int exit_code) {
   std::cerr << "error: " << what << "\n";
-  return 1;
+  return exit_code;
+}
+int fail(const Status& st) { return fail(st.message(), exit_code_for_error(st)); }
+
+// "2 pass, 1 oom" for the closing line of run and serve.
+std::string status_counts(const std::map<ResultStatus, int>& by_status) {
+  std::string out;
+  for (const auto& [status, count] : by_status) {
+    if (count <= 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(count) + " " + std::string(to_string(status));
+  }
+  return out.empty() ? "no jobs" : out;
 }
 
-// Exit code of serve and run on an infrastructure fault such as losing the database
-// (DECISIONS.md: 4 = lost or infrastructure fault).
-constexpr int kExitInfrastructureFault = 4;
+std::string fail_on_text(const FailOnSet& set) {
+  std::string out;
+  for (ResultStatus s : set) out += (out.empty() ? "" : ",") + std::string(to_string(s));
+  return out;
+}
+
+// The verdict of a run that ended without a storage fault, with one line saying why when it is
+// not 0.
+int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::string& run_id) {
+  if (!server.all_done()) return kExitInterrupted;
+  const Progress p = server.progress();
+  const int code = exit_code_for_statuses(p.by_status, fail_on);
+  if (code == kExitJobsFailed) {
+    std::cerr << "run '" << run_id << "': " << status_counts(p.by_status) << "; exit 1: a job ended in a --fail-on status ("
+              << fail_on_text(fail_on) << ")\n";
+  } else if (code == kExitInfrastructure) {
+    std::cerr << "run '" << run_id << "': " << status_counts(p.by_status) << "; exit 4: a job was lost\n";
+  }
+  return code;
+}
+
+// A coordinator's hold on its database: taken before the store is opened, kept until the
+// command returns (after the server is gone).
+Result<DbLock> lock_database(const std::filesystem::path& db, const char* command) {
+  AM_ASSIGN_OR_RETURN(DbLock lock, DbLock::acquire(db, command));
+  if (const auto& prev = lock.previous_holder()) {
+    const bool same_host = prev->host == lock.holder().host;
+    const bool still_alive = same_host && prev->pid > 0 && ::kill(static_cast<pid_t>(prev->pid), 0) == 0;
+    get_logger("coordinator")->warn(
+        "database {}: taking over from {}, which stopped without releasing it{}", db.string(), prev->describe(),
+        still_alive ? " (that pid is alive again or reused; its lock is gone, so it is not a coordinator of this "
+                      "database now)"
+                    : "");
+  }
+  return lock;
+}
 
 void print_progress(const Progress& p) {
   static std::string last;
@@ -39,10 +91,28 @@ Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog
   return jobs::load_plan(plan_file, catalog_dir);
 }
 
-// Shared by serve and run: load the plan, start the server, submit, announce the endpoint.
-Result<std::unique_ptr<Server>> start_server(const ServeArgs& a, std::string* run_id) {
+// What serve and run hold while they run: the database lock outlives the server.
+struct Coordinator {
+  std::optional<DbLock> lock;
+  std::unique_ptr<Server> server;
+  FailOnSet fail_on;
+  std::string run_id;
+};
+
+// Shared by serve and run: check the arguments and load the plan (errors: kExitUsage), lock the
+// database, start the server, submit, announce the endpoint (errors: exit_code_for_error, which
+// is kExitInfrastructure for I/O, a busy database or a failed bind). On error *exit_code says
+// which.
+Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* exit_code) {
+  *exit_code = kExitUsage;
+  Coordinator c;
+  AM_RETURN_IF_ERROR(validate_endpoint(a.server.bind, EndpointUse::kBind).with_context("--bind"));
+  c.fail_on = default_fail_on();
+  if (!a.fail_on.empty()) {
+    AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
+  }
   AM_ASSIGN_OR_RETURN(jobs::Plan plan, load(a.plan_file, a.catalog_dir));
-  *run_id = a.run_id.empty() ? plan.name : a.run_id;
+  c.run_id = a.run_id.empty() ? plan.name : a.run_id;
   ServerOptions options = a.server;
   if (!a.curve_key_file.empty() || !a.curve_allow.empty()) {
     if (a.curve_key_file.empty() || a.curve_allow.empty()) {
@@ -52,8 +122,21 @@ Result<std::unique_ptr<Server>> start_server(const ServeArgs& a, std::string* ru
     AM_ASSIGN_OR_RETURN(auto allowed, load_curve_allow_list(a.curve_allow));
     options.curve = CurveServerConfig{pair.public_key, pair.secret_key, std::move(allowed)};
   }
-  AM_ASSIGN_OR_RETURN(auto server, Server::create(options));
-  AM_RETURN_IF_ERROR(server->submit(plan, *run_id));
+  *exit_code = kExitInfrastructure;
+  AM_ASSIGN_OR_RETURN(DbLock lock, lock_database(options.db_path, command));
+  c.lock.emplace(std::move(lock));
+  auto created = Server::create(options);
+  if (!created.ok()) {
+    *exit_code = exit_code_for_error(created.status());
+    return created.status();
+  }
+  c.server = std::move(created).value();
+  if (Status st = c.server->submit(plan, c.run_id); !st.ok()) {
+    *exit_code = exit_code_for_error(st);
+    return st;
+  }
+  AM_RETURN_IF_ERROR(c.lock->set_endpoint(c.server->endpoint()));
+  Server* server = c.server.get();
   if (!a.endpoint_file.empty()) {
     const std::string tmp = a.endpoint_file + ".tmp";
     {
@@ -66,13 +149,14 @@ Result<std::unique_ptr<Server>> start_server(const ServeArgs& a, std::string* ru
     }
   }
   if (!a.quiet) server->on_progress(print_progress);
-  return server;
+  *exit_code = kExitOk;
+  return c;
 }
 
 Result<std::string> render(const std::filesystem::path& db, const std::string& format,
                            std::string run_id) {
-  if (format != "md" && format != "json") {
-    return invalid_argument("--format: unknown format '" + format + "' (expected md or json)");
+  if (format != "md" && format != "json" && format != "csv" && format != "junit") {
+    return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv or junit)");
   }
   if (!std::filesystem::exists(db)) return not_found("database " + db.string() + " does not exist");
   AM_ASSIGN_OR_RETURN(auto store, Store::open(db));
@@ -87,102 +171,101 @@ Result<std::string> render(const std::filesystem::path& db, const std::string& f
   }
   AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
   if (format == "json") return render_json(*run, rows).dump(2) + "\n";
+  if (format == "csv") return render_csv(*run, rows);
+  if (format == "junit") return render_junit(*run, rows);
   return render_markdown(*run, rows);
 }
 
 }  // namespace
 
 int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
-  std::string run_id;
-  auto server = start_server(args, &run_id);
-  if (!server.ok()) return fail(server.status().message());
-  if (!args.quiet) std::cerr << "serving run '" << run_id << "' on " << (*server)->endpoint() << "\n";
-  Status st = (*server)->serve(stop);
-  if (!st.ok()) {
-    fail(st.message());
-    return (*server)->storage_failed() ? kExitInfrastructureFault : 1;
-  }
-  return (*server)->all_done() ? 0 : 3;
+  int code = kExitOk;
+  auto started = start_server(args, "serve", &code);
+  if (!started.ok()) return fail(started.status().message(), code);
+  Coordinator& c = *started;
+  if (!args.quiet) std::cerr << "serving run '" << c.run_id << "' on " << c.server->endpoint() << "\n";
+  // A serve loop that returns an error lost its store or its socket: infrastructure either way.
+  if (Status st = c.server->serve(stop); !st.ok()) return fail(st.message(), kExitInfrastructure);
+  return run_exit_code(*c.server, c.fail_on, c.run_id);
 }
 
 int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
-  std::string run_id;
   ServeArgs serve = args.serve;
   serve.server.exit_when_done = true;
   serve.server.expect_workers = args.workers;
-  auto server = start_server(serve, &run_id);
-  if (!server.ok()) return fail(server.status().message());
-  const auto progress = (*server)->progress();
+  int code = kExitOk;
+  auto started = start_server(serve, "run", &code);
+  if (!started.ok()) return fail(started.status().message(), code);
+  Coordinator& c = *started;
+  const std::string run_id = c.run_id;
+  const auto progress = c.server->progress();
   std::cerr << "run '" << run_id << "': " << progress.total << " job(s), " << progress.done
             << " already done; " << args.workers << " local worker(s) on "
-            << (*server)->endpoint() << "\n";
+            << c.server->endpoint() << "\n";
 
   LocalWorkerOptions lw;
   lw.worker_binary = sibling_worker_binary();
-  lw.endpoint = (*server)->endpoint();
+  lw.endpoint = c.server->endpoint();
   lw.count = args.workers;
   lw.id_prefix = "local-" + std::to_string(getpid());
   lw.state_dir = std::filesystem::temp_directory_path() / ("accelmatrix-run-" + std::to_string(getpid()));
   lw.log_level = args.worker_log_level;
   lw.heartbeat_interval_ms = serve.server.heartbeat_interval_ms;
   auto workers = LocalWorkers::start(lw);
-  if (!workers.ok()) return fail(workers.status().message());
+  if (!workers.ok()) return fail(workers.status().message(), kExitInfrastructure);
 
-  Status st = (*server)->serve(stop);
-  const bool done = (*server)->all_done();
-  const bool storage_failed = (*server)->storage_failed();
+  Status st = c.server->serve(stop);
+  const bool done = c.server->all_done();
+  const int verdict = st.ok() ? run_exit_code(*c.server, c.fail_on, run_id) : kExitInfrastructure;
   if (!workers->wait_all(kLocalWorkerExitWaitMs)) {
     std::cerr << "warning: local workers did not exit in time and were stopped; logs in "
               << lw.state_dir << "\n";
   }
-  server->reset();
-  if (!st.ok()) {
-    fail(st.message());
-    return storage_failed ? kExitInfrastructureFault : 1;
-  }
+  c.server.reset();
+  if (!st.ok()) return fail(st.message(), kExitInfrastructure);
 
   auto md = render(serve.server.db_path, "md", run_id);
-  if (!md.ok()) return fail(md.status().message());
+  if (!md.ok()) return fail(md.status());
   std::cout << *md;
   if (!done) {
     std::cerr << "run interrupted before every job finished; run the same command again to resume\n";
-    return 3;
+    return kExitInterrupted;
   }
   std::error_code ec;
   std::filesystem::remove_all(lw.state_dir, ec);
-  return 0;
+  return verdict;
 }
 
 int cmd_keys(const KeysArgs& args) {
   auto pair = write_curve_keypair(args.out_dir, args.name);
-  if (!pair.ok()) return fail(pair.status().message());
+  if (!pair.ok()) return fail(pair.status());
   const auto dir = std::filesystem::path(args.out_dir);
   std::cout << "wrote " << (dir / (args.name + ".key")).string() << " (secret, keep it on this box) and "
             << (dir / (args.name + ".pub")).string() << " (give it to the other side)\n";
-  return 0;
+  return kExitOk;
 }
 
 int cmd_report(const ReportArgs& args) {
   auto text = render(args.db, args.format, args.run_id);
-  if (!text.ok()) return fail(text.status().message());
+  if (!text.ok()) return fail(text.status());
   if (args.output.empty()) {
     std::cout << *text;
-    return 0;
+    return kExitOk;
   }
   std::ofstream out(args.output);
   out << *text;
-  if (!out) return fail("cannot write " + args.output);
-  return 0;
+  if (!out) return fail("cannot write " + args.output, kExitInfrastructure);
+  return kExitOk;
 }
 
 int cmd_plan(const PlanArgs& args) {
   auto plan = load(args.plan_file, args.catalog_dir);
-  if (!plan.ok()) return fail(plan.status().message());
+  if (!plan.ok()) return fail(plan.status().message(), kExitUsage);   // a plan that does not load is input
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& j : plan->jobs) out.push_back({{"job_id", j.job_id}, {"spec", jobs::to_json(j.spec)}});
     std::cout << out.dump(2) << "\n";
-    return 0;
+    return kExitOk;
   }
   std::printf("plan '%s' (%s): %zu job(s)\n", plan->name.c_str(), plan->source.c_str(),
               plan->jobs.size());
@@ -194,7 +277,7 @@ int cmd_plan(const PlanArgs& args) {
                 s.model.c_str(), s.architecture.c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
                 s.batch, s.seq_len, s.mode.c_str(), s.scaled ? "scaled" : "");
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace am::coord

@@ -1,5 +1,11 @@
-// The `accelmatrix` subcommands. Each returns the process exit code and prints its own errors
-// (one line naming what is wrong) to stderr. main.cpp only parses flags into these structs.
+// The `accelmatrix` subcommands. Each returns the process exit code (common/exit_codes.h) and
+// prints its own errors (one line naming what is wrong) to stderr. main.cpp only parses flags
+// into these structs.
+//
+// cmd_run and cmd_serve: 2 for a bad endpoint, --fail-on or plan, before anything starts; 4 when
+// the database cannot be opened or is held by another coordinator (coordinator/db_lock.h, the
+// holder named), when binding fails, or when the store fails mid-run; 3 when stopped before
+// every job was terminal; otherwise the verdict of exit_code_for_statuses() on the run's jobs.
 #pragma once
 
 #include <atomic>
@@ -19,6 +25,9 @@ struct ServeArgs {
   ServerOptions server;
   std::string endpoint_file;           // written with the resolved endpoint once bound
   bool quiet = false;                  // no progress lines
+  // Comma-separated statuses that make a finished run exit 1 (common/exit_codes.h); empty =
+  // default_fail_on(). Checked before anything starts.
+  std::string fail_on;
 };
 
 struct RunArgs {
@@ -29,7 +38,7 @@ struct RunArgs {
 
 struct ReportArgs {
   std::string db;
-  std::string format = "md";           // md | json
+  std::string format = "md";           // md | json | csv | junit
   std::string run_id;                  // default: newest run
   std::string output;                  // default: stdout
 };

@@ -1,13 +1,17 @@
 // accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
 #include <csignal>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "common/build_info.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "coordinator/commands.h"
 #include "jobs/plan.h"
+#include "jobs/suggest.h"
 
 namespace {
 
@@ -29,8 +33,27 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
       ->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--endpoint-file", a.endpoint_file, "Write the bound endpoint to this file");
   cmd->add_flag("--quiet", a.quiet, "No progress lines");
+  cmd->add_option("--fail-on", a.fail_on,
+                  "Statuses that make the run exit 1, comma-separated (default: fail,crash,timeout,oom,error)")
+      ->type_name("STATUS,...");
   cmd->add_option("--curve-key", a.curve_key_file, "CURVE: this coordinator's .key file (accelmatrix keys)");
   cmd->add_option("--curve-allow", a.curve_allow, "CURVE: worker .pub file, or a directory of them");
+}
+
+// CLI11 reports "A subcommand is required" for `accelmatrix frobnicate`: the word it could not
+// place is in remaining(). Names it, with the subcommands there are.
+std::optional<std::string> unknown_subcommand(CLI::App& app, const std::vector<const CLI::App*>& subcommands) {
+  if (!app.get_subcommands().empty()) return std::nullopt;
+  for (const std::string& word : app.remaining()) {
+    if (word.empty() || word.front() == '-') continue;
+    std::vector<std::string> names;
+    for (const CLI::App* sub : subcommands) names.push_back(sub->get_name());
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return "unknown subcommand '" + word + "'" + am::jobs::did_you_mean(word, names) + " (expected one of: " + list +
+           "; see accelmatrix --help)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -39,6 +62,7 @@ int main(int argc, char** argv) {
   CLI::App app{"accelmatrix: measures which models run at which precision on which hardware"};
   app.set_version_flag("--version", am::build_string());
   app.require_subcommand(1);
+  app.footer(am::exit_code_help());
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
 
@@ -51,6 +75,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))->capture_default_str();
   run_cmd->add_option("--bind", run.serve.server.bind, "Endpoint to bind")->capture_default_str();
   add_server_flags(run_cmd, run.serve);
+  run_cmd->footer(am::exit_code_help());
 
   am::coord::ServeArgs serve;
   auto* serve_cmd = app.add_subcommand("serve", "Run the coordinator for a plan");
@@ -62,12 +87,13 @@ int main(int argc, char** argv) {
                         "Settle jobs no device can run once this many workers registered (0 = never)")
       ->check(CLI::Range(0, 100000))->capture_default_str();
   add_server_flags(serve_cmd, serve);
+  serve_cmd->footer(am::exit_code_help());
 
   am::coord::ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "Export a run's results and matrix");
   report_cmd->add_option("--db", report.db, "SQLite database file")->required();
-  report_cmd->add_option("--format", report.format, "md | json")
-      ->check(CLI::IsMember({"md", "json"}))->capture_default_str();
+  report_cmd->add_option("--format", report.format, "md | json | csv | junit")
+      ->check(CLI::IsMember({"md", "json", "csv", "junit"}))->capture_default_str();
   report_cmd->add_option("--run", report.run_id, "Run id (default: newest)");
   report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout");
 
@@ -82,10 +108,22 @@ int main(int argc, char** argv) {
   keys_cmd->add_option("name", keys.name, "Key name, e.g. coordinator or the worker's host")->required();
   keys_cmd->add_option("--out", keys.out_dir, "Directory to write into")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help and --version end here with code 0; every parse error is a usage error (2), not
+    // CLI11's own 105/106/109/114 (common/exit_codes.h).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, plan_cmd, keys_cmd})) {
+      std::cerr << "error: " << *unknown << "\n";
+      return am::kExitUsage;
+    }
+    app.exit(e);
+    return am::kExitUsage;
+  }
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {
     std::cerr << "error: --log-level: " << st.message() << "\n";
-    return 2;
+    return am::kExitUsage;
   }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -98,5 +136,5 @@ int main(int argc, char** argv) {
   if (*report_cmd) return am::coord::cmd_report(report);
   if (*plan_cmd) return am::coord::cmd_plan(plan);
   if (*keys_cmd) return am::coord::cmd_keys(keys);
-  return 2;
+  return am::kExitUsage;
 }

@@ -30,6 +30,7 @@ packages=(
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-tools
   libcli11-dev libtomlplusplus-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libtinyxml2-dev
   procps iproute2
 )
 

@@ -10,6 +10,8 @@
 
 #include "common/build_info.h"
 #include "common/curve_files.h"
+#include "common/endpoint.h"
+#include "common/exit_codes.h"
 #include "common/log.h"
 #include "worker/capability.h"
 #include "worker/client.h"
@@ -32,14 +34,14 @@ int run_probe(const std::string& record_dir, const std::string& replay_dir) {
     auto recording = am::worker::Recording::open(replay_dir);
     if (!recording.ok()) {
       std::cerr << "error: --replay: " << recording.status().message() << "\n";
-      return 1;
+      return am::exit_code_for_error(recording.status());
     }
     options = am::worker::replay_options(*recording);
   } else if (!record_dir.empty()) {
     auto created = am::worker::Recorder::create(record_dir);
     if (!created.ok()) {
       std::cerr << "error: --record: " << created.status().message() << "\n";
-      return 1;
+      return am::exit_code_for_error(created.status());
     }
     recorder = *created;
     options.recorder = recorder;
@@ -50,12 +52,12 @@ int run_probe(const std::string& record_dir, const std::string& replay_dir) {
     am::Status st = recorder->finish("recorded with accelmatrix-worker --probe --record on " + host);
     if (!st.ok()) {
       std::cerr << "error: --record: " << st.message() << "\n";
-      return 1;
+      return am::exit_code_for_error(st);
     }
   }
   // A driver's string that is not valid UTF-8 is replaced rather than failing the print.
   std::cout << record.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-  return 0;
+  return am::kExitOk;
 }
 
 std::filesystem::path default_state_dir() {
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
   std::string run_job_spec, result_file;
   int64_t memory_limit_mb = 0;
 
-  app.add_option("--coordinator", coordinator, "Coordinator endpoint, e.g. tcp://HOST:7450");
+  app.add_option("--coordinator", coordinator, "Coordinator endpoint: " + am::expected_endpoint_forms(am::EndpointUse::kConnect));
   app.add_flag("--probe", probe, "Print this machine's capability record as JSON and exit");
   std::string record_dir, replay_dir;
   auto* record_opt = app.add_option("--record", record_dir,
@@ -114,30 +116,44 @@ int main(int argc, char** argv) {
   app.add_option("--result-file", result_file, "(internal) where job mode writes its result")->group("");
   app.add_option("--memory-limit-mb", memory_limit_mb, "(internal) job memory limit")->group("");
 
-  CLI11_PARSE(app, argc, argv);
+  app.footer("Exit codes: 0 stopped cleanly (SIGINT, SIGTERM, or drained by the coordinator); 2 usage error\n"
+             "(bad flag, an endpoint that can never be valid, refused by the coordinator); 4 infrastructure\n"
+             "(state dir unwritable).");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help/--version exit 0; every parse error is a usage error, not CLI11's own code.
+    const int code = app.exit(e);
+    return code == 0 ? am::kExitOk : am::kExitUsage;
+  }
 
   if (!run_job_spec.empty()) {
     // A job must not outlive its worker: if the worker is killed, the kernel kills the job.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (result_file.empty()) {
       std::cerr << "--run-job needs --result-file\n";
-      return 2;
+      return am::kExitUsage;
     }
     return am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb);
   }
 
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {
     std::cerr << "error: --log-level: " << st.message() << "\n";
-    return 2;
+    return am::kExitUsage;
   }
   if ((!record_dir.empty() || !replay_dir.empty()) && !probe) {
     std::cerr << "error: --record and --replay go with --probe\n";
-    return 2;
+    return am::kExitUsage;
   }
   if (probe) return run_probe(record_dir, replay_dir);
   if (coordinator.empty()) {
     std::cerr << "error: --coordinator ENDPOINT is required (or --probe)\n";
-    return 2;
+    return am::kExitUsage;
+  }
+  // An endpoint that can never be valid is refused now rather than retried forever.
+  if (am::Status st = am::validate_endpoint(coordinator, am::EndpointUse::kConnect); !st.ok()) {
+    std::cerr << "error: --coordinator: " << st.message() << "\n";
+    return am::kExitUsage;
   }
 
   am::worker::ClientOptions opt;
@@ -150,7 +166,7 @@ int main(int argc, char** argv) {
     auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {
       std::cerr << "error: --tag '" << t << "': expected KEY=VALUE\n";
-      return 2;
+      return am::kExitUsage;
     }
     opt.tags[t.substr(0, eq)] = t.substr(eq + 1);
   }
@@ -158,7 +174,7 @@ int main(int argc, char** argv) {
     auto id = am::worker::load_or_create_worker_id(state_dir);
     if (!id.ok()) {
       std::cerr << "error: " << id.status().message() << "\n";
-      return 1;
+      return am::exit_code_for_error(id.status());
     }
     worker_id = *id;
   }
@@ -166,19 +182,19 @@ int main(int argc, char** argv) {
   auto secret = am::worker::load_or_create_worker_secret(state_dir, worker_id);
   if (!secret.ok()) {
     std::cerr << "error: " << secret.status().message() << "\n";
-    return 1;
+    return am::exit_code_for_error(secret.status());
   }
   opt.secret = *secret;
   if (!curve_key_file.empty() || !curve_server_file.empty()) {
     if (curve_key_file.empty() || curve_server_file.empty()) {
       std::cerr << "error: --curve-key and --curve-server go together\n";
-      return 2;
+      return am::kExitUsage;
     }
     auto pair = am::load_curve_keypair(curve_key_file);
     auto server_key = am::load_curve_public_key(curve_server_file);
     if (!pair.ok() || !server_key.ok()) {
       std::cerr << "error: " << (!pair.ok() ? pair.status() : server_key.status()).message() << "\n";
-      return 2;
+      return am::kExitUsage;
     }
     opt.curve = am::CurveClientConfig{*server_key, pair->public_key, pair->secret_key};
   }
@@ -198,7 +214,7 @@ int main(int argc, char** argv) {
   am::Status st = client.run(g_stop);
   if (!st.ok()) {
     am::get_logger("worker")->error("{}", st.to_string());
-    return 1;
+    return am::exit_code_for_error(st);   // refused by the coordinator (retry false): 2
   }
-  return 0;
+  return am::kExitOk;
 }

@@ -165,12 +165,19 @@ class StoreFixture : public ::testing::Test {
   ResultRecord result(const std::string& job_id, int attempt, const std::string& status,
                       const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object(),
                       const std::string& worker = "worker-a") {
+    return result(job_id, attempt, status_named(status).value_or(ResultStatus::kError), reason,
+                  std::move(metrics), worker);
+  }
+
+  ResultRecord result(const std::string& job_id, int attempt, ResultStatus status,
+                      const std::string& reason = "", nlohmann::json metrics = nlohmann::json::object(),
+                      const std::string& worker = "worker-a") {
     ResultRecord r;
     r.run_id = kRun;
     r.job_id = job_id;
     r.attempt = attempt;
     r.worker_id = worker;
-    r.status = status_named(status).value_or(ResultStatus::kError);
+    r.status = status;
     r.reason = reason;
     r.metrics = std::move(metrics);
     r.log_tail = "log of " + job_id + " attempt " + std::to_string(attempt);

@@ -1,0 +1,70 @@
+#include "coordinator/report_text.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <system_error>
+
+#include "common/utf8.h"
+
+namespace am::coord {
+
+std::string report_text(std::string_view text) {
+  const std::string repaired = repair_utf8(text);
+  std::string out;
+  out.reserve(repaired.size());
+  for (std::size_t i = 0; i < repaired.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(repaired[i]);
+    if (byte < 0x20 && byte != '\t' && byte != '\n' && byte != '\r') {
+      out += kUtf8Replacement;
+      continue;
+    }
+    // U+FFFE and U+FFFF (EF BF BE, EF BF BF). In repaired UTF-8 an 0xEF byte always starts a
+    // three-byte sequence, so matching here never splits a character.
+    if (byte == 0xEF && i + 2 < repaired.size() && static_cast<unsigned char>(repaired[i + 1]) == 0xBF &&
+        (static_cast<unsigned char>(repaired[i + 2]) == 0xBE ||
+         static_cast<unsigned char>(repaired[i + 2]) == 0xBF)) {
+      out += kUtf8Replacement;
+      i += 2;
+      continue;
+    }
+    out += repaired[i];
+  }
+  return out;
+}
+
+std::string format_number(double value) {
+  if (!std::isfinite(value)) return "";
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
+  if (ec != std::errc()) return "";
+  return std::string(buf, end);
+}
+
+std::string format_fixed(double value, int decimals) {
+  if (!std::isfinite(value)) return "";
+  char buf[400];   // the largest double in fixed notation is 309 digits before the point
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value, std::chars_format::fixed, decimals);
+  if (ec != std::errc()) return "";
+  return std::string(buf, end);
+}
+
+std::string json_number_text(const nlohmann::json* value) {
+  if (value == nullptr) return "";
+  if (value->is_number_unsigned()) return std::to_string(value->get<uint64_t>());
+  if (value->is_number_integer()) return std::to_string(value->get<int64_t>());
+  if (value->is_number_float()) return format_number(value->get<double>());
+  return "";
+}
+
+const nlohmann::json* metric_value(const nlohmann::json& metrics, std::string_view group,
+                                   std::string_view key) {
+  if (!metrics.is_object()) return nullptr;
+  auto g = metrics.find(group);
+  if (g == metrics.end() || !g->is_object()) return nullptr;
+  auto v = g->find(key);
+  if (v == g->end() || v->is_null()) return nullptr;
+  return &*v;
+}
+
+}  // namespace am::coord

@@ -1,0 +1,37 @@
+// Text and numbers as the line-oriented exporters (CSV, JUnit XML) write them.
+//
+// Contract:
+// - report_text(): text from workers (reasons, log tails, hostnames, device strings) made safe
+//   for any text format. First the project's UTF-8 repair (common/utf8.h: every byte outside a
+//   well-formed sequence becomes U+FFFD), then every code point that XML 1.0 forbids becomes
+//   U+FFFD as well: the C0 controls other than TAB, LF and CR (NUL, ESC of terminal colour
+//   codes, BEL, ...) and the non-characters U+FFFE and U+FFFF. TAB, LF, CR, DEL and the C1
+//   controls are kept (XML 1.0 allows them). The result is valid UTF-8 and valid XML 1.0
+//   character data once markup characters are escaped.
+// - format_number(): locale-independent (std::to_chars), the shortest text that reads back as
+//   the same double ("0.25", "1.5e-12", "2048"); "" for NaN and infinities.
+// - format_fixed(): locale-independent fixed notation with `decimals` digits after the point.
+// - json_number_text(): a metrics value as a cell: integers as integers, other numbers through
+//   format_number(), "" for anything that is not a number (missing, null, string).
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace am::coord {
+
+std::string report_text(std::string_view text);
+
+std::string format_number(double value);
+std::string format_fixed(double value, int decimals);
+
+std::string json_number_text(const nlohmann::json* value);
+
+// metrics[group][key] when it exists, else nullptr (no copy).
+const nlohmann::json* metric_value(const nlohmann::json& metrics, std::string_view group,
+                                   std::string_view key);
+
+}  // namespace am::coord

@@ -1,0 +1,264 @@
+// Issue 13, items 2, 5 and 9 against real processes over loopback TCP:
+// - exit codes CI can trust: 0 accepted, 1 failed jobs (--fail-on chooses), 2 usage (CLI11's
+//   codes and unknown subcommands), 3 interrupted, 4 lost jobs or infrastructure;
+// - endpoints validated on run, serve and the worker (which exits 2 instead of retrying forever);
+// - one coordinator per database: a second one is refused at once, naming the holder; a dead
+//   holder is taken over; `report` reads while a coordinator holds the database.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <memory>
+
+#include "tests/integration/run_helpers.h"
+
+namespace am::testing {
+namespace {
+
+// How long a command that must be refused before it starts anything may take (process start,
+// plan load; generous for a loaded 2-core machine).
+constexpr auto kPromptExit = 15s;
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+// Runs argv to completion; returns the exit code, with stdout+stderr in *log.
+int run_logged(const ScratchDir& dir, const std::string& name, const std::vector<std::string>& argv, std::string* log,
+               std::chrono::milliseconds timeout = kPromptExit) {
+  Process p(argv, dir / (name + ".log"));
+  const int code = p.wait(timeout);
+  *log = p.log();
+  return code;
+}
+
+std::vector<std::string> with(std::vector<std::string> argv, const std::vector<std::string>& more) {
+  argv.insert(argv.end(), more.begin(), more.end());
+  return argv;
+}
+
+// Two bert-tiny jobs that measure for 60 s under a 1 s time limit: they end `timeout`, a test
+// failure (is_test_failure), deterministically and without diagnostic models (plans do not
+// accept them). (A memory limit is no substitute: under a 16 MiB limit a job sometimes ends
+// `oom` at once and sometimes hangs until its time limit.)
+std::filesystem::path write_failing_plan(const ScratchDir& dir, const std::string& name) {
+  return write_bert_plan(dir / (name + ".toml"), name, 60.0, "[16, 24]", "[\"f32\"]", "perf",
+                         "timeout_s = 1\nthreads = 1\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 5: exit codes
+
+TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
+  ScratchDir dir("exit-fail");
+  const auto db = dir / "f.db";
+  const auto plan = write_failing_plan(dir, "allfail");
+  std::string log;
+  const std::vector<std::string> run = {coordinator_binary().string(), "run", "--plan", plan.string(), "--db",
+                                        db.string(), "--catalog", catalog_dir(), "--heartbeat-ms", "100"};
+  ASSERT_EQ(run_logged(dir, "run1", run, &log, 120s), 1) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'timeout'"), 2) << log;
+  EXPECT_TRUE(has(log, "exit 1: a job ended in a --fail-on status")) << log;
+
+  // The same finished run judged by another rule: nothing runs again, only the verdict changes.
+  EXPECT_EQ(run_logged(dir, "run2", with(run, {"--fail-on", "fail"}), &log, 120s), 0) << log;
+  EXPECT_EQ(run_logged(dir, "run3", with(run, {"--fail-on", "timeout"}), &log, 120s), 1) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 2);
+}
+
+TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
+  ScratchDir dir("exit-serve");
+  const auto db = dir / "s.db";
+  const auto plan = write_failing_plan(dir, "servefail");
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  Process worker(worker_args(ep, "w", dir), dir / "w.log");
+  ASSERT_EQ(serve.wait(120s), 1) << serve.log();
+  EXPECT_EQ(worker.wait(15s), 0) << worker.log();
+
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "again", with(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep2"),
+                                          {"--fail-on", "fail,crash"}), &log),
+            0) << log;
+}
+
+TEST(RunExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
+  ScratchDir dir("exit-failon");
+  const auto db = dir / "u.db";
+  const auto plan = write_failing_plan(dir, "failon");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "serve", with(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"),
+                                          {"--fail-on", "fail,bogus"}), &log),
+            2) << log;
+  EXPECT_TRUE(has(log, "unknown status 'bogus'")) << log;
+  EXPECT_TRUE(has(log, "pass, degraded, fail")) << log;
+  EXPECT_FALSE(std::filesystem::exists(db)) << "nothing may start on a usage error";
+}
+
+TEST(RunExitCodes, AStoppedServeExitsThree) {
+  ScratchDir dir("exit-stop");
+  const auto db = dir / "i.db";
+  const auto plan = write_failing_plan(dir, "stopped");
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
+  serve.terminate();
+  EXPECT_EQ(serve.wait(kPromptExit), 3) << serve.log();
+}
+
+TEST(RunExitCodes, ALostJobExitsFour) {
+  ScratchDir dir("exit-lost");
+  const auto db = dir / "l.db";
+  // One job of about 20 s; a job is lost after its lease failed on one worker.
+  const auto plan = write_bert_plan(dir / "lost.toml", "lost", 20.0, "[16]", "[\"f32\"]", "perf");
+  Process serve(with(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), {"--max-attempts", "1"}),
+                dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  auto victim = std::make_unique<Process>(worker_args(ep, "victim", dir), dir / "victim.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") > 0; },
+                         60s)) << serve.log();
+  victim->kill_hard();
+  EXPECT_EQ(serve.wait(60s), 4) << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'lost'"), 1) << serve.log();
+  EXPECT_TRUE(has(serve.log(), "exit 4: a job was lost")) << serve.log();
+}
+
+TEST(RunExitCodes, UnknownSubcommandIsNamedAndExitsTwo) {
+  ScratchDir dir("exit-usage");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "frob", {coordinator_binary().string(), "frobnicate"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "unknown subcommand 'frobnicate'")) << log;
+  EXPECT_TRUE(has(log, "run, serve, report, plan, keys")) << log;
+  EXPECT_FALSE(has(log, "A subcommand is required")) << log;
+
+  EXPECT_EQ(run_logged(dir, "serv", {coordinator_binary().string(), "serv", "--plan", "x"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "did you mean 'serve'")) << log;
+}
+
+TEST(RunExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
+  ScratchDir dir("exit-cli11");
+  const std::string am = coordinator_binary().string();
+  std::string log;
+  // Before: 106 (required), 105 (validation), 109 (extras), 114 (argument mismatch).
+  EXPECT_EQ(run_logged(dir, "required", {am, "report"}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "validation", {am, "run", "--workers", "0"}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "extras", {am, "plan", "a.toml", "b.toml"}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "mismatch", {am, "run", "--workers"}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "subless", {am}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "worker", {worker_binary().string(), "--slots", "0"}, &log), 2) << log;
+
+  EXPECT_EQ(run_logged(dir, "help", {am, "--help"}, &log), 0) << log;
+  EXPECT_TRUE(has(log, "Exit codes")) << log;
+  EXPECT_TRUE(has(log, "4  a job was lost")) << log;
+  EXPECT_EQ(run_logged(dir, "runhelp", {am, "run", "--help"}, &log), 0) << log;
+  EXPECT_TRUE(has(log, "--fail-on")) << log;
+  EXPECT_TRUE(has(log, "Exit codes")) << log;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 9: endpoints
+
+TEST(Endpoints, ServeAndRunRefuseAPortOutOfRangeAtOnce) {
+  ScratchDir dir("ep-bind");
+  const auto plan = write_failing_plan(dir, "badbind");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "serve", serve_args(plan, dir / "a.db", "tcp://127.0.0.1:99999", dir / "ep"), &log), 2)
+      << log;
+  EXPECT_TRUE(has(log, "port 99999 is outside 1-65535")) << log;
+  EXPECT_TRUE(has(log, "expected tcp://HOST:PORT")) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ep"));
+
+  EXPECT_EQ(run_logged(dir, "run", {coordinator_binary().string(), "run", "--plan", plan.string(), "--db",
+                                    (dir / "b.db").string(), "--catalog", catalog_dir(), "--bind", "garbage"},
+                       &log),
+            2) << log;
+  EXPECT_TRUE(has(log, "'garbage'")) << log;
+  EXPECT_TRUE(has(log, "expected tcp://HOST:PORT")) << log;
+}
+
+TEST(Endpoints, AWorkerGivenAnEndpointThatCanNeverWorkExitsTwoInsteadOfRetrying) {
+  ScratchDir dir("ep-worker");
+  for (const std::string bad : {"tcp://127.0.0.1:99999", "garbage", "tcp://:80", "tcp://host:0"}) {
+    std::string log;
+    EXPECT_EQ(run_logged(dir, "w", worker_args(bad, "w", dir), &log), 2) << bad << "\n" << log;
+    EXPECT_TRUE(has(log, "expected tcp://HOST:PORT")) << log;
+  }
+}
+
+TEST(Endpoints, AWorkerReachesACoordinatorOverIpv6Loopback) {
+  if (read_file("/proc/net/if_inet6").find(" lo\n") == std::string::npos) GTEST_SKIP() << "no IPv6 loopback";
+  ScratchDir dir("ep-ipv6");
+  const auto db = dir / "v6.db";
+  const auto plan = write_bert_plan(dir / "v6.toml", "v6", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  Process serve(serve_args(plan, db, "tcp://[::1]:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_TRUE(has(ep, "tcp://[::1]:")) << ep << serve.log();
+  Process worker(worker_args(ep, "v6w", dir), dir / "w.log");
+  EXPECT_EQ(serve.wait(120s), 0) << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 2: one coordinator per database
+
+TEST(OneCoordinatorPerDatabase, ASecondServeIsRefusedAtOnceNamingTheHolder) {
+  ScratchDir dir("lock-two");
+  const auto db = dir / "two.db";
+  const auto plan = write_failing_plan(dir, "two");
+  Process first(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep1"), dir / "first.log");
+  const std::string ep = wait_for_endpoint(dir / "ep1");
+  ASSERT_FALSE(ep.empty()) << first.log();
+
+  std::string log;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(run_logged(dir, "second", serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep2"), &log), 4) << log;
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kPromptExit);
+  EXPECT_TRUE(has(log, "in use by another coordinator")) << log;
+  EXPECT_TRUE(has(log, "pid " + std::to_string(first.pid()))) << log;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_TRUE(has(log, std::string("on host ") + host)) << log;
+  EXPECT_TRUE(has(log, "endpoint " + ep)) << log;
+  EXPECT_TRUE(has(log, "since ")) << log;
+  EXPECT_FALSE(has(log, "never leased")) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ep2"));
+
+  // `run` on the same database is refused the same way.
+  EXPECT_EQ(run_logged(dir, "run", {coordinator_binary().string(), "run", "--plan", plan.string(), "--db",
+                                    db.string(), "--catalog", catalog_dir()}, &log),
+            4) << log;
+  EXPECT_TRUE(has(log, "pid " + std::to_string(first.pid()))) << log;
+
+  // `report` only reads: it works while the coordinator holds the database.
+  EXPECT_EQ(run_logged(dir, "report", {coordinator_binary().string(), "report", "--db", db.string(), "--format",
+                                       "json"}, &log),
+            0) << log;
+  EXPECT_TRUE(first.running());
+  first.terminate();
+  EXPECT_EQ(first.wait(kPromptExit), 3) << first.log();
+}
+
+TEST(OneCoordinatorPerDatabase, ADeadHoldersDatabaseIsTakenOverWithALogLine) {
+  ScratchDir dir("lock-stale");
+  const auto db = dir / "stale.db";
+  const auto plan = write_bert_plan(dir / "stale.toml", "stale", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  auto crashed = std::make_unique<Process>(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep1"),
+                                           dir / "crashed.log");
+  ASSERT_FALSE(wait_for_endpoint(dir / "ep1").empty()) << crashed->log();
+  const pid_t dead_pid = crashed->pid();
+  crashed->kill_hard();
+
+  Process next(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep2"), dir / "next.log");
+  const std::string ep = wait_for_endpoint(dir / "ep2");
+  ASSERT_FALSE(ep.empty()) << next.log();
+  EXPECT_TRUE(has(next.log(), "taking over from pid " + std::to_string(dead_pid))) << next.log();
+  Process worker(worker_args(ep, "w", dir), dir / "w.log");
+  EXPECT_EQ(next.wait(120s), 0) << next.log();
+
+  // A clean exit leaves nothing to take over.
+  Process third(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep3"), dir / "third.log");
+  EXPECT_EQ(third.wait(60s), 0) << third.log();
+  EXPECT_FALSE(has(third.log(), "taking over")) << third.log();
+}
+
+}  // namespace
+}  // namespace am::testing
