@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,11 @@ constexpr double kF32Bits = 32.0;
 // Buffers alive at once in a layer (input, normed copy, q/k/v, context, branch, ...).
 constexpr double kLiveBuffers = 8.0;
 constexpr int64_t kDefaultDecodeSteps = 8;
+// Largest value a size key of a model config may hold (2^40): far above any real dimension,
+// layer or passage count, small enough that products of a few of them stay finite doubles.
+constexpr int64_t kMaxConfigValue = int64_t{1} << 40;
+// The estimate in bytes must fit an int64_t; anything near that is "does not fit anywhere".
+constexpr double kMaxEstimateBytes = 9.0e18;
 
 // Parameter counts by the role that decides their stored format.
 struct Params {
@@ -25,13 +31,24 @@ struct Params {
   }
 };
 
+// `n` copies of `p` (n <= 0: none). Multiplies instead of looping: a config may claim 2^40
+// layers, and the estimate must answer "too big" at once, not loop.
+Params repeat(const Params& p, double n) {
+  const double c = std::max(0.0, std::floor(n));
+  return Params{p.attention * c, p.feed_forward * c, p.output * c, p.f32 * c};
+}
+
 class Keys {
  public:
   explicit Keys(const nlohmann::json& c) : c_(c) {}
-  // Positive integer key, or the fallback (nullopt fallback: missing is a failure).
+  // Positive integer key up to kMaxConfigValue, or the fallback (nullopt fallback: missing is a
+  // failure). A present key out of range is a failure whatever the fallback.
   int64_t get(const char* key, std::optional<int64_t> fallback = std::nullopt) {
-    if (c_.is_object() && c_.contains(key) && c_.at(key).is_number_integer() && c_.at(key).get<int64_t>() > 0) {
-      return c_.at(key).get<int64_t>();
+    if (c_.is_object() && c_.contains(key) && c_.at(key).is_number_integer()) {
+      const int64_t v = c_.at(key).get<int64_t>();
+      if (v > 0 && v <= kMaxConfigValue) return v;
+      ok_ = false;
+      return fallback.value_or(1);
     }
     if (!fallback) ok_ = false;
     return fallback.value_or(1);
@@ -46,7 +63,11 @@ class Keys {
     std::vector<int64_t> v;
     if (c_.is_object() && c_.contains(key) && c_.at(key).is_array()) {
       for (const auto& e : c_.at(key)) {
-        if (e.is_number_integer() && e.get<int64_t>() > 0) v.push_back(e.get<int64_t>());
+        if (e.is_number_integer() && e.get<int64_t>() > 0 && e.get<int64_t>() <= kMaxConfigValue) {
+          v.push_back(e.get<int64_t>());
+        } else {
+          ok_ = false;
+        }
       }
     }
     if (v.empty()) ok_ = false;
@@ -97,7 +118,7 @@ std::optional<Estimate> text_decoder(Keys& k, const JobSpec& s, double prefix_to
   const double experts = k.get("experts", 1), steps = k.get("decode_steps", kDefaultDecodeSteps);
   Estimate e;
   Params layer = transformer_layer(h, heads * hd, kv * hd, inter, !gpt2, false, experts);
-  for (int i = 0; i < static_cast<int>(layers); ++i) e.params += layer;
+  e.params += repeat(layer, layers);
   e.params.f32 += vocab * h + (gpt2 ? k.get("max_positions") * h : 0);
   e.params.output += vocab * h;
   const double tokens = prefix_tokens + s.seq_len + steps;
@@ -114,8 +135,8 @@ std::optional<Estimate> encoder_decoder(Keys& k, const JobSpec& s, double src_to
   const double experts = k.get("experts", 1), steps = k.get("decode_steps", kDefaultDecodeSteps);
   const bool gated = k.flag("gated_ffn", false);
   Estimate e;
-  for (int i = 0; i < static_cast<int>(enc); ++i) e.params += transformer_layer(h, heads * hd, heads * hd, inter, gated, false, experts);
-  for (int i = 0; i < static_cast<int>(dec); ++i) e.params += transformer_layer(h, heads * hd, heads * hd, inter, gated, true, experts);
+  e.params += repeat(transformer_layer(h, heads * hd, heads * hd, inter, gated, false, experts), enc);
+  e.params += repeat(transformer_layer(h, heads * hd, heads * hd, inter, gated, true, experts), dec);
   e.params.f32 += vocab * h;
   e.params.output += vocab * h;
   const double tgt = s.seq_len + steps;
@@ -138,7 +159,7 @@ Params vit_tower(Keys& k, const std::string& p, double& tokens, double& h_out, d
   inter_out = inter;
   heads_out = heads;
   Params t;
-  for (int i = 0; i < static_cast<int>(layers); ++i) t += transformer_layer(h, h, h, inter, false, false);
+  t += repeat(transformer_layer(h, h, h, inter, false, false), layers);
   t.f32 += h * ch * patch * patch + (tokens + 2) * h;
   return t;
 }
@@ -160,8 +181,8 @@ std::optional<Estimate> vision(Keys& k, const JobSpec& s) {
     }
     const double h = k.get("hidden"), heads = k.get("heads"), inter = k.get("intermediate");
     const double q = k.get("num_queries"), classes = k.get("num_classes");
-    for (int i = 0; i < k.get("encoder_layers"); ++i) e.params += transformer_layer(h, h, h, inter, false, false);
-    for (int i = 0; i < k.get("decoder_layers"); ++i) e.params += transformer_layer(h, h, h, inter, false, true);
+    e.params += repeat(transformer_layer(h, h, h, inter, false, false), k.get("encoder_layers"));
+    e.params += repeat(transformer_layer(h, h, h, inter, false, true), k.get("decoder_layers"));
     e.params.output += h * (classes + 1) + 2 * h * h + 4 * h;
     const double tokens = side * side * 4;
     e.activations = std::max(4.0 * peak, activation_bytes(s.batch * tokens, h, inter, heads, tokens)) +
@@ -180,7 +201,7 @@ Params clip_text(Keys& k, const std::string& p, double& act, double batch, doubl
   const double heads = k.get((p + "heads").c_str()), inter = k.get((p + "intermediate").c_str());
   const double vocab = k.get("vocab"), pos = k.get("max_positions");
   Params t;
-  for (int i = 0; i < static_cast<int>(layers); ++i) t += transformer_layer(h, h, h, inter, false, false);
+  t += repeat(transformer_layer(h, h, h, inter, false, false), layers);
   t.f32 += (vocab + pos) * h;
   t.output += h * k.get("projection_dim");
   act = activation_bytes(batch * len, h, inter, heads, len);
@@ -196,7 +217,7 @@ std::optional<Estimate> vision_text(Keys& k, const JobSpec& s) {
     std::optional<Estimate> dec = text_decoder(k, s, 0);
     if (!dec) return std::nullopt;
     e.params += dec->params;
-    for (int i = 0; i < k.get("layers"); ++i) e.params.attention += 4 * k.get("hidden") * k.get("hidden");  // cross
+    e.params.attention += static_cast<double>(k.get("layers")) * 4 * k.get("hidden") * k.get("hidden");  // cross
     e.activations = std::max(vision_act, dec->activations);
     e.cache = dec->cache + kv_bytes(k.get("layers"), s.batch, tokens, k.get("hidden"));
   } else {
@@ -232,7 +253,7 @@ std::optional<Estimate> multimodal(Keys& k, const JobSpec& s) {
     e.params = vit_tower(k, "vision_", tokens, h, inter, heads);
     const double frames = k.get("frames"), proj = k.get("projection_dim");
     e.params += clip_text(k, "text_", text_act, s.batch, s.seq_len);
-    for (int i = 0; i < k.get("mit_layers"); ++i) e.params += transformer_layer(proj, proj, proj, k.get("mit_intermediate"), false, false);
+    e.params += repeat(transformer_layer(proj, proj, proj, k.get("mit_intermediate"), false, false), k.get("mit_layers"));
     e.params.output += 2 * h * proj;  // visual projection and the prompts' visual projection
     // Prompt generator: per layer cross-attention (4 proj^2) and a 4x MLP (8 proj^2).
     const double prompt_layers = k.get("prompt_layers", 2);
@@ -247,7 +268,7 @@ std::optional<Estimate> multimodal(Keys& k, const JobSpec& s) {
     const std::vector<int64_t> depths = k.array("audio_depths");
     double peak = 0;
     for (std::size_t i = 0; i < depths.size(); ++i) {
-      for (int64_t d = 0; d < depths[i]; ++d) e.params += transformer_layer(ch, ch, ch, 4 * ch, false, false);
+      e.params += repeat(transformer_layer(ch, ch, ch, 4 * ch, false, false), static_cast<double>(depths[i]));
       peak = std::max(peak, activation_bytes(s.batch * res * res, ch, 4 * ch, 1, window * window));
       if (i + 1 < depths.size()) {
         e.params.output += 4 * ch * 2 * ch;
@@ -257,7 +278,7 @@ std::optional<Estimate> multimodal(Keys& k, const JobSpec& s) {
     }
     e.params.f32 += ch * patch * patch;
     const double th = k.get("text_hidden"), proj = k.get("projection_dim");
-    for (int i = 0; i < k.get("text_layers"); ++i) e.params += transformer_layer(th, th, th, k.get("text_intermediate"), false, false);
+    e.params += repeat(transformer_layer(th, th, th, k.get("text_intermediate"), false, false), k.get("text_layers"));
     e.params.f32 += (k.get("vocab") + k.get("max_positions")) * th;
     e.params.output += (ch + th) * proj + 2 * proj * proj;
     e.activations = std::max(peak, activation_bytes(s.batch * s.seq_len, th, k.get("text_intermediate"), k.get("text_heads"), s.seq_len));
@@ -295,10 +316,10 @@ std::optional<Estimate> diffusion(Keys& k, const JobSpec& s) {
     const double out = static_cast<double>(chans[l]);
     const bool a = static_cast<double>(l) < attn_levels;
     e.params += res(ch, out);
-    for (int i = 1; i < static_cast<int>(layers); ++i) e.params += res(out, out);
-    for (int i = 0; i <= static_cast<int>(layers); ++i) e.params += res(2 * out, out);
+    e.params += repeat(res(out, out), layers - 1);
+    e.params += repeat(res(2 * out, out), layers + 1);
     if (a) {
-      for (int i = 0; i < static_cast<int>(2 * layers + 1); ++i) e.params += attn(out);
+      e.params += repeat(attn(out), 2 * layers + 1);
     }
     e.params.f32 += 2 * 9 * out * out;
     const double pos = side * side;
@@ -343,7 +364,7 @@ std::optional<Estimate> state_space(Keys& k, const JobSpec& s) {
 std::optional<Estimate> encoder_only(Keys& k, const JobSpec& s) {
   const double layers = k.get("layers"), h = k.get("hidden"), heads = k.get("heads"), inter = k.get("intermediate");
   Estimate e;
-  for (int i = 0; i < static_cast<int>(layers); ++i) e.params += transformer_layer(h, h, h, inter, false, false);
+  e.params += repeat(transformer_layer(h, h, h, inter, false, false), layers);
   e.params.f32 += (k.get("vocab") + k.get("max_positions") + k.get("type_vocab", 2)) * h;
   e.activations = activation_bytes(s.batch * s.seq_len, h, inter, heads, s.seq_len);
   return k.ok() ? std::optional<Estimate>(e) : std::nullopt;
@@ -354,7 +375,7 @@ std::optional<Estimate> speech(Keys& k, const JobSpec& s) {
   if (style == "wav2vec2") {
     Estimate e;
     const double h = k.get("hidden"), heads = k.get("heads"), inter = k.get("intermediate"), conv = k.get("conv_dim");
-    for (int i = 0; i < k.get("layers"); ++i) e.params += transformer_layer(h, h, h, inter, false, false);
+    e.params += repeat(transformer_layer(h, h, h, inter, false, false), k.get("layers"));
     const std::vector<int64_t> kernels = k.array("conv_kernel");
     for (std::size_t i = 0; i < kernels.size(); ++i) e.params.f32 += (i == 0 ? 1 : conv) * conv * kernels[i];
     e.params.f32 += h * h / std::max<int64_t>(1, k.get("pos_conv_groups", 16)) * k.get("pos_conv_kernel", 128) + conv * h;
@@ -375,10 +396,11 @@ std::optional<Estimate> rag(Keys& k, const JobSpec& s) {
   const double qh = k.get("question_hidden"), qi = k.get("question_intermediate");
   const double passages = k.get("passages", 1000), plen = k.get("passage_len", 32), docs = k.get("n_docs", 5);
   JobSpec gen = s;
+  if (s.batch * docs > std::numeric_limits<int>::max()) return std::nullopt;
   gen.batch = static_cast<int>(s.batch * docs);
   std::optional<Estimate> e = encoder_decoder(k, gen, s.seq_len + plen);
   if (!e) return std::nullopt;
-  for (int i = 0; i < k.get("question_layers"); ++i) e->params += transformer_layer(qh, qh, qh, qi, false, false);
+  e->params += repeat(transformer_layer(qh, qh, qh, qi, false, false), k.get("question_layers"));
   e->params.f32 += (k.get("question_vocab") + k.get("question_max_positions", 512)) * qh;
   e->activations += 4.0 * passages * qh;  // the passage index
   return k.ok() ? e : std::nullopt;
@@ -410,7 +432,7 @@ std::optional<int64_t> estimate_job_bytes(const JobSpec& spec) {
   const double weight_bytes =
       ((p.attention + p.output) * high + p.feed_forward * low) / 8.0 + p.f32 * (kF32Bits / 8.0);
   const double total = weight_bytes + e->activations + e->cache;
-  if (!std::isfinite(total) || total < 0) return std::nullopt;
+  if (!std::isfinite(total) || total < 0 || total > kMaxEstimateBytes) return std::nullopt;
   return static_cast<int64_t>(std::ceil(total));
 }
 

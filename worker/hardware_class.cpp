@@ -17,6 +17,8 @@ namespace am::worker {
 namespace {
 
 constexpr uint64_t kBytesPerGiB = uint64_t{1} << 30;
+// 2^34 GiB = 2^64 bytes: the most memory a device can report as an integer.
+constexpr double kMaxRepresentableGiB = 17179869184.0;
 
 std::string string_field(const nlohmann::json& doc, const char* key) {
   if (!doc.is_object()) return {};
@@ -33,8 +35,10 @@ uint64_t memory_gib(const nlohmann::json& device) {
     const int64_t v = it->get<int64_t>();
     return v > 0 ? (static_cast<uint64_t>(v) + kBytesPerGiB / 2) / kBytesPerGiB : 0;
   }
-  const double v = it->get<double>();
-  return v > 0 ? static_cast<uint64_t>(v / static_cast<double>(kBytesPerGiB) + 0.5) : 0;
+  // A double is whatever a peer claims: NaN, negative or beyond 2^64 bytes has no class of its
+  // own, it shares "0" with a device that reports no memory (converting it would be undefined).
+  const double gib = it->get<double>() / static_cast<double>(kBytesPerGiB) + 0.5;
+  return gib >= 1.0 && gib < kMaxRepresentableGiB ? static_cast<uint64_t>(gib) : 0;
 }
 
 }  // namespace

@@ -131,5 +131,32 @@ TEST(MemoryEstimate, UnknownArchitectureOrMissingKeyIsNullopt) {
   EXPECT_FALSE(estimate_job_bytes(s).has_value());
 }
 
+TEST(MemoryEstimate, AbsurdConfigValuesAreRefusedAtOnceNotLoopedOver) {
+  // A plan's model config is input: 2^50 layers must not loop (or overflow an int) and a value
+  // past 2^40 is no model at all.
+  for (const char* model : {"bert-tiny", "TinyLlama-1.1B-Chat"}) {
+    JobSpec s = spec_for(model, "f32");
+    s.model_config["layers"] = int64_t{1} << 50;
+    EXPECT_FALSE(estimate_job_bytes(s).has_value()) << model;
+    s.model_config["layers"] = int64_t{1} << 39;  // allowed value, but the total cannot fit
+    EXPECT_FALSE(estimate_job_bytes(s).has_value()) << model;
+    s.model_config["layers"] = 3;
+    EXPECT_TRUE(estimate_job_bytes(s).has_value()) << model;
+  }
+}
+
+TEST(MemoryEstimate, LayerCountScalesTheWeightsLinearly) {
+  // repeat() replaced the per-layer loops: 4 layers weigh what 2 layers weigh plus 2 more.
+  JobSpec s = spec_for("TinyLlama-1.1B-Chat", "f32");
+  s.model_config["layers"] = 2;
+  const int64_t two = estimate(s);
+  s.model_config["layers"] = 4;
+  const int64_t four = estimate(s);
+  s.model_config["layers"] = 6;
+  const int64_t six = estimate(s);
+  EXPECT_GT(four, two);
+  EXPECT_NEAR(static_cast<double>(six - four), static_cast<double>(four - two), 64.0);
+}
+
 }  // namespace
 }  // namespace am::jobs

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdint>
 
 #include <gtest/gtest.h>
@@ -54,6 +55,14 @@ TEST(HardwareClass, PrefixIsTheBackendAndSurvivesMalformedInput) {
   EXPECT_EQ(hardware_class_id(json::array(), json(3)).rfind("device-", 0), 0u);
   json odd = {{"backend", "cpu"}, {"name", 7}, {"memory_bytes", "lots"}};
   EXPECT_EQ(hardware_class_id(odd, kCpu), "cpu-" + hex64(fnv1a64("cpu|||x86-64-v3|0")));
+  // Found by the capability_record fuzzer: 1.7e50 bytes as a double once became an undefined
+  // conversion to uint64_t. Memory no integer can hold, negative or NaN counts as "none".
+  for (const double bytes : {1.71799e+50, -5.0, std::nan(""), 1.8446744073709552e19 * 1024.0 * 1024.0 * 1024.0}) {
+    odd["memory_bytes"] = bytes;
+    EXPECT_EQ(hardware_class_id(odd, kCpu), "cpu-" + hex64(fnv1a64("cpu|||x86-64-v3|0"))) << bytes;
+  }
+  odd["memory_bytes"] = 2.5 * static_cast<double>(kGiB);
+  EXPECT_EQ(hardware_class_id(odd, kCpu), "cpu-" + hex64(fnv1a64("cpu|||x86-64-v3|3")));
 }
 
 }  // namespace
