@@ -1,5 +1,6 @@
 #include "common/log.h"
 
+#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -15,7 +16,11 @@ std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
   std::string name(component);
   if (auto existing = spdlog::get(name)) return existing;
   try {
-    auto logger = spdlog::stderr_color_mt(name);
+    // NO_COLOR set to anything but "" turns colour off (https://no-color.org); otherwise spdlog
+    // colours only a terminal.
+    const char* no_color = std::getenv("NO_COLOR");
+    const bool plain = no_color != nullptr && *no_color != '\0';
+    auto logger = spdlog::stderr_color_mt(name, plain ? spdlog::color_mode::never : spdlog::color_mode::automatic);
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] %n: %v");
     logger->set_level(spdlog::get_level());
     return logger;

@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
+#include "coordinator/progress_display.h"
 #include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
 #include "coordinator/report_junit.h"
@@ -79,14 +80,6 @@ Result<DbLock> lock_database(const std::filesystem::path& db, const char* comman
   return lock;
 }
 
-void print_progress(const Progress& p) {
-  static std::string last;
-  if (p.last_event.empty() || p.last_event == last) return;
-  last = p.last_event;
-  std::fprintf(stderr, "[%*d/%d] %s\n", static_cast<int>(std::to_string(p.total).size()), p.done,
-               p.total, p.last_event.c_str());
-}
-
 Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog_dir) {
   return jobs::load_plan(plan_file, catalog_dir);
 }
@@ -97,6 +90,11 @@ struct Coordinator {
   std::unique_ptr<Server> server;
   FailOnSet fail_on;
   std::string run_id;
+  std::unique_ptr<ProgressDisplay> display;   // null with --quiet
+
+  void finish_display() {
+    if (display) display->finish();
+  }
 };
 
 // Shared by serve and run: check the arguments and load the plan (errors: kExitUsage), lock the
@@ -131,7 +129,9 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     return created.status();
   }
   c.server = std::move(created).value();
-  if (Status st = c.server->submit(plan, c.run_id); !st.ok()) {
+  SubmitOptions submit;
+  submit.extend = a.extend;
+  if (Status st = c.server->submit(plan, c.run_id, submit); !st.ok()) {
     *exit_code = exit_code_for_error(st);
     return st;
   }
@@ -148,7 +148,11 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       return io_error("cannot write " + a.endpoint_file);
     }
   }
-  if (!a.quiet) server->on_progress(print_progress);
+  if (!a.quiet) {
+    c.display = std::make_unique<ProgressDisplay>(progress_style_for_fd(STDERR_FILENO), stderr);
+    ProgressDisplay* display = c.display.get();
+    server->on_progress([display](const Progress& p) { display->update(p); });
+  }
   *exit_code = kExitOk;
   return c;
 }
@@ -185,7 +189,9 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   Coordinator& c = *started;
   if (!args.quiet) std::cerr << "serving run '" << c.run_id << "' on " << c.server->endpoint() << "\n";
   // A serve loop that returns an error lost its store or its socket: infrastructure either way.
-  if (Status st = c.server->serve(stop); !st.ok()) return fail(st.message(), kExitInfrastructure);
+  Status st = c.server->serve(stop);
+  c.finish_display();
+  if (!st.ok()) return fail(st.message(), kExitInfrastructure);
   return run_exit_code(*c.server, c.fail_on, c.run_id);
 }
 
@@ -198,7 +204,37 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   if (!started.ok()) return fail(started.status().message(), code);
   Coordinator& c = *started;
   const std::string run_id = c.run_id;
+
+  // We hold the database: no other coordinator runs on it, so the local workers of an earlier
+  // `run` on this host that still hold leases (it was killed, or crashed) can never deliver
+  // them. Their jobs go back to the queue now instead of when the leases run out.
+  const int64_t self = getpid();
+  char host_buf[256] = {};
+  ::gethostname(host_buf, sizeof host_buf - 1);
+  const std::string host = host_buf;
+  auto reclaimed = c.server->reclaim_leases(
+      [self, host](const std::string& worker_id, const std::string& worker_host) {
+        const std::optional<int64_t> pid = local_worker_run_pid(worker_id);
+        return pid && *pid != self && worker_host == host;
+      },
+      "its run stopped without releasing it; the worker is gone");
+  if (!reclaimed.ok()) return fail(reclaimed.status().message(), kExitInfrastructure);
+
   const auto progress = c.server->progress();
+  if (c.server->all_done()) {
+    // Nothing to do: no workers, no serving, the run's record untouched; the report and the
+    // verdict of what is stored.
+    std::cerr << "run '" << run_id << "': all " << progress.total << " job(s) already done\n";
+    c.server.reset();
+    auto md = render(serve.server.db_path, "md", run_id);
+    if (!md.ok()) return fail(md.status());
+    std::cout << *md;
+    const int verdict = exit_code_for_statuses(progress.by_status, c.fail_on);
+    if (verdict != kExitOk) {
+      std::cerr << "run '" << run_id << "': " << status_counts(progress.by_status) << "; exit " << verdict << "\n";
+    }
+    return verdict;
+  }
   std::cerr << "run '" << run_id << "': " << progress.total << " job(s), " << progress.done
             << " already done; " << args.workers << " local worker(s) on "
             << c.server->endpoint() << "\n";
@@ -207,19 +243,26 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   lw.worker_binary = sibling_worker_binary();
   lw.endpoint = c.server->endpoint();
   lw.count = args.workers;
-  lw.id_prefix = "local-" + std::to_string(getpid());
-  lw.state_dir = std::filesystem::temp_directory_path() / ("accelmatrix-run-" + std::to_string(getpid()));
+  lw.id_prefix = "local-" + std::to_string(self);
+  lw.state_dir = std::filesystem::temp_directory_path() / ("accelmatrix-run-" + std::to_string(self));
   lw.log_level = args.worker_log_level;
   lw.heartbeat_interval_ms = serve.server.heartbeat_interval_ms;
   auto workers = LocalWorkers::start(lw);
   if (!workers.ok()) return fail(workers.status().message(), kExitInfrastructure);
 
   Status st = c.server->serve(stop);
+  c.finish_display();
   const bool done = c.server->all_done();
   const int verdict = st.ok() ? run_exit_code(*c.server, c.fail_on, run_id) : kExitInfrastructure;
-  if (!workers->wait_all(kLocalWorkerExitWaitMs)) {
+  bool keep_logs = false;
+  if (!done) {
+    // Stopped (Ctrl-C reaches the workers too; SIGTERM to `run` alone does not): the leases are
+    // released already, so the workers need not finish anything.
+    workers->stop();
+  } else if (!workers->wait_all(kLocalWorkerExitWaitMs)) {
     std::cerr << "warning: local workers did not exit in time and were stopped; logs in "
-              << lw.state_dir << "\n";
+              << lw.state_dir.string() << "\n";
+    keep_logs = true;
   }
   c.server.reset();
   if (!st.ok()) return fail(st.message(), kExitInfrastructure);
@@ -232,7 +275,7 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
     return kExitInterrupted;
   }
   std::error_code ec;
-  std::filesystem::remove_all(lw.state_dir, ec);
+  if (!keep_logs) std::filesystem::remove_all(lw.state_dir, ec);
   return verdict;
 }
 

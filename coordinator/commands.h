@@ -2,7 +2,8 @@
 // prints its own errors (one line naming what is wrong) to stderr. main.cpp only parses flags
 // into these structs.
 //
-// cmd_run and cmd_serve: 2 for a bad endpoint, --fail-on or plan, before anything starts; 4 when
+// cmd_run and cmd_serve: 2 for a bad endpoint, --fail-on or plan, or a plan that differs from
+// the one the run was made from (without --extend), before anything starts; 4 when
 // the database cannot be opened or is held by another coordinator (coordinator/db_lock.h, the
 // holder named), when binding fails, or when the store fails mid-run; 3 when stopped before
 // every job was terminal; otherwise the verdict of exit_code_for_statuses() on the run's jobs.
@@ -24,7 +25,8 @@ struct ServeArgs {
   std::string run_id;                  // default: the plan's name
   ServerOptions server;
   std::string endpoint_file;           // written with the resolved endpoint once bound
-  bool quiet = false;                  // no progress lines
+  bool quiet = false;                  // no progress display
+  bool extend = false;                 // add a different plan's jobs to an existing run (--extend)
   // Comma-separated statuses that make a finished run exit 1 (common/exit_codes.h); empty =
   // default_fail_on(). Checked before anything starts.
   std::string fail_on;

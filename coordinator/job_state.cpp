@@ -13,10 +13,11 @@ constexpr std::array<std::pair<JobState, std::string_view>, 3> kJobStates = {{
     {JobState::kDone, "done"},
 }};
 
-constexpr std::array<std::pair<AttemptState, std::string_view>, 3> kAttemptStates = {{
+constexpr std::array<std::pair<AttemptState, std::string_view>, 4> kAttemptStates = {{
     {AttemptState::kLeased, "leased"},
     {AttemptState::kDone, "done"},
     {AttemptState::kExpired, "expired"},
+    {AttemptState::kInterrupted, "interrupted"},
 }};
 
 template <typename E, std::size_t N>

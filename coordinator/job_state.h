@@ -2,7 +2,9 @@
 // per value (the SQLite column's words; the schema's CHECK constraints list the same words).
 //
 //   job:      queued -> leased -> done       (an expired lease puts it back to queued)
-//   attempt:  leased -> done | expired
+//   attempt:  leased -> done | expired | interrupted
+//             (interrupted: a clean stop of the coordinator or a worker's BYE released the
+//             lease; the job goes back to queued and the attempt counts against no one)
 //
 // Contract: to_string() and the parse functions are the only conversions; parse returns nullopt
 // for any other text. Pure, thread-safe.
@@ -15,7 +17,7 @@
 namespace am::coord {
 
 enum class JobState { kQueued, kLeased, kDone };
-enum class AttemptState { kLeased, kDone, kExpired };
+enum class AttemptState { kLeased, kDone, kExpired, kInterrupted };
 
 std::string_view to_string(JobState s);
 std::string_view to_string(AttemptState s);

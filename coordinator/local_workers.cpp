@@ -14,6 +14,26 @@ constexpr int64_t kWaitPollMs = 20;
 
 }  // namespace
 
+std::string local_worker_id(int64_t run_pid, int index) {
+  return "local-" + std::to_string(run_pid) + "-" + std::to_string(index);
+}
+
+std::optional<int64_t> local_worker_run_pid(std::string_view id) {
+  constexpr std::string_view kPrefix = "local-";
+  if (id.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  id.remove_prefix(kPrefix.size());
+  const std::size_t dash = id.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == id.size()) return std::nullopt;
+  auto digits = [](std::string_view s) {
+    return !s.empty() && s.size() <= 18 && s.find_first_not_of("0123456789") == std::string_view::npos;
+  };
+  const std::string_view pid = id.substr(0, dash);
+  if (!digits(pid) || !digits(id.substr(dash + 1))) return std::nullopt;
+  const int64_t value = std::stoll(std::string(pid));
+  if (value <= 0) return std::nullopt;
+  return value;
+}
+
 std::filesystem::path sibling_worker_binary() {
   std::error_code ec;
   auto self = std::filesystem::read_symlink("/proc/self/exe", ec);

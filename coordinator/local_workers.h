@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string_view>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,9 @@ class LocalWorkers {
 
   // True when every worker exited by itself within the timeout; survivors are then stopped.
   bool wait_all(int64_t timeout_ms);
+  // Stops every worker still running now: SIGTERM (a worker then cancels its jobs and says BYE),
+  // SIGKILL after a grace.
+  void stop() { stop_all(); }
   // Exit codes of the workers that exited (-1 = killed or still running).
   const std::vector<int>& exit_codes() const { return exit_codes_; }
 
@@ -50,6 +55,11 @@ class LocalWorkers {
   std::vector<ChildProcess> children_;   // reaped ones stay, with pid() == -1
   std::vector<int> exit_codes_;
 };
+
+// The worker id `accelmatrix run` gives its i-th local worker: "local-<pid of run>-<i>".
+std::string local_worker_id(int64_t run_pid, int index);
+// The pid of the `run` that started the local worker `worker_id`; nullopt for any other id.
+std::optional<int64_t> local_worker_run_pid(std::string_view worker_id);
 
 // The accelmatrix-worker binary beside the running executable.
 std::filesystem::path sibling_worker_binary();

@@ -1,5 +1,6 @@
 // accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
 #include <csignal>
+#include <deque>
 #include <iostream>
 #include <optional>
 #include <vector>
@@ -18,6 +19,35 @@ namespace {
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
 
+// -q, -v and --log-level, accepted before the subcommand and after it: each app (the top one
+// and every subcommand) gets its own copy, combined after parsing.
+struct Verbosity {
+  bool quiet = false;
+  int verbose = 0;
+  std::string log_level;
+};
+
+void add_verbosity_flags(CLI::App* app, Verbosity& v) {
+  app->add_flag("-q,--quiet", v.quiet, "No progress display; log errors only");
+  app->add_flag("-v,--verbose", v.verbose, "Log more: -v info, -vv debug");
+  app->add_option("--log-level", v.log_level, "trace|debug|info|warn|error|off (default warn; wins over -q/-v)");
+}
+
+// The log level and quietness all the copies say together: an explicit --log-level wins (the
+// one after the subcommand over the one before), then -q, then -v (counted over both places).
+std::pair<std::string, bool> combine(const std::deque<Verbosity>& all) {
+  bool quiet = false;
+  int verbose = 0;
+  std::string level;
+  for (const Verbosity& v : all) {
+    quiet = quiet || v.quiet;
+    verbose += v.verbose;
+    if (!v.log_level.empty()) level = v.log_level;
+  }
+  if (level.empty()) level = quiet ? "error" : verbose >= 2 ? "debug" : verbose == 1 ? "info" : "warn";
+  return {level, quiet};
+}
+
 void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
   auto& s = a.server;
   cmd->add_option("--db", s.db_path, "SQLite database file")->capture_default_str();
@@ -32,7 +62,8 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
   cmd->add_option("--max-attempts", s.max_infra_attempts, "Distinct workers a job's leases may fail on (worker lost, lease expired) before it is 'lost'")
       ->check(CLI::Range(1, 100))->capture_default_str();
   cmd->add_option("--endpoint-file", a.endpoint_file, "Write the bound endpoint to this file");
-  cmd->add_flag("--quiet", a.quiet, "No progress lines");
+  cmd->add_flag("--extend", a.extend,
+                "Add this plan's jobs to the run even though it was made from another plan");
   cmd->add_option("--fail-on", a.fail_on,
                   "Statuses that make the run exit 1, comma-separated (default: fail,crash,timeout,oom,error)")
       ->type_name("STATUS,...");
@@ -63,8 +94,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", am::build_string());
   app.require_subcommand(1);
   app.footer(am::exit_code_help());
-  std::string log_level = "warn";
-  app.add_option("--log-level", log_level, "trace|debug|info|warn|error|off")->capture_default_str();
+  std::deque<Verbosity> verbosity;   // a deque: add_flag keeps references into it
+  add_verbosity_flags(&app, verbosity.emplace_back());
 
   am::coord::RunArgs run;
   run.serve.plan_file = (am::jobs::default_plans_dir() / "default.toml").string();
@@ -108,6 +139,10 @@ int main(int argc, char** argv) {
   keys_cmd->add_option("name", keys.name, "Key name, e.g. coordinator or the worker's host")->required();
   keys_cmd->add_option("--out", keys.out_dir, "Directory to write into")->capture_default_str();
 
+  for (CLI::App* sub : {run_cmd, serve_cmd, report_cmd, plan_cmd, keys_cmd}) {
+    add_verbosity_flags(sub, verbosity.emplace_back());
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +155,11 @@ int main(int argc, char** argv) {
     }
     app.exit(e);
     return am::kExitUsage;
+  }
+  const auto [log_level, quiet] = combine(verbosity);
+  if (quiet) {
+    run.serve.quiet = true;
+    serve.quiet = true;
   }
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {
     std::cerr << "error: --log-level: " << st.message() << "\n";

@@ -111,9 +111,54 @@ CREATE TABLE counters (
 );
 )sql";
 
+// Version 3 (fleet operations, issue 13). attempts gains the state 'interrupted' (a lease
+// released by a clean stop, coordinator/job_state.h): SQLite cannot change a CHECK constraint in
+// place, so the table is rebuilt with every row copied as it was (nothing references attempts).
+// runs gains plan_hash, the hash of the plan's expanded job specs (jobs::plan_hash), so a changed
+// plan under the same run id is refused instead of merged; '' on runs made before version 3, which
+// adopt the hash of the first plan that matches their jobs.
+constexpr const char* kSchemaV3 = R"sql(
+CREATE TABLE attempts_v3 (
+  run_id            TEXT NOT NULL,
+  job_id            TEXT NOT NULL,
+  attempt           INTEGER NOT NULL CHECK (attempt >= 1),
+  worker_id         TEXT NOT NULL DEFAULT '',
+  hostname          TEXT NOT NULL DEFAULT '',
+  build             TEXT NOT NULL DEFAULT '',
+  device            TEXT NOT NULL DEFAULT '',
+  hardware_class    TEXT NOT NULL DEFAULT '',
+  leased_at         INTEGER NOT NULL DEFAULT 0,
+  lease_expires_at  INTEGER NOT NULL DEFAULT 0,
+  expired_at        INTEGER NOT NULL DEFAULT 0,
+  state             TEXT NOT NULL CHECK (state IN ('leased', 'done', 'expired', 'interrupted')),
+  status            TEXT NOT NULL DEFAULT '',
+  reason            TEXT NOT NULL DEFAULT '',
+  metrics_json      TEXT NOT NULL DEFAULT '{}',
+  log_tail          TEXT NOT NULL DEFAULT '',
+  started_at        INTEGER NOT NULL DEFAULT 0,
+  finished_at       INTEGER NOT NULL DEFAULT 0,
+  received_at       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, job_id, attempt),
+  FOREIGN KEY (run_id, job_id) REFERENCES jobs(run_id, job_id)
+);
+INSERT INTO attempts_v3 (run_id, job_id, attempt, worker_id, hostname, build, device, hardware_class,
+                         leased_at, lease_expires_at, expired_at, state, status, reason, metrics_json,
+                         log_tail, started_at, finished_at, received_at)
+  SELECT run_id, job_id, attempt, worker_id, hostname, build, device, hardware_class,
+         leased_at, lease_expires_at, expired_at, state, status, reason, metrics_json,
+         log_tail, started_at, finished_at, received_at
+  FROM attempts;
+DROP TABLE attempts;
+ALTER TABLE attempts_v3 RENAME TO attempts;
+CREATE INDEX attempts_by_worker ON attempts(worker_id);
+
+ALTER TABLE runs ADD COLUMN plan_hash TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
+    {3, kSchemaV3},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

@@ -43,6 +43,7 @@ struct JobEntry {
   int attempts = 0;
   std::optional<ResultStatus> status;
   std::string lease_worker;          // worker id holding the current lease
+  std::string lease_host;            // its hostname as stored with the lease (restart only)
   int lease_attempt = 0;
   int64_t lease_expires_at_ms = 0;   // epoch ms
   bool result_pending = false;       // the current lease's RESULT waits in the store batch
@@ -110,6 +111,15 @@ struct Server::Impl {
   std::map<std::string, JobEntry> jobs;            // job id -> entry
   std::vector<std::string> order;                  // job ids in submission order
   std::set<std::string> runs;
+  // Runs that had work when submitted (or were never finished): only these get a new
+  // "finished" time, so a rerun with nothing to do leaves the run's record as it was.
+  std::set<std::string> runs_to_finish;
+  std::map<std::string, double> budget_s;          // run id -> plan's time_budget_s (> 0 only)
+  std::set<std::string> budget_spent;              // runs whose budget has run out
+  int64_t serve_started_ms = 0;                    // steady ms; the time budgets count from here
+  int64_t last_tick_notify_ms = 0;
+  int measured_jobs = 0;
+  int64_t measured_job_ms = 0;
   std::map<std::string, WorkerSession> sessions;   // routing identity -> session
   std::map<std::string, std::string> identity_of;  // worker id -> routing identity
   std::vector<PendingResult> pending;
@@ -171,7 +181,10 @@ struct Server::Impl {
       }
     }
     p.workers = static_cast<int>(sessions.size());
+    for (const auto& [identity, s] : sessions) p.slots += s.slots;
     p.last_event = last_event;
+    p.measured_jobs = measured_jobs;
+    p.measured_job_ms = measured_job_ms;
     return p;
   }
 
@@ -240,6 +253,47 @@ struct Server::Impl {
     }
   }
 
+  // A clean stop (ours, or the worker's BYE) released the current lease of `j`: the attempt is
+  // closed as interrupted and the job queued again. Nobody failed: neither the job nor the
+  // worker pays for it.
+  void lease_interrupted(JobEntry& j, const std::string& reason) {
+    if (j.state != JobState::kLeased) return;
+    Status st = store->interrupt_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
+    if (!st.ok()) {
+      storage_fault("releasing the lease of " + j.job_id, st);
+      return;
+    }
+    ++counters.leases_interrupted;
+    logger()->info("job {} attempt {} on {} interrupted: {}", j.job_id, j.lease_attempt, j.lease_worker, reason);
+    j.lease_worker.clear();
+    j.lease_attempt = 0;
+    j.lease_answered = false;
+    j.state = JobState::kQueued;
+    assign_dirty = true;
+  }
+
+  // The coordinator stops cleanly: every lease still out is released (attempt interrupted, job
+  // queued) and its worker told to stop the attempt, so a restart runs those jobs at once
+  // instead of waiting for the leases to run out.
+  void release_all_leases(const std::string& reason) {
+    int released = 0;
+    for (auto& [id, j] : jobs) {
+      if (fatal) return;
+      if (j.state != JobState::kLeased || j.result_pending) continue;
+      const std::string worker = j.lease_worker;
+      const int attempt = j.lease_attempt;
+      lease_interrupted(j, reason);
+      if (j.state == JobState::kQueued) {
+        send_to_worker(worker, proto::Cancel{j.job_id, attempt, reason});
+        ++released;
+      }
+    }
+    if (released > 0) {
+      logger()->info("released {} lease(s) of jobs in flight (attempts interrupted; a restart runs them again)",
+                     released);
+    }
+  }
+
   // ---- workers -----------------------------------------------------------------------------
   void remove_session(const std::string& identity, const std::string& reason, bool expected = false) {
     auto it = sessions.find(identity);
@@ -254,7 +308,11 @@ struct Server::Impl {
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     for (auto& [id, j] : jobs) {
-      if (j.state == JobState::kLeased && j.lease_worker == worker_id) {
+      if (j.state != JobState::kLeased || j.lease_worker != worker_id || j.result_pending) continue;
+      if (expected) {
+        // A worker that stops cleanly (BYE) hands its leases back: not a failure of the job.
+        lease_interrupted(j, "worker " + worker_id + " left: " + reason);
+      } else {
         ++counters.leases_reclaimed;
         lease_lost(j, "worker lost: " + reason);
       }
@@ -461,10 +519,18 @@ struct Server::Impl {
       const ResultRecord& rec = batch[i];
       const StoredOutcome& out = (*outcomes)[i];
       if (out.duplicate) ++counters.results_duplicate;
+      if (out.discarded) {
+        logger()->info("result {} of {} attempt {} from {} answers a CANCEL of an attempt already closed; "
+                       "kept out of the job's record", to_string(rec.status), rec.job_id, rec.attempt, rec.worker_id);
+      }
       JobEntry& j = jobs[rec.job_id];
       j.result_pending = false;
       const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
       if (out.became_terminal) {
+        if (rec.started_at_ms > 0 && rec.finished_at_ms >= rec.started_at_ms) {
+          ++measured_jobs;
+          measured_job_ms += rec.finished_at_ms - rec.started_at_ms;
+        }
         // Another attempt still out there (e.g. the job was re-queued after a lease expired and
         // the first worker delivered late) is no longer needed.
         if (j.state == JobState::kLeased && !is_current_lease) {
@@ -683,7 +749,34 @@ struct Server::Impl {
          now - pending_since_ms >= reliability::kStoreBatchMaxDelayMs)) {
       flush_results();
     }
+    enforce_time_budgets(now);
     assign_jobs();
+    if (progress_cb && now - last_tick_notify_ms >= kProgressTickMs) {
+      last_tick_notify_ms = now;
+      notify();
+    }
+  }
+
+  // A run whose plan's time_budget_s has run out starts nothing more: each of its jobs that is
+  // queued (never started, or put back after a lost lease) is settled `skipped`. Jobs running
+  // now finish and report as usual.
+  void enforce_time_budgets(int64_t now) {
+    if (budget_s.empty() || serve_started_ms == 0) return;
+    for (const auto& [run_id, budget] : budget_s) {
+      if (now - serve_started_ms < static_cast<int64_t>(budget * 1000.0)) continue;
+      const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
+      if (budget_spent.insert(run_id).second) {
+        int queued = 0;
+        for (const auto& [id, j] : jobs) queued += (j.run_id == run_id && j.state == JobState::kQueued);
+        logger()->warn("run {}: time budget of {:g} s ran out; no new job starts, {} job(s) not started are skipped",
+                       run_id, budget, queued);
+      }
+      for (const auto& id : order) {
+        JobEntry& j = jobs[id];
+        if (j.run_id == run_id && j.state == JobState::kQueued) settle(j, ResultStatus::kSkipped, reason);
+        if (fatal) return;
+      }
+    }
   }
 };
 
@@ -704,7 +797,15 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
+namespace {
+
+std::string plural(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+Status Server::submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
   Impl& m = *impl_;
   RunRecord run;
   run.run_id = run_id;
@@ -712,7 +813,38 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
   run.plan_path = plan.source.string();
   run.description = plan.description;
   run.created_at_ms = now_epoch_ms();
-  AM_RETURN_IF_ERROR(m.store->upsert_run(run));
+  run.plan_hash = jobs::plan_hash(plan.jobs);
+  AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
+  bool had_work = !existing || existing->finished_at_ms == 0;
+  if (!existing) {
+    AM_RETURN_IF_ERROR(m.store->upsert_run(run));
+  } else if (existing->plan_hash != run.plan_hash) {
+    AM_ASSIGN_OR_RETURN(std::vector<JobRow> stored, m.store->load_jobs(run_id));
+    std::set<std::string> stored_ids;
+    for (const JobRow& row : stored) stored_ids.insert(row.job_id);
+    std::set<std::string> plan_ids;
+    for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
+    std::size_t only_plan = 0;
+    for (const auto& id : plan_ids) only_plan += stored_ids.count(id) == 0;
+    std::size_t only_run = 0;
+    for (const auto& id : stored_ids) only_run += plan_ids.count(id) == 0;
+    // A run from before schema 3 has no hash: it adopts this plan's when the jobs are the same.
+    const bool legacy_same = existing->plan_hash.empty() && only_plan == 0 && only_run == 0;
+    if (!legacy_same && !submit.extend) {
+      return failed_precondition(fmt::format(
+          "run '{}' in {} was made from another plan ({}, plan hash {}); {} (plan hash {}) has {} not in "
+          "the run and the run has {} not in it. Use --run NAME to start a new run with this plan, or "
+          "--extend to add its jobs to run '{}' on purpose",
+          run_id, m.store->path().string(), existing->plan_path.empty() ? "unknown file" : existing->plan_path,
+          existing->plan_hash.empty() ? "not recorded" : existing->plan_hash, plan.source.string(),
+          run.plan_hash, plural(only_plan, "job"), plural(only_run, "job"), run_id));
+    }
+    if (!legacy_same) {
+      logger()->warn("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
+      had_work = had_work || only_plan > 0;
+    }
+    AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
+  }
   AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, plan.jobs));
   AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
   logger()->info("run {}: {} job(s), {} new", run_id, rows.size(), added);
@@ -725,6 +857,7 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
     j.state = row.state;
     j.attempts = row.attempts;
     j.status = row.status;
+    if (j.state != JobState::kDone) had_work = true;
     auto spec = jobs::job_spec_from_json(row.spec);
     m.order.push_back(row.job_id);
     if (!spec.ok()) {
@@ -735,14 +868,37 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id) {
     j.spec = std::move(spec).value();
     if (j.state == JobState::kLeased) {
       j.lease_worker = row.lease_worker;
+      j.lease_host = row.lease_host;
       j.lease_attempt = row.attempts;
       j.lease_expires_at_ms = row.lease_expires_at_ms;
     }
     m.jobs[row.job_id] = std::move(j);
   }
   m.runs.insert(run_id);
+  if (had_work) m.runs_to_finish.insert(run_id);
+  if (plan.time_budget_s > 0) m.budget_s[run_id] = plan.time_budget_s;
   m.assign_dirty = true;
   return Status::Ok();
+}
+
+Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
+                                   const std::string& reason) {
+  Impl& m = *impl_;
+  int reclaimed = 0;
+  for (auto& [id, j] : m.jobs) {
+    if (j.state != JobState::kLeased || !gone(j.lease_worker, j.lease_host)) continue;
+    const std::string why = reason + " (worker " + j.lease_worker + ")";
+    AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id, j.job_id, j.lease_attempt, why, now_epoch_ms()));
+    logger()->info("job {} attempt {}: lease reclaimed: {}", j.job_id, j.lease_attempt, why);
+    j.lease_worker.clear();
+    j.lease_host.clear();
+    j.lease_attempt = 0;
+    j.state = JobState::kQueued;
+    ++m.counters.leases_reclaimed;
+    ++reclaimed;
+  }
+  if (reclaimed > 0) m.assign_dirty = true;
+  return reclaimed;
 }
 
 std::string Server::endpoint() const { return impl_->router.bound_endpoint(); }
@@ -770,7 +926,8 @@ std::map<std::string, uint64_t> ServerCounters::as_map() const {
           {"leases_silent", leases_silent},
           {"registrations", registrations},
           {"reregistrations", reregistrations},
-          {"quarantines", quarantines}};
+          {"quarantines", quarantines},
+          {"leases_interrupted", leases_interrupted}};
 }
 
 std::string ServerCounters::summary() const {
@@ -798,6 +955,8 @@ Status Server::serve(const std::atomic<bool>& stop) {
 
 Status Server::serve_loop(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  m.serve_started_ms = steady_ms();
+  m.last_tick_notify_ms = m.serve_started_ms;
   m.notify();
   int64_t drain_started_ms = 0;
   while (!stop.load()) {
@@ -821,7 +980,7 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
         for (const auto& [identity, s] : m.sessions) {
           m.send(identity, proto::Drain{"run complete"});
         }
-        for (const auto& run_id : m.runs) {
+        for (const auto& run_id : m.runs_to_finish) {
           if (Status st = m.store->mark_run_finished(run_id, now_epoch_ms()); !st.ok()) {
             m.storage_fault("marking run " + run_id + " finished", st);
             return *m.fatal;
@@ -833,7 +992,16 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
       if (m.sessions.empty() || steady_ms() - drain_started_ms > kDrainWaitMs) return Status::Ok();
     }
   }
+  // A clean stop: take in what has already arrived (results, BYEs), store it, then hand back
+  // every lease still out.
+  for (int i = 0; i < kMaxMessagesPerTick && !m.fatal; ++i) {
+    auto more = m.router.recv(0);
+    if (!more.ok() || !more->has_value()) break;
+    m.handle(**more);
+  }
   m.flush_results();
+  if (m.fatal) return *m.fatal;
+  m.release_all_leases("interrupted: the coordinator was stopped");
   if (m.fatal) return *m.fatal;
   return Status::Ok();
 }

@@ -7,6 +7,15 @@
 // - submit() records a run and its jobs (idempotent: a plan submitted twice adds nothing) and
 //   loads every job of the run that is not terminal into the queue. A job leased before a
 //   restart keeps its lease until it expires; its worker may still deliver the result.
+//   The run keeps its plan's hash (jobs::plan_hash): a different plan under the same run id is
+//   refused (kFailedPrecondition, naming --run and --extend) unless SubmitOptions::extend.
+// - A plan's time_budget_s counts from the start of serve(): once it has run out no job of
+//   that run is leased again, and every job not started is settled `skipped` (reason "time
+//   budget ..."); jobs already running finish.
+// - A clean stop (`stop` set) ends serve() after the results already received are stored:
+//   every lease still out is released — its attempt closed as `interrupted`, its job queued
+//   again, its worker sent CANCEL — so a restart re-runs those jobs at once. A worker that says
+//   BYE while holding leases releases them the same way.
 // - serve() runs the loop on the calling thread until `stop` becomes true, or — with
 //   exit_when_done — until every submitted job is terminal, after which workers are sent DRAIN.
 //   It never throws and never crashes on what a peer sends; bad messages are logged and counted.
@@ -36,6 +45,10 @@
 #include "jobs/plan.h"
 
 namespace am::coord {
+
+// How often serve() calls the progress callback when nothing happens, so a display can tick its
+// elapsed time and ETA.
+inline constexpr int64_t kProgressTickMs = 500;
 
 struct ServerOptions {
   std::string bind = "tcp://*:7450";
@@ -69,6 +82,7 @@ struct ServerCounters {
   uint64_t registrations = 0;              // HELLOs answered with WELCOME
   uint64_t reregistrations = 0;            // of those: for a worker id seen before
   uint64_t quarantines = 0;                // peers quarantined for silent leases
+  uint64_t leases_interrupted = 0;         // released by a clean stop or a worker's BYE
   std::map<std::string, uint64_t> as_map() const;
   std::string summary() const;             // one line, non-zero counters only
 };
@@ -82,6 +96,17 @@ struct Progress {
   int workers = 0;
   std::map<ResultStatus, int> by_status;  // jobs with a terminal status
   std::string last_event;                 // human-readable line for the latest terminal job
+  int slots = 0;                          // job slots of the registered workers, together
+  // Results received in this session with both timestamps: their count and summed duration
+  // (finished_at - started_at), for an ETA.
+  int measured_jobs = 0;
+  int64_t measured_job_ms = 0;
+};
+
+struct SubmitOptions {
+  // Add the plan's jobs to an existing run made from another plan (`--extend`), and record this
+  // plan as the run's plan. Without it such a submit is refused.
+  bool extend = false;
 };
 
 class Server {
@@ -89,10 +114,18 @@ class Server {
   static Result<std::unique_ptr<Server>> create(const ServerOptions& options);
   ~Server();
 
-  Status submit(const jobs::Plan& plan, const std::string& run_id);
+  Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit = {});
+
+  // Releases at once the leases whose worker `gone(worker_id, worker_host)` says will never
+  // come back (the local workers of an embedded run that stopped without releasing them): their
+  // attempts are closed as expired with `reason` and the jobs queued again, counting against
+  // neither job nor worker. Returns how many. Call after submit(), before serve().
+  Result<int> reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
+                             const std::string& reason);
   std::string endpoint() const;   // resolved bind endpoint, e.g. tcp://127.0.0.1:40123
 
-  // Called on the loop thread whenever a job becomes terminal or a worker comes or goes.
+  // Called on the loop thread whenever a job becomes terminal or a worker comes or goes, and
+  // at least every kProgressTickMs while serving (for displays of elapsed time).
   void on_progress(std::function<void(const Progress&)> callback);
 
   Status serve(const std::atomic<bool>& stop);

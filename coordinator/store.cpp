@@ -105,7 +105,8 @@ Result<Statement> prepare(sqlite3* db, std::string_view sql) {
   for (JobState s : {JobState::kQueued, JobState::kLeased, JobState::kDone}) {
     substitute("job_" + std::string(to_string(s)), to_string(s));
   }
-  for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired}) {
+  for (AttemptState s : {AttemptState::kLeased, AttemptState::kDone, AttemptState::kExpired,
+                         AttemptState::kInterrupted}) {
     substitute("attempt_" + std::string(to_string(s)), to_string(s));
   }
   return Statement::prepare(db, text);
@@ -144,11 +145,12 @@ RunRecord run_from_row(const Statement& stmt) {
   run.description = stmt.column_text("description");
   run.created_at_ms = stmt.column_int64("created_at");
   run.finished_at_ms = stmt.column_int64("finished_at");
+  run.plan_hash = stmt.column_text("plan_hash");
   return run;
 }
 
 constexpr const char* kRunColumns =
-    "SELECT run_id, plan_name, plan_path, description, created_at, finished_at FROM runs ";
+    "SELECT run_id, plan_name, plan_path, description, created_at, finished_at, plan_hash FROM runs ";
 
 }  // namespace
 
@@ -224,16 +226,29 @@ int Store::schema_version() const {
 Status Store::upsert_run(const RunRecord& run) {
   if (run.run_id.empty()) return invalid_argument("empty run id");
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
-      INSERT INTO runs(run_id, plan_name, plan_path, description, created_at, finished_at)
-      VALUES (?, ?, ?, ?, ?, ?)
+      INSERT INTO runs(run_id, plan_name, plan_path, description, created_at, finished_at, plan_hash)
+      VALUES (?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT(run_id) DO NOTHING)sql"));
   stmt.bind(1, run.run_id)
       .bind(2, run.plan_name)
       .bind(3, run.plan_path)
       .bind(4, run.description)
       .bind(5, run.created_at_ms != 0 ? run.created_at_ms : now_epoch_ms())
-      .bind(6, run.finished_at_ms);
+      .bind(6, run.finished_at_ms)
+      .bind(7, run.plan_hash);
   return stmt.run();
+}
+
+Status Store::set_run_plan(const RunRecord& run) {
+  if (run.run_id.empty()) return invalid_argument("empty run id");
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      UPDATE runs SET plan_name = ?2, plan_path = ?3, description = ?4, plan_hash = ?5
+      WHERE run_id = ?1)sql"));
+  stmt.bind(1, run.run_id).bind(2, run.plan_name).bind(3, run.plan_path).bind(4, run.description).bind(5, run.plan_hash);
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_RETURN_IF_ERROR(stmt.run());
+  if (stmt.changes() == 0) return not_found("run '" + run.run_id + "' is not in the store");
+  return check_file_identity();
 }
 
 Result<std::optional<RunRecord>> Store::get_run(const std::string& run_id) {
@@ -318,7 +333,7 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
   // The outstanding lease is the highest attempt still in state 'leased'.
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT j.job_id, j.spec_json, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
-             coalesce(a.worker_id, '') AS lease_worker,
+             coalesce(a.worker_id, '') AS lease_worker, coalesce(a.hostname, '') AS lease_host,
              coalesce(a.lease_expires_at, 0) AS lease_expires_at
       FROM jobs j
       LEFT JOIN attempts a
@@ -344,6 +359,7 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
     job.reason = stmt.column_text("reason");
     job.terminal_attempt = stmt.column_int("terminal_attempt");
     job.lease_worker = stmt.column_text("lease_worker");
+    job.lease_host = stmt.column_text("lease_host");
     job.lease_expires_at_ms = stmt.column_int64("lease_expires_at");
     rows.push_back(std::move(job));
   }
@@ -404,12 +420,16 @@ Status Store::record_lease(const LeaseRecord& lease) {
   return check_file_identity();
 }
 
-Status Store::expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
-                           const std::string& reason, int64_t at_ms) {
-  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
-  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+namespace {
+
+// Closes a leased attempt without a result, as `how` (expired or interrupted), and puts its job
+// back to the queue unless another attempt of it is still out. No-op when the attempt is no
+// longer leased. Runs in its own transaction.
+Status close_lease(sqlite3* db, const std::string& run_id, const std::string& job_id, int attempt,
+                   const std::string& reason, int64_t at_ms, AttemptState how) {
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db));
   AM_ASSIGN_OR_RETURN(auto select, Statement::prepare(
-                                       db_, "SELECT state FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
+                                       db, "SELECT state FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
   select.bind(1, run_id).bind(2, job_id).bind(3, attempt);
   AM_ASSIGN_OR_RETURN(bool found, select.step());
   if (!found) {
@@ -417,24 +437,44 @@ Status Store::expire_lease(const std::string& run_id, const std::string& job_id,
                      " was never leased");
   }
   if (parse_attempt_state(select.column_text("state")) != AttemptState::kLeased) {
-    return Status::Ok();   // result or expiry already stored
+    return Status::Ok();   // result, expiry or interruption already stored
   }
 
-  AM_ASSIGN_OR_RETURN(auto close, prepare(db_, R"sql(
-      UPDATE attempts SET state = :attempt_expired, reason = ?4, expired_at = ?5
+  // An interrupted attempt also carries the status `interrupted` (common/result_status.h), so
+  // reports that show a job's latest attempt say what happened to it.
+  const std::string status =
+      how == AttemptState::kInterrupted ? std::string(to_string(ResultStatus::kInterrupted)) : std::string();
+  AM_ASSIGN_OR_RETURN(auto close, prepare(db, R"sql(
+      UPDATE attempts SET state = ?6, status = ?7, reason = ?4, expired_at = ?5
       WHERE run_id = ?1 AND job_id = ?2 AND attempt = ?3 AND state = :attempt_leased)sql"));
-  close.bind(1, run_id).bind(2, job_id).bind(3, attempt).bind(4, reason).bind(5, at_ms);
+  close.bind(1, run_id).bind(2, job_id).bind(3, attempt).bind(4, reason).bind(5, at_ms)
+      .bind(6, to_string(how)).bind(7, status);
   AM_RETURN_IF_ERROR(close.run());
 
   // Back to the queue only when no other attempt of the job is still out.
-  AM_ASSIGN_OR_RETURN(auto requeue, prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto requeue, prepare(db, R"sql(
       UPDATE jobs SET state = :job_queued
       WHERE run_id = ?1 AND job_id = ?2 AND state = :job_leased
         AND NOT EXISTS (SELECT 1 FROM attempts
                         WHERE run_id = ?1 AND job_id = ?2 AND state = :attempt_leased))sql"));
   requeue.bind(1, run_id).bind(2, job_id);
   AM_RETURN_IF_ERROR(requeue.run());
-  AM_RETURN_IF_ERROR(tx.commit());
+  return tx.commit();
+}
+
+}  // namespace
+
+Status Store::expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
+                           const std::string& reason, int64_t at_ms) {
+  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
+  AM_RETURN_IF_ERROR(close_lease(db_, run_id, job_id, attempt, reason, at_ms, AttemptState::kExpired));
+  return check_file_identity();
+}
+
+Status Store::interrupt_lease(const std::string& run_id, const std::string& job_id, int attempt,
+                              const std::string& reason, int64_t at_ms) {
+  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
+  AM_RETURN_IF_ERROR(close_lease(db_, run_id, job_id, attempt, reason, at_ms, AttemptState::kInterrupted));
   return check_file_identity();
 }
 
@@ -515,8 +555,17 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
     attempt_state.reset();
     attempt_state.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
     AM_ASSIGN_OR_RETURN(bool has_attempt, attempt_state.step());
-    if (has_attempt && parse_attempt_state(attempt_state.column_text("state")) == AttemptState::kDone) {
+    const std::optional<AttemptState> was =
+        has_attempt ? parse_attempt_state(attempt_state.column_text("state")) : std::nullopt;
+    if (was == AttemptState::kDone) {
       outcomes[i].duplicate = true;
+      continue;
+    }
+    // The coordinator closed this attempt and sent CANCEL (lease expired, clean stop): the
+    // `cancelled` that comes back is the echo of that, not an outcome of the job.
+    if ((was == AttemptState::kExpired || was == AttemptState::kInterrupted) &&
+        r.status == ResultStatus::kCancelled) {
+      outcomes[i].discarded = true;
       continue;
     }
     const int64_t received = r.received_at_ms != 0 ? r.received_at_ms : now;

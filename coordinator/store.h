@@ -39,7 +39,7 @@ struct sqlite3;
 
 namespace am::coord {
 
-inline constexpr int kSchemaVersion = 2;   // 2: worker_credentials, counters
+inline constexpr int kSchemaVersion = 3;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash
 
 struct RunRecord {
   std::string run_id;
@@ -48,6 +48,7 @@ struct RunRecord {
   std::string description;
   int64_t created_at_ms = 0;
   int64_t finished_at_ms = 0;      // 0 while running
+  std::string plan_hash;           // jobs::plan_hash() of the plan last submitted; "" before schema 3
 };
 
 // Job lifecycle in the store: queued -> leased -> done (terminal). An expired lease puts the
@@ -63,6 +64,7 @@ struct JobRow {
   int terminal_attempt = 0;        // attempt whose result is the job's result (0 = none)
   // The currently outstanding lease, when state == leased.
   std::string lease_worker;
+  std::string lease_host;          // the worker's hostname when the lease was recorded
   int64_t lease_expires_at_ms = 0;
 };
 
@@ -94,6 +96,10 @@ struct ResultRecord {
 struct StoredOutcome {
   bool duplicate = false;          // this (job, attempt) already had a result: nothing changed
   bool became_terminal = false;    // this result is now the job's terminal result
+  // A `cancelled` result of an attempt the coordinator had already closed (expired or
+  // interrupted): the cancellation was the coordinator's own doing, so the attempt keeps its
+  // record and the job is not settled by it. Nothing changed; the result is still ACKed.
+  bool discarded = false;
 };
 
 // The credential a worker id is bound to (PROTOCOL §5.8): under CURVE the client public key
@@ -148,6 +154,9 @@ class Store {
 
   // Runs.
   Status upsert_run(const RunRecord& run);               // insert, or keep the existing row
+  // Records the plan a run now follows (after --extend, or a run from before schema 3 adopting
+  // the hash of a plan that matches its jobs): name, path, description and hash.
+  Status set_run_plan(const RunRecord& run);
   Result<std::optional<RunRecord>> get_run(const std::string& run_id);
   Result<std::vector<RunRecord>> list_runs();            // newest first
   Status mark_run_finished(const std::string& run_id, int64_t at_ms);
@@ -162,6 +171,11 @@ class Store {
   // `reason`, the job goes back to queued (unless already done).
   Status expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
                       const std::string& reason, int64_t at_ms);
+  // A clean stop released the lease of (job, attempt): the attempt is closed as `interrupted`
+  // (state and status) with `reason`, and the job goes back to queued like an expiry. Unlike an
+  // expiry it is nobody's failure. No-op when the attempt is no longer leased.
+  Status interrupt_lease(const std::string& run_id, const std::string& job_id, int attempt,
+                         const std::string& reason, int64_t at_ms);
   // Terminal status without a result from a worker (skipped, lost). No-op if already done.
   Status set_job_terminal(const std::string& run_id, const std::string& job_id,
                           ResultStatus status, const std::string& reason, int64_t at_ms);

@@ -504,6 +504,21 @@ std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file) {
   return std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models";
 }
 
+std::string plan_hash(const std::vector<PlannedJob>& jobs) {
+  // Each spec's canonical form (nlohmann::json objects are key-sorted), sorted, so the order in
+  // which the plan lists models and values does not matter.
+  std::vector<std::string> specs;
+  specs.reserve(jobs.size());
+  for (const PlannedJob& j : jobs) specs.push_back(j.job_id + " " + to_json(j.spec).dump());
+  std::sort(specs.begin(), specs.end());
+  uint64_t h = fnv1a64("accelmatrix plan v1\n");
+  for (const std::string& spec : specs) {
+    h = fnv1a64(spec, h);
+    h = fnv1a64("\n", h);
+  }
+  return hex64(h);
+}
+
 std::filesystem::path default_plans_dir() {
   return std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "plans";
 }

@@ -28,6 +28,13 @@ struct Plan {
   std::vector<PlannedJob> jobs;
 };
 
+// The plan's content hash (16 hex digits): of its expanded jobs (each job's id and spec), in any
+// order, so a comment, a reordering, a description or a time budget changes nothing, while any
+// job added, removed or changed does (DECISIONS.md: "the hash of the expanded job specs, not of
+// the file's bytes"). Job ids include the plan's name, so a renamed plan is another plan.
+// A run stores it and refuses a different plan under the same run id unless extended on purpose.
+std::string plan_hash(const std::vector<PlannedJob>& jobs);
+
 // `catalog_dir` holds the model catalog (jobs/models/*.toml). When empty, find_catalog_dir()
 // is used.
 Result<Plan> load_plan(const std::filesystem::path& plan_file,

@@ -383,8 +383,11 @@ struct WorkerClient::Impl {
         return Status::Ok();
       }
     }
-    for (auto& [key, job] : running) job.cancel->store(true);
+    // Results of jobs that really finished go out first; the jobs still running are stopped
+    // (their `cancelled` outcome is our own doing, not the job's, so it is not reported: the
+    // BYE hands their leases back and the coordinator runs them again).
     collect_finished();
+    for (auto& [key, job] : running) job.cancel->store(true);
     send(proto::Bye{"stopped"});
     return Status::Ok();
   }

@@ -190,6 +190,74 @@ TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
   EXPECT_EQ(store_->expire_lease(kRun, id, 7, "x", kT0).code(), StatusCode::kNotFound);
 }
 
+TEST_F(StoreJobs, InterruptedLeaseReturnsTheJobToTheQueueAsNobodysFailure) {
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(id, 1);
+  ASSERT_TRUE(store_->interrupt_lease(kRun, id, 1, "interrupted: the coordinator was stopped", kT0 + 7).ok());
+  JobRow j = job(id);
+  EXPECT_EQ(j.state, am::coord::JobState::kQueued);
+  EXPECT_EQ(j.status, std::nullopt);
+  EXPECT_EQ(attempt_column(id, 1, "state"), "interrupted");
+  EXPECT_EQ(attempt_column(id, 1, "status"), "interrupted");
+  EXPECT_EQ(attempt_column(id, 1, "reason"), "interrupted: the coordinator was stopped");
+  // Interrupting again, or expiring it after, changes nothing.
+  ASSERT_TRUE(store_->interrupt_lease(kRun, id, 1, "again", kT0 + 8).ok());
+  ASSERT_TRUE(store_->expire_lease(kRun, id, 1, "lease expired", kT0 + 9).ok());
+  EXPECT_EQ(attempt_column(id, 1, "state"), "interrupted");
+  EXPECT_EQ(attempt_column(id, 1, "reason"), "interrupted: the coordinator was stopped");
+  EXPECT_EQ(store_->interrupt_lease(kRun, id, 9, "x", kT0).code(), StatusCode::kNotFound);
+
+  // The job runs again as attempt 2 and its result is the job's.
+  lease(id, 2, "worker-b");
+  EXPECT_TRUE(store_one(result(id, 2, "pass", "", nlohmann::json::object(), "worker-b")).became_terminal);
+  EXPECT_EQ(job(id).status, am::ResultStatus::kPass);
+}
+
+TEST_F(StoreJobs, TheCancelledEchoOfAClosedAttemptIsDiscardedButARealLateResultIsKept) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  lease(a, 1);
+  ASSERT_TRUE(store_->interrupt_lease(kRun, a, 1, "interrupted", kT0 + 7).ok());
+  StoredOutcome echo = store_one(result(a, 1, "cancelled", "cancelled"));
+  EXPECT_TRUE(echo.discarded);
+  EXPECT_FALSE(echo.became_terminal);
+  EXPECT_EQ(job(a).state, am::coord::JobState::kQueued);
+  EXPECT_EQ(attempt_column(a, 1, "state"), "interrupted");
+
+  const std::string b = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 64));
+  lease(b, 1);
+  ASSERT_TRUE(store_->expire_lease(kRun, b, 1, "lease expired", kT0 + 7).ok());
+  EXPECT_TRUE(store_one(result(b, 1, "cancelled", "cancelled")).discarded);
+  EXPECT_EQ(job(b).state, am::coord::JobState::kQueued);
+  // A result that is an outcome of the job (it finished before the CANCEL arrived) still counts.
+  StoredOutcome late = store_one(result(b, 1, "pass"));
+  EXPECT_FALSE(late.discarded);
+  EXPECT_TRUE(late.became_terminal);
+  EXPECT_EQ(job(b).status, am::ResultStatus::kPass);
+}
+
+TEST_F(StoreJobs, ARunKeepsItsPlanHashAndSetRunPlanReplacesIt) {
+  auto run = store_->get_run(kRun);
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->plan_hash, "");
+  RunRecord other;
+  other.run_id = "hashed";
+  other.plan_name = "p";
+  other.plan_path = "a.toml";
+  other.plan_hash = "0123456789abcdef";
+  ASSERT_TRUE(store_->upsert_run(other).ok());
+  run = store_->get_run("hashed");
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->plan_hash, "0123456789abcdef");
+  other.plan_path = "b.toml";
+  other.plan_hash = "fedcba9876543210";
+  ASSERT_TRUE(store_->set_run_plan(other).ok());
+  run = store_->get_run("hashed");
+  EXPECT_EQ((*run)->plan_hash, "fedcba9876543210");
+  EXPECT_EQ((*run)->plan_path, "b.toml");
+  other.run_id = "missing";
+  EXPECT_EQ(store_->set_run_plan(other).code(), StatusCode::kNotFound);
+}
+
 TEST_F(StoreJobs, ExpiringAnOlderAttemptKeepsTheJobLeasedToTheNewerOne) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f16"));
   lease(id, 1, "worker-a");
@@ -332,11 +400,11 @@ TEST_F(StoreJobs, DataSurvivesCloseAndReopen) {
 }
 
 TEST_F(StoreJobs, RunsAreListedNewestFirstAndUpsertKeepsTheFirstRecord) {
-  RunRecord older{"run-0", "old", "", "", kT0 - 10, 0};
-  RunRecord newer{"run-2", "new", "", "", kT0 + 10, 0};
+  RunRecord older{"run-0", "old", "", "", kT0 - 10, 0, ""};
+  RunRecord newer{"run-2", "new", "", "", kT0 + 10, 0, ""};
   ASSERT_TRUE(store_->upsert_run(older).ok());
   ASSERT_TRUE(store_->upsert_run(newer).ok());
-  RunRecord changed{kRun, "renamed", "", "", kT0 + 999, 0};
+  RunRecord changed{kRun, "renamed", "", "", kT0 + 999, 0, ""};
   ASSERT_TRUE(store_->upsert_run(changed).ok());
   auto runs = store_->list_runs();
   ASSERT_TRUE(runs.ok());

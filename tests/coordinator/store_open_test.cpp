@@ -40,10 +40,10 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 2);
+  EXPECT_EQ(kSchemaVersion, 3);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2");
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3");
   for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
                             "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
@@ -70,7 +70,7 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "2");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "3");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 
@@ -155,6 +155,47 @@ TEST(StoreOpen, MigrationsAreOrderedAndEndAtCurrentVersion) {
   ASSERT_FALSE(list.empty());
   for (std::size_t i = 0; i < list.size(); ++i) EXPECT_EQ(list[i].version, static_cast<int>(i) + 1);
   EXPECT_EQ(list.back().version, kSchemaVersion);
+}
+
+// Schema 3 rebuilds the attempts table (a new state in its CHECK) and adds runs.plan_hash: a
+// database written by a schema-2 build opens with every row as it was.
+TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToThreeWithEveryRowKept) {
+  TempDir dir;
+  const auto path = dir.path() / "v2.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Status migrated = migrate(db, 2);
+    sqlite3_close(db);
+    ASSERT_TRUE(migrated.ok()) << migrated.to_string();
+  }
+  raw_exec(path, R"sql(
+    INSERT INTO runs(run_id, plan_name, plan_path, created_at, finished_at) VALUES ('old', 'smoke', 'smoke.toml', 5, 9);
+    INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision, batch, seq_len,
+                     state, attempts, status, terminal_attempt)
+      VALUES ('old', 'j1', 1, '{}', 'bert-tiny', 'encoder-only', 'cpu', 'f32', 1, 32, 'done', 2, 'pass', 2);
+    INSERT INTO attempts(run_id, job_id, attempt, worker_id, state, reason) VALUES ('old', 'j1', 1, 'w', 'expired', 'lease expired');
+    INSERT INTO attempts(run_id, job_id, attempt, worker_id, state, status, metrics_json)
+      VALUES ('old', 'j1', 2, 'w', 'done', 'pass', '{"x":1}');
+  )sql");
+  ASSERT_EQ(raw_query(path, "SELECT max(version) FROM schema_version"), "2");
+
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 3);
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(state || ':' || reason || ':' || metrics_json, ' | ') FROM "
+                            "(SELECT * FROM attempts ORDER BY attempt)"),
+            "expired:lease expired:{} | done::{\"x\":1}");
+  auto run = (*store)->get_run("old");
+  ASSERT_TRUE(run.ok() && run->has_value());
+  EXPECT_EQ((*run)->plan_hash, "");
+  EXPECT_EQ((*run)->finished_at_ms, 9);
+  EXPECT_EQ(raw_query(path, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw_query(path, "PRAGMA foreign_key_check"), "");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'attempts_by_worker'"),
+            "1");
+  // The new state is accepted by the rebuilt table.
+  raw_exec(path, "UPDATE attempts SET state = 'interrupted' WHERE attempt = 1");
 }
 
 TEST(StoreOpen, ReaderConnectionSeesWritesOfAnotherConnection) {

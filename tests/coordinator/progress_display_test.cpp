@@ -1,0 +1,87 @@
+// The progress display of `run` and `serve` (issue 13 item 6) and the local worker ids a restart
+// recognises (item 3): pure functions.
+#include <gtest/gtest.h>
+
+#include "coordinator/local_workers.h"
+#include "coordinator/progress_display.h"
+
+namespace am::coord {
+namespace {
+
+Progress progress(int total, int done, std::map<ResultStatus, int> by_status = {}) {
+  Progress p;
+  p.total = total;
+  p.done = done;
+  p.by_status = std::move(by_status);
+  return p;
+}
+
+TEST(ProgressStyle, ATerminalGetsTheUpdatingLineAndColourUnlessNoColorOrDumb) {
+  EXPECT_TRUE(progress_style(true, "xterm", nullptr).tty);
+  EXPECT_TRUE(progress_style(true, "xterm", nullptr).color);
+  EXPECT_TRUE(progress_style(true, nullptr, "").color) << "NO_COLOR set but empty does not count";
+  EXPECT_TRUE(progress_style(true, "xterm", "1").tty);
+  EXPECT_FALSE(progress_style(true, "xterm", "1").color);
+  EXPECT_FALSE(progress_style(true, "dumb", nullptr).tty);
+  EXPECT_FALSE(progress_style(true, "dumb", nullptr).color);
+  EXPECT_FALSE(progress_style(false, "xterm", nullptr).tty);
+  EXPECT_FALSE(progress_style(false, "xterm", nullptr).color);
+}
+
+TEST(ProgressEta, UnknownUntilAJobIsMeasuredThenRoundsOfTheMeanDuration) {
+  Progress p = progress(10, 0);
+  EXPECT_EQ(estimate_eta_ms(p), std::nullopt);
+  p.done = 4;
+  p.measured_jobs = 4;
+  p.measured_job_ms = 4 * 2000;
+  p.slots = 1;
+  EXPECT_EQ(estimate_eta_ms(p), 6 * 2000);
+  p.slots = 4;   // 6 left on 4 slots: two rounds
+  EXPECT_EQ(estimate_eta_ms(p), 2 * 2000);
+  p.slots = 0;   // no worker now: as if one
+  EXPECT_EQ(estimate_eta_ms(p), 6 * 2000);
+  p.done = 10;
+  EXPECT_EQ(estimate_eta_ms(p), 0);
+}
+
+TEST(ProgressFormat, DurationsReadLikeAClock) {
+  EXPECT_EQ(format_duration(-5), "0ms");
+  EXPECT_EQ(format_duration(850), "850ms");
+  EXPECT_EQ(format_duration(12'400), "12s");
+  EXPECT_EQ(format_duration(185'000), "3m05s");
+  EXPECT_EQ(format_duration(3'720'000), "1h02m");
+}
+
+TEST(ProgressFormat, TheStatusLineCountsPassFailedAndOthersWithElapsedAndEta) {
+  Progress p = progress(8, 5, {{ResultStatus::kPass, 2}, {ResultStatus::kDegraded, 1}, {ResultStatus::kCrash, 1},
+                               {ResultStatus::kSkipped, 1}});
+  p.leased = 2;
+  p.slots = 2;
+  p.measured_jobs = 4;
+  p.measured_job_ms = 4 * 10'000;
+  EXPECT_EQ(format_status_line(p, 65'000, false),
+            "[5/8] 2 pass, 1 degraded, 1 failed, 1 other, 2 running  1m05s elapsed, ETA 20s");
+  p.measured_jobs = 0;
+  EXPECT_EQ(format_status_line(p, 1'000, false),
+            "[5/8] 2 pass, 1 degraded, 1 failed, 1 other, 2 running  1s elapsed, ETA ?");
+  const std::string coloured = format_status_line(p, 1'000, true);
+  EXPECT_NE(coloured.find("\033[32m2 pass\033[0m"), std::string::npos) << coloured;
+  EXPECT_NE(coloured.find("\033[31m1 failed\033[0m"), std::string::npos) << coloured;
+  // Done: no ETA; nothing failed: not red.
+  const std::string done = format_status_line(progress(2, 2, {{ResultStatus::kPass, 2}}), 3'000, true);
+  EXPECT_EQ(done.find("ETA"), std::string::npos) << done;
+  EXPECT_EQ(done.find("\033[31m"), std::string::npos) << done;
+}
+
+TEST(LocalWorkerIds, TheRunPidIsReadBackOnlyFromALocalWorkersId) {
+  EXPECT_EQ(local_worker_id(4242, 3), "local-4242-3");
+  EXPECT_EQ(local_worker_run_pid("local-4242-3"), 4242);
+  EXPECT_EQ(local_worker_run_pid(local_worker_id(7, 12)), 7);
+  for (const char* other : {"w-7f3a", "local", "local-", "local-12", "local-12-", "local--3", "local-x-1",
+                            "local-1-x", "local-0-1", "local-12-3-4", "xlocal-12-3", "local-99999999999999999999-1"}) {
+    EXPECT_EQ(local_worker_run_pid(other), std::nullopt) << other;
+  }
+}
+
+}  // namespace
+}  // namespace am::coord

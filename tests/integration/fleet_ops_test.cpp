@@ -1,0 +1,361 @@
+// Issue 13, items 3, 4, 6 and 8 against real processes over loopback TCP:
+// - resume without waiting: a clean stop releases the leases of jobs in flight (attempts
+//   `interrupted`); a restart reclaims at once the leases of a killed run's local workers; a rerun
+//   with nothing to do returns at once and leaves the run's "finished" time alone;
+// - a plan is a plan: another plan under the same run id is refused (exit 2) unless --extend;
+// - progress: one updating line on a terminal (NO_COLOR honoured), plain lines elsewhere;
+//   -q/-v/--log-level after the subcommand;
+// - the plan's time_budget_s: when it runs out no new job starts, the rest is `skipped`.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <memory>
+
+#include "tests/integration/run_helpers.h"
+
+namespace am::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+double seconds_between(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// `accelmatrix run` in a process group of its own, as a shell runs a foreground job: signal()
+// reaches the coordinator and its local workers together, as Ctrl-C in a terminal does.
+class RunGroup {
+ public:
+  RunGroup(const std::vector<std::string>& argv, const std::filesystem::path& log) : log_(log) {
+    SpawnOptions o;
+    o.output = SpawnOptions::Output::kFile;
+    o.output_file = log;
+    o.append = true;
+    o.new_process_group = true;
+    auto spawned = ChildProcess::spawn(argv, o);
+    if (!spawned.ok()) throw std::runtime_error(spawned.status().message());
+    child_.emplace(std::move(spawned).value());
+  }
+  void signal(int sig) { child_->signal(sig); }
+  // The exit code (128 + signal when killed), or -1 on timeout.
+  int wait(std::chrono::milliseconds timeout) {
+    int code = -1;
+    wait_until([&] {
+      if (auto e = child_->try_wait()) {
+        code = e->shell_code();
+        return true;
+      }
+      return false;
+    }, timeout);
+    return code;
+  }
+  std::string log() const { return read_file(log_); }
+
+ private:
+  std::filesystem::path log_;
+  std::optional<ChildProcess> child_;   // its destructor SIGKILLs the group if still there
+};
+
+std::vector<std::string> run_args(const std::filesystem::path& plan, const std::filesystem::path& db,
+                                  const std::vector<std::string>& more = {}) {
+  std::vector<std::string> a = {coordinator_binary().string(), "run", "--plan", plan.string(), "--db", db.string(),
+                                "--catalog", catalog_dir(), "--heartbeat-ms", "100"};
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+int run_logged(const ScratchDir& dir, const std::string& name, const std::vector<std::string>& argv, std::string* log,
+               std::chrono::milliseconds timeout = std::chrono::seconds(120)) {
+  Process p(argv, dir / (name + ".log"));
+  const int code = p.wait(timeout);
+  *log = p.log();
+  return code;
+}
+
+// Perf jobs of bert-tiny that each measure for `seconds`; their lease would last 60 s + 60 s of
+// grace, far beyond any wait a test allows, so a rerun that finishes sooner did not wait for it.
+std::filesystem::path write_slow_plan(const ScratchDir& dir, const std::string& name, double seconds,
+                                      const std::string& seq_lens) {
+  return write_bert_plan(dir / (name + ".toml"), name, seconds, seq_lens, "[\"f32\"]", "perf",
+                         "timeout_s = 60\nthreads = 1\n");
+}
+const std::vector<std::string> kLongGrace = {"--lease-grace-ms", "60000"};
+
+// ---------------------------------------------------------------------------------------------
+// Item 3: resume without waiting
+
+TEST(ResumeWithoutWaiting, CtrlCReleasesTheLeasesInFlightAndTheRerunStartsThemAtOnce) {
+  ScratchDir dir("resume-ctrlc");
+  const auto db = dir / "r.db";
+  const auto plan = write_slow_plan(dir, "ctrlc", 3.0, "[16, 24]");
+  RunGroup first(run_args(plan, db, kLongGrace), dir / "first.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") > 0; },
+                         60s)) << first.log();
+  first.signal(SIGINT);
+  const auto stopped = Clock::now();
+  EXPECT_EQ(first.wait(30s), 3) << first.log();
+  EXPECT_TRUE(has(first.log(), "run the same command again to resume")) << first.log();
+
+  // Nothing is left leased: the attempt in flight is closed as interrupted and its job queued.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'"), 0);
+  EXPECT_GE(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'interrupted' AND status = 'interrupted'"), 1);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status IN ('interrupted', 'cancelled', 'lost')"), 0);
+
+  RunGroup second(run_args(plan, db, kLongGrace), dir / "second.log");
+  EXPECT_EQ(second.wait(100s), 0) << second.log();
+  const double resumed_s = seconds_between(stopped, Clock::now());
+  // The interrupted job's lease would have run for 120 s.
+  EXPECT_LT(resumed_s, 60.0) << second.log();
+  expect_exactly_one_terminal_result_per_job(db, 2);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2) << second.log();
+  std::cout << "[ measured ] Ctrl-C to the resumed run's end: " << resumed_s << " s\n";
+}
+
+TEST(ResumeWithoutWaiting, SigtermToServeReleasesARemoteWorkersLeaseAndItsCancelEchoIsNotAResult) {
+  ScratchDir dir("resume-serve");
+  const auto db = dir / "s.db";
+  const auto plan = write_slow_plan(dir, "servestop", 3.0, "[16]");
+  auto serve = std::make_unique<Process>(
+      serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep1", 1, "60000"), dir / "serve1.log");
+  const std::string ep = wait_for_endpoint(dir / "ep1");
+  ASSERT_FALSE(ep.empty()) << serve->log();
+  Process worker(worker_args(ep, "remote", dir), dir / "w.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") > 0; },
+                         60s)) << serve->log();
+  serve->terminate();
+  EXPECT_EQ(serve->wait(30s), 3) << serve->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'interrupted'"), 1) << serve->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 1);
+
+  // The worker stays; the restarted coordinator (same endpoint) gets it back, receives the
+  // `cancelled` that answered the CANCEL, keeps it out of the job, and runs the job again.
+  Process again(serve_args(plan, db, ep, dir / "ep2", 1, "60000"), dir / "serve2.log");
+  EXPECT_EQ(again.wait(100s), 0) << again.log() << worker.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1) << again.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'cancelled'"), 0);
+  EXPECT_TRUE(worker.running() || worker.wait(15s) == 0) << worker.log();
+}
+
+TEST(ResumeWithoutWaiting, ARestartReclaimsAtOnceTheLeasesOfAKilledRunsLocalWorkers) {
+  ScratchDir dir("resume-killed");
+  const auto db = dir / "k.db";
+  const auto plan = write_slow_plan(dir, "killed", 3.0, "[16]");
+  {
+    RunGroup crashed(run_args(plan, db, kLongGrace), dir / "crashed.log");
+    ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") > 0; },
+                           60s)) << crashed.log();
+    crashed.signal(SIGKILL);   // no clean stop: the lease stays in the database
+    EXPECT_EQ(crashed.wait(10s), 128 + SIGKILL);
+  }
+  ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'"), 1);
+
+  const auto restarted = Clock::now();
+  RunGroup next(run_args(plan, db, kLongGrace), dir / "next.log");
+  EXPECT_EQ(next.wait(100s), 0) << next.log();
+  EXPECT_LT(seconds_between(restarted, Clock::now()), 60.0) << next.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE attempt = 1 AND state = 'expired' AND "
+                        "reason LIKE '%its run stopped without releasing it%'"),
+            1) << next.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1);
+}
+
+TEST(ResumeWithoutWaiting, ARerunWithNothingToDoReturnsAtOnceWithoutWarningsAndLeavesFinishedAlone) {
+  ScratchDir dir("resume-noop");
+  const auto db = dir / "n.db";
+  const auto plan = write_bert_plan(dir / "noop.toml", "noop", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "first", run_args(plan, db), &log), 0) << log;
+  const int64_t finished = sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'noop'");
+  ASSERT_GT(finished, 0);
+
+  const auto started = Clock::now();
+  const int code = run_logged(dir, "again", run_args(plan, db), &log);
+  const double took_s = seconds_between(started, Clock::now());
+  EXPECT_EQ(code, 0) << log;
+  // The issue's bound is one second; the margin covers a loaded CI machine and sanitizers.
+  EXPECT_LT(took_s, 3.0) << log;
+  EXPECT_TRUE(has(log, "all 1 job(s) already done")) << log;
+  EXPECT_TRUE(has(log, "| bert-tiny")) << "the report is printed\n" << log;
+  EXPECT_FALSE(has(log, "warning")) << log;
+  EXPECT_FALSE(has(log, "[warning]")) << log;
+  EXPECT_EQ(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'noop'"), finished);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 1);
+  std::cout << "[ measured ] no-op rerun: " << took_s << " s\n";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 4: a plan is a plan
+
+TEST(PlanIsAPlan, AnotherPlanUnderTheSameRunIdIsRefusedUnlessExtendedOnPurpose) {
+  ScratchDir dir("plan-hash");
+  const auto db = dir / "p.db";
+  const auto a = write_bert_plan(dir / "a.toml", "same", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "a", run_args(a, db), &log), 0) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT length(plan_hash) FROM runs")[0][0], "16");
+
+  // A comment and a reordering change nothing: the same expanded jobs.
+  write_file(dir / "a2.toml", "# a comment\n" + read_file(a));
+  EXPECT_EQ(run_logged(dir, "a2", run_args(dir / "a2.toml", db), &log), 0) << log;
+
+  // Another seq_len under the same name: refused before anything runs.
+  const auto b = write_bert_plan(dir / "b.toml", "same", 0.05, "[24]", "[\"f32\"]", "accuracy");
+  EXPECT_EQ(run_logged(dir, "b", run_args(b, db), &log), 2) << log;
+  EXPECT_TRUE(has(log, "run 'same'")) << log;
+  EXPECT_TRUE(has(log, "was made from another plan")) << log;
+  EXPECT_TRUE(has(log, a.string())) << log;
+  EXPECT_TRUE(has(log, "--run NAME")) << log;
+  EXPECT_TRUE(has(log, "--extend")) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs"), 1);
+
+  // A new run id takes it as a new run.
+  EXPECT_EQ(run_logged(dir, "b-new", run_args(b, db, {"--run", "same-b"}), &log), 0) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'same-b'"), 1);
+
+  // --extend adds its jobs to the old run, which now names the new plan.
+  EXPECT_EQ(run_logged(dir, "b-extend", run_args(b, db, {"--extend"}), &log), 0) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'same' AND status = 'pass'"), 2) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT plan_path FROM runs WHERE run_id = 'same'")[0][0], b.string());
+  // ... and that plan is now the run's plan: a rerun of it has nothing to do.
+  EXPECT_EQ(run_logged(dir, "b-again", run_args(b, db), &log), 0) << log;
+  EXPECT_TRUE(has(log, "already done")) << log;
+}
+
+TEST(PlanIsAPlan, ServeRefusesAnotherPlanWithExitTwoToo) {
+  ScratchDir dir("plan-serve");
+  const auto db = dir / "s.db";
+  const auto a = write_bert_plan(dir / "a.toml", "srv", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  const auto b = write_bert_plan(dir / "b.toml", "srv", 0.05, "[16]", "[\"f32\", \"q8_0\"]", "accuracy");
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "a", run_args(a, db), &log), 0) << log;
+  EXPECT_EQ(run_logged(dir, "b", serve_args(b, db, "tcp://127.0.0.1:*", dir / "ep"), &log, 30s), 2) << log;
+  EXPECT_TRUE(has(log, "--extend")) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ep"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 6: progress people expect
+
+// Runs argv on a pseudo-terminal (as in a shell) with `env` added; returns everything it wrote.
+std::string run_on_terminal(const std::vector<std::string>& argv, const std::vector<std::string>& env, int* code) {
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid < 0) {
+    *code = -1;
+    return "forkpty failed";
+  }
+  if (pid == 0) {
+    for (const std::string& kv : env) putenv(const_cast<char*>(kv.c_str()));
+    setenv("TERM", "xterm", 1);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  std::string out;
+  char buf[4096];
+  const auto deadline = Clock::now() + 120s;
+  while (Clock::now() < deadline) {
+    pollfd p{master, POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const ssize_t n = read(master, buf, sizeof buf);
+      if (n <= 0) break;   // EIO once the child and its workers closed the terminal
+      out.append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  close(master);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  *code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return out;
+}
+
+TEST(Progress, OnATerminalOneLineUpdatesInPlaceWithCountsElapsedAndEta) {
+  ScratchDir dir("progress-tty");
+  const auto plan = write_bert_plan(dir / "tty.toml", "tty", 0.3, "[16, 24, 32]", "[\"f32\"]", "perf");
+  int code = -1;
+  const std::string out = run_on_terminal(run_args(plan, dir / "t.db"), {}, &code);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(has(out, "\r\033[K[")) << out;
+  EXPECT_TRUE(has(out, "elapsed")) << out;
+  EXPECT_TRUE(has(out, "ETA")) << out;
+  EXPECT_TRUE(has(out, "[3/3] \033[32m3 pass\033[0m, 0 failed, 0 running")) << "pass in green\n" << out;
+
+  const std::string plain = run_on_terminal(run_args(plan, dir / "u.db"), {"NO_COLOR=1"}, &code);
+  EXPECT_EQ(code, 0) << plain;
+  EXPECT_TRUE(has(plain, "\r\033[K[3/3] 3 pass, 0 failed, 0 running")) << plain;
+  EXPECT_FALSE(has(plain, "\033[32m")) << plain;
+  EXPECT_FALSE(has(plain, "\033[31m")) << plain;
+}
+
+TEST(Progress, ElsewherePlainLinesWithoutControlCharacters) {
+  ScratchDir dir("progress-pipe");
+  const auto plan = write_bert_plan(dir / "pipe.toml", "pipe", 0.05, "[16, 24]", "[\"f32\"]", "accuracy");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "pipe", run_args(plan, dir / "p.db"), &log), 0) << log;
+  EXPECT_TRUE(has(log, "[1/2] pass  bert-tiny cpu f32")) << log;
+  EXPECT_TRUE(has(log, "[2/2] pass")) << log;
+  EXPECT_FALSE(has(log, "\r")) << log;
+  EXPECT_FALSE(has(log, "\033[")) << log;
+}
+
+TEST(Progress, QuietVerboseAndLogLevelWorkAfterTheSubcommand) {
+  ScratchDir dir("progress-flags");
+  const auto plan = write_bert_plan(dir / "flags.toml", "flags", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  const auto db = dir / "f.db";
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "quiet", run_args(plan, db, {"-q"}), &log), 0) << log;
+  EXPECT_FALSE(has(log, "[1/1]")) << log;
+  EXPECT_EQ(run_logged(dir, "verbose", {coordinator_binary().string(), "plan", plan.string(), "--catalog",
+                                        catalog_dir(), "-v"}, &log),
+            0) << log;
+  EXPECT_EQ(run_logged(dir, "level", {coordinator_binary().string(), "report", "--db", db.string(),
+                                      "--log-level", "debug", "--format", "csv"}, &log),
+            0) << log;
+  EXPECT_EQ(run_logged(dir, "before", {coordinator_binary().string(), "--log-level", "info", "-q", "report",
+                                       "--db", db.string()}, &log),
+            0) << log;
+  EXPECT_EQ(run_logged(dir, "bad", {coordinator_binary().string(), "report", "--db", db.string(), "--log-level",
+                                    "loud"}, &log),
+            2) << log;
+  EXPECT_TRUE(has(log, "unknown log level 'loud'")) << log;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Item 8: time budget
+
+TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrinted) {
+  ScratchDir dir("budget");
+  const auto db = dir / "b.db";
+  // Four jobs of about 4 s each, one at a time, under a 2 s budget: the first one runs to its
+  // end, the other three never start.
+  const auto plan = write_file(dir / "budget.toml",
+                               "[plan]\nname = \"budget\"\nmode = \"perf\"\nseed = 7\ntime_budget_s = 2\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\n"
+                               "seq_len = [16, 24, 32, 40]\nwarmup = 0\nmin_reps = 1\nmax_reps = 100000\n"
+                               "min_time_s = 4.0\ntimeout_s = 60\nthreads = 1\n\n[[models]]\nname = \"bert-tiny\"\n");
+  const auto started = Clock::now();
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "budget", run_args(plan, db), &log), 0) << log;
+  EXPECT_LT(seconds_between(started, Clock::now()), 40.0) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped' AND reason LIKE 'time budget%'"), 3)
+      << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 1) << "skipped jobs never started";
+  EXPECT_TRUE(has(log, "time budget of 2 s ran out")) << log;
+  EXPECT_TRUE(has(log, "| bert-tiny")) << "the run ends with its report\n" << log;
+  EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'budget'"), 0);
+}
+
+}  // namespace
+}  // namespace am::testing
