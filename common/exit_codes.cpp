@@ -29,7 +29,8 @@ std::string exit_code_help() {
   return "Exit codes (run, serve --exit-when-done):\n"
          "  0  every job ended in an accepted status (pass, degraded, unsupported, skipped, ...)\n"
          "  1  a job ended in a --fail-on status (default: fail, crash, timeout, oom, error)\n"
-         "  2  usage or input error (unknown subcommand or flag, bad value or endpoint, invalid plan)\n"
+         "  2  usage or input error (unknown subcommand or flag, bad value or endpoint, invalid plan,\n"
+         "     another plan under an existing run id without --extend)\n"
          "  3  interrupted (Ctrl-C, SIGTERM) before every job finished; the same command resumes\n"
          "  4  a job was lost, or an infrastructure fault (database unusable or in use, cannot bind)";
 }

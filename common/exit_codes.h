@@ -7,7 +7,8 @@
 //   1  kExitJobsFailed      some job ended in a status of the --fail-on set (default: fail,
 //                           crash, timeout, oom, error — is_test_failure())
 //   2  kExitUsage           usage or input error: unknown subcommand or flag, bad value, malformed
-//                           endpoint, invalid plan, missing file; CLI11's own codes map here
+//                           endpoint, invalid plan, missing file, another plan under an
+//                           existing run id (without --extend); CLI11's own codes map here
 //   3  kExitInterrupted     stopped (Ctrl-C, SIGTERM) before every job was terminal
 //   4  kExitInfrastructure  a job ended lost, or an infrastructure fault: the database (cannot
 //                           open or write, in use by another coordinator), the network (cannot

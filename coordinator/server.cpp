@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -33,6 +34,10 @@ constexpr int kMaxMessagesPerTick = 256;
 // After a run completes, how long the coordinator keeps serving so that DRAIN reaches every
 // worker and their BYEs come back.
 constexpr int64_t kDrainWaitMs = 3000;
+
+// After a clean stop released leases, how long the coordinator waits before closing its socket so
+// that the CANCELs it sent leave (loopback and LAN need well under this).
+constexpr int64_t kCancelFlushMs = 100;
 
 struct JobEntry {
   std::string run_id;
@@ -275,10 +280,11 @@ struct Server::Impl {
   // The coordinator stops cleanly: every lease still out is released (attempt interrupted, job
   // queued) and its worker told to stop the attempt, so a restart runs those jobs at once
   // instead of waiting for the leases to run out.
-  void release_all_leases(const std::string& reason) {
+  // Returns how many were released.
+  int release_all_leases(const std::string& reason) {
     int released = 0;
     for (auto& [id, j] : jobs) {
-      if (fatal) return;
+      if (fatal) return released;
       if (j.state != JobState::kLeased || j.result_pending) continue;
       const std::string worker = j.lease_worker;
       const int attempt = j.lease_attempt;
@@ -292,6 +298,7 @@ struct Server::Impl {
       logger()->info("released {} lease(s) of jobs in flight (attempts interrupted; a restart runs them again)",
                      released);
     }
+    return released;
   }
 
   // ---- workers -----------------------------------------------------------------------------
@@ -840,7 +847,7 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id, const S
           run.plan_hash, plural(only_plan, "job"), plural(only_run, "job"), run_id));
     }
     if (!legacy_same) {
-      logger()->warn("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
+      logger()->info("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
       had_work = had_work || only_plan > 0;
     }
     AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
@@ -1001,7 +1008,11 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
   }
   m.flush_results();
   if (m.fatal) return *m.fatal;
-  m.release_all_leases("interrupted: the coordinator was stopped");
+  if (m.release_all_leases("interrupted: the coordinator was stopped") > 0) {
+    // Sockets close with linger 0: give ZeroMQ's I/O thread a moment to put the CANCELs on the
+    // wire, so remote workers stop those jobs instead of finishing them for nobody.
+    std::this_thread::sleep_for(Millis(kCancelFlushMs));
+  }
   if (m.fatal) return *m.fatal;
   return Status::Ok();
 }
