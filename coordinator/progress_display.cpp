@@ -102,7 +102,10 @@ void ProgressDisplay::update(const Progress& p) {
   if (new_event) {
     text += fmt::format("[{:>{}}/{}] {}\n", p.done, std::to_string(p.total).size(), p.total, p.last_event);
   }
-  text += format_status_line(p, steady_ms() - started_ms_, style_.color);
+  // The cursor goes back to the start of the status line: a log line written meanwhile (a
+  // warning) overwrites it from the first column instead of being glued to its end, and the
+  // next update redraws it.
+  text += format_status_line(p, steady_ms() - started_ms_, style_.color) + "\r";
   std::fputs(text.c_str(), out_);
   std::fflush(out_);
   line_shown_ = true;
