@@ -5,6 +5,8 @@
   'use strict';
 
   const PAGE_SIZE = 100;
+  const MAX_MODEL_CHARTS = 24;   // accuracy charts drawn at once
+  const MAX_BARS = 40;           // latency bars per class before bars become per-precision medians
   const RATING_ORDER = ['excellent', 'good', 'baseline', 'moderate', 'no_baseline', 'accuracy_only', 'poor',
                         'unsupported', 'failed', 'not_run'];
   const RATING_LABEL = {excellent: 'Excellent', good: 'Good', baseline: 'Baseline', moderate: 'Moderate',
@@ -13,7 +15,7 @@
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const SERIES_COLOURS = ['#3b6fb6', '#c4314b', '#1a7f37', '#d4a72c', '#7a4fb6', '#e07b39', '#2a9d8f', '#8c959f'];
 
-  const state = {data: null, jobs: [], classLabel: {}, filters: {}, cellFilter: null, page: 0, sort: {}};
+  const state = {data: null, jobs: [], classLabel: {}, filters: {}, cellFilter: null, pages: {}, sort: {}};
 
   function fail(err) {
     document.body.dataset.amState = 'error';
@@ -124,7 +126,7 @@
       const values = unique(state.jobs.map(function (j) { return j[f.key]; }).filter(function (v) { return v; }));
       const select = el('select', {name: f.key, 'data-filter': f.key, onchange: function (ev) {
         state.filters[f.key] = ev.target.value;
-        state.page = 0;
+        state.pages = {};
         drawFiltered();
       }}, [el('option', {value: '', text: 'all'})]);
       for (const v of values) {
@@ -135,7 +137,7 @@
     form.append(el('button', {type: 'button', text: 'Clear filters', onclick: function () {
       state.filters = {};
       state.cellFilter = null;
-      state.page = 0;
+      state.pages = {};
       for (const s of form.querySelectorAll('select')) s.value = '';
       drawFiltered();
     }}));
@@ -225,7 +227,7 @@
       const s = document.querySelector('select[data-filter="' + k + '"]');
       if (s) s.value = v;
     }
-    state.page = 0;
+    state.pages = {};
     drawFiltered();
     document.getElementById('cells').scrollIntoView();
   }
@@ -236,35 +238,40 @@
     const cells = d.cells.filter(cellMatches);
     const groups = unique(d.precisions.map(function (p) { return p.group; }))
       .filter(function (g) { return cells.some(function (c) { return c.group === g; }); });
-    const rows = unique(cells.map(function (c) { return c.model + '\u0000' + c.backend; }));
-    const table = el('table', {id: 'quantization-table'}, [el('thead', {}, el('tr', {},
-      [el('th', {text: 'model'}), el('th', {text: 'backend'})].concat(groups.map(function (g) {
-        return el('th', {text: g});
-      }))))]);
-    const tbody = el('tbody');
-    for (const key of rows) {
-      const [model, backend] = key.split('\u0000');
-      const tr = el('tr', {}, [el('td', {text: model}), el('td', {text: backend})]);
-      for (const g of groups) {
-        const td = el('td');
-        for (const c of cells) {
-          if (c.model !== model || c.backend !== backend || c.group !== g) continue;
-          td.append(el('span', {class: 'q-item r-' + c.rating, 'data-model': model, 'data-backend': backend,
-                                'data-precision': c.precision, 'data-rating': c.rating,
-                                title: c.reason || (c.speedup !== null ? fmt(c.speedup) + '× vs baseline' : ''),
-                                text: c.precision + ' ' + RATING_LABEL[c.rating] +
-                                  (c.nmse_max !== null ? ' · NMSE ' + fmt(c.nmse_max, 2) : '')}));
-        }
-        tr.append(td);
-      }
-      tbody.append(tr);
+    const byRow = new Map();
+    for (const c of cells) {
+      const key = c.model + '\u0000' + c.backend;
+      if (!byRow.has(key)) byRow.set(key, {model: c.model, backend: c.backend, groups: {}});
+      const row = byRow.get(key);
+      (row.groups[c.group] = row.groups[c.group] || []).push(c);
     }
-    table.append(tbody);
-    body.append(table);
+    const columns = [{key: 'model', label: 'model', value: function (r) { return r.model; }},
+                     {key: 'backend', label: 'backend', value: function (r) { return r.backend; }}];
+    for (const g of groups) {
+      columns.push({key: 'g-' + g, label: g,
+        value: function (r) {
+          const list = r.groups[g] || [];
+          return list.length ? Math.min.apply(null, list.map(function (c) { return ratingRank(c.rating); })) : null;
+        },
+        cell: function (r) {
+          const td = el('span');
+          for (const c of r.groups[g] || []) {
+            td.append(el('span', {class: 'q-item r-' + c.rating, 'data-model': c.model, 'data-backend': c.backend,
+                                  'data-precision': c.precision, 'data-rating': c.rating,
+                                  title: c.reason || (c.speedup !== null ? fmt(c.speedup) + '× vs baseline' : ''),
+                                  text: c.precision + ' ' + RATING_LABEL[c.rating] +
+                                    (c.nmse_max !== null ? ' · NMSE ' + fmt(c.nmse_max, 2) : '')}));
+          }
+          return td;
+        }});
+    }
+    body.append(sortableTable('quantization-table', columns, Array.from(byRow.values())));
   }
 
-  // ---- sortable tables ----------------------------------------------------------------------
+  // ---- sortable, paged tables --------------------------------------------------------------
   // columns: [{key, label, num, value(row) -> sortable value, cell(row) -> node or text}]
+  // All rows are sorted, then one page of PAGE_SIZE is drawn: a 100k-job run stays responsive.
+  // Returns a <div> with the pager (id + '-pager', data-matching = all rows) and the table.
   function sortableTable(id, columns, rows, onRow, attrs) {
     const sort = state.sort[id] || {};
     if (sort.key) {
@@ -277,16 +284,21 @@
         return (x < y ? -1 : x > y ? 1 : 0) * dir;
       });
     }
+    const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
+    const page = Math.min(state.pages[id] || 0, pages - 1);
+    const wrap = el('div', {class: 'paged', 'data-table': id});
+    function redraw() { wrap.replaceWith(sortableTable(id, columns, rows, onRow, attrs)); }
     const head = el('tr', {}, columns.map(function (c) {
       return el('th', {class: 'sortable', 'data-key': c.key, 'data-dir': sort.key === c.key ? sort.dir : null,
                        text: c.label, onclick: function () {
                          const dir = sort.key === c.key && sort.dir === 'asc' ? 'desc' : 'asc';
                          state.sort[id] = {key: c.key, dir: dir};
-                         drawFiltered();
+                         state.pages[id] = 0;
+                         redraw();
                        }});
     }));
     const tbody = el('tbody');
-    for (const r of rows) {
+    for (const r of rows.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)) {
       const tr = el('tr', Object.assign({class: onRow ? 'clickable' : null}, attrs ? attrs(r) : {}));
       if (onRow) tr.addEventListener('click', function () { onRow(r); });
       for (const c of columns) {
@@ -295,7 +307,16 @@
       }
       tbody.append(tr);
     }
-    return el('table', {id: id}, [el('thead', {}, head), tbody]);
+    if (rows.length > PAGE_SIZE || id === 'jobs-table') {
+      wrap.append(el('div', {class: 'pager', id: id + '-pager', 'data-matching': rows.length, 'data-page': page}, [
+        el('button', {type: 'button', text: '‹ previous', disabled: page === 0,
+                      onclick: function () { state.pages[id] = page - 1; redraw(); }}),
+        'page ' + (page + 1) + ' of ' + pages + ' · ' + rows.length + ' row(s)',
+        el('button', {type: 'button', text: 'next ›', disabled: page >= pages - 1,
+                      onclick: function () { state.pages[id] = page + 1; redraw(); }})]));
+    }
+    wrap.append(el('table', {id: id}, [el('thead', {}, head), tbody]));
+    return wrap;
   }
 
   function ratingCell(c) {
@@ -327,7 +348,7 @@
     ];
     body.append(sortableTable('cells-table', columns, cells, function (c) {
       state.cellFilter = c.index;
-      state.page = 0;
+      state.pages = {};
       drawJobs(d);
       document.getElementById('jobs').scrollIntoView();
     }, function (c) {
@@ -383,13 +404,23 @@
     return el('div', {class: 'chart'}, [el('h3', {text: model + ': NMSE vs bits per weight'}), g]);
   }
 
-  // Median latency per model × precision on one hardware class (horizontal bars, log-free).
+  // Median latency per model × precision × shape on one hardware class; with more than
+  // MAX_BARS such bars, one bar per precision (the median over its jobs) instead.
   function latencyChart(cls, jobs) {
-    const groups = {};
+    let groups = {};
+    let perPrecision = false;
     for (const j of jobs) {
       if (j.median === null) continue;
       const key = j.model + ' ' + j.precision + ' ' + shape(j);
       (groups[key] = groups[key] || []).push(j.median);
+    }
+    if (Object.keys(groups).length > MAX_BARS) {
+      perPrecision = true;
+      groups = {};
+      for (const j of jobs) {
+        if (j.median === null) continue;
+        (groups[j.precision] = groups[j.precision] || []).push(j.median);
+      }
     }
     const keys = Object.keys(groups).sort();
     if (!keys.length) return null;
@@ -412,7 +443,8 @@
       g.append(bar);
       g.append(svg('text', {x: L + w + 4, y: y + 11, text: fmt(values[i]) + ' ms'}));
     });
-    g.append(svg('text', {x: L, y: H - 6, text: 'median latency (ms), median over the jobs of each bar'}));
+    g.append(svg('text', {x: L, y: H - 6, text: perPrecision ? 'median latency (ms) over all jobs of each precision'
+                                                             : 'median latency (ms), median over the jobs of each bar'}));
     return el('div', {class: 'chart'}, [el('h3', {text: 'Latency on ' + (state.classLabel[cls] || cls)}), g]);
   }
 
@@ -420,10 +452,14 @@
     const body = sectionBody('charts');
     const cells = d.cells.filter(cellMatches);
     const acc = el('div', {class: 'charts'});
-    for (const model of unique(cells.map(function (c) { return c.model; }))) {
+    const models = unique(cells.map(function (c) { return c.model; }));
+    for (const model of models.slice(0, MAX_MODEL_CHARTS)) {
       const chart = accuracyChart(model, cells.filter(function (c) { return c.model === model; }));
       if (chart) acc.append(chart);
     }
+    const more = models.length > MAX_MODEL_CHARTS
+      ? el('p', {class: 'note', text: 'Charts of the first ' + MAX_MODEL_CHARTS + ' of ' + models.length +
+                 ' models; filter by architecture or backend to see others.'}) : null;
     const lat = el('div', {class: 'charts'});
     const jobs = state.jobs.filter(jobMatches);
     for (const cls of unique(jobs.map(function (j) { return j.hardware_class; }).filter(function (c) { return c; }))) {
@@ -432,7 +468,7 @@
     }
     body.append(el('h3', {text: 'Accuracy against fp32 by bits per weight'}),
                 el('p', {class: 'note', text: 'Worst NMSE of each cell (an exact 0 is drawn at 1e-12); mixed precision has no single bits-per-weight and is left out.'}),
-                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}),
+                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more,
                 el('h3', {text: 'Latency per hardware class'}),
                 lat.childNodes.length ? lat : el('p', {text: 'No latency measured yet.'}));
   }
@@ -526,10 +562,8 @@
       jobs = jobs.filter(function (j) { return members.has(j.index); });
       const c = d.cells[state.cellFilter];
       body.append(el('p', {class: 'note'}, ['Jobs of ' + c.model + ' · ' + c.backend + ' · ' + c.precision + ' ',
-        el('button', {type: 'button', text: 'show all jobs', onclick: function () { state.cellFilter = null; state.page = 0; drawJobs(d); }})]));
+        el('button', {type: 'button', text: 'show all jobs', onclick: function () { state.cellFilter = null; state.pages = {}; drawJobs(d); }})]));
     }
-    const pages = Math.max(1, Math.ceil(jobs.length / PAGE_SIZE));
-    state.page = Math.min(state.page, pages - 1);
     const columns = [
       {key: 'id', label: 'job', value: function (j) { return j.id; }},
       {key: 'model', label: 'model', value: function (j) { return j.model; },
@@ -547,29 +581,9 @@
       {key: 'peak', label: 'peak RSS', num: true, value: function (j) { return j.peak_rss_bytes; }, cell: function (j) { return fmtBytes(j.peak_rss_bytes); }},
       {key: 'attempt', label: 'attempt', num: true, value: function (j) { return j.attempt; }},
     ];
-    // Sort all matching jobs first, then page.
-    const sort = state.sort['jobs-table'];
-    if (sort && sort.key) {
-      const col = columns.find(function (c) { return c.key === sort.key; });
-      const dir = sort.dir === 'desc' ? -1 : 1;
-      jobs = jobs.slice().sort(function (a, b) {
-        const x = col.value(a), y = col.value(b);
-        const xn = x === null || x === undefined || x === '', yn = y === null || y === undefined || y === '';
-        if (xn || yn) return xn === yn ? 0 : (xn ? 1 : -1);
-        return (x < y ? -1 : x > y ? 1 : 0) * dir;
-      });
-    }
-    const pageRows = jobs.slice(state.page * PAGE_SIZE, (state.page + 1) * PAGE_SIZE);
-    const pager = el('div', {class: 'pager', id: 'jobs-pager', 'data-matching': jobs.length, 'data-page': state.page}, [
-      el('button', {type: 'button', text: '‹ previous', disabled: state.page === 0,
-                    onclick: function () { state.page--; drawJobs(d); }}),
-      'page ' + (state.page + 1) + ' of ' + pages + ' · ' + jobs.length + ' job(s)',
-      el('button', {type: 'button', text: 'next ›', disabled: state.page >= pages - 1,
-                    onclick: function () { state.page++; drawJobs(d); }})]);
-    const table = sortableTable('jobs-table', columns, pageRows, showJob, function (j) {
+    body.append(sortableTable('jobs-table', columns, jobs, showJob, function (j) {
       return {'data-job': j.id, 'data-status': j.status, 'data-median': j.median};
-    });
-    body.append(pager, table);
+    }));
   }
 
   // ---- one job ------------------------------------------------------------------------------
@@ -644,15 +658,22 @@
   }
 
   async function main() {
+    const t0 = performance.now();
     const d = await loadData();
+    const tLoad = performance.now();
     if (d.schema !== 1) throw new Error('dashboard data schema ' + d.schema + ' is not 1');
     state.data = d;
     state.jobs = decodeJobs(d);
+    const tDecode = performance.now();
     for (const c of d.classes) state.classLabel[c.id] = c.label;
     drawHeader(d);
     drawFilters();
     drawFiltered();
     document.body.dataset.amJobs = String(state.jobs.length);
+    // How long the page took to draw itself (ms): load = inflate + parse, decode = job objects.
+    document.body.dataset.amDrawMs = (performance.now() - t0).toFixed(0);
+    document.body.dataset.amTimings = 'load ' + (tLoad - t0).toFixed(0) + ' decode ' + (tDecode - tLoad).toFixed(0) +
+      ' draw ' + (performance.now() - tDecode).toFixed(0);
     document.body.dataset.amState = 'ready';
   }
 
