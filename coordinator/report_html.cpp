@@ -5,6 +5,7 @@
 #include "common/clock.h"
 #include "coordinator/dashboard_assets.h"
 #include "coordinator/dashboard_data.h"
+#include "coordinator/report_text.h"
 
 namespace am::coord {
 namespace {
@@ -20,21 +21,6 @@ Status fill(std::string& page, std::string_view marker, std::string_view text) {
     at = page.find(marker, at + text.size());
   }
   return Status::Ok();
-}
-
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
 }
 
 // zlib's deflate stream, ended on every path.
@@ -114,7 +100,7 @@ Result<std::string> render_html(const nlohmann::json& data) {
   }
   std::string page(assets::kDashboardHtml);
   // The script and style are ours and hold no marker text; the data is base64 (no '<').
-  AM_RETURN_IF_ERROR(fill(page, "@AM_TITLE@", html_escape(title)));
+  AM_RETURN_IF_ERROR(fill(page, "@AM_TITLE@", xml_escape_attribute(report_text(title))));
   AM_RETURN_IF_ERROR(fill(page, "/*@AM_CSS@*/", assets::kDashboardCss));
   AM_RETURN_IF_ERROR(fill(page, "@AM_DATA@", base64_encode(packed)));
   AM_RETURN_IF_ERROR(fill(page, "/*@AM_JS@*/", assets::kDashboardJs));
