@@ -337,10 +337,11 @@ TEST(Progress, QuietVerboseAndLogLevelWorkAfterTheSubcommand) {
 TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrinted) {
   ScratchDir dir("budget");
   const auto db = dir / "b.db";
-  // Four jobs of about 4 s each, one at a time, under a 2 s budget: the first one runs to its
-  // end, the other three never start.
+  // Four jobs of about 4 s each, one at a time, under a 3 s budget: the first one (started
+  // within the budget) runs to its end, the other three never start. A worker that registers
+  // only after 3 s (a loaded machine, sanitizers) starts none; either way nothing starts late.
   const auto plan = write_file(dir / "budget.toml",
-                               "[plan]\nname = \"budget\"\nmode = \"perf\"\nseed = 7\ntime_budget_s = 2\n\n"
+                               "[plan]\nname = \"budget\"\nmode = \"perf\"\nseed = 7\ntime_budget_s = 3\n\n"
                                "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\n"
                                "seq_len = [16, 24, 32, 40]\nwarmup = 0\nmin_reps = 1\nmax_reps = 100000\n"
                                "min_time_s = 4.0\ntimeout_s = 60\nthreads = 1\n\n[[models]]\nname = \"bert-tiny\"\n");
@@ -348,11 +349,14 @@ TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrin
   std::string log;
   EXPECT_EQ(run_logged(dir, "budget", run_args(plan, db), &log), 0) << log;
   EXPECT_LT(seconds_between(started, Clock::now()), 40.0) << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1) << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped' AND reason LIKE 'time budget%'"), 3)
-      << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 1) << "skipped jobs never started";
-  EXPECT_TRUE(has(log, "time budget of 2 s ran out")) << log;
+  const int64_t passed = sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'");
+  const int64_t skipped = sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped' AND reason LIKE 'time budget%'");
+  EXPECT_LE(passed, 1) << log;
+  EXPECT_EQ(passed + skipped, 4) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), passed) << "skipped jobs never started";
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'done' AND status = 'pass'"), passed)
+      << "a job running when the budget ran out finished";
+  EXPECT_TRUE(has(log, "time budget of 3 s ran out")) << log;
   EXPECT_TRUE(has(log, "| bert-tiny")) << "the run ends with its report\n" << log;
   EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'budget'"), 0);
 }
