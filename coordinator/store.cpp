@@ -195,6 +195,54 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
                                           static_cast<uint64_t>(st.st_ino)));
 }
 
+namespace {
+
+// The first read of the file. Its raw SQLite code tells "SQLite cannot set up the WAL index for
+// a read-only connection here" (SQLITE_READONLY / SQLITE_CANTOPEN: read-only directory, no -shm)
+// apart from everything else.
+int probe_read(sqlite3* db) {
+  return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path& db_path) {
+  if (db_path.empty()) return invalid_argument("empty database path");
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return not_found("database " + db_path.string() + " does not exist");
+  AM_RETURN_IF_ERROR(check_file_header(db_path));
+  struct stat st {};
+  if (::stat(db_path.c_str(), &st) != 0) return io_error(db_path.string() + ": cannot stat the database file");
+
+  bool immutable = false;
+  AM_ASSIGN_OR_RETURN(auto db, sqlite::SqliteDb::open_read_only(db_path, false));
+  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+  const int rc = probe_read(db.get());
+  const int primary = rc & 0xff;
+  if (rc != SQLITE_OK && (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)) {
+    // A WAL database whose directory we cannot write: no -shm can be made. Without a -wal file no
+    // coordinator has the database open (a live WAL writer always has one), so the file is
+    // stable and may be read as immutable.
+    if (std::filesystem::exists(db_path.string() + "-wal", ec)) {
+      return io_error(db_path.string() + ": cannot read the database: a writer's -wal file is beside it "
+                      "but this process cannot open its shared-memory index (" +
+                      std::string(sqlite3_errstr(rc)) + "); read it as the user that runs the coordinator");
+    }
+    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, true));
+    immutable = true;
+  }
+  AM_ASSIGN_OR_RETURN(int version, read_schema_version(db.get()));
+  if (version > kSchemaVersion) return newer_schema_error(db_path.string(), version, kSchemaVersion);
+  if (version < kMinReadableSchemaVersion) {
+    return failed_precondition(db_path.string() + ": empty database (no accelmatrix schema yet): no runs to read");
+  }
+  auto store = std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
+                                                static_cast<uint64_t>(st.st_ino)));
+  store->read_only_ = true;
+  store->immutable_ = immutable;
+  return store;
+}
+
 Store::Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino)
     : db_(db), path_(std::move(path)), dev_(dev), ino_(ino) {}
 

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <thread>
 
+#include <fstream>
+
 #include "coordinator/migrations.h"
+#include "jobs/job_spec.h"
 #include "coordinator/store.h"
 #include "store_fixture.h"
 
@@ -215,6 +218,149 @@ TEST(StoreOpen, WriterWaitsForAnotherWritersLockAndReaderDoesNot) {
   auto all = (*store)->list_runs();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 3u);
+}
+
+
+// --- read-only opening (issue 14 item 5) --------------------------------------------------------
+
+// A database with one run and one job, closed (so its WAL is checkpointed and removed).
+void make_database(const std::filesystem::path& path) {
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  RunRecord run;
+  run.run_id = "ro-run";
+  run.plan_name = "smoke";
+  run.created_at_ms = 7;
+  ASSERT_TRUE((*store)->upsert_run(run).ok());
+  jobs::JobSpec spec = testing::make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  ASSERT_TRUE((*store)->add_jobs("ro-run", {{jobs::compute_job_id("ro-run", spec), spec}}).ok());
+}
+
+TEST(StoreOpenReadOnly, ReadsAMode0444CopyAndWritesNothing) {
+  TempDir dir;
+  const auto original = dir.path() / "live.db";
+  make_database(original);
+  const auto copy = dir.path() / "copy.db";
+  std::filesystem::copy_file(original, copy);
+  std::filesystem::permissions(copy, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::others_read);
+  const FileSnapshot before = snapshot(copy);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    auto store = Store::open_read_only(copy);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    EXPECT_TRUE((*store)->read_only());
+    EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+    auto runs = (*store)->list_runs();
+    ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ(runs->front().run_id, "ro-run");
+    auto rows = (*store)->report_rows("ro-run");
+    ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+    EXPECT_EQ(rows->size(), 1u);
+    // Even as root (who may write a 0444 file) the connection itself is read-only.
+    RunRecord other;
+    other.run_id = "must-not-land";
+    Status write = (*store)->upsert_run(other);
+    EXPECT_FALSE(write.ok());
+    EXPECT_NE(write.message().find("readonly"), std::string::npos) << write.message();
+  }
+  const FileSnapshot after = snapshot(copy);
+  EXPECT_EQ(after.bytes, before.bytes);
+  EXPECT_EQ(after.mtime, before.mtime);
+}
+
+TEST(StoreOpenReadOnly, ReadsAnOlderSchemaWithoutMigratingIt) {
+  TempDir dir;
+  const auto path = dir.path() / "v1.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Status st = migrate(db, 1);
+    sqlite3_close(db);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+  raw_exec(path, "INSERT INTO runs(run_id, plan_name, created_at) VALUES ('old', 'smoke', 5)");
+  auto store = Store::open_read_only(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 1);
+  auto runs = (*store)->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  auto rows = (*store)->report_rows("old");
+  ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+  EXPECT_TRUE(rows->empty());
+  store->reset();
+  EXPECT_EQ(raw_query(path, "SELECT max(version) FROM schema_version"), "1");
+}
+
+TEST(StoreOpenReadOnly, RefusesANewerSchemaSayingSo) {
+  TempDir dir;
+  const auto path = dir.path() / "future.db";
+  make_database(path);
+  raw_exec(path, "INSERT INTO schema_version(version, applied_at) VALUES (99, 0)");
+  auto store = Store::open_read_only(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& m = store.status().message();
+  EXPECT_NE(m.find("schema version 99 is newer than this build supports (" + std::to_string(kSchemaVersion) + ")"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("not an accelmatrix database"), std::string::npos) << m;
+}
+
+TEST(StoreOpenReadOnly, MissingFileIsNotFoundAndNothingIsCreated) {
+  TempDir dir;
+  const auto path = dir.path() / "absent.db";
+  auto store = Store::open_read_only(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(StoreOpenReadOnly, ForeignFilesAreRefusedAsBefore) {
+  TempDir dir;
+  const auto garbage = dir.path() / "garbage.db";
+  { std::ofstream(garbage) << "this is not a database at all, just some text"; }
+  auto a = Store::open_read_only(garbage);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kFailedPrecondition);
+  const auto other = dir.path() / "other.db";
+  raw_exec(other, "CREATE TABLE t(x)");
+  auto b = Store::open_read_only(other);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("not an accelmatrix database"), std::string::npos) << b.status().message();
+  const auto empty = dir.path() / "empty.db";
+  { std::ofstream touch(empty); }
+  auto c = Store::open_read_only(empty);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("empty database"), std::string::npos) << c.status().message();
+}
+
+TEST(StoreOpenReadOnly, ReadsWhileAnotherConnectionHoldsTheWriteLock) {
+  TempDir dir;
+  const auto path = dir.path() / "busy.db";
+  auto writer = Store::open(path);
+  ASSERT_TRUE(writer.ok());
+  RunRecord first;
+  first.run_id = "before";
+  ASSERT_TRUE((*writer)->upsert_run(first).ok());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO runs(run_id) VALUES ('uncommitted')", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = Store::open_read_only(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto runs = (*reader)->list_runs();
+  const auto took = std::chrono::steady_clock::now() - start;
+  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+  ASSERT_EQ(runs->size(), 1u);          // the committed state, not the open transaction
+  EXPECT_EQ(runs->front().run_id, "before");
+  EXPECT_LT(took, std::chrono::milliseconds(1000));   // the busy timeout is 5 s: it did not wait
 }
 
 }  // namespace
