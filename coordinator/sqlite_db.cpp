@@ -47,6 +47,18 @@ std::string file_uri(const std::filesystem::path& path) {
 
 }  // namespace
 
+Result<SqliteDb> SqliteDb::open_existing(const std::filesystem::path& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    return io_error(path.string() + ": cannot open database: " + message);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  return db;
+}
+
 Result<SqliteDb> SqliteDb::open_read_only(const std::filesystem::path& path, bool immutable) {
   const std::string uri = file_uri(path) + (immutable ? "?mode=ro&immutable=1" : "?mode=ro");
   sqlite3* raw = nullptr;

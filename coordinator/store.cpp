@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -204,6 +205,13 @@ int probe_read(sqlite3* db) {
   return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
 }
 
+// Whether this process may write the database file and create files beside it (its -wal/-shm).
+bool can_write_beside(const std::filesystem::path& db_path) {
+  std::filesystem::path dir = db_path.parent_path();
+  if (dir.empty()) dir = ".";
+  return ::access(db_path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path& db_path) {
@@ -215,21 +223,31 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path
   if (::stat(db_path.c_str(), &st) != 0) return io_error(db_path.string() + ": cannot stat the database file");
 
   bool immutable = false;
-  AM_ASSIGN_OR_RETURN(auto db, sqlite::SqliteDb::open_read_only(db_path, false));
-  sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
-  const int rc = probe_read(db.get());
-  const int primary = rc & 0xff;
-  if (rc != SQLITE_OK && (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)) {
-    // A WAL database whose directory we cannot write: no -shm can be made. Without a -wal file no
-    // coordinator has the database open (a live WAL writer always has one), so the file is
-    // stable and may be read as immutable.
-    if (std::filesystem::exists(db_path.string() + "-wal", ec)) {
-      return io_error(db_path.string() + ": cannot read the database: a writer's -wal file is beside it "
-                      "but this process cannot open its shared-memory index (" +
-                      std::string(sqlite3_errstr(rc)) + "); read it as the user that runs the coordinator");
+  sqlite::SqliteDb db;
+  if (can_write_beside(db_path)) {
+    // We could write the file: a read-write connection with query_only on. It writes no row, but
+    // unlike an SQLITE_OPEN_READONLY one it removes the -wal/-shm it had to create when it is the
+    // last connection to close, so `report` leaves the directory as it found it.
+    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_existing(db_path));
+    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA query_only = ON"));
+  } else {
+    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, false));
+    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    const int rc = probe_read(db.get());
+    const int primary = rc & 0xff;
+    if (rc != SQLITE_OK && (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)) {
+      // A WAL database in a directory we cannot write: no -shm can be made. Without a -wal file
+      // no coordinator has the database open (a live WAL writer always has one), so the file is
+      // stable and may be read as immutable.
+      if (std::filesystem::exists(db_path.string() + "-wal", ec)) {
+        return io_error(db_path.string() + ": cannot read the database: a writer's -wal file is beside it "
+                        "but this process cannot open its shared-memory index (" +
+                        std::string(sqlite3_errstr(rc)) + "); read it as the user that runs the coordinator");
+      }
+      AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, true));
+      immutable = true;
     }
-    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, true));
-    immutable = true;
   }
   AM_ASSIGN_OR_RETURN(int version, read_schema_version(db.get()));
   if (version > kSchemaVersion) return newer_schema_error(db_path.string(), version, kSchemaVersion);

@@ -16,10 +16,13 @@
 //   replaced underneath (deleted, moved, restored from a backup) fails the write with
 //   kIoError naming the file, so the caller never acknowledges a result it did not store in
 //   the database it will read back.
-// - open_read_only() is for readers (`report`, `compare`): it opens an existing database with
-//   SQLITE_OPEN_READONLY and never writes, migrates or creates anything, so it works on a file
-//   mode 0444, in a read-only directory and beside a running coordinator (WAL: readers never
-//   wait for the writer, and the coordinator's DB.lock is not taken). A schema older than
+// - open_read_only() is for readers (`report`, `compare`): it opens an existing database and
+//   never writes a row, migrates or creates the file, so it works on a file mode 0444, in a
+//   read-only directory and beside a running coordinator (WAL: readers never wait for the
+//   writer, and the coordinator's DB.lock is not taken). Where this process may write the file
+//   and its directory, the connection is read-write with `PRAGMA query_only` (so closing it
+//   removes the -wal/-shm it created, as every other connection does); elsewhere it is
+//   SQLITE_OPEN_READONLY (`mode=ro`). A schema older than
 //   kSchemaVersion but at least kMinReadableSchemaVersion is read as it is (the tables reports
 //   read exist since version 1); a newer one is refused with the version numbers. Where SQLite
 //   cannot set up WAL shared memory (read-only directory, no -wal/-shm beside the file) and no

@@ -7,6 +7,12 @@
 #include <thread>
 
 #include <fstream>
+#include <functional>
+
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "coordinator/migrations.h"
 #include "jobs/job_spec.h"
@@ -361,6 +367,70 @@ TEST(StoreOpenReadOnly, ReadsWhileAnotherConnectionHoldsTheWriteLock) {
   ASSERT_EQ(runs->size(), 1u);          // the committed state, not the open transaction
   EXPECT_EQ(runs->front().run_id, "before");
   EXPECT_LT(took, std::chrono::milliseconds(1000));   // the busy timeout is 5 s: it did not wait
+}
+
+
+// Runs `check` where file permissions apply: in this process, or — as root, who may write any
+// file — in a forked child that drops to nobody. Returns check()'s result (0 = passed), or 100+
+// when the child could not run it.
+int as_unprivileged(const std::function<int()>& check) {
+  if (geteuid() != 0) return check();
+  const pid_t pid = fork();
+  if (pid < 0) return 101;
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(102);
+    _exit(check());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return 103;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 104;
+}
+
+// 0: opened read-only, immutable as expected, the run listed; else which step failed.
+int open_and_list(const std::filesystem::path& path, bool expect_immutable) {
+  auto store = Store::open_read_only(path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().to_string().c_str());
+    return 1;
+  }
+  if (!(*store)->read_only()) return 2;
+  if ((*store)->immutable() != expect_immutable) return 3;
+  auto runs = (*store)->list_runs();
+  if (!runs.ok() || runs->size() != 1 || runs->front().run_id != "ro-run") return 4;
+  auto rows = (*store)->report_rows("ro-run");
+  if (!rows.ok() || rows->size() != 1) return 5;
+  return 0;
+}
+
+TEST(StoreOpenReadOnly, AReaderWhoCannotWriteTheFileOrTheDirectoryStillReads) {
+  TempDir dir;
+  const auto source = dir.path() / "source.db";
+  make_database(source);
+  // File 0444 in a directory anyone may write: SQLITE_OPEN_READONLY, the WAL index made beside.
+  const auto open_dir = dir.path() / "open";
+  std::filesystem::create_directories(open_dir);
+  std::filesystem::copy_file(source, open_dir / "r.db");
+  ASSERT_EQ(chmod((open_dir / "r.db").c_str(), 0444), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  // File 0444 in a read-only directory: nothing can be made beside it, so immutable.
+  const auto closed_dir = dir.path() / "closed";
+  std::filesystem::create_directories(closed_dir);
+  std::filesystem::copy_file(source, closed_dir / "r.db");
+  ASSERT_EQ(chmod((closed_dir / "r.db").c_str(), 0444), 0);
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0555), 0);
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+
+  EXPECT_EQ(as_unprivileged([&] { return open_and_list(open_dir / "r.db", false); }), 0);
+  EXPECT_EQ(as_unprivileged([&] { return open_and_list(closed_dir / "r.db", true); }), 0);
+  EXPECT_FALSE(std::filesystem::exists(closed_dir / "r.db-wal"));
+  EXPECT_FALSE(std::filesystem::exists(closed_dir / "r.db-shm"));
+  // A writer's WAL beside a file this reader cannot index is refused with the reason, never read
+  // as immutable (that would miss the WAL's committed transactions).
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0755), 0);
+  { std::ofstream(closed_dir / "r.db-wal") << ""; }
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0555), 0);
+  EXPECT_NE(as_unprivileged([&] { return open_and_list(closed_dir / "r.db", true); }), 0);
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0755), 0);
 }
 
 }  // namespace

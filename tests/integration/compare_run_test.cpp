@@ -9,9 +9,12 @@
 // the cores would be a slowdown of its own.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <fstream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -51,6 +54,54 @@ void run_plan(const ScratchDir& dir, const std::filesystem::path& plan, const st
       << log;
 }
 
+// CPU time the whole machine spent busy, and the part of it spent by this test's (waited-for)
+// child processes and their descendants.
+struct CpuUse {
+  double machine_busy_s = 0.0;
+  double ours_s = 0.0;
+  std::chrono::steady_clock::time_point at;
+};
+
+CpuUse cpu_use() {
+  CpuUse u;
+  u.at = std::chrono::steady_clock::now();
+  std::ifstream stat("/proc/stat");
+  std::string cpu;
+  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+  stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
+  u.machine_busy_s = (user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  struct rusage ru {};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  u.ours_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+             static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  return u;
+}
+
+// Share of the machine's cores that processes other than this test's kept busy since `from`.
+// A measurement comparison is only meaningful when nothing else competed for the cores: another
+// build on a shared machine slows one run and not the other, and compare would rightly call that
+// a slowdown.
+double others_share(const CpuUse& from) {
+  const CpuUse now = cpu_use();
+  const double wall = std::chrono::duration<double>(now.at - from.at).count();
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double others = (now.machine_busy_s - from.machine_busy_s) - (now.ours_s - from.ours_s);
+  return wall > 0 ? std::max(0.0, others) / (wall * cores) : 0.0;
+}
+
+// Skips (never passes) a measuring test when other processes used more than a quarter of the
+// cores while it ran: the verdict would be about them, not about the runs compared.
+constexpr double kMaxOthersShare = 0.25;
+#define SKIP_IF_MACHINE_WAS_BUSY(since)                                                                  \
+  do {                                                                                                  \
+    const double share = others_share(since);                                                           \
+    if (share > kMaxOthersShare) {                                                                      \
+      GTEST_SKIP() << "other processes kept " << static_cast<int>(share * 100)                         \
+                   << "% of the cores busy during the measured runs (limit "                           \
+                   << static_cast<int>(kMaxOthersShare * 100) << "%): no verdict on a shared machine"; \
+    }                                                                                                   \
+  } while (0)
+
 nlohmann::json read_json(const std::filesystem::path& file) {
   try {
     return nlohmann::json::parse(read_file(file));
@@ -69,8 +120,10 @@ std::string describe(const nlohmann::json& doc) {
 TEST(CompareRuns, SamePlanTwiceIsNotARegression) {
   ScratchDir dir("compare-same");
   const auto plan = write_perf_plan(dir, "same", 0);
+  const CpuUse start = cpu_use();
   run_plan(dir, plan, dir / "a.db", "same");
   run_plan(dir, plan, dir / "b.db", "same");
+  SKIP_IF_MACHINE_WAS_BUSY(start);
 
   std::string log;
   const auto out = dir / "same.json";
@@ -105,8 +158,10 @@ TEST(CompareRuns, OneThreadAgainstAllThreadsIsFlaggedFromOneDatabase) {
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs at least 2 cores for a thread slowdown";
   ScratchDir dir("compare-threads");
   const auto db = dir / "runs.db";
+  const CpuUse start = cpu_use();
   run_plan(dir, write_perf_plan(dir, "all", 0), db, "all-threads");
   run_plan(dir, write_perf_plan(dir, "one", 1), db, "one-thread");
+  SKIP_IF_MACHINE_WAS_BUSY(start);
 
   // One database, no run ids: base = the older run, new = the newer one.
   std::string log;
