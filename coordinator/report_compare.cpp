@@ -379,22 +379,33 @@ std::string render_compare_markdown(const Comparison& c) {
       format_number(o.bootstrap.confidence * 100.0), o.bootstrap.resamples, o.min_samples,
       o.gate ? "" : " No gate was asked for (`--fail-on-regression PCT`): the exit code is 0.");
 
-  out << "## Summary\n\n";
-  out << "| | count |\n|---|---:|\n";
-  out << "| matched jobs | " << s.matched << " |\n";
-  out << "| latency compared | " << s.compared << " |\n";
-  out << "| slower (significant) | " << s.slower << " |\n";
-  out << "| slower beyond " << threshold << " (regression) | " << s.slowdown_regressions << " |\n";
-  out << "| faster (significant) | " << s.faster << " |\n";
-  out << "| no significant change | " << s.same << " |\n";
-  out << "| pass→fail (regression) | " << s.broke << " |\n";
-  out << "| fail→pass | " << s.fixed << " |\n";
-  out << "| newly unsupported | " << s.new_unsupported << " |\n";
-  out << "| newly supported | " << s.now_supported << " |\n";
-  out << "| other status changes | " << s.changed << " |\n";
-  out << "| not finished on a side | " << s.unfinished << " |\n";
-  out << "| new jobs | " << s.new_jobs << " |\n";
-  out << "| missing jobs | " << s.missing_jobs << " |\n\n";
+  // Counts that are always shown, then only the kinds of change that occurred.
+  struct Line {
+    std::string what;
+    int count;
+    bool always;
+  };
+  const std::vector<Line> lines = {
+      {"matched jobs", s.matched, true},
+      {"latency compared", s.compared, true},
+      {"slower (significant)", s.slower, false},
+      {"slower by at least " + threshold + " (regression)", s.slowdown_regressions, true},
+      {"faster (significant)", s.faster, false},
+      {"no significant change", s.same, false},
+      {"pass→fail (regression)", s.broke, true},
+      {"fail→pass", s.fixed, false},
+      {"newly unsupported", s.new_unsupported, false},
+      {"newly supported", s.now_supported, false},
+      {"other status changes", s.changed, false},
+      {"not finished on a side", s.unfinished, false},
+      {"new jobs", s.new_jobs, false},
+      {"missing jobs", s.missing_jobs, false},
+  };
+  out << "## Summary\n\n| | jobs |\n|---|---:|\n";
+  for (const Line& l : lines) {
+    if (l.always || l.count > 0) out << "| " << l.what << " | " << l.count << " |\n";
+  }
+  out << "\n";
 
   out << "## Latency (new / base)\n\n";
   out << "| model | backend | precision | shape | hardware class | base ms | new ms | ratio | "
