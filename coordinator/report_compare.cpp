@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -72,14 +73,25 @@ ComparedSide side_of(const ReportRow& r, std::string* samples_note) {
   return s;
 }
 
+// An integer field of the stored spec; 0 when absent, not an integer or outside int (the spec
+// was validated when the plan was loaded, but the database is a file anyone can edit).
+int spec_int(const nlohmann::json& spec, const char* field) {
+  if (!spec.is_object()) return 0;
+  auto it = spec.find(field);
+  if (it == spec.end() || !it->is_number_integer()) return 0;
+  const auto v = it->get<int64_t>();
+  if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max()) return 0;
+  return static_cast<int>(v);
+}
+
 JobKey key_of(const ReportRow& r) {
   JobKey k;
   k.model = r.model;
   k.backend = r.backend;
   k.hardware_class = r.hardware_class;
   k.precision = r.precision;
-  k.batch = r.spec.value("batch", 0);
-  k.seq_len = r.spec.value("seq_len", 0);
+  k.batch = spec_int(r.spec, "batch");
+  k.seq_len = spec_int(r.spec, "seq_len");
   return k;
 }
 

@@ -248,6 +248,21 @@ TEST(Compare, TooFewOrUnusableSamplesAreNotCompared) {
   EXPECT_EQ(c->summary.compared, 0);
 }
 
+TEST(Compare, AnEditedSpecDoesNotThrowOrOverflow) {
+  ReportRow b = row("1", "m", "f32", "pass", samples(10, 30, 1));
+  ReportRow n = row("2", "m", "f32", "pass", samples(10, 30, 2));
+  b.spec["batch"] = "eight";
+  n.spec["batch"] = 1e300;
+  b.spec["seq_len"] = int64_t{1} << 40;
+  n.spec = nlohmann::json::array();
+  auto c = compare_runs(side("a", {b}), side("b", {n}), gate(10));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->jobs.at(0).key.batch, 0);
+  EXPECT_EQ(c->jobs.at(0).key.seq_len, 0);
+  EXPECT_EQ(c->summary.matched, 1);   // both keys read as batch 0, seq_len 0
+  EXPECT_TRUE(c->jobs.at(0).spec_changes.empty());   // a spec that is not an object is not diffed
+}
+
 TEST(Compare, RefusesBadOptions) {
   auto s = side("a", {});
   CompareOptions o;
