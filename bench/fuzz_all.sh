@@ -2,7 +2,9 @@
 # Runs every libFuzzer target of build-clang (tests/fuzz/) from its checked-in corpus and prints
 # executions per second for each.
 #   bench/fuzz_all.sh                   10 million executions per target (the bench)
-#   bench/fuzz_all.sh --seconds 30      at most 30 s per target (what .ci/run does)
+#   bench/fuzz_all.sh --seconds 30      at most 30 s per target (what .ci/run does), seed 1 so a CI
+#                                       verdict repeats on the same tree (exploring is for long runs)
+#   bench/fuzz_all.sh --seed N ...      libFuzzer's -seed (default: random, 1 with --seconds)
 #   bench/fuzz_all.sh --runs N [TARGET...]
 # BUILD_DIR (default build-clang) must be configured with -DACCELMATRIX_FUZZ=ON and built.
 # New inputs go to a scratch corpus, never into tests/fuzz/corpus; a crash leaves its input in
@@ -13,12 +15,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD_DIR:-$root/build-clang}
 runs=10000000
 seconds=0
+seed=
 targets=()
 while (($#)); do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
-    --seconds) seconds=$2; runs=-1; shift 2 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --seconds) seconds=$2; runs=-1; seed=${seed:-1}; shift 2 ;;
+    --seed) seed=$2; shift 2 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -45,6 +49,7 @@ for t in "${targets[@]}"; do
   log=$build/fuzz/$t.log
   args=(-print_final_stats=1 -timeout=10 "-artifact_prefix=$build/fuzz/artifacts/$t-")
   if ((seconds > 0)); then args+=("-max_total_time=$seconds"); else args+=("-runs=$runs"); fi
+  if [ -n "$seed" ]; then args+=("-seed=$seed"); fi
   start=$(date +%s.%N)
   if "$bin" "${args[@]}" "$scratch/$t" "$root/tests/fuzz/corpus/$t" >"$log" 2>&1; then
     result=ok

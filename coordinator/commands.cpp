@@ -6,6 +6,7 @@
 #include <iostream>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
 #include "common/curve_files.h"
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
@@ -15,6 +16,7 @@
 #include "coordinator/report_compare.h"
 #include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
+#include "coordinator/report_html.h"
 #include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
 #include "coordinator/store.h"
@@ -139,15 +141,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   AM_RETURN_IF_ERROR(c.lock->set_endpoint(c.server->endpoint()));
   Server* server = c.server.get();
   if (!a.endpoint_file.empty()) {
-    const std::string tmp = a.endpoint_file + ".tmp";
-    {
-      std::ofstream out(tmp);
-      out << server->endpoint() << "\n";
-      if (!out) return io_error("cannot write " + tmp);
-    }
-    if (std::rename(tmp.c_str(), a.endpoint_file.c_str()) != 0) {
-      return io_error("cannot write " + a.endpoint_file);
-    }
+    AM_RETURN_IF_ERROR(write_file_atomically(a.endpoint_file, server->endpoint() + "\n"));
   }
   if (!a.quiet) server->on_progress(print_progress);
   *exit_code = kExitOk;
@@ -156,8 +150,8 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
 
 Result<std::string> render(const std::filesystem::path& db, const std::string& format,
                            std::string run_id) {
-  if (format != "md" && format != "json" && format != "csv" && format != "junit") {
-    return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv or junit)");
+  if (format != "md" && format != "json" && format != "csv" && format != "junit" && format != "html") {
+    return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv, junit or html)");
   }
   // Read-only: a report never migrates or writes, so it works beside a running coordinator and
   // on a database it may not write (file mode 0444, read-only directory).
@@ -175,6 +169,10 @@ Result<std::string> render(const std::filesystem::path& db, const std::string& f
   if (format == "json") return render_json(*run, rows).dump(2) + "\n";
   if (format == "csv") return render_csv(*run, rows);
   if (format == "junit") return render_junit(*run, rows);
+  if (format == "html") {
+    AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
+    return render_html(*run, rows, workers);
+  }
   return render_markdown(*run, rows);
 }
 
@@ -229,6 +227,16 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   auto md = render(serve.server.db_path, "md", run_id);
   if (!md.ok()) return fail(md.status());
   std::cout << *md;
+  // The dashboard beside the database, named after it: accelmatrix.db -> accelmatrix.html.
+  std::filesystem::path html_path = std::filesystem::path(serve.server.db_path).replace_extension(".html");
+  if (html_path == std::filesystem::path(serve.server.db_path)) html_path += ".html";  // never over the DB
+  if (auto html = render(serve.server.db_path, "html", run_id); !html.ok()) {
+    std::cerr << "warning: no dashboard: " << html.status().message() << "\n";
+  } else if (Status written = write_file_atomically(html_path, *html); !written.ok()) {
+    std::cerr << "warning: no dashboard: " << written.message() << "\n";
+  } else {
+    std::cerr << "dashboard: " << html_path.string() << "\n";
+  }
   if (!done) {
     std::cerr << "run interrupted before every job finished; run the same command again to resume\n";
     return kExitInterrupted;
@@ -254,9 +262,7 @@ int cmd_report(const ReportArgs& args) {
     std::cout << *text;
     return kExitOk;
   }
-  std::ofstream out(args.output);
-  out << *text;
-  if (!out) return fail("cannot write " + args.output, kExitInfrastructure);
+  if (Status st = write_file_atomically(args.output, *text); !st.ok()) return fail(st.message(), kExitInfrastructure);
   return kExitOk;
 }
 

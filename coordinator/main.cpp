@@ -92,8 +92,9 @@ int main(int argc, char** argv) {
   am::coord::ReportArgs report;
   auto* report_cmd = app.add_subcommand("report", "Export a run's results and matrix");
   report_cmd->add_option("--db", report.db, "SQLite database file")->required();
-  report_cmd->add_option("--format", report.format, "md | json | csv | junit")
-      ->check(CLI::IsMember({"md", "json", "csv", "junit"}))->capture_default_str();
+  report_cmd->add_option("--format", report.format,
+                         "md | json | csv | junit | html (one self-contained dashboard file; docs/REPORTS.md)")
+      ->check(CLI::IsMember({"md", "json", "csv", "junit", "html"}))->capture_default_str();
   report_cmd->add_option("--run", report.run_id, "Run id (default: newest)");
   report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout");
 

@@ -89,7 +89,9 @@ json result_json(const ReportRow& r) {
           {"spec", r.spec.is_object() ? r.spec : json::object()}};
 }
 
-json cell_json(const MatrixCell& c) {
+}  // namespace
+
+json matrix_cell_json(const MatrixCell& c) {
   json shapes = json::array();
   for (const ShapeLatency& s : c.shapes) {
     shapes.push_back({{"batch", s.batch},
@@ -127,7 +129,7 @@ json cell_json(const MatrixCell& c) {
           {"hardware_classes", strings(c.hardware_classes)}};
 }
 
-json overview_json(const OverviewCell& o) {
+json overview_cell_json(const OverviewCell& o) {
   return {{"architecture", repair_utf8(o.architecture)},
           {"backend", repair_utf8(o.backend)},
           {"support", o.support},
@@ -143,7 +145,13 @@ json overview_json(const OverviewCell& o) {
           {"best_model", repair_utf8(o.best_model)}};
 }
 
-}  // namespace
+json rating_rules_json() {
+  return {{"baseline_backend", std::string(kBaselineBackend)},
+          {"baseline_precision", std::string(jobs::to_string(kBaselinePrecision))},
+          {"excellent_min_speedup", kExcellentMinSpeedup},
+          {"good_min_speedup", kGoodMinSpeedup},
+          {"moderate_min_speedup", kModerateMinSpeedup}};
+}
 
 json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
   const RunSummary summary = summarize_run(rows);
@@ -155,19 +163,14 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
   json results = json::array();
   for (const ReportRow& r : rows) results.push_back(result_json(r));
   json cells = json::array();
-  for (const MatrixCell& c : matrix.cells) cells.push_back(cell_json(c));
+  for (const MatrixCell& c : matrix.cells) cells.push_back(matrix_cell_json(c));
   json overview = json::array();
-  for (const OverviewCell& o : matrix.overview) overview.push_back(overview_json(o));
+  for (const OverviewCell& o : matrix.overview) overview.push_back(overview_cell_json(o));
 
   return {{"schema", kReportJsonSchema},
           {"run", run_json(run, summary)},
           {"summary", {{"total", summary.total}, {"terminal", summary.terminal}, {"by_status", std::move(by_status)}}},
-          {"rating_rules",
-           {{"baseline_backend", std::string(kBaselineBackend)},
-            {"baseline_precision", std::string(jobs::to_string(kBaselinePrecision))},
-            {"excellent_min_speedup", kExcellentMinSpeedup},
-            {"good_min_speedup", kGoodMinSpeedup},
-            {"moderate_min_speedup", kModerateMinSpeedup}}},
+          {"rating_rules", rating_rules_json()},
           {"results", std::move(results)},
           {"matrix", std::move(cells)},
           {"overview", std::move(overview)}};

@@ -38,6 +38,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/matrix.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -47,5 +48,10 @@ inline constexpr int kReportJsonSchema = 1;
 inline constexpr std::size_t kJsonLogTailBytes = 4096;
 
 nlohmann::json render_json(const RunRecord& run, const std::vector<ReportRow>& rows);
+
+// The pieces of the document above, for exporters that carry the same objects (the dashboard).
+nlohmann::json matrix_cell_json(const MatrixCell& cell);       // an element of "matrix"
+nlohmann::json overview_cell_json(const OverviewCell& cell);   // an element of "overview"
+nlohmann::json rating_rules_json();                           // "rating_rules"
 
 }  // namespace am::coord

@@ -166,41 +166,6 @@ void write_case(std::string& out, const Case& c) {
 
 }  // namespace
 
-std::string xml_escape_text(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;   // "]]>" may not appear in character data
-      case '\r': out += "&#13;"; break;  // a literal CR would be read back as LF
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-std::string xml_escape_attribute(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&apos;"; break;
-      // Attribute-value normalization turns literal TAB/LF/CR into spaces; references survive.
-      case '\t': out += "&#9;"; break;
-      case '\n': out += "&#10;"; break;
-      case '\r': out += "&#13;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows) {
   std::vector<Suite> suites;
   for (const ReportRow& r : rows) {

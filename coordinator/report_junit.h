@@ -38,16 +38,12 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/report_text.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
 
 inline constexpr std::size_t kJunitLogTailBytes = 4096;
-
-// Escaping for XML 1.0 character data and for attribute values (double-quoted). `text` must
-// already be report_text()'d.
-std::string xml_escape_text(std::string_view text);
-std::string xml_escape_attribute(std::string_view text);
 
 std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows);
 

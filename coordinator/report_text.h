@@ -34,6 +34,11 @@ std::string format_fixed(double value, int decimals);
 
 std::string json_number_text(const nlohmann::json* value);
 
+// Escaping for XML 1.0 character data and for attribute values (double-quoted), also what HTML
+// text and attribute values need. `text` must already be report_text()'d (or valid UTF-8).
+std::string xml_escape_text(std::string_view text);
+std::string xml_escape_attribute(std::string_view text);
+
 // metrics[group][key] when it exists, else nullptr (no copy).
 const nlohmann::json* metric_value(const nlohmann::json& metrics, std::string_view group,
                                    std::string_view key);

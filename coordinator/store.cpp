@@ -652,6 +652,28 @@ Status Store::upsert_worker(const WorkerRecord& worker) {
   return stmt.run();
 }
 
+Result<std::vector<WorkerRecord>> Store::list_workers() {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT worker_id, hostname, build, capabilities_json, tags_json, last_seen FROM workers
+      ORDER BY worker_id)sql"));
+  std::vector<WorkerRecord> out;
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    WorkerRecord w;
+    w.worker_id = stmt.column_text("worker_id");
+    w.hostname = stmt.column_text("hostname");
+    w.build = stmt.column_text("build");
+    AM_ASSIGN_OR_RETURN(w.capabilities, parse_stored_json(stmt.column_text("capabilities_json"),
+                                                          "capabilities of worker '" + w.worker_id + "'"));
+    AM_ASSIGN_OR_RETURN(w.tags, parse_stored_json(stmt.column_text("tags_json"),
+                                                  "tags of worker '" + w.worker_id + "'"));
+    w.last_seen_at_ms = stmt.column_int64("last_seen");
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
 Result<bool> Store::worker_has_results(const std::string& worker_id) {
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(
                                      db_, "SELECT 1 FROM attempts WHERE worker_id = ?1 AND state = :attempt_done LIMIT 1"));

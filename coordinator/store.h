@@ -194,6 +194,8 @@ class Store {
 
   // Workers (registry provenance).
   Status upsert_worker(const WorkerRecord& worker);
+  // Every registered worker with its last capability record, ordered by worker id.
+  Result<std::vector<WorkerRecord>> list_workers();
   // True when some attempt of this worker has a stored result (the worker has answered).
   Result<bool> worker_has_results(const std::string& worker_id);
 

@@ -38,12 +38,15 @@ packages=(
 #   clang libclang-rt-14-dev  clang 14 and its compiler-rt: ASan/UBSan runtimes and libFuzzer
 #                             (libclang_rt.fuzzer) for build-clang (.ci/run)
 #   llvm-14                   llvm-symbolizer, so sanitizer reports name files and lines
+#   chromium                  headless browser for tests/browser/ (the HTML dashboard's DOM and
+#                             console checked in a real browser; 25 packages, 124 MB download)
+#   python3                   runs the browser test's driver (standard library only)
 # >>> Later issues append their test-only packages here (one line each, with why). Measured on
 # >>> Debian 12 with --no-install-recommends: python3-torch pulls 171 packages, 146 MB download
-# >>> (620 MB installed); chromium 25 packages, 124 MB (405 MB installed) — too large to add
-# >>> before a test uses them. slurm-wlm + munge are expected here too.
+# >>> (620 MB installed). slurm-wlm + munge are expected here too.
 test_packages=(
   clang libclang-rt-14-dev llvm-14
+  chromium python3
 )
 if ((with_tests)); then
   packages+=("${test_packages[@]}")

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "common/atomic_file.h"
 #include "common/build_info.h"
 #include "common/clock.h"
 #include "common/hash.h"
@@ -56,14 +57,7 @@ Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_
   std::random_device rd;
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::string id = "w-" + hex64(r);
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << id << "\n";
-    if (!out) return io_error("cannot write " + tmp);
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return io_error("cannot create " + path.string() + ": " + ec.message());
+  AM_RETURN_IF_ERROR(write_file_atomically(path, id + "\n"));
   return id;
 }
 
@@ -86,16 +80,8 @@ Result<std::string> load_or_create_worker_secret(const std::filesystem::path& st
   std::random_device rd;
   std::string secret;
   for (int i = 0; i < 4; ++i) secret += hex64((static_cast<uint64_t>(rd()) << 32) ^ rd());
-  const auto tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << secret << "\n";
-    if (!out) return io_error("cannot write " + tmp);
-  }
-  std::filesystem::permissions(tmp, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write,
-                               ec);
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return io_error("cannot create " + path.string() + ": " + ec.message());
+  // Created 0600: the secret proves this worker's identity (PROTOCOL §5.8).
+  AM_RETURN_IF_ERROR(write_file_atomically(path, secret + "\n", kSecretFileMode));
   return secret;
 }
 

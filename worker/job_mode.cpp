@@ -12,6 +12,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "common/atomic_file.h"
 #include "jobs/job_spec.h"
 #include "kernels/job_runner.h"
 #include "worker/executor.h"
@@ -60,19 +61,7 @@ Status write_result(const std::filesystem::path& file, const kernels::JobOutcome
       {"status", std::string(to_string(outcome.status))}, {"reason", outcome.reason}, {"metrics", outcome.metrics}};
   // Replace, not throw, on invalid UTF-8 in a reason built from library messages.
   const std::string text = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  std::filesystem::path tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return io_error("cannot create " + tmp.string());
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.close();
-    if (!out) return io_error("cannot write " + tmp.string());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) return io_error("cannot rename " + tmp.string() + " to " + file.string() + ": " + ec.message());
-  return Status::Ok();
+  return write_file_atomically(file, text);
 }
 
 int run(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
@@ -133,4 +122,5 @@ int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::
   return code;
 }
 
-}  // namespace am::worker
+}  // namespace am::worker#include "common/atomic_file.h"
+

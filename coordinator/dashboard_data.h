@@ -1,0 +1,61 @@
+// The data behind the HTML dashboard (`report --format html`, coordinator/report_html.h).
+//
+// Contract: dashboard_data() is a pure function of one run, its report rows
+// (Store::report_rows), the workers' capability records (Store::list_workers) and the time it
+// is stamped with. Everything the page shows comes from here, so the page can only show what a
+// stored result backs. Schema kDashboardSchema (1):
+//   {"schema", "generated_at",
+//    "run": {"run_id", "plan_name", "plan_path", "description", "created_at", "finished_at"},
+//    "summary": {"total", "terminal", "by_status": {status: n}, "by_state": {state: n}},
+//    "builds": [...], "rating_rules": {as in the JSON report},
+//    "workers": [{"worker_id", "hostname", "build", "jobs", "hardware_classes"}],
+//    "classes": [ one per hardware class that ran a job of the run, in order of appearance:
+//       {"id", "label" (coordinator/hardware_label.h), "backend", "software", "jobs",
+//        "workers": [...], "device": {...}, "cpu": {"model", "vendor", "arch", "isa_level",
+//        "isa": [flags that are true]}, "topology": {...}, "host": {...}} ],
+//    "precisions": [{"name", "group", "bits"}] (every precision of the table, table order),
+//    "overview": [ the JSON report's overview cells, plus "best_rating" (rating key of the
+//       best-rated cell) and "hardware_classes" ],
+//    "cells": [ the JSON report's matrix cells (same fields), plus "group", "bits",
+//       "peak_rss_max", "jobs": [indices into "jobs"] ],
+//    "failures": [ {"architecture", "backend", "status", "reason", "count", "jobs": [...]} per
+//       distinct (architecture, backend, status, reason) of failed/unsupported jobs ],
+//    "strings": [...]  interned text: a column marked (s) below holds an index into it,
+//    "job_count": n, "jobs": {column name: [one value per job, in job order]} }
+// Job columns (dashboard_job_columns()): id, model(s), architecture(s), backend(s), precision(s), batch,
+// seq_len, mode(s), status(s) (the state word while not terminal), reason(s), attempt, attempts,
+// worker(s), hardware_class(s), device(s), build(s), seed (text: may exceed 2^53), scaled (0/1),
+// start_s (seconds after the run was created), wall_s, latency ([count, min, q1, median, q3,
+// max, p90] in ms, or null), histogram (counts of kHistogramBins equal bins over [min, max], or
+// null), tokens_per_s, ttft_ms, decode_tokens_per_s, nmse, cosine, top1, kl,
+// peak_rss_bytes, noisy (0/1), cell (index into "cells").
+// Floats are rounded to kSignificantDigits; a missing number is null. Quantiles are computed
+// from the stored raw samples (linear interpolation between order statistics) when present,
+// else from the stored summary (q1/q3 null). A job is "noisy" when its interquartile range
+// exceeds kNoisyRelativeIqr of its median. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/store.h"
+
+namespace am::coord {
+
+inline constexpr int kDashboardSchema = 1;
+// DECISIONS.md "Measurement": at most 32 bins per job; 16 resolve a latency distribution well
+// enough to see two modes and keep 100k jobs small.
+inline constexpr int kHistogramBins = 16;
+inline constexpr int kSignificantDigits = 4;
+// (q3 - q1) / median above this marks a measurement as noisy (dimensionless).
+inline constexpr double kNoisyRelativeIqr = 0.10;
+
+// The job columns, in order.
+const std::vector<const char*>& dashboard_job_columns();
+
+nlohmann::json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
+                              const std::vector<WorkerRecord>& workers, int64_t generated_at_ms);
+
+}  // namespace am::coord

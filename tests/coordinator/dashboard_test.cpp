@@ -1,0 +1,275 @@
+// The dashboard's data and page: every figure equals the JSON report's, distributions are
+// computed from the stored samples, and hostile text cannot escape into the page. The 100k-job
+// size budget is bench/bench_dashboard.cpp's.
+#include <zlib.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "coordinator/dashboard_data.h"
+#include "coordinator/hardware_label.h"
+#include "coordinator/report_html.h"
+#include "coordinator/report_json.h"
+#include "tests/coordinator/store_fixture.h"
+
+namespace am::coord::testing {
+namespace {
+
+using nlohmann::json;
+
+constexpr int64_t kNow = 1'700'000'100'000;
+
+std::string gunzip(const std::string& packed) {
+  z_stream z{};
+  EXPECT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+  std::string out(packed.size() * 20 + 1024, '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(packed.data()));
+  z.avail_in = static_cast<uInt>(packed.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END);
+  out.resize(z.total_out);
+  inflateEnd(&z);
+  return out;
+}
+
+std::string base64_decode(const std::string& text) {
+  static const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    const std::size_t v = alphabet.find(c);
+    EXPECT_NE(v, std::string::npos) << "not base64: " << c;
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out += static_cast<char>((acc >> bits) & 0xFF);
+    }
+  }
+  return out;
+}
+
+// The data a page carries, read back the way the browser does.
+json embedded_data(const std::string& page) {
+  const std::string open = "<script type=\"application/gzip+base64\" id=\"am-data\">";
+  const std::size_t at = page.find(open);
+  EXPECT_NE(at, std::string::npos);
+  const std::size_t start = at + open.size();
+  const std::size_t end = page.find("</script>", start);
+  return json::parse(gunzip(base64_decode(page.substr(start, end - start))));
+}
+
+TEST(Base64, MatchesTheRfc4648TestVectors) {
+  EXPECT_EQ(base64_encode(""), "");
+  EXPECT_EQ(base64_encode("f"), "Zg==");
+  EXPECT_EQ(base64_encode("fo"), "Zm8=");
+  EXPECT_EQ(base64_encode("foo"), "Zm9v");
+  EXPECT_EQ(base64_encode("foob"), "Zm9vYg==");
+  EXPECT_EQ(base64_encode("fooba"), "Zm9vYmE=");
+  EXPECT_EQ(base64_encode("foobar"), "Zm9vYmFy");
+}
+
+TEST(Gzip, RoundTripsRandomBytesThroughZlibsInflate) {
+  std::mt19937 rng(20261124);
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000}, std::size_t{300000}}) {
+    std::string bytes(n, '\0');
+    for (char& c : bytes) c = static_cast<char>(rng() % 7);  // compressible, not constant
+    auto packed = gzip_bytes(bytes);
+    ASSERT_TRUE(packed.ok());
+    ASSERT_GE(packed->size(), 18u);
+    EXPECT_EQ(static_cast<unsigned char>((*packed)[0]), 0x1f);  // gzip magic
+    EXPECT_EQ(static_cast<unsigned char>((*packed)[1]), 0x8b);
+    EXPECT_EQ(gunzip(*packed), bytes) << n;
+    EXPECT_EQ(base64_decode(base64_encode(*packed)), *packed);
+  }
+}
+
+TEST(HardwareLabel, NamesCpuSoftwareAndGpuDevicesFromTheirRecords) {
+  const json cpu = {{"model", "AMD EPYC 9R45"},
+                    {"isa", {{"avx2", true}, {"avx512f", true}, {"avx512_vnni", true}, {"avx512_bf16", true}}}};
+  const json topology = {{"cores", 2}};
+  EXPECT_EQ(hardware_class_label({{"backend", "cpu"}, {"name", "AMD EPYC 9R45"}}, cpu, topology),
+            "AMD EPYC 9R45 · 2 cores · AVX-512 VNNI/BF16");
+  EXPECT_EQ(hardware_class_label({{"backend", "opencl"}, {"software", true},
+                                  {"platform", "Portable Computing Language"}},
+                                 cpu, topology),
+            "PoCL on AMD EPYC 9R45 · 2 cores · AVX-512 VNNI/BF16");
+  EXPECT_EQ(hardware_class_label({{"backend", "vulkan"}, {"software", true},
+                                  {"driver", "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"}},
+                                 {{"model", "X"}, {"isa", {{"avx2", true}}}}, json()),
+            "lavapipe on X · AVX2");
+  EXPECT_EQ(hardware_class_label({{"backend", "vulkan"}, {"software", false}, {"name", "NVIDIA RTX 4090"},
+                                  {"driver", "550.54"}},
+                                 cpu, topology),
+            "NVIDIA RTX 4090 · Vulkan · driver 550.54");
+  // Whatever a peer sends: wrong types are left out, never an error.
+  EXPECT_EQ(hardware_class_label({{"backend", "cpu"}, {"name", 7}}, json::array(), json(3)), "CPU");
+}
+
+class Dashboard : public StoreFixture {
+ protected:
+  json metrics_with_samples(const std::vector<double>& samples, double nmse) {
+    json m = perf_metrics(samples[samples.size() / 2], samples.back(), 1000, nmse, 0.999, 1.0);
+    m["latency_ms"]["samples"] = samples;
+    m["process"] = {{"peak_rss_bytes", 123456789}, {"wall_s", 1.5}};
+    return m;
+  }
+
+  void fill_run() {
+    run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32"), "pass", "",
+            metrics_with_samples({10, 11, 12, 13, 14, 15, 16, 17, 18}, 0));
+    run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"), "pass", "",
+            metrics_with_samples({4, 4.1, 4.2, 4.3, 4.4, 6, 7, 8, 9}, 1e-4));
+    run_job(make_spec("bert-tiny", "encoder-only", "opencl", "q4_0"), "unsupported",
+            "opencl lacks op gelu</script><script>alert(1)</script>");
+    run_job(make_spec("tiny-llama", "decoder-only", "cpu", "q4_0", 1, 32, 99, true), "crash", "SIGSEGV");
+    add(make_spec("tiny-llama", "decoder-only", "cpu", "f32"));  // still queued
+    WorkerRecord w;
+    w.worker_id = "worker-a";
+    w.hostname = "box-1";
+    w.build = "accelmatrix test";
+    w.capabilities = {{"cpu", {{"model", "Test CPU"}, {"isa", {{"avx2", true}}}, {"isa_level", "x86-64-v3"}}},
+                      {"topology", {{"cores", 4}}},
+                      {"devices", json::array({{{"backend", "cpu"}, {"name", "Test CPU"},
+                                                {"hardware_class", "cpu-00112233aabbccdd"},
+                                                {"software", false}}})}};
+    ASSERT_TRUE(store_->upsert_worker(w).ok());
+  }
+
+  json data() {
+    auto workers = store_->list_workers();
+    EXPECT_TRUE(workers.ok());
+    return dashboard_data(run_record(), rows(), workers.ok() ? *workers : std::vector<WorkerRecord>{}, kNow);
+  }
+};
+
+TEST_F(Dashboard, CellsAndOverviewCarryTheJsonReportsFigures) {
+  fill_run();
+  const json d = data();
+  const json report = render_json(run_record(), rows());
+  ASSERT_EQ(d["cells"].size(), report["matrix"].size());
+  for (std::size_t i = 0; i < d["cells"].size(); ++i) {
+    for (const char* key : {"model", "backend", "precision", "status", "rating", "median_ms", "speedup", "nmse_max",
+                            "job_ids"}) {
+      EXPECT_EQ(d["cells"][i][key], report["matrix"][i][key]) << i << " " << key;
+    }
+    EXPECT_EQ(d["cells"][i]["jobs"].size(), report["matrix"][i]["job_ids"].size());
+  }
+  ASSERT_EQ(d["overview"].size(), report["overview"].size());
+  for (std::size_t i = 0; i < d["overview"].size(); ++i) {
+    for (const char* key : {"architecture", "backend", "cells", "working", "failed", "unsupported", "support"}) {
+      EXPECT_EQ(d["overview"][i][key], report["overview"][i][key]) << i << " " << key;
+    }
+  }
+  EXPECT_EQ(d["summary"]["total"], 5);
+  EXPECT_EQ(d["summary"]["by_status"]["pass"], 2);
+  EXPECT_EQ(d["summary"]["by_state"]["queued"], 1);
+  // The encoder-only cpu column: q8_0 beats the f32 baseline (14 ms vs 4.4 ms medians).
+  const json* enc_cpu = nullptr;
+  for (const json& o : d["overview"]) {
+    if (o["architecture"] == "encoder-only" && o["backend"] == "cpu") enc_cpu = &o;
+  }
+  ASSERT_NE(enc_cpu, nullptr);
+  EXPECT_EQ((*enc_cpu)["best_rating"], "excellent");
+}
+
+TEST_F(Dashboard, JobRowsHoldQuantilesAndAHistogramOfTheStoredSamples) {
+  fill_run();
+  const json d = data();
+  ASSERT_EQ(d["job_count"], 5);
+  for (const char* name : dashboard_job_columns()) {
+    ASSERT_TRUE(d["jobs"].contains(name)) << name;
+    ASSERT_EQ(d["jobs"][name].size(), 5u) << name;
+  }
+  // Job i as one row, for reading.
+  auto job = [&](std::size_t i) {
+    json row = json::object();
+    for (const char* name : dashboard_job_columns()) row[name] = d["jobs"][name][i];
+    return row;
+  };
+  auto col = [](const char* name) { return name; };
+  const json f32 = job(0);
+  EXPECT_EQ(d["strings"][f32[col("model")].get<std::size_t>()], "bert-tiny");
+  EXPECT_EQ(d["strings"][f32[col("status")].get<std::size_t>()], "pass");
+  // Samples 10..18: q1 12, median 14, q3 16 (linear between order statistics).
+  EXPECT_EQ(f32[col("latency")], json::array({9, 10.0, 12.0, 14.0, 16.0, 18.0, 17.2}));
+  const json& hist = f32[col("histogram")];
+  ASSERT_EQ(hist.size(), static_cast<std::size_t>(kHistogramBins));
+  int64_t total = 0;
+  for (const json& n : hist) total += n.get<int64_t>();
+  EXPECT_EQ(total, 9);
+  EXPECT_EQ(hist[0], 1);                  // 10 alone in the first of 16 bins of [10, 18]
+  EXPECT_EQ(hist[hist.size() - 1], 1);    // 18 in the last
+  EXPECT_EQ(f32[col("noisy")], 1);        // IQR 4 ms is 29% of 14 ms
+  EXPECT_EQ(job(1)[col("noisy")], 1);
+  EXPECT_EQ(f32[col("peak_rss_bytes")], 123500000.0);  // rounded to 4 significant digits
+  // The crashed job is on a scaled model and has no latency; the queued one says so.
+  EXPECT_EQ(job(3)[col("scaled")], 1);
+  EXPECT_TRUE(job(3)[col("latency")].is_null());
+  EXPECT_EQ(d["strings"][job(4)[col("status")].get<std::size_t>()], "queued");
+  // Each job points at its cell, and the cell back at it.
+  for (std::size_t i = 0; i < 5; ++i) {
+    const int cell = job(i)[col("cell")].get<int>();
+    ASSERT_GE(cell, 0);
+    const json& members = d["cells"][static_cast<std::size_t>(cell)]["jobs"];
+    EXPECT_NE(std::find(members.begin(), members.end(), i), members.end()) << i;
+  }
+}
+
+TEST_F(Dashboard, HardwareClassesComeFromCapabilityRecordsAndFailuresAreGrouped) {
+  fill_run();
+  const json d = data();
+  ASSERT_EQ(d["classes"].size(), 1u);
+  EXPECT_EQ(d["classes"][0]["id"], "cpu-00112233aabbccdd");
+  EXPECT_EQ(d["classes"][0]["label"], "Test CPU · 4 cores · AVX2");
+  EXPECT_EQ(d["classes"][0]["jobs"], 4);
+  EXPECT_EQ(d["classes"][0]["workers"], json::array({"worker-a"}));
+  ASSERT_EQ(d["failures"].size(), 2u);
+  int crashes = 0, unsupported = 0;
+  for (const json& f : d["failures"]) {
+    crashes += f["status"] == "crash" ? f["count"].get<int>() : 0;
+    unsupported += f["status"] == "unsupported" ? f["count"].get<int>() : 0;
+  }
+  EXPECT_EQ(crashes, 1);
+  EXPECT_EQ(unsupported, 1);
+}
+
+TEST_F(Dashboard, PageEmbedsTheDataAndNoTextFromWorkersEscapesIntoTheMarkup) {
+  fill_run();
+  RunRecord run = run_record();
+  run.run_id = "run <b>&</b>";
+  auto workers = store_->list_workers();
+  ASSERT_TRUE(workers.ok());
+  auto page = render_html(run, rows(), *workers);
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(page->rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_NE(page->find("<title>accelmatrix · run &lt;b&gt;&amp;&lt;/b&gt;</title>"), std::string::npos);
+  EXPECT_EQ(page->find("alert(1)"), std::string::npos);
+  EXPECT_EQ(page->find("@AM_"), std::string::npos) << "a template marker was left unfilled";
+  // Self-contained: nothing is fetched (the one URL is the SVG namespace name, never loaded).
+  for (const char* remote : {"https://", "src=", "href=\"http", "url(", "@import", "fetch(", "XMLHttpRequest", "<link "}) {
+    EXPECT_EQ(page->find(remote), std::string::npos) << remote;
+  }
+  const json back = embedded_data(*page);
+  EXPECT_EQ(back["run"]["run_id"], "run <b>&</b>");
+  bool reason_kept = false;
+  for (const json& s : back["strings"]) reason_kept |= s.get<std::string>().find("alert(1)") != std::string::npos;
+  EXPECT_TRUE(reason_kept) << "the reason is data, shown as text by the page";
+}
+
+TEST_F(Dashboard, AnEmptyRunStillRenders) {
+  auto page = render_html(run_record(), rows(), {});
+  ASSERT_TRUE(page.ok());
+  const json back = embedded_data(*page);
+  EXPECT_EQ(back["summary"]["total"], 0);
+  EXPECT_EQ(back["job_count"], 0);
+}
+
+}  // namespace
+}  // namespace am::coord::testing
