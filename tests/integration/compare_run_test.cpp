@@ -200,6 +200,38 @@ TEST(CompareRuns, OneThreadAgainstAllThreadsIsFlaggedFromOneDatabase) {
   EXPECT_TRUE(has(log, "| faster |")) << log;
 }
 
+TEST(CompareRuns, PassToFailIsARegressionWhateverTheLatency) {
+  ScratchDir dir("compare-broke");
+  const auto db = dir / "runs.db";
+  // The same job; the second time it measures for 60 s under a 1 s time limit and ends `timeout`.
+  run_plan(dir, write_bert_plan(dir / "ok.toml", "ok", 0.05, "[16]", "[\"f32\"]", "perf"), db, "ok");
+  std::string log;
+  const auto broken = write_bert_plan(dir / "broken.toml", "broken", 60.0, "[16]", "[\"f32\"]", "perf",
+                                      "timeout_s = 1\n");
+  ASSERT_EQ(run_logged(dir, "run-broken", {coordinator_binary().string(), "run", "--plan", broken.string(), "--db",
+                                           db.string(), "--catalog", catalog_dir(), "--run", "broken"},
+                       &log),
+            1)
+      << log;
+  const auto out = dir / "broke.json";
+  EXPECT_EQ(run_logged(dir, "compare", {coordinator_binary().string(), "compare", db.string(), db.string(),
+                                        "--fail-on-regression", "50", "--format", "json", "-o", out.string()},
+                       &log),
+            1)
+      << log;
+  const nlohmann::json doc = read_json(out);
+  ASSERT_EQ(doc["jobs"].size(), 1u) << doc.dump(2);
+  EXPECT_EQ(doc["jobs"][0]["status_change"], "broke");
+  EXPECT_EQ(doc["jobs"][0]["base"]["status"], "pass");
+  EXPECT_EQ(doc["jobs"][0]["new"]["status"], "timeout");
+  EXPECT_EQ(doc["jobs"][0]["latency"]["verdict"], "not_compared");
+  EXPECT_EQ(doc["summary"]["broke"], 1);
+  // Without the gate: reported, exit 0.
+  EXPECT_EQ(run_logged(dir, "nogate", {coordinator_binary().string(), "compare", db.string(), db.string()}, &log), 0)
+      << log;
+  EXPECT_TRUE(has(log, "**pass→fail: REGRESSION**")) << log;
+}
+
 TEST(CompareRuns, BadInputExitsTwo) {
   ScratchDir dir("compare-bad");
   const auto db = dir / "one.db";
