@@ -70,6 +70,14 @@ ComparedSide side_of(const ReportRow& r, std::string* samples_note) {
   s.nmse = number_at(r.metrics, "accuracy", "nmse");
   s.cosine = number_at(r.metrics, "accuracy", "cosine");
   s.top1_agreement = number_at(r.metrics, "accuracy", "top1_agreement");
+  const std::optional<double> user = number_at(r.metrics, "process", "cpu_user_s");
+  const std::optional<double> sys = number_at(r.metrics, "process", "cpu_sys_s");
+  if (user && sys) s.cpu_s = *user + *sys;
+  s.wall_s = number_at(r.metrics, "process", "wall_s");
+  if (r.metrics.is_object()) {
+    auto t = r.metrics.find("threads");
+    if (t != r.metrics.end() && t->is_number()) s.threads = t->get<double>();
+  }
   return s;
 }
 
@@ -217,7 +225,10 @@ nlohmann::json side_json(const std::optional<ComparedSide>& s) {
           {"latency_samples", s->samples_ms.size()},
           {"nmse", opt_json(s->nmse)},
           {"cosine", opt_json(s->cosine)},
-          {"top1_agreement", opt_json(s->top1_agreement)}};
+          {"top1_agreement", opt_json(s->top1_agreement)},
+          {"process_cpu_s", opt_json(s->cpu_s)},
+          {"process_wall_s", opt_json(s->wall_s)},
+          {"threads", opt_json(s->threads)}};
 }
 
 }  // namespace

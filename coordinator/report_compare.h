@@ -69,6 +69,9 @@ struct ComparedSide {
   std::vector<double> samples_ms;          // the stored raw samples that were usable
   std::optional<double> median_ms;         // of samples_ms
   std::optional<double> nmse, cosine, top1_agreement;
+  // The job process's CPU time (user + system) and wall time, and the threads it ran: CPU time
+  // well below wall × threads says the job waited for the cores (a busy host).
+  std::optional<double> cpu_s, wall_s, threads;
   nlohmann::json spec;
 };
 

@@ -46,6 +46,8 @@ ReportRow row(const std::string& job_id, const std::string& model, const std::st
     r.metrics["latency_ms"] = {{"median", 0}, {"samples", latency}};
   }
   r.metrics["accuracy"] = {{"nmse", 1e-6}, {"cosine", 0.9999}};
+  r.metrics["process"] = {{"cpu_user_s", 1.5}, {"cpu_sys_s", 0.25}, {"wall_s", 2.0}};
+  r.metrics["threads"] = threads > 0 ? threads : 2;
   return r;
 }
 
@@ -293,6 +295,9 @@ TEST(Compare, JsonAndMarkdownCarryTheVerdict) {
   EXPECT_EQ(doc["jobs"][0]["regression"], true);
   EXPECT_GT(doc["jobs"][0]["latency"]["ratio"].get<double>(), 1.2);
   EXPECT_EQ(doc["jobs"][0]["base"]["latency_samples"], 60);
+  EXPECT_DOUBLE_EQ(doc["jobs"][0]["base"]["process_cpu_s"].get<double>(), 1.75);
+  EXPECT_DOUBLE_EQ(doc["jobs"][0]["base"]["process_wall_s"].get<double>(), 2.0);
+  EXPECT_EQ(doc["jobs"][0]["base"]["threads"], 2);
   EXPECT_EQ(doc["jobs"][1]["status_change"], "broke");
   EXPECT_TRUE(doc["jobs"][1]["latency"]["p_value"].is_null());
 
