@@ -12,8 +12,10 @@
 //   (coordinator/stats.h) gives a p-value; the p-values of all compared pairs are adjusted
 //   together with Holm's method; a pair is significantly slower (faster) when its adjusted p is
 //   below alpha and new samples tend to be larger (smaller): P(new > base) > 1/2. A percentile
-//   bootstrap confidence interval of the ratio is shown beside it (information, not the verdict).
-// - A regression is a pair that is significantly slower with ratio >= 1 + threshold_pct / 100, or
+//   bootstrap confidence interval of the ratio is computed beside it.
+// - A regression is a pair that is significantly slower and whose whole confidence interval lies
+//   at or above 1 + threshold_pct / 100 (slower beyond the threshold with confidence, not only by
+//   its point estimate), or
 //   a job that was working (pass, degraded) in the base run and ended in a test failure (fail,
 //   crash, timeout, oom, error) in the new one ("pass→fail"). New unsupported, new and missing jobs
 //   are reported but are not regressions.

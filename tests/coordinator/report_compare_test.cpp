@@ -124,6 +124,34 @@ TEST(Compare, SignificantSlowdownBeyondThresholdIsARegression) {
   EXPECT_EQ(loose->summary.slowdown_regressions, 0);
 }
 
+TEST(Compare, ASignificantSlowdownWhoseIntervalReachesBelowTheThresholdIsNotARegression) {
+  // 30 samples a side with 10% spread, new 1.12x: clearly slower, but the 95% interval of the
+  // ratio reaches below 1.10, so "slower by at least 10%" is not established.
+  auto spread = [](double median_ms, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::lognormal_distribution<double> d(std::log(median_ms), 0.10);
+    std::vector<double> out(30);
+    for (double& v : out) v = d(rng);
+    return out;
+  };
+  auto c = compare_runs(side("a", {row("1", "m", "f32", "pass", spread(10, 1))}),
+                        side("b", {row("2", "m", "f32", "pass", spread(11.2, 2))}), gate(10));
+  ASSERT_TRUE(c.ok());
+  const ComparedJob& j = c->jobs.at(0);
+  ASSERT_TRUE(j.ci && j.p_holm);
+  EXPECT_EQ(j.verdict, LatencyVerdict::kSlower);
+  EXPECT_LT(j.ci->low, 1.10);
+  EXPECT_GT(*j.ratio, 1.10);      // the point estimate alone would have gated
+  EXPECT_FALSE(j.regression);
+  EXPECT_FALSE(c->regression);
+  // At 0% the interval (all above 1) clears the limit.
+  auto zero = compare_runs(side("a", {row("1", "m", "f32", "pass", spread(10, 1))}),
+                           side("b", {row("2", "m", "f32", "pass", spread(11.2, 2))}), gate(0));
+  ASSERT_TRUE(zero.ok());
+  EXPECT_GT(zero->jobs.at(0).ci->low, 1.0);
+  EXPECT_TRUE(zero->regression);
+}
+
 TEST(Compare, ALargeRatioWithoutSignificanceIsNotARegression) {
   // Five wildly spread samples a side: the median ratio is 1.5 but the test cannot tell.
   auto base = side("a", {row("1", "m", "f32", "pass", {10, 30, 5, 20, 2})});

@@ -1,7 +1,7 @@
 // Issue 14 items 4 and 5 against real processes:
 // - `accelmatrix compare` on real measurements: the same plan run twice is not a regression
-//   (exit 0); the same plan at 1 thread against all threads is a real, measured slowdown and is
-//   flagged at --fail-on-regression 10 (exit 1) — DECISIONS.md, "Measurement";
+//   (exit 0); a real, measured slowdown (1 thread against all threads with 4+ cores, 4x the layers
+//   on 2 cores) is flagged at --fail-on-regression 10 (exit 1) — DECISIONS.md, "Measurement";
 // - `report` reads while a coordinator writes the database, and reads a database it may not
 //   write (mode 0444 in a read-only directory, as a user who cannot write either).
 //
@@ -35,12 +35,13 @@ int run_logged(const ScratchDir& dir, const std::string& name, const std::vector
 }
 
 // DECISIONS.md's compare shape: bert-tiny b8 s128, perf mode, min_time_s 1.0, f32 on the cpu.
-std::filesystem::path write_perf_plan(const ScratchDir& dir, const std::string& name, int threads) {
+std::filesystem::path write_perf_plan(const ScratchDir& dir, const std::string& name, int threads,
+                                      const std::string& model_extra = "") {
   return write_file(dir / (name + ".toml"),
                     "[plan]\nname = \"" + name + "\"\nmode = \"perf\"\nseed = 3\n\n"
                     "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [8]\nseq_len = [128]\n"
                     "warmup = 3\nmin_reps = 20\nmax_reps = 1000\nmin_time_s = 1.0\ntimeout_s = 120\n"
-                    "threads = " + std::to_string(threads) + "\n\n[[models]]\nname = \"bert-tiny\"\n");
+                    "threads = " + std::to_string(threads) + "\n\n[[models]]\nname = \"bert-tiny\"\n" + model_extra);
 }
 
 // `accelmatrix run` of `plan` into `db` as run `run_id`; asserts exit 0.
@@ -154,18 +155,29 @@ TEST(CompareRuns, SamePlanTwiceIsNotARegression) {
   EXPECT_TRUE(has(md, "**Verdict: no regression**")) << md;
 }
 
-TEST(CompareRuns, OneThreadAgainstAllThreadsIsFlaggedFromOneDatabase) {
-  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "needs at least 2 cores for a thread slowdown";
-  ScratchDir dir("compare-threads");
+// The flagged slowdown must be real and far beyond the machine's run-to-run spread. With 4 or
+// more cores: all threads against 1 thread (DECISIONS.md's case). On 2 cores that is 1.1x-1.6x
+// (measured on this VM with nothing else running: 1.48, 1.10, 1.58) against a run-to-run spread
+// of up to 17% between two identical runs, so it is not a reliable test there; the 2-core slowdown
+// is the same job doing 4x the work (layers 2 -> 8 through a plan override: same model, backend,
+// precision and shape, so it matches), measured 1 thread vs 1 thread.
+TEST(CompareRuns, ARealSlowdownIsFlaggedFromOneDatabase) {
+  ScratchDir dir("compare-slow");
   const auto db = dir / "runs.db";
+  const bool threads_case = std::thread::hardware_concurrency() >= 4;
   const CpuUse start = cpu_use();
-  run_plan(dir, write_perf_plan(dir, "all", 0), db, "all-threads");
-  run_plan(dir, write_perf_plan(dir, "one", 1), db, "one-thread");
+  if (threads_case) {
+    run_plan(dir, write_perf_plan(dir, "all", 0), db, "fast");
+    run_plan(dir, write_perf_plan(dir, "one", 1), db, "slow");
+  } else {
+    run_plan(dir, write_perf_plan(dir, "two-layers", 1), db, "fast");
+    run_plan(dir, write_perf_plan(dir, "eight-layers", 1, "[models.overrides]\nlayers = 8\n"), db, "slow");
+  }
   SKIP_IF_MACHINE_WAS_BUSY(start);
 
   // One database, no run ids: base = the older run, new = the newer one.
   std::string log;
-  const auto out = dir / "threads.json";
+  const auto out = dir / "slow.json";
   EXPECT_EQ(run_logged(dir, "compare", {coordinator_binary().string(), "compare", db.string(), db.string(),
                                         "--fail-on-regression", "10", "--format", "json", "-o", out.string()},
                        &log),
@@ -173,18 +185,20 @@ TEST(CompareRuns, OneThreadAgainstAllThreadsIsFlaggedFromOneDatabase) {
       << log << read_file(out);
   EXPECT_TRUE(has(log, "regression found")) << log;
   const nlohmann::json doc = read_json(out);
-  EXPECT_EQ(doc["base"]["run_id"], "all-threads");
-  EXPECT_EQ(doc["new"]["run_id"], "one-thread");
+  EXPECT_EQ(doc["base"]["run_id"], "fast");
+  EXPECT_EQ(doc["new"]["run_id"], "slow");
   ASSERT_EQ(doc["jobs"].size(), 1u) << doc.dump(2);
   const auto& job = doc["jobs"][0];
   EXPECT_EQ(doc["regression"], true) << describe(doc);
   EXPECT_EQ(job["regression"], true);
   EXPECT_EQ(job["latency"]["verdict"], "slower") << describe(doc);
-  EXPECT_GE(job["latency"]["ratio"].get<double>(), 1.1) << describe(doc);
+  EXPECT_GE(job["latency"]["ci_low"].get<double>(), 1.1) << describe(doc);
   EXPECT_LT(job["latency"]["p_holm"].get<double>(), 0.05) << describe(doc);
-  ASSERT_EQ(job["spec_changes"].size(), 1u) << job["spec_changes"].dump();
-  EXPECT_EQ(job["spec_changes"][0]["field"], "threads");
-  std::cout << "1 thread vs all threads: " << describe(doc) << "\n";
+  // The settings that explain it are named (an override also changes the job's derived seed).
+  bool named = false;
+  for (const auto& change : job["spec_changes"]) named = named || change["field"] == (threads_case ? "threads" : "model_config");
+  EXPECT_TRUE(named) << job["spec_changes"].dump();
+  std::cout << (threads_case ? "1 thread vs all threads: " : "8 layers vs 2 layers: ") << describe(doc) << "\n";
 
   // The same comparison without a gate exits 0 and still says what it found; the reverse
   // direction is a speed-up, not a regression.
@@ -192,8 +206,7 @@ TEST(CompareRuns, OneThreadAgainstAllThreadsIsFlaggedFromOneDatabase) {
       << log;
   EXPECT_TRUE(has(log, "**slower")) << log;
   EXPECT_EQ(run_logged(dir, "reverse", {coordinator_binary().string(), "compare", db.string(), db.string(),
-                                        "--base-run", "one-thread", "--new-run", "all-threads",
-                                        "--fail-on-regression", "10"},
+                                        "--base-run", "slow", "--new-run", "fast", "--fail-on-regression", "10"},
                        &log),
             0)
       << log;
