@@ -14,6 +14,7 @@
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
 #include "coordinator/progress_display.h"
+#include "coordinator/report_compare.h"
 #include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
 #include "coordinator/report_html.h"
@@ -156,8 +157,9 @@ Result<std::string> render(const std::filesystem::path& db, const std::string& f
   if (format != "md" && format != "json" && format != "csv" && format != "junit" && format != "html") {
     return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv, junit or html)");
   }
-  if (!std::filesystem::exists(db)) return not_found("database " + db.string() + " does not exist");
-  AM_ASSIGN_OR_RETURN(auto store, Store::open(db));
+  // Read-only: a report never migrates or writes, so it works beside a running coordinator and
+  // on a database it may not write (file mode 0444, read-only directory).
+  AM_ASSIGN_OR_RETURN(auto store, Store::open_read_only(db));
   std::optional<RunRecord> run;
   if (run_id.empty()) {
     AM_ASSIGN_OR_RETURN(auto runs, store->list_runs());
@@ -311,6 +313,87 @@ int cmd_report(const ReportArgs& args) {
   }
   if (Status st = write_file_atomically(args.output, *text); !st.ok()) return fail(st.message(), kExitInfrastructure);
   return kExitOk;
+}
+
+namespace {
+
+// The run a compare side reads: `wanted` when given, else the newest run that is not `avoid`.
+Result<RunRecord> pick_run(Store& store, const std::string& db, const std::string& wanted,
+                           const std::string& avoid, const char* flag) {
+  if (!wanted.empty()) {
+    AM_ASSIGN_OR_RETURN(auto run, store.get_run(wanted));
+    if (!run) return not_found(std::string(flag) + ": no run '" + wanted + "' in " + db);
+    return *run;
+  }
+  AM_ASSIGN_OR_RETURN(auto runs, store.list_runs());
+  for (const RunRecord& r : runs) {
+    if (r.run_id != avoid) return r;
+  }
+  if (runs.empty()) return not_found(db + " holds no runs");
+  return not_found(db + " holds only run '" + avoid + "'; name two runs with --base-run and --new-run");
+}
+
+struct RenderedComparison {
+  std::string text;
+  bool fails_gate = false;   // --fail-on-regression given and a regression found
+};
+
+Result<RenderedComparison> render_comparison(const CompareArgs& a) {
+  if (a.format != "md" && a.format != "json") {
+    return invalid_argument("--format: unknown format '" + a.format + "' (expected md or json)");
+  }
+  CompareOptions options;
+  options.alpha = a.alpha;
+  if (a.fail_on_regression_pct) {
+    options.gate = true;
+    options.threshold_pct = *a.fail_on_regression_pct;
+  }
+  AM_ASSIGN_OR_RETURN(auto base_store, Store::open_read_only(a.base_db));
+  AM_ASSIGN_OR_RETURN(auto new_store, Store::open_read_only(a.new_db));
+  std::error_code ec;
+  const bool same_db = std::filesystem::equivalent(a.base_db, a.new_db, ec);
+
+  CompareSide base, fresh;
+  base.db = a.base_db;
+  fresh.db = a.new_db;
+  if (same_db && a.new_run.empty()) {
+    // One database: the new side is the newest run other than the named base (or the newest).
+    AM_ASSIGN_OR_RETURN(fresh.run, pick_run(*new_store, a.new_db, "", a.base_run, "--new-run"));
+    AM_ASSIGN_OR_RETURN(base.run, pick_run(*base_store, a.base_db, a.base_run, fresh.run.run_id, "--base-run"));
+  } else {
+    AM_ASSIGN_OR_RETURN(fresh.run, pick_run(*new_store, a.new_db, a.new_run, "", "--new-run"));
+    AM_ASSIGN_OR_RETURN(base.run, pick_run(*base_store, a.base_db, a.base_run, same_db ? fresh.run.run_id : "",
+                                           "--base-run"));
+  }
+  if (same_db && base.run.run_id == fresh.run.run_id) {
+    return invalid_argument("--base-run and --new-run name the same run '" + base.run.run_id + "' of " + a.base_db);
+  }
+  AM_ASSIGN_OR_RETURN(base.rows, base_store->report_rows(base.run.run_id));
+  AM_ASSIGN_OR_RETURN(fresh.rows, new_store->report_rows(fresh.run.run_id));
+  AM_ASSIGN_OR_RETURN(Comparison c, compare_runs(base, fresh, options));
+  RenderedComparison out;
+  out.text = a.format == "json"
+                 ? render_compare_json(c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                 : render_compare_markdown(c);
+  out.fails_gate = c.regression && options.gate;
+  return out;
+}
+
+}  // namespace
+
+int cmd_compare(const CompareArgs& args) {
+  auto rendered = render_comparison(args);
+  if (!rendered.ok()) return fail(rendered.status());
+  const int code = rendered->fails_gate ? kExitJobsFailed : kExitOk;
+  if (args.output.empty()) {
+    std::cout << rendered->text;
+  } else {
+    std::ofstream out(args.output);
+    out << rendered->text;
+    if (!out) return fail("cannot write " + args.output, kExitInfrastructure);
+  }
+  if (code != kExitOk) std::cerr << "compare: regression found (exit 1)\n";
+  return code;
 }
 
 int cmd_plan(const PlanArgs& args) {

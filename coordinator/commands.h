@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "coordinator/server.h"
@@ -45,6 +46,20 @@ struct ReportArgs {
   std::string output;                  // default: stdout
 };
 
+// `compare BASE_DB NEW_DB`: exit 0, or 1 when --fail-on-regression is given and a regression is
+// found (coordinator/report_compare.h); 2 for bad input (missing database or run, bad option); 4
+// when a database cannot be read.
+struct CompareArgs {
+  std::string base_db;
+  std::string new_db;
+  std::string base_run;                // default: see cmd_compare
+  std::string new_run;
+  std::string format = "md";           // md | json
+  std::string output;                  // default: stdout
+  std::optional<double> fail_on_regression_pct;
+  double alpha = 0.05;
+};
+
 struct PlanArgs {
   std::string plan_file;
   std::string catalog_dir;
@@ -61,5 +76,9 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop);
 int cmd_run(const RunArgs& args, const std::atomic<bool>& stop);
 int cmd_report(const ReportArgs& args);
 int cmd_plan(const PlanArgs& args);
+// Runs default to the database's newest run. When both sides name the same database file and a
+// run id is left out, the new side is the newest run and the base the newest other run, so
+// `compare x.db x.db` compares the last two runs.
+int cmd_compare(const CompareArgs& args);
 
 }  // namespace am::coord

@@ -129,6 +129,26 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--run", report.run_id, "Run id (default: newest)");
   report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout");
 
+  am::coord::CompareArgs compare;
+  double fail_on_regression_pct = 0.0;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "Compare two runs job by job: latency ratios with a significance test, status and accuracy changes");
+  compare_cmd->add_option("base_db", compare.base_db, "Database of the base run")->required();
+  compare_cmd->add_option("new_db", compare.new_db, "Database of the new run (may be the same file)")->required();
+  compare_cmd->add_option("--base-run", compare.base_run, "Base run id (default: the newest run)");
+  compare_cmd->add_option("--new-run", compare.new_run, "New run id (default: the newest run)");
+  compare_cmd->add_option("--format", compare.format, "md | json")
+      ->check(CLI::IsMember({"md", "json"}))->capture_default_str();
+  compare_cmd->add_option("-o,--output", compare.output, "Write to FILE instead of stdout");
+  auto* fail_on_regression = compare_cmd->add_option(
+      "--fail-on-regression", fail_on_regression_pct,
+      "Exit 1 when a job is significantly slower by at least PCT percent, or went pass->fail");
+  fail_on_regression->check(CLI::NonNegativeNumber);
+  compare_cmd->add_option("--alpha", compare.alpha, "Family-wise significance level (Holm)")
+      ->check(CLI::Range(1e-9, 0.5))->capture_default_str();
+  compare_cmd->footer("Exit codes: 0 no regression (or no --fail-on-regression), 1 regression, "
+                      "2 bad input, 4 a database cannot be read.");
+
   am::coord::PlanArgs plan;
   auto* plan_cmd = app.add_subcommand("plan", "Validate a plan and list its jobs; runs nothing");
   plan_cmd->add_option("file", plan.plan_file, "Plan file")->required();
@@ -150,7 +170,7 @@ int main(int argc, char** argv) {
     // --help and --version end here with code 0; every parse error is a usage error (2), not
     // CLI11's own 105/106/109/114 (common/exit_codes.h).
     if (e.get_exit_code() == 0) return app.exit(e);
-    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, plan_cmd, keys_cmd})) {
+    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, compare_cmd, plan_cmd, keys_cmd})) {
       std::cerr << "error: " << *unknown << "\n";
       return am::kExitUsage;
     }
@@ -175,6 +195,10 @@ int main(int argc, char** argv) {
   if (*run_cmd) return am::coord::cmd_run(run, g_stop);
   if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
   if (*report_cmd) return am::coord::cmd_report(report);
+  if (*compare_cmd) {
+    if (fail_on_regression->count() > 0) compare.fail_on_regression_pct = fail_on_regression_pct;
+    return am::coord::cmd_compare(compare);
+  }
   if (*plan_cmd) return am::coord::cmd_plan(plan);
   if (*keys_cmd) return am::coord::cmd_keys(keys);
   return am::kExitUsage;

@@ -187,6 +187,12 @@ Result<int> read_schema_version(sqlite3* db) {
   // database.
   auto tables = single_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table'");
   if (!tables.ok()) {
+    // SQLITE_NOTADB and SQLITE_CORRUPT arrive as kFailedPrecondition (sqlite_db.cpp); anything
+    // else (a read-only file or directory, a busy lock, an I/O error) is not a verdict on the
+    // file and keeps its own code and message.
+    if (tables.status().code() != StatusCode::kFailedPrecondition) {
+      return tables.status().with_context(path + ": cannot read the database");
+    }
     return failed_precondition(path + ": not an accelmatrix database (" +
                                tables.status().message() + ")");
   }

@@ -9,6 +9,7 @@
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
+#include "coordinator/report_text.h"
 
 namespace am::coord {
 namespace {
@@ -18,29 +19,7 @@ constexpr std::size_t kMaxCellTextChars = 160;
 constexpr std::string_view kMissing = "—";
 
 // Valid UTF-8, one line, no unescaped '|', bounded length.
-std::string cell_text(std::string_view raw) {
-  const std::string text = repair_utf8(raw);
-  std::string out;
-  out.reserve(text.size());
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    const bool starts_char = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    if (starts_char && kept == kMaxCellTextChars) {
-      out += "…";
-      break;
-    }
-    if (starts_char) ++kept;
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r' || c == '\t') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
+std::string cell_text(std::string_view raw) { return markdown_cell(raw, kMaxCellTextChars); }
 
 std::string code(std::string_view raw) {
   if (raw.empty()) return std::string(kMissing);

@@ -9,6 +9,30 @@
 
 namespace am::coord {
 
+std::string markdown_cell(std::string_view raw, std::size_t max_chars) {
+  const std::string text = repair_utf8(raw);
+  std::string out;
+  out.reserve(text.size());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool starts_char = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_char && kept == max_chars) {
+      out += "…";
+      break;
+    }
+    if (starts_char) ++kept;
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r' || c == '\t') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
 std::string report_text(std::string_view text) {
   const std::string repaired = repair_utf8(text);
   std::string out;

@@ -13,6 +13,8 @@
 // - format_fixed(): locale-independent fixed notation with `decimals` digits after the point.
 // - json_number_text(): a metrics value as a cell: integers as integers, other numbers through
 //   format_number(), "" for anything that is not a number (missing, null, string).
+// - markdown_cell(): text for one Markdown table cell: repaired UTF-8, one line (CR, LF, TAB
+//   become spaces), '|' escaped, cut after `max_chars` characters with a trailing "…".
 // Pure functions; thread-safe.
 #pragma once
 
@@ -24,6 +26,8 @@
 namespace am::coord {
 
 std::string report_text(std::string_view text);
+
+std::string markdown_cell(std::string_view text, std::size_t max_chars);
 
 std::string format_number(double value);
 std::string format_fixed(double value, int decimals);

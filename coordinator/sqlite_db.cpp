@@ -22,6 +22,56 @@ Result<SqliteDb> SqliteDb::open(const std::filesystem::path& path) {
   return db;
 }
 
+namespace {
+
+// A path as an SQLite URI filename: absolute (so a leading "//" cannot read as an authority),
+// with the characters that end or escape the path part percent-encoded.
+std::string file_uri(const std::filesystem::path& path) {
+  std::error_code ec;
+  std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) abs = path;
+  std::string uri = "file:";
+  for (char c : abs.string()) {
+    if (c == '%' || c == '?' || c == '#') {
+      static constexpr char kHex[] = "0123456789ABCDEF";
+      const auto byte = static_cast<unsigned char>(c);
+      uri += '%';
+      uri += kHex[byte >> 4];
+      uri += kHex[byte & 0xF];
+    } else {
+      uri += c;
+    }
+  }
+  return uri;
+}
+
+}  // namespace
+
+Result<SqliteDb> SqliteDb::open_existing(const std::filesystem::path& path) {
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    return io_error(path.string() + ": cannot open database: " + message);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  return db;
+}
+
+Result<SqliteDb> SqliteDb::open_read_only(const std::filesystem::path& path, bool immutable) {
+  const std::string uri = file_uri(path) + (immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+  sqlite3* raw = nullptr;
+  const int rc = sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  SqliteDb db(raw);
+  if (rc != SQLITE_OK) {
+    std::string message = raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
+    return io_error(path.string() + ": cannot open database read-only: " + message);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  return db;
+}
+
 SqliteDb::~SqliteDb() {
   if (db_) sqlite3_close_v2(db_);
 }

@@ -21,6 +21,14 @@ class SqliteDb {
   // Opens (creating when missing) the database file read-write. Does not read the file yet:
   // SQLite opens lazily, so a file that is not a database is only detected by the first query.
   static Result<SqliteDb> open(const std::filesystem::path& path);
+  // Opens an existing database file read-write without creating it (SQLITE_OPEN_READWRITE, no
+  // SQLITE_OPEN_CREATE): kIoError when the file does not exist.
+  static Result<SqliteDb> open_existing(const std::filesystem::path& path);
+  // Opens an existing database file read-only (SQLITE_OPEN_READONLY through a `mode=ro` URI):
+  // never creates the file and never writes to it. With `immutable`, SQLite is told the file
+  // cannot change (`immutable=1`): it takes no locks and needs no -wal/-shm beside the file, which
+  // is what lets a WAL database in a read-only directory be read; only safe when no writer exists.
+  static Result<SqliteDb> open_read_only(const std::filesystem::path& path, bool immutable);
 
   SqliteDb() = default;
   explicit SqliteDb(sqlite3* db) : db_(db) {}

@@ -8,6 +8,7 @@
 
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -149,8 +150,12 @@ RunRecord run_from_row(const Statement& stmt) {
   return run;
 }
 
-constexpr const char* kRunColumns =
-    "SELECT run_id, plan_name, plan_path, description, created_at, finished_at, plan_hash FROM runs ";
+// The runs columns; a database older than schema 3 (read by open_read_only() without
+// migrating) has no plan_hash and reads it as "".
+std::string run_columns(int schema_version) {
+  return std::string("SELECT run_id, plan_name, plan_path, description, created_at, finished_at, ") +
+         (schema_version >= 3 ? "plan_hash" : "'' AS plan_hash") + " FROM runs ";
+}
 
 }  // namespace
 
@@ -195,6 +200,71 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
   }
   return std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
                                           static_cast<uint64_t>(st.st_ino)));
+}
+
+namespace {
+
+// The first read of the file. Its raw SQLite code tells "SQLite cannot set up the WAL index for
+// a read-only connection here" (SQLITE_READONLY / SQLITE_CANTOPEN: read-only directory, no -shm)
+// apart from everything else.
+int probe_read(sqlite3* db) {
+  return sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+}
+
+// Whether this process may write the database file and create files beside it (its -wal/-shm).
+bool can_write_beside(const std::filesystem::path& db_path) {
+  std::filesystem::path dir = db_path.parent_path();
+  if (dir.empty()) dir = ".";
+  return ::access(db_path.c_str(), W_OK) == 0 && ::access(dir.c_str(), W_OK) == 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path& db_path) {
+  if (db_path.empty()) return invalid_argument("empty database path");
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return not_found("database " + db_path.string() + " does not exist");
+  AM_RETURN_IF_ERROR(check_file_header(db_path));
+  struct stat st {};
+  if (::stat(db_path.c_str(), &st) != 0) return io_error(db_path.string() + ": cannot stat the database file");
+
+  bool immutable = false;
+  sqlite::SqliteDb db;
+  if (can_write_beside(db_path)) {
+    // We could write the file: a read-write connection with query_only on. It writes no row, but
+    // unlike an SQLITE_OPEN_READONLY one it removes the -wal/-shm it had to create when it is the
+    // last connection to close, so `report` leaves the directory as it found it.
+    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_existing(db_path));
+    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA query_only = ON"));
+  } else {
+    AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, false));
+    sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
+    const int rc = probe_read(db.get());
+    const int primary = rc & 0xff;
+    if (rc != SQLITE_OK && (primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN)) {
+      // A WAL database in a directory we cannot write: no -shm can be made. Without a -wal file
+      // no coordinator has the database open (a live WAL writer always has one), so the file is
+      // stable and may be read as immutable.
+      if (std::filesystem::exists(db_path.string() + "-wal", ec)) {
+        return io_error(db_path.string() + ": cannot read the database: a writer's -wal file is beside it "
+                        "but this process cannot open its shared-memory index (" +
+                        std::string(sqlite3_errstr(rc)) + "); read it as the user that runs the coordinator");
+      }
+      AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, true));
+      immutable = true;
+    }
+  }
+  AM_ASSIGN_OR_RETURN(int version, read_schema_version(db.get()));
+  if (version > kSchemaVersion) return newer_schema_error(db_path.string(), version, kSchemaVersion);
+  if (version < kMinReadableSchemaVersion) {
+    return failed_precondition(db_path.string() + ": empty database (no accelmatrix schema yet): no runs to read");
+  }
+  auto store = std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
+                                                static_cast<uint64_t>(st.st_ino)));
+  store->read_only_ = true;
+  store->immutable_ = immutable;
+  return store;
 }
 
 Store::Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino)
@@ -252,7 +322,7 @@ Status Store::set_run_plan(const RunRecord& run) {
 }
 
 Result<std::optional<RunRecord>> Store::get_run(const std::string& run_id) {
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, std::string(kRunColumns) + "WHERE run_id = ?"));
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, run_columns(schema_version()) + "WHERE run_id = ?"));
   stmt.bind(1, run_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt.step());
   if (!row) return std::optional<RunRecord>();
@@ -261,7 +331,7 @@ Result<std::optional<RunRecord>> Store::get_run(const std::string& run_id) {
 
 Result<std::vector<RunRecord>> Store::list_runs() {
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(
-                                     db_, std::string(kRunColumns) + "ORDER BY created_at DESC, rowid DESC"));
+                                     db_, run_columns(schema_version()) + "ORDER BY created_at DESC, rowid DESC"));
   std::vector<RunRecord> runs;
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());

@@ -16,6 +16,18 @@
 //   replaced underneath (deleted, moved, restored from a backup) fails the write with
 //   kIoError naming the file, so the caller never acknowledges a result it did not store in
 //   the database it will read back.
+// - open_read_only() is for readers (`report`, `compare`): it opens an existing database and
+//   never writes a row, migrates or creates the file, so it works on a file mode 0444, in a
+//   read-only directory and beside a running coordinator (WAL: readers never wait for the
+//   writer, and the coordinator's DB.lock is not taken). Where this process may write the file
+//   and its directory, the connection is read-write with `PRAGMA query_only` (so closing it
+//   removes the -wal/-shm it created, as every other connection does); elsewhere it is
+//   SQLITE_OPEN_READONLY (`mode=ro`). A schema older than
+//   kSchemaVersion but at least kMinReadableSchemaVersion is read as it is (the tables reports
+//   read exist since version 1); a newer one is refused with the version numbers. Where SQLite
+//   cannot set up WAL shared memory (read-only directory, no -wal/-shm beside the file) and no
+//   -wal file exists (so no writer is live), the file is opened `immutable`. Write methods of a
+//   read-only Store fail with kIoError ("attempt to write a readonly database").
 // - Not thread-safe: one Store per thread (SQLite connections are cheap; WAL allows a reader
 //   process such as `accelmatrix report` beside a writing coordinator).
 #pragma once
@@ -40,6 +52,10 @@ struct sqlite3;
 namespace am::coord {
 
 inline constexpr int kSchemaVersion = 3;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash
+// The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
+// (everything report_rows(), list_runs() and list_workers() read) have not changed since
+// version 1, except runs.plan_hash (3), which is read only where the column exists.
+inline constexpr int kMinReadableSchemaVersion = 1;
 
 struct RunRecord {
   std::string run_id;
@@ -146,6 +162,9 @@ struct ReportRow {
 class Store {
  public:
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& db_path);
+  // For readers; see the contract above. kNotFound when the file does not exist,
+  // kFailedPrecondition for a file that is not an accelmatrix database or has a newer schema.
+  static Result<std::unique_ptr<Store>> open_read_only(const std::filesystem::path& db_path);
   ~Store();
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
@@ -207,6 +226,9 @@ class Store {
   // OK while the database path still names the opened file (see the contract above).
   Status check_file_identity() const;
   const std::filesystem::path& path() const { return path_; }
+  bool read_only() const { return read_only_; }
+  // Opened read-only with `immutable=1` (read-only directory, no writer); for messages and tests.
+  bool immutable() const { return immutable_; }
 
   // Reports: one row per job of the run, in job order.
   Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
@@ -217,6 +239,8 @@ class Store {
   std::filesystem::path path_;
   uint64_t dev_ = 0;
   uint64_t ino_ = 0;
+  bool read_only_ = false;
+  bool immutable_ = false;
 };
 
 }  // namespace am::coord

@@ -6,7 +6,16 @@
 #include <atomic>
 #include <thread>
 
+#include <fstream>
+#include <functional>
+
+#include <grp.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "coordinator/migrations.h"
+#include "jobs/job_spec.h"
 #include "coordinator/store.h"
 #include "store_fixture.h"
 
@@ -256,6 +265,213 @@ TEST(StoreOpen, WriterWaitsForAnotherWritersLockAndReaderDoesNot) {
   auto all = (*store)->list_runs();
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->size(), 3u);
+}
+
+
+// --- read-only opening (issue 14 item 5) --------------------------------------------------------
+
+// A database with one run and one job, closed (so its WAL is checkpointed and removed).
+void make_database(const std::filesystem::path& path) {
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  RunRecord run;
+  run.run_id = "ro-run";
+  run.plan_name = "smoke";
+  run.created_at_ms = 7;
+  ASSERT_TRUE((*store)->upsert_run(run).ok());
+  jobs::JobSpec spec = testing::make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  ASSERT_TRUE((*store)->add_jobs("ro-run", {{jobs::compute_job_id("ro-run", spec), spec}}).ok());
+}
+
+TEST(StoreOpenReadOnly, ReadsAMode0444CopyAndWritesNothing) {
+  TempDir dir;
+  const auto original = dir.path() / "live.db";
+  make_database(original);
+  const auto copy = dir.path() / "copy.db";
+  std::filesystem::copy_file(original, copy);
+  std::filesystem::permissions(copy, std::filesystem::perms::owner_read | std::filesystem::perms::group_read |
+                                         std::filesystem::perms::others_read);
+  const FileSnapshot before = snapshot(copy);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    auto store = Store::open_read_only(copy);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    EXPECT_TRUE((*store)->read_only());
+    EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+    auto runs = (*store)->list_runs();
+    ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_EQ(runs->front().run_id, "ro-run");
+    auto rows = (*store)->report_rows("ro-run");
+    ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+    EXPECT_EQ(rows->size(), 1u);
+    // Even as root (who may write a 0444 file) the connection itself is read-only.
+    RunRecord other;
+    other.run_id = "must-not-land";
+    Status write = (*store)->upsert_run(other);
+    EXPECT_FALSE(write.ok());
+    EXPECT_NE(write.message().find("readonly"), std::string::npos) << write.message();
+  }
+  const FileSnapshot after = snapshot(copy);
+  EXPECT_EQ(after.bytes, before.bytes);
+  EXPECT_EQ(after.mtime, before.mtime);
+}
+
+TEST(StoreOpenReadOnly, ReadsAnOlderSchemaWithoutMigratingIt) {
+  TempDir dir;
+  const auto path = dir.path() / "v1.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Status st = migrate(db, 1);
+    sqlite3_close(db);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  }
+  raw_exec(path, "INSERT INTO runs(run_id, plan_name, created_at) VALUES ('old', 'smoke', 5)");
+  auto store = Store::open_read_only(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 1);
+  auto runs = (*store)->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  auto rows = (*store)->report_rows("old");
+  ASSERT_TRUE(rows.ok()) << rows.status().to_string();
+  EXPECT_TRUE(rows->empty());
+  store->reset();
+  EXPECT_EQ(raw_query(path, "SELECT max(version) FROM schema_version"), "1");
+}
+
+TEST(StoreOpenReadOnly, RefusesANewerSchemaSayingSo) {
+  TempDir dir;
+  const auto path = dir.path() / "future.db";
+  make_database(path);
+  raw_exec(path, "INSERT INTO schema_version(version, applied_at) VALUES (99, 0)");
+  auto store = Store::open_read_only(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition);
+  const std::string& m = store.status().message();
+  EXPECT_NE(m.find("schema version 99 is newer than this build supports (" + std::to_string(kSchemaVersion) + ")"),
+            std::string::npos) << m;
+  EXPECT_EQ(m.find("not an accelmatrix database"), std::string::npos) << m;
+}
+
+TEST(StoreOpenReadOnly, MissingFileIsNotFoundAndNothingIsCreated) {
+  TempDir dir;
+  const auto path = dir.path() / "absent.db";
+  auto store = Store::open_read_only(path);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(StoreOpenReadOnly, ForeignFilesAreRefusedAsBefore) {
+  TempDir dir;
+  const auto garbage = dir.path() / "garbage.db";
+  { std::ofstream(garbage) << "this is not a database at all, just some text"; }
+  auto a = Store::open_read_only(garbage);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kFailedPrecondition);
+  const auto other = dir.path() / "other.db";
+  raw_exec(other, "CREATE TABLE t(x)");
+  auto b = Store::open_read_only(other);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("not an accelmatrix database"), std::string::npos) << b.status().message();
+  const auto empty = dir.path() / "empty.db";
+  { std::ofstream touch(empty); }
+  auto c = Store::open_read_only(empty);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("empty database"), std::string::npos) << c.status().message();
+}
+
+TEST(StoreOpenReadOnly, ReadsWhileAnotherConnectionHoldsTheWriteLock) {
+  TempDir dir;
+  const auto path = dir.path() / "busy.db";
+  auto writer = Store::open(path);
+  ASSERT_TRUE(writer.ok());
+  RunRecord first;
+  first.run_id = "before";
+  ASSERT_TRUE((*writer)->upsert_run(first).ok());
+
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO runs(run_id) VALUES ('uncommitted')", nullptr, nullptr,
+                         nullptr),
+            SQLITE_OK);
+  const auto start = std::chrono::steady_clock::now();
+  auto reader = Store::open_read_only(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto runs = (*reader)->list_runs();
+  const auto took = std::chrono::steady_clock::now() - start;
+  sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+  sqlite3_close(db);
+  ASSERT_TRUE(runs.ok()) << runs.status().to_string();
+  ASSERT_EQ(runs->size(), 1u);          // the committed state, not the open transaction
+  EXPECT_EQ(runs->front().run_id, "before");
+  EXPECT_LT(took, std::chrono::milliseconds(1000));   // the busy timeout is 5 s: it did not wait
+}
+
+
+// Runs `check` where file permissions apply: in this process, or — as root, who may write any
+// file — in a forked child that drops to nobody. Returns check()'s result (0 = passed), or 100+
+// when the child could not run it.
+int as_unprivileged(const std::function<int()>& check) {
+  if (geteuid() != 0) return check();
+  const pid_t pid = fork();
+  if (pid < 0) return 101;
+  if (pid == 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(102);
+    _exit(check());
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return 103;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 104;
+}
+
+// 0: opened read-only, immutable as expected, the run listed; else which step failed.
+int open_and_list(const std::filesystem::path& path, bool expect_immutable) {
+  auto store = Store::open_read_only(path);
+  if (!store.ok()) {
+    std::fprintf(stderr, "%s\n", store.status().to_string().c_str());
+    return 1;
+  }
+  if (!(*store)->read_only()) return 2;
+  if ((*store)->immutable() != expect_immutable) return 3;
+  auto runs = (*store)->list_runs();
+  if (!runs.ok() || runs->size() != 1 || runs->front().run_id != "ro-run") return 4;
+  auto rows = (*store)->report_rows("ro-run");
+  if (!rows.ok() || rows->size() != 1) return 5;
+  return 0;
+}
+
+TEST(StoreOpenReadOnly, AReaderWhoCannotWriteTheFileOrTheDirectoryStillReads) {
+  TempDir dir;
+  const auto source = dir.path() / "source.db";
+  make_database(source);
+  // File 0444 in a directory anyone may write: SQLITE_OPEN_READONLY, the WAL index made beside.
+  const auto open_dir = dir.path() / "open";
+  std::filesystem::create_directories(open_dir);
+  std::filesystem::copy_file(source, open_dir / "r.db");
+  ASSERT_EQ(chmod((open_dir / "r.db").c_str(), 0444), 0);
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  // File 0444 in a read-only directory: nothing can be made beside it, so immutable.
+  const auto closed_dir = dir.path() / "closed";
+  std::filesystem::create_directories(closed_dir);
+  std::filesystem::copy_file(source, closed_dir / "r.db");
+  ASSERT_EQ(chmod((closed_dir / "r.db").c_str(), 0444), 0);
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0555), 0);
+  ASSERT_EQ(chmod(dir.path().c_str(), 0755), 0);
+
+  EXPECT_EQ(as_unprivileged([&] { return open_and_list(open_dir / "r.db", false); }), 0);
+  EXPECT_EQ(as_unprivileged([&] { return open_and_list(closed_dir / "r.db", true); }), 0);
+  EXPECT_FALSE(std::filesystem::exists(closed_dir / "r.db-wal"));
+  EXPECT_FALSE(std::filesystem::exists(closed_dir / "r.db-shm"));
+  // A writer's WAL beside a file this reader cannot index is refused with the reason, never read
+  // as immutable (that would miss the WAL's committed transactions).
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0755), 0);
+  { std::ofstream(closed_dir / "r.db-wal") << ""; }
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0555), 0);
+  EXPECT_NE(as_unprivileged([&] { return open_and_list(closed_dir / "r.db", true); }), 0);
+  ASSERT_EQ(chmod(closed_dir.c_str(), 0755), 0);
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ TEST(RunExitCodes, UnknownSubcommandIsNamedAndExitsTwo) {
   std::string log;
   EXPECT_EQ(run_logged(dir, "frob", {coordinator_binary().string(), "frobnicate"}, &log), 2) << log;
   EXPECT_TRUE(has(log, "unknown subcommand 'frobnicate'")) << log;
-  EXPECT_TRUE(has(log, "run, serve, report, plan, keys")) << log;
+  EXPECT_TRUE(has(log, "run, serve, report, compare, plan, keys")) << log;
   EXPECT_FALSE(has(log, "A subcommand is required")) << log;
 
   EXPECT_EQ(run_logged(dir, "serv", {coordinator_binary().string(), "serv", "--plan", "x"}, &log), 2) << log;
