@@ -8,28 +8,13 @@
 #include "common/protocol.h"
 #include "common/transport.h"
 #include "tests/integration/harness.h"
+#include "tests/integration/run_helpers.h"
 
 namespace am::testing {
 namespace {
 
 using namespace std::chrono_literals;
 
-std::optional<proto::Message> recv_one(DealerEndpoint& d, int timeout_ms) {
-  auto r = d.recv(timeout_ms);
-  if (!r.ok() || !r->has_value()) return std::nullopt;
-  return **r;
-}
-
-// Waits for a message of type T, skipping heartbeats.
-template <typename T>
-std::optional<T> expect_message(DealerEndpoint& d) {
-  for (int i = 0; i < 50; ++i) {
-    auto m = recv_one(d, 200);
-    if (!m) continue;
-    if (const T* t = std::get_if<T>(&m->body)) return *t;
-  }
-  return std::nullopt;
-}
 
 TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   ScratchDir dir("hostile");

@@ -23,22 +23,6 @@
 namespace am::testing {
 namespace {
 
-std::optional<proto::Message> recv_one(DealerEndpoint& d, int timeout_ms) {
-  auto r = d.recv(timeout_ms);
-  if (!r.ok() || !r->has_value()) return std::nullopt;
-  return **r;
-}
-
-// Waits (up to ~10 s) for a message of type T, skipping others.
-template <typename T>
-std::optional<T> expect_message(DealerEndpoint& d) {
-  for (int i = 0; i < 50; ++i) {
-    auto m = recv_one(d, 200);
-    if (!m) continue;
-    if (const T* t = std::get_if<T>(&m->body)) return *t;
-  }
-  return std::nullopt;
-}
 
 bool log_has(const std::filesystem::path& log, const std::string& needle) {
   return read_file(log).find(needle) != std::string::npos;

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "common/transport.h"
 #include "tests/integration/harness.h"
 
 namespace am::testing {
@@ -78,6 +81,24 @@ inline void expect_exactly_one_terminal_result_per_job(const std::filesystem::pa
                         "WHERE a.status = j.status AND a.state = 'done'"),
             jobs);
   EXPECT_EQ(sql_rows(db, "PRAGMA integrity_check"), (std::vector<std::vector<std::string>>{{"ok"}}));
+}
+
+// One message from a raw DEALER peer, or nullopt after timeout_ms (or on a decode error).
+inline std::optional<proto::Message> recv_one(DealerEndpoint& d, int timeout_ms) {
+  auto r = d.recv(timeout_ms);
+  if (!r.ok() || !r->has_value()) return std::nullopt;
+  return **r;
+}
+
+// Waits up to ~10 s for a message of type T, skipping any other (heartbeats, ...).
+template <typename T>
+std::optional<T> expect_message(DealerEndpoint& d) {
+  for (int i = 0; i < 50; ++i) {
+    auto m = recv_one(d, 200);
+    if (!m) continue;
+    if (const T* t = std::get_if<T>(&m->body)) return *t;
+  }
+  return std::nullopt;
 }
 
 }  // namespace am::testing
