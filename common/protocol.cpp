@@ -15,9 +15,9 @@ namespace am::proto {
 
 namespace {
 
-constexpr std::array<std::string_view, 12> kTypeNames = {
+constexpr std::array<std::string_view, 14> kTypeNames = {
     "HELLO", "WELCOME", "REJECT", "HEARTBEAT", "READY", "ASSIGN",
-    "PROGRESS", "RESULT", "ACK", "CANCEL", "DRAIN", "BYE"};
+    "PROGRESS", "RESULT", "ACK", "CANCEL", "DRAIN", "BYE", "CONTROL", "REPLY"};
 
 // Field bounds beyond the header's size limits; docs/PROTOCOL.md lists the same numbers.
 constexpr int64_t kMaxSlots = 1024;                              // HELLO.slots
@@ -168,6 +168,20 @@ struct Encoder {
   void operator()(const Bye& m) {
     pk.pack_map(1);
     put(out, "reason", m.reason);
+  }
+  void operator()(const Control& m) {
+    pk.pack_map(3);
+    put(out, "request_id", m.request_id);
+    put(out, "op", m.op);
+    put(out, "args", m.args.is_object() ? m.args : nlohmann::json::object());
+  }
+  void operator()(const Reply& m) {
+    pk.pack_map(5);
+    put(out, "request_id", m.request_id);
+    put(out, "ok", m.ok);
+    put(out, "error", m.error);
+    put(out, "code", m.code);
+    put(out, "data", m.data);
   }
 };
 
@@ -522,6 +536,24 @@ Result<Message> decode_reason_only(const FieldReader& r) {
   return Message{std::move(m)};
 }
 
+Result<Message> decode_control(const FieldReader& r) {
+  Control m;
+  AM_RETURN_IF_ERROR(r.id("request_id", Need::kRequired, m.request_id));
+  AM_RETURN_IF_ERROR(r.id("op", Need::kRequired, m.op));
+  AM_RETURN_IF_ERROR(r.document("args", Need::kOptional, m.args));
+  return Message{std::move(m)};
+}
+
+Result<Message> decode_reply(const FieldReader& r) {
+  Reply m;
+  AM_RETURN_IF_ERROR(r.id("request_id", Need::kRequired, m.request_id));
+  AM_RETURN_IF_ERROR(r.boolean("ok", Need::kRequired, m.ok));
+  AM_RETURN_IF_ERROR(r.string("error", Need::kOptional, kMaxStringBytes, m.error));
+  AM_RETURN_IF_ERROR(r.string("code", Need::kOptional, kMaxStringBytes, m.code));
+  AM_RETURN_IF_ERROR(r.document("data", Need::kOptional, m.data));
+  return Message{std::move(m)};
+}
+
 Result<Message> decode_body(MsgType type, const FieldReader& r) {
   switch (type) {
     case MsgType::kHello: return decode_hello(r);
@@ -536,6 +568,8 @@ Result<Message> decode_body(MsgType type, const FieldReader& r) {
     case MsgType::kCancel: return decode_cancel(r);
     case MsgType::kDrain: return decode_reason_only<Drain>(r);
     case MsgType::kBye: return decode_reason_only<Bye>(r);
+    case MsgType::kControl: return decode_control(r);
+    case MsgType::kReply: return decode_reply(r);
   }
   return internal_error("unhandled message type");
 }

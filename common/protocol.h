@@ -26,7 +26,8 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 2;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen
+inline constexpr int kVersionMinor = 3;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
+                                          // 1.3: CONTROL/REPLY (admin clients, §5.10)
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
@@ -50,6 +51,8 @@ enum class MsgType {
   kCancel,     // coordinator -> worker
   kDrain,      // coordinator -> worker
   kBye,        // worker -> coordinator
+  kControl,    // admin client -> coordinator (since 1.3)
+  kReply,      // coordinator -> admin client (since 1.3)
 };
 
 std::string_view msg_type_name(MsgType t);                 // "HELLO", ...
@@ -149,8 +152,28 @@ struct Bye {
   std::string reason;
 };
 
+// Since 1.3: a request from an admin client (`accelmatrix status`, `submit`, `cancel`, `drain`,
+// `release`) on its own DEALER connection; never part of a worker session. The coordinator
+// answers each with one REPLY carrying the same request_id. Operations and their arguments:
+// docs/PROTOCOL.md §5.10.
+struct Control {
+  std::string request_id;         // id chosen by the client, echoed in REPLY
+  std::string op;                 // "status" | "submit" | "cancel" | "drain" | "release"
+  nlohmann::json args = nlohmann::json::object();
+};
+
+struct Reply {
+  std::string request_id;
+  bool ok = false;
+  std::string error;              // why, when !ok
+  // When !ok: "invalid_argument" | "not_found" | "failed_precondition" | "permission_denied" |
+  // "internal" — so a client can tell a bad request from a refusal.
+  std::string code;
+  nlohmann::json data = nlohmann::json::object();
+};
+
 using Body = std::variant<Hello, Welcome, Reject, Heartbeat, Ready, Assign, Progress, JobResult,
-                          Ack, Cancel, Drain, Bye>;
+                          Ack, Cancel, Drain, Bye, Control, Reply>;
 
 struct Message {
   Body body;

@@ -31,6 +31,20 @@ inline constexpr int kSilentLeasesBeforeQuarantine = 2;
 inline constexpr int64_t kQuarantineInitialMs = 30'000;
 inline constexpr int64_t kQuarantineMaxMs = 600'000;
 
+// Device health (fleet operations; docs/PROTOCOL.md §5.11). Every device runs a known-answer
+// health job when its worker registers and then every kHealthIntervalMs; until the first one
+// passes it gets no run jobs. A device is quarantined when a health job fails, or after this many
+// crash/timeout outcomes in a row on different models (OOM neither counts nor breaks the
+// streak: a model too large for a device is a matrix finding). A quarantine lasts the initial
+// backoff, doubling with each quarantine of the device and each failed re-check (capped); then
+// a health job runs again and lifts it if it passes.
+inline constexpr int64_t kHealthIntervalMs = 3'600'000;
+inline constexpr int kCrashesBeforeDeviceQuarantine = 3;
+inline constexpr int64_t kDeviceQuarantineInitialMs = 300'000;
+inline constexpr int64_t kDeviceQuarantineMaxMs = 3'600'000;
+// The health job's own time limit: a tiny model, so anything near this is a sick device.
+inline constexpr double kHealthJobTimeoutS = 60.0;
+
 // Without CURVE, a worker id that has not yet returned a result holds at most this many leases
 // per device (a peer that takes jobs and never answers can then hold few of them).
 inline constexpr int kUnprovenLeasesPerDevice = 1;

@@ -285,11 +285,18 @@ Result<std::optional<Envelope>> RouterEndpoint::recv(int timeout_ms) {
       // Every message of a CURVE connection carries the ZAP reply's user id as metadata.
       if (const char* uid = zmq_msg_gets(in.parts[1].handle(), "User-Id")) user_id = uid;
     }
-    out = Envelope{std::move(peer), std::move(decoded).value(), std::move(user_id)};
+    // "Peer-Address" is set for TCP connections only (IPC and inproc peers are on this host).
+    std::string peer_address;
+    if (const char* addr = zmq_msg_gets(in.parts[1].handle(), "Peer-Address")) peer_address = addr;
+    out = Envelope{std::move(peer), std::move(decoded).value(), std::move(user_id), std::move(peer_address)};
     return true;
   }));
   if (!got) return std::optional<Envelope>();
   return out;
+}
+
+bool is_loopback_address(std::string_view a) {
+  return a.substr(0, 4) == "127." || a == "::1" || a.substr(0, 11) == "::ffff:127.";
 }
 
 const RejectionCounters& RouterEndpoint::rejections() const {

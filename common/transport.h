@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/protocol.h"
@@ -54,7 +55,15 @@ struct Envelope {
   // this message came on (ZeroMQ's "User-Id" message property, set from the ZAP reply).
   // Empty without CURVE.
   std::string user_id;
+  // The TCP peer's IP address as ZeroMQ reports it ("127.0.0.1", "::1", "10.0.0.7"); empty for
+  // IPC and inproc connections, which are on this host by construction.
+  std::string peer_address;
 };
+
+// True for a loopback IP address as Envelope::peer_address spells it: 127.0.0.0/8, ::1,
+// ::ffff:127.x.x.x. False for anything else, the empty string included (a TCP message without
+// a peer address is not trusted to be local).
+bool is_loopback_address(std::string_view address);
 
 class RouterEndpoint {
  public:

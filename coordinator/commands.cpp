@@ -4,9 +4,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <thread>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/clock.h"
+#include "common/protocol.h"
 #include "common/curve_files.h"
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
@@ -20,6 +24,7 @@
 #include "coordinator/report_html.h"
 #include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
+#include "coordinator/status_text.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -123,6 +128,17 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     AM_ASSIGN_OR_RETURN(auto allowed, load_curve_allow_list(a.curve_allow));
     options.curve = CurveServerConfig{pair.public_key, pair.secret_key, std::move(allowed)};
   }
+  if (!a.curve_admin.empty()) {
+    if (!options.curve) return invalid_argument("--curve-admin needs --curve-key and --curve-allow");
+    AM_ASSIGN_OR_RETURN(options.admin_keys, load_curve_allow_list(a.curve_admin));
+  }
+  // Plans sent with `accelmatrix submit` are read against the same catalog as this one.
+  const std::filesystem::path catalog =
+      a.catalog_dir.empty() ? jobs::find_catalog_dir(a.plan_file) : std::filesystem::path(a.catalog_dir);
+  options.plan_parser = [catalog](const std::string& text, const std::string& name) {
+    return jobs::load_plan_text(text, name, catalog);
+  };
+  options.command = std::string("accelmatrix ") + command;
   *exit_code = kExitInfrastructure;
   AM_ASSIGN_OR_RETURN(DbLock lock, lock_database(options.db_path, command));
   c.lock.emplace(std::move(lock));
@@ -293,6 +309,119 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   std::error_code ec;
   if (!keep_logs) std::filesystem::remove_all(lw.state_dir, ec);
   return verdict;
+}
+
+namespace {
+
+int control_failed(const Status& st) { return fail(st); }
+
+}  // namespace
+
+int cmd_status(const ControlArgs& args, const std::atomic<bool>& stop) {
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  for (;;) {
+    auto doc = control_request(args.target, "status");
+    if (!doc.ok()) return control_failed(doc.status());
+    std::string text = args.json ? doc->dump(2) + "\n" : render_status_text(*doc);
+    // --watch on a terminal redraws in place; elsewhere each refresh is appended.
+    if (args.watch_s > 0 && tty) text = "\x1b[H\x1b[2J" + text;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (args.watch_s <= 0) return kExitOk;
+    const int64_t until = steady_ms() + static_cast<int64_t>(args.watch_s * 1000.0);
+    while (steady_ms() < until) {
+      if (stop.load()) return kExitOk;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (stop.load()) return kExitOk;
+  }
+}
+
+int cmd_submit(const ControlArgs& args) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(args.plan_file, ec);
+  if (ec) return fail(args.plan_file + ": cannot read: " + ec.message(), kExitUsage);
+  if (size > proto::kMaxStringBytes) {
+    return fail(args.plan_file + ": " + std::to_string(size) + " bytes; a submitted plan may have at most " +
+                    std::to_string(proto::kMaxStringBytes) + " (start a coordinator with serve --plan for larger ones)",
+                kExitUsage);
+  }
+  std::ifstream in(args.plan_file, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) return fail(args.plan_file + ": read failed", kExitUsage);
+  nlohmann::json request{{"plan", text}, {"name", args.plan_file}, {"extend", args.extend}};
+  if (!args.run_id.empty()) request["run"] = args.run_id;
+  auto reply = control_request(args.target, "submit", request);
+  if (!reply.ok()) return control_failed(reply.status());
+  std::cout << "submitted run '" << reply->value("run_id", std::string("?")) << "': " << reply->value("jobs", 0)
+            << " job(s), " << reply->value("new_jobs", 0) << " new, " << reply->value("remaining", 0)
+            << " to run\n";
+  return kExitOk;
+}
+
+int cmd_cancel(const ControlArgs& args) {
+  auto reply = control_request(args.target, "cancel", {{"id", args.id}});
+  if (!reply.ok()) return control_failed(reply.status());
+  const int cancelled = reply->value("cancelled", 0);
+  const int running = reply->value("stopped_running", 0);
+  if (reply->contains("job_id")) {
+    if (cancelled == 0) {
+      std::cout << "job " << args.id << " already ended" << (reply->contains("status") ? " " + (*reply)["status"].get<std::string>() : std::string()) << "; nothing to cancel\n";
+    } else {
+      std::cout << "cancelled job " << args.id << (running ? " (it was running; its process is being stopped)" : "") << "\n";
+    }
+  } else {
+    std::cout << "cancelled " << cancelled << " job(s) of run '" << args.id << "'";
+    if (running > 0) std::cout << " (" << running << " were running; their processes are being stopped)";
+    std::cout << "\n";
+  }
+  return kExitOk;
+}
+
+int cmd_drain(const ControlArgs& args) {
+  auto reply = control_request(args.target, "drain", {{"worker", args.id}});
+  if (!reply.ok()) return control_failed(reply.status());
+  std::cout << "worker " << args.id << " drained: no new jobs; it finishes the " << reply->value("holding", 0)
+            << " job(s) it holds, then leaves\n";
+  return kExitOk;
+}
+
+int cmd_release(const ControlArgs& args) {
+  // WORKER or WORKER/DEVICE: device keys hold a ':' ("cpu:0"), worker ids may hold a '/'.
+  std::string worker = args.id;
+  std::string device;
+  if (auto slash = args.id.rfind('/'); slash != std::string::npos && args.id.find(':', slash) != std::string::npos) {
+    worker = args.id.substr(0, slash);
+    device = args.id.substr(slash + 1);
+  }
+  nlohmann::json request{{"worker", worker}};
+  if (!device.empty()) request["device"] = device;
+  auto reply = control_request(args.target, "release", request);
+  if (!reply.ok()) return control_failed(reply.status());
+  std::string devices;
+  for (const auto& d : reply->value("devices", nlohmann::json::array())) {
+    devices += (devices.empty() ? "" : ", ") + (d.is_string() ? d.get<std::string>() : d.dump());
+  }
+  std::cout << "released " << worker << ": " << (devices.empty() ? "no device was held back" : "devices " + devices)
+            << (reply->value("worker_quarantine_lifted", false) ? "; its silent-peer quarantine lifted" : "") << "\n";
+  return kExitOk;
+}
+
+int cmd_runs(const RunsArgs& args) {
+  auto store = Store::open_read_only(args.db);
+  if (!store.ok()) return fail(store.status());
+  auto runs = (*store)->list_runs();
+  if (!runs.ok()) return fail(runs.status());
+  auto counts = (*store)->run_counts();
+  if (!counts.ok()) return fail(counts.status());
+  if (args.json) {
+    std::cout << render_runs_json(*runs, *counts).dump(2) << "\n";
+  } else if (runs->empty()) {
+    std::cout << args.db << " holds no runs\n";
+  } else {
+    std::cout << render_runs_text(*runs, *counts);
+  }
+  return kExitOk;
 }
 
 int cmd_keys(const KeysArgs& args) {

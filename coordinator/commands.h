@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "coordinator/control_client.h"
 #include "coordinator/server.h"
 
 namespace am::coord {
@@ -22,6 +23,7 @@ struct ServeArgs {
   std::string plan_file;
   std::string curve_key_file;          // the coordinator's keypair (accelmatrix keys)
   std::string curve_allow;             // a .pub file or a directory of worker .pub files
+  std::string curve_admin;             // a .pub file or a directory of admin .pub files (CONTROL)
   std::string catalog_dir;
   std::string run_id;                  // default: the plan's name
   ServerOptions server;
@@ -70,6 +72,32 @@ struct KeysArgs {
   std::string out_dir = ".";
   std::string name;
 };
+
+// The control commands (docs/PROTOCOL.md §5.10) talk to a live coordinator: exit 0 when it
+// did what was asked; 2 for a bad argument, an unknown run/job/worker, or a request the
+// coordinator refused (no admin rights); 4 when no coordinator answered.
+struct ControlArgs {
+  ControlTarget target;
+  bool json = false;                   // status: print the coordinator's document
+  double watch_s = 0;                  // status --watch: refresh every this many seconds (0: once)
+  std::string plan_file;               // submit
+  std::string run_id;                  // submit --run
+  bool extend = false;                 // submit --extend
+  std::string id;                      // cancel: run or job id; drain/release: WORKER[/DEVICE]
+};
+
+struct RunsArgs {
+  std::string db = "accelmatrix.db";
+  bool json = false;
+};
+
+int cmd_status(const ControlArgs& args, const std::atomic<bool>& stop);
+int cmd_submit(const ControlArgs& args);
+int cmd_cancel(const ControlArgs& args);
+int cmd_drain(const ControlArgs& args);
+int cmd_release(const ControlArgs& args);
+// The runs of a database with their job counts; read-only, no coordinator needed.
+int cmd_runs(const RunsArgs& args);
 
 int cmd_keys(const KeysArgs& args);
 int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop);

@@ -69,6 +69,33 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
       ->type_name("STATUS,...");
   cmd->add_option("--curve-key", a.curve_key_file, "CURVE: this coordinator's .key file (accelmatrix keys)");
   cmd->add_option("--curve-allow", a.curve_allow, "CURVE: worker .pub file, or a directory of them");
+  cmd->add_option("--curve-admin", a.curve_admin,
+                  "CURVE: admin .pub file, or a directory of them: the keys status/submit/cancel/drain/release accept");
+  cmd->add_option_function<double>(
+         "--health-interval",
+         [&s](double v) { s.health_interval_ms = static_cast<int64_t>(v * 1000.0); },
+         "Seconds between a device's health jobs (one also runs when its worker registers); 0 = no health jobs "
+         "[default: 3600]")
+      ->check(CLI::Range(0.0, 7.0 * 86400.0));
+  cmd->add_option("--quarantine-after", s.quarantine_after,
+                  "Quarantine a device after this many crash/timeout outcomes in a row on different models (0 = never)")
+      ->check(CLI::Range(0, 1000))->capture_default_str();
+  cmd->add_option_function<double>(
+         "--quarantine-backoff",
+         [&s](double v) { s.quarantine_backoff_ms = static_cast<int64_t>(v * 1000.0); },
+         "Seconds a device's first quarantine lasts before a health job may lift it (doubles, capped at 1 h) "
+         "[default: 300]")
+      ->check(CLI::Range(0.001, 86400.0));
+}
+
+void add_target_flags(CLI::App* cmd, am::coord::ControlTarget& t) {
+  cmd->add_option("--coordinator", t.coordinator,
+                  "Coordinator endpoint, tcp://HOST:PORT or ipc://PATH (default: the one holding --db)");
+  cmd->add_option("--db", t.db, "Database whose running coordinator to ask")->capture_default_str();
+  cmd->add_option("--curve-key", t.curve_key, "CURVE: this admin's .key file");
+  cmd->add_option("--curve-server", t.curve_server, "CURVE: the coordinator's .pub file");
+  cmd->add_option("--timeout-ms", t.timeout_ms, "How long to wait for the coordinator's answer")
+      ->check(CLI::Range(100, 600000))->capture_default_str();
 }
 
 // CLI11 reports "A subcommand is required" for `accelmatrix frobnicate`: the word it could not
@@ -160,7 +187,51 @@ int main(int argc, char** argv) {
   keys_cmd->add_option("name", keys.name, "Key name, e.g. coordinator or the worker's host")->required();
   keys_cmd->add_option("--out", keys.out_dir, "Directory to write into")->capture_default_str();
 
-  for (CLI::App* sub : {run_cmd, serve_cmd, report_cmd, plan_cmd, keys_cmd}) {
+  const char* control_footer =
+      "Exit codes: 0 done; 2 bad argument, unknown run/job/worker, or refused (not an admin); 4 no coordinator "
+      "answered.\nWithout CURVE, only status is answered to other hosts; under CURVE every request needs a key "
+      "from the coordinator's --curve-admin list.";
+  am::coord::ControlArgs status;
+  auto* status_cmd = app.add_subcommand("status", "Show a running coordinator's runs, workers and devices");
+  add_target_flags(status_cmd, status.target);
+  status_cmd->add_flag("--json", status.json, "Print the coordinator's status document");
+  status_cmd->add_option("--watch", status.watch_s, "Refresh every SECONDS until Ctrl-C")
+      ->expected(0, 1)->default_str("2")->check(CLI::Range(0.1, 3600.0));
+  status_cmd->footer(control_footer);
+
+  am::coord::ControlArgs submit;
+  auto* submit_cmd = app.add_subcommand("submit", "Add a plan to a running coordinator as a new run");
+  submit_cmd->add_option("plan", submit.plan_file, "Plan file (read here, expanded by the coordinator)")->required();
+  submit_cmd->add_option("--run", submit.run_id, "Run id (default: the plan's name)");
+  submit_cmd->add_flag("--extend", submit.extend, "Add the plan's jobs to an existing run made from another plan");
+  add_target_flags(submit_cmd, submit.target);
+  submit_cmd->footer(control_footer);
+
+  am::coord::ControlArgs cancel;
+  auto* cancel_cmd = app.add_subcommand("cancel", "Cancel a run or one job: queued jobs end cancelled, running ones are stopped");
+  cancel_cmd->add_option("id", cancel.id, "Run id or job id")->required();
+  add_target_flags(cancel_cmd, cancel.target);
+  cancel_cmd->footer(control_footer);
+
+  am::coord::ControlArgs drain;
+  auto* drain_cmd = app.add_subcommand("drain", "Give a worker no new jobs; it finishes what it holds and exits");
+  drain_cmd->add_option("worker", drain.id, "Worker id (see accelmatrix status)")->required();
+  add_target_flags(drain_cmd, drain.target);
+  drain_cmd->footer(control_footer);
+
+  am::coord::ControlArgs release;
+  auto* release_cmd = app.add_subcommand("release", "Lift a quarantine: every device of WORKER, or WORKER/DEVICE");
+  release_cmd->add_option("target", release.id, "WORKER or WORKER/DEVICE (e.g. box1/opencl:0)")->required();
+  add_target_flags(release_cmd, release.target);
+  release_cmd->footer(control_footer);
+
+  am::coord::RunsArgs runs;
+  auto* runs_cmd = app.add_subcommand("runs", "List the runs in a database with their job counts");
+  runs_cmd->add_option("--db", runs.db, "SQLite database file")->capture_default_str();
+  runs_cmd->add_flag("--json", runs.json, "Print JSON");
+
+  for (CLI::App* sub : {run_cmd, serve_cmd, report_cmd, compare_cmd, plan_cmd, keys_cmd, status_cmd, submit_cmd,
+                        cancel_cmd, drain_cmd, release_cmd, runs_cmd}) {
     add_verbosity_flags(sub, verbosity.emplace_back());
   }
 
@@ -170,7 +241,8 @@ int main(int argc, char** argv) {
     // --help and --version end here with code 0; every parse error is a usage error (2), not
     // CLI11's own 105/106/109/114 (common/exit_codes.h).
     if (e.get_exit_code() == 0) return app.exit(e);
-    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, compare_cmd, plan_cmd, keys_cmd})) {
+    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, compare_cmd, plan_cmd, keys_cmd,
+                                                status_cmd, submit_cmd, cancel_cmd, drain_cmd, release_cmd, runs_cmd})) {
       std::cerr << "error: " << *unknown << "\n";
       return am::kExitUsage;
     }
@@ -201,5 +273,11 @@ int main(int argc, char** argv) {
   }
   if (*plan_cmd) return am::coord::cmd_plan(plan);
   if (*keys_cmd) return am::coord::cmd_keys(keys);
+  if (*status_cmd) return am::coord::cmd_status(status, g_stop);
+  if (*submit_cmd) return am::coord::cmd_submit(submit);
+  if (*cancel_cmd) return am::coord::cmd_cancel(cancel);
+  if (*drain_cmd) return am::coord::cmd_drain(drain);
+  if (*release_cmd) return am::coord::cmd_release(release);
+  if (*runs_cmd) return am::coord::cmd_runs(runs);
   return am::kExitUsage;
 }

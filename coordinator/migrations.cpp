@@ -155,10 +155,27 @@ CREATE INDEX attempts_by_worker ON attempts(worker_id);
 ALTER TABLE runs ADD COLUMN plan_hash TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 4: device health and quarantine history (fleet operations): one row per health check
+// outcome, quarantine, automatic lift and manual release, so `status` can say why and a lab can
+// audit a box later.
+constexpr const char* kSchemaV4 = R"sql(
+CREATE TABLE device_events (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  at          INTEGER NOT NULL,
+  worker_id   TEXT NOT NULL,
+  device      TEXT NOT NULL DEFAULT '',
+  event       TEXT NOT NULL CHECK (event IN ('health_pass', 'health_fail', 'quarantined', 'lifted',
+                                             'released', 'drained')),
+  reason      TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX device_events_by_worker ON device_events(worker_id, device, at);
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
+    {4, kSchemaV4},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

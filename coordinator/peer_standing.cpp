@@ -38,4 +38,18 @@ bool PeerStanding::quarantined(const std::string& worker_id, int64_t now_ms) con
   return it != peers_.end() && now_ms < it->second.quarantined_until_ms;
 }
 
+int64_t PeerStanding::quarantined_until(const std::string& worker_id, int64_t now_ms) const {
+  return quarantined(worker_id, now_ms) ? peers_.at(worker_id).quarantined_until_ms : 0;
+}
+
+bool PeerStanding::release(const std::string& worker_id, int64_t now_ms) {
+  auto it = peers_.find(worker_id);
+  if (it == peers_.end()) return false;
+  const bool was = now_ms < it->second.quarantined_until_ms;
+  it->second.quarantined_until_ms = 0;
+  it->second.silent_streak = 0;
+  it->second.quarantines = 0;
+  return was;
+}
+
 }  // namespace am::coord

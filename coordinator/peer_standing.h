@@ -11,8 +11,7 @@
 //   kQuarantineMaxMs. Returns the quarantine length in ms when one starts now, else 0.
 // - quarantined(now) is true until the quarantine ends; it then lifts by itself.
 // - Times are steady-clock milliseconds supplied by the caller; pure bookkeeping, no I/O, not
-//   thread-safe. (Device quarantine after crashes and health checks will extend this one
-//   mechanism.)
+//   thread-safe. (Device quarantine after crashes and failed health checks is DeviceHealth.)
 #pragma once
 
 #include <cstdint>
@@ -30,6 +29,11 @@ class PeerStanding {
 
   bool proven(const std::string& worker_id) const;
   bool quarantined(const std::string& worker_id, int64_t now_ms) const;
+  // When the worker's quarantine ends (steady ms), or 0 when it is not quarantined at now_ms.
+  int64_t quarantined_until(const std::string& worker_id, int64_t now_ms) const;
+  // `accelmatrix release`: ends the quarantine and the silent streak now and forgets the
+  // doubling. Returns true when the worker was quarantined.
+  bool release(const std::string& worker_id, int64_t now_ms);
 
  private:
   struct Peer {

@@ -1,6 +1,7 @@
 #include "coordinator/server.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 #include <thread>
@@ -13,11 +14,14 @@
 #include "common/protocol.h"
 #include "common/transport.h"
 #include "coordinator/credit_ledger.h"
+#include "coordinator/device_health.h"
+#include "coordinator/health_job.h"
 #include "coordinator/matching.h"
 #include "coordinator/peer_standing.h"
 #include "coordinator/store.h"
 
 #include <sodium.h>
+#include <unistd.h>
 
 namespace am::coord {
 namespace {
@@ -51,6 +55,7 @@ struct JobEntry {
   std::string lease_host;            // its hostname as stored with the lease (restart only)
   int lease_attempt = 0;
   int64_t lease_expires_at_ms = 0;   // epoch ms
+  int64_t lease_started_ms = 0;      // epoch ms of the current ASSIGN (0 after a restart)
   bool result_pending = false;       // the current lease's RESULT waits in the store batch
   bool lease_answered = false;       // the current lease's peer sent PROGRESS or RESULT for it
   std::string lease_device;
@@ -70,6 +75,19 @@ struct WorkerSession {
   int64_t last_seen_ms = 0;          // steady ms
   WorkerRecord record;               // stored with the session's first lease
   bool record_stored = false;
+  bool draining = false;             // `accelmatrix drain`: no new jobs; DRAIN sent
+  int64_t registered_at_ms = 0;      // epoch ms of this session's WELCOME
+  std::string build;
+};
+
+// A health job out on a device (PROTOCOL §5.11). Not a run's job: nothing of it is stored but
+// the device event its verdict makes.
+struct HealthLease {
+  std::string worker_id;
+  std::string device;
+  int attempt = 1;
+  int64_t issued_at_ms = 0;          // epoch ms
+  int64_t expires_at_ms = 0;         // epoch ms
 };
 
 // The stored form of a registration secret: BLAKE2b-256 of it, hex. The secret itself is never
@@ -91,6 +109,10 @@ std::string describe(const JobEntry& j) {
   const auto& s = j.spec;
   return fmt::format("{} {} {} b{} s{}", s.model, s.backend, jobs::to_string(s.precision), s.batch,
                      s.seq_len);
+}
+
+std::string plural_of(std::size_t n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 std::string summarize_metrics(const nlohmann::json& m) {
@@ -120,6 +142,7 @@ struct Server::Impl {
   // "finished" time, so a rerun with nothing to do leaves the run's record as it was.
   std::set<std::string> runs_to_finish;
   std::map<std::string, double> budget_s;          // run id -> plan's time_budget_s (> 0 only)
+  std::map<std::string, int64_t> budget_from_ms;   // steady ms the run was submitted
   std::set<std::string> budget_spent;              // runs whose budget has run out
   int64_t serve_started_ms = 0;                    // steady ms; the time budgets count from here
   int64_t last_tick_notify_ms = 0;
@@ -137,8 +160,25 @@ struct Server::Impl {
   std::string last_event;
   std::function<void(const Progress&)> progress_cb;
 
+  DeviceHealth health;
+  std::map<std::string, HealthLease> health_leases;   // job id -> lease
+  uint64_t health_seq = 0;
+  std::set<std::string> admin_keys;
+  bool bound_to_ipc = false;                       // every peer is on this host
+  std::map<std::string, int64_t> run_started_ms;   // epoch ms the run was submitted this session
+  std::map<std::string, std::pair<int, int64_t>> run_measured;   // run -> (jobs, summed job ms)
+  int64_t started_at_ms = 0;                       // epoch ms of create()
+  bool runs_dirty = false;                         // a job became terminal since the last check
+
   Impl(ServerOptions o, std::unique_ptr<Store> s, RouterEndpoint r)
-      : opt(std::move(o)), store(std::move(s)), router(std::move(r)) {}
+      : opt(std::move(o)),
+        store(std::move(s)),
+        router(std::move(r)),
+        health(HealthPolicy{opt.health_interval_ms, opt.quarantine_after, opt.quarantine_backoff_ms,
+                            std::max(opt.quarantine_backoff_ms, reliability::kDeviceQuarantineMaxMs)}),
+        admin_keys(opt.admin_keys.begin(), opt.admin_keys.end()),
+        bound_to_ipc(opt.bind.rfind("ipc://", 0) == 0),
+        started_at_ms(now_epoch_ms()) {}
 
   // ---- sending -------------------------------------------------------------------------
   void send(const std::string& identity, proto::Body body) {
@@ -207,6 +247,7 @@ struct Server::Impl {
     }
     j.state = JobState::kDone;
     j.status = status;
+    runs_dirty = true;
     last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
     logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
     notify();
@@ -294,6 +335,11 @@ struct Server::Impl {
         ++released;
       }
     }
+    for (const auto& [job_id, h] : health_leases) {
+      send_to_worker(h.worker_id, proto::Cancel{job_id, h.attempt, reason});
+      ++released;
+    }
+    health_leases.clear();
     if (released > 0) {
       logger()->info("released {} lease(s) of jobs in flight (attempts interrupted; a restart runs them again)",
                      released);
@@ -314,6 +360,7 @@ struct Server::Impl {
     sessions.erase(it);
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
+    drop_health_leases(worker_id);
     for (auto& [id, j] : jobs) {
       if (j.state != JobState::kLeased || j.lease_worker != worker_id || j.result_pending) continue;
       if (expected) {
@@ -385,6 +432,13 @@ struct Server::Impl {
       send(identity, proto::Reject{reason, false});
       return;
     }
+    if (opt.curve && admin_keys.count(env.user_id)) {
+      ++counters.hellos_refused_identity;
+      logger()->warn("refusing HELLO for worker {} (host '{}'): key {} is an admin key, not a worker key",
+                     h.worker_id, h.hostname, env.user_id);
+      send(identity, proto::Reject{"this CURVE key is on the admin allow-list; a worker needs a worker key", false});
+      return;
+    }
     bool known = false;
     if (std::string refusal = check_identity(env, h, &known); !refusal.empty()) {
       if (fatal) return;
@@ -412,6 +466,8 @@ struct Server::Impl {
     s.credits = CreditLedger(h.slots);
     s.authenticated = opt.curve.has_value();
     s.last_seen_ms = steady_ms();
+    s.registered_at_ms = now_epoch_ms();
+    s.build = h.build;
     if (!standing.proven(h.worker_id)) {
       auto answered = store->worker_has_results(h.worker_id);
       if (answered.ok() && *answered) standing.mark_proven(h.worker_id);
@@ -437,6 +493,13 @@ struct Server::Impl {
     send(identity, w);
     logger()->info("worker {} ({}) registered with {} device(s)", h.worker_id, h.hostname,
                    sessions[identity].devices.size());
+    // Health: a health job out before this registration has no verdict any more; every device is
+    // checked again (a restarted worker may run on other drivers).
+    drop_health_leases(h.worker_id);
+    for (const auto& d : sessions[identity].devices) {
+      if (!d.schedulable) continue;
+      health.on_register(h.worker_id, d.key, steady_ms(), device_can_run(d, health_job_spec(d)));
+    }
     // Leases the worker does not hold any more (an ASSIGN lost with a dead connection, or a
     // restarted worker) are reclaimed now rather than when they run out.
     for (auto& [id, j] : jobs) {
@@ -478,6 +541,7 @@ struct Server::Impl {
   }
 
   void on_result(WorkerSession& s, const proto::JobResult& r) {
+    if (is_health_job_id(r.job_id)) return on_health_result(s, r);
     auto it = jobs.find(r.job_id);
     if (it == jobs.end() || !worker_owns_attempt(s.worker_id, it->second, r.attempt)) {
       ++counters.results_dropped_forged;
@@ -501,9 +565,17 @@ struct Server::Impl {
     rec.received_at_ms = now_epoch_ms();
     if (pending.empty()) pending_since_ms = steady_ms();
     JobEntry& j = it->second;
+    std::string device;
     if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) {
       j.result_pending = true;
       j.lease_answered = true;
+      device = j.lease_device;
+    }
+    // The outcome is judged on receipt (the first RESULT of the current lease, never a re-sent
+    // one), before the slot it frees is leased again: a device that just crossed the crash
+    // threshold gets no next job.
+    if (!device.empty()) {
+      apply_health_events(health.on_job_outcome(s.worker_id, device, j.spec.model, r.status, steady_ms()));
     }
     pending.push_back({std::move(rec)});
   }
@@ -537,7 +609,11 @@ struct Server::Impl {
         if (rec.started_at_ms > 0 && rec.finished_at_ms >= rec.started_at_ms) {
           ++measured_jobs;
           measured_job_ms += rec.finished_at_ms - rec.started_at_ms;
+          auto& [n, ms] = run_measured[rec.run_id];
+          ++n;
+          ms += rec.finished_at_ms - rec.started_at_ms;
         }
+        runs_dirty = true;
         // Another attempt still out there (e.g. the job was re-queued after a lease expired and
         // the first worker delivered late) is no longer needed.
         if (j.state == JobState::kLeased && !is_current_lease) {
@@ -564,6 +640,7 @@ struct Server::Impl {
     for (const auto& [id, j] : jobs) {
       n += (j.state == JobState::kLeased && j.lease_worker == worker_id && !j.result_pending);
     }
+    for (const auto& [id, h] : health_leases) n += h.worker_id == worker_id;
     return n;
   }
 
@@ -572,6 +649,7 @@ struct Server::Impl {
     for (const auto& [id, j] : jobs) {
       n += (j.state == JobState::kLeased && j.lease_worker == worker_id && j.lease_device == device);
     }
+    for (const auto& [id, h] : health_leases) n += h.worker_id == worker_id && h.device == device;
     return n;
   }
 
@@ -616,6 +694,10 @@ struct Server::Impl {
     const proto::Body& body = env.message.body;
     if (const auto* hello = std::get_if<proto::Hello>(&body)) {
       on_hello(env, *hello);
+      return;
+    }
+    if (const auto* control = std::get_if<proto::Control>(&body)) {
+      on_control(env, *control);
       return;
     }
     auto it = sessions.find(env.peer);
@@ -667,7 +749,7 @@ struct Server::Impl {
     assign_dirty = false;
     const int64_t now = steady_ms();
     for (auto& [identity, s] : sessions) {
-      if (standing.quarantined(s.worker_id, now)) continue;
+      if (s.draining || standing.quarantined(s.worker_id, now)) continue;
       // Without CURVE nothing vouches for a new worker id: until it has returned a result it
       // holds at most kUnprovenLeasesPerDevice leases per device.
       const bool bounded = !s.authenticated && !standing.proven(s.worker_id);
@@ -676,6 +758,15 @@ struct Server::Impl {
       int held = leases_held_by(s.worker_id);
       for (const auto& device : s.devices) {
         int on_device = bounded ? leases_on_device(s.worker_id, device.key) : 0;
+        // A due health job goes first; until a device's first one passes, and while it is
+        // quarantined, it runs nothing else.
+        if (health.health_due(s.worker_id, device.key, now) && s.credits.available(device.key, held) > 0 &&
+            (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
+          issue_health_job(s, device);
+          ++held;
+          ++on_device;
+        }
+        if (!health.may_run_jobs(s.worker_id, device.key)) continue;
         while (s.credits.available(device.key, held) > 0 &&
                (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
           JobEntry* j = pick_job(s, device);
@@ -709,6 +800,7 @@ struct Server::Impl {
           j->lease_worker = s.worker_id;
           j->lease_attempt = attempt;
           j->lease_expires_at_ms = lease.lease_expires_at_ms;
+          j->lease_started_ms = lease.leased_at_ms;
           j->lease_answered = false;
           j->lease_device = device.key;
           s.credits.on_assign(device.key);
@@ -725,6 +817,598 @@ struct Server::Impl {
         }
       }
     }
+  }
+
+  // ---- device health (PROTOCOL §5.11) -------------------------------------------------------
+  void issue_health_job(WorkerSession& s, const DeviceInfo& device) {
+    const jobs::JobSpec spec = health_job_spec(device);
+    HealthLease h;
+    h.worker_id = s.worker_id;
+    h.device = device.key;
+    h.issued_at_ms = now_epoch_ms();
+    const int64_t lease_ms = static_cast<int64_t>(spec.timeout_s * 1000.0) + opt.lease_grace_ms;
+    h.expires_at_ms = h.issued_at_ms + lease_ms;
+    const std::string job_id = health_job_id(++health_seq);
+    health_leases[job_id] = h;
+    health.on_health_issued(s.worker_id, device.key);
+    s.credits.on_assign(device.key);
+    proto::Assign a;
+    a.job_id = job_id;
+    a.attempt = h.attempt;
+    a.lease_ms = lease_ms;
+    a.device = device.key;
+    a.spec = jobs::to_json(spec);
+    send(s.identity, std::move(a));
+    logger()->info("health job {} for {}/{} ({} {})", job_id, s.worker_id, device.key, spec.backend,
+                   jobs::to_string(spec.precision));
+  }
+
+  // The worker left or registered again: its health jobs out have no verdict; the devices are
+  // checked again when due.
+  void drop_health_leases(const std::string& worker_id) {
+    for (auto it = health_leases.begin(); it != health_leases.end();) {
+      if (it->second.worker_id != worker_id) {
+        ++it;
+        continue;
+      }
+      health.on_health_abandoned(worker_id, it->second.device);
+      it = health_leases.erase(it);
+    }
+  }
+
+  // Records device events and acts on them: a quarantined device's jobs in flight are stopped
+  // and queued again (preferably for another worker), neutrally for job and worker.
+  void apply_health_events(const std::vector<HealthEvent>& events) {
+    for (const HealthEvent& e : events) {
+      if (fatal) return;
+      DeviceEvent row{now_epoch_ms(), e.worker_id, e.device, e.event, e.reason};
+      if (Status st = store->record_device_event(row); !st.ok()) {
+        storage_fault("recording a device event of " + e.worker_id, st);
+        return;
+      }
+      if (e.event == "health_pass" || e.event == "health_fail") ++counters.health_checks;
+      if (e.event == "quarantined") {
+        ++counters.device_quarantines;
+        logger()->warn("device {}/{} quarantined: {}", e.worker_id, e.device, e.reason);
+        for (auto& [id, j] : jobs) {
+          if (j.state != JobState::kLeased || j.lease_worker != e.worker_id || j.lease_device != e.device ||
+              j.result_pending) {
+            continue;
+          }
+          const int attempt = j.lease_attempt;
+          j.lost_on.insert(e.worker_id);   // prefer another worker for it
+          lease_interrupted(j, "device " + e.worker_id + "/" + e.device + " quarantined");
+          send_to_worker(e.worker_id, proto::Cancel{j.job_id, attempt, "device quarantined"});
+        }
+      } else if (e.event == "health_fail") {
+        logger()->warn("device {}/{} failed its health check: {}", e.worker_id, e.device, e.reason);
+      } else {
+        logger()->info("device {}/{}: {} ({})", e.worker_id, e.device, e.event, e.reason);
+      }
+      last_event = e.event + "  " + e.worker_id + "/" + e.device + "  (" + e.reason + ")";
+    }
+    if (!events.empty()) {
+      assign_dirty = true;
+      notify();
+    }
+  }
+
+  void on_health_result(WorkerSession& s, const proto::JobResult& r) {
+    auto it = health_leases.find(r.job_id);
+    if (it == health_leases.end()) {
+      // A health job issued before a restart or a re-registration: no verdict is wanted, and
+      // nothing is stored. ACK it so the worker forgets it.
+      logger()->info("health result {} attempt {} from {} answers no health job out now; acknowledged",
+                     r.job_id, r.attempt, s.worker_id);
+      send(s.identity, proto::Ack{r.job_id, r.attempt});
+      return;
+    }
+    if (it->second.worker_id != s.worker_id || it->second.attempt != r.attempt) {
+      ++counters.results_dropped_forged;
+      logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)", r.job_id,
+                     r.attempt, s.worker_id, counters.results_dropped_forged);
+      return;
+    }
+    const std::string device = it->second.device;
+    health_leases.erase(it);
+    standing.on_result(s.worker_id);
+    const bool passed = r.status == ResultStatus::kPass;
+    std::string detail = std::string(to_string(r.status));
+    if (!r.reason.empty()) detail += ": " + r.reason;
+    detail += summarize_metrics(r.metrics);
+    apply_health_events(health.on_health_result(s.worker_id, device, passed, detail, steady_ms()));
+    if (fatal) return;
+    send(s.identity, proto::Ack{r.job_id, r.attempt});
+    assign_dirty = true;
+  }
+
+  void run_health_timers() {
+    const int64_t epoch = now_epoch_ms();
+    std::vector<std::pair<std::string, HealthLease>> expired;
+    for (const auto& [id, h] : health_leases) {
+      if (epoch > h.expires_at_ms) expired.emplace_back(id, h);
+    }
+    for (const auto& [id, h] : expired) {
+      health_leases.erase(id);
+      send_to_worker(h.worker_id, proto::Cancel{id, h.attempt, "lease expired"});
+      apply_health_events(health.on_health_result(h.worker_id, h.device, false,
+                                                  "no result within the health job's lease", steady_ms()));
+    }
+    // Health jobs fall due with time, not with messages: wake the scheduler for them.
+    if (!health.checks_on() || assign_dirty) return;
+    const int64_t now = steady_ms();
+    for (const auto& [identity, s] : sessions) {
+      for (const auto& d : s.devices) {
+        if (health.health_due(s.worker_id, d.key, now)) {
+          assign_dirty = true;
+          return;
+        }
+      }
+    }
+  }
+
+  // A run whose jobs are all terminal gets its "finished" time as soon as that is so (a live
+  // coordinator serves many runs; `serve --exit-when-done` marks the rest on the way out).
+  void finish_completed_runs() {
+    if (!runs_dirty) return;
+    runs_dirty = false;
+    std::map<std::string, bool> complete;
+    for (const auto& run_id : runs_to_finish) complete[run_id] = true;
+    for (const auto& [id, j] : jobs) {
+      if (j.state != JobState::kDone) {
+        if (auto c = complete.find(j.run_id); c != complete.end()) c->second = false;
+      }
+    }
+    for (const auto& [run_id, done] : complete) {
+      if (!done) continue;
+      if (Status st = store->mark_run_finished(run_id, now_epoch_ms()); !st.ok()) {
+        storage_fault("marking run " + run_id + " finished", st);
+        return;
+      }
+      runs_to_finish.erase(run_id);
+      logger()->info("run {}: every job is terminal", run_id);
+    }
+  }
+
+  // ---- control (PROTOCOL §5.10) -------------------------------------------------------------
+  static proto::Reply refusal(const std::string& request_id, const std::string& code, const std::string& error) {
+    proto::Reply r;
+    r.request_id = request_id;
+    r.ok = false;
+    r.code = code;
+    r.error = error;
+    return r;
+  }
+
+  static std::string reply_code(const Status& st) {
+    switch (st.code()) {
+      case StatusCode::kInvalidArgument: return "invalid_argument";
+      case StatusCode::kNotFound: return "not_found";
+      case StatusCode::kFailedPrecondition:
+      case StatusCode::kAlreadyExists:
+      case StatusCode::kUnsupported: return "failed_precondition";
+      default: return "internal";
+    }
+  }
+
+  // Who may ask what: under CURVE only admin keys, for every op; without CURVE `status` from
+  // anyone who reaches the endpoint, the rest only from this host.
+  std::string control_refusal(const Envelope& env, const std::string& op) const {
+    if (opt.curve) {
+      if (admin_keys.count(env.user_id)) return "";
+      return "this CURVE key is not on the coordinator's admin allow-list (serve --curve-admin)";
+    }
+    if (op == "status") return "";
+    if (bound_to_ipc || is_loopback_address(env.peer_address)) return "";
+    return "without CURVE, '" + op + "' is accepted only from the coordinator's own host (peer " +
+           (env.peer_address.empty() ? std::string("unknown") : env.peer_address) +
+           "); run it there, or use CURVE with an admin key";
+  }
+
+  void on_control(const Envelope& env, const proto::Control& c) {
+    ++counters.control_requests;
+    if (std::string why = control_refusal(env, c.op); !why.empty()) {
+      ++counters.control_refused;
+      logger()->warn("refusing control '{}' from {}{}: {}", c.op, env.peer_address.empty() ? "local peer" : env.peer_address,
+                     env.user_id.empty() ? "" : " key " + env.user_id, why);
+      send(env.peer, refusal(c.request_id, "permission_denied", why));
+      return;
+    }
+    Result<nlohmann::json> data = internal_error("unhandled");
+    if (c.op == "status") {
+      data = status_document();
+    } else if (c.op == "submit") {
+      data = control_submit(c.args);
+    } else if (c.op == "cancel") {
+      data = control_cancel(c.args, env);
+    } else if (c.op == "drain") {
+      data = control_drain(c.args);
+    } else if (c.op == "release") {
+      data = control_release(c.args);
+    } else {
+      data = invalid_argument("unknown control op '" + c.op.substr(0, 64) +
+                              "' (known: status, submit, cancel, drain, release)");
+    }
+    if (!data.ok()) {
+      logger()->info("control '{}' refused: {}", c.op, data.status().message());
+      send(env.peer, refusal(c.request_id, reply_code(data.status()), data.status().message()));
+      return;
+    }
+    if (c.op != "status") logger()->info("control '{}' done: {}", c.op, data->dump());
+    proto::Reply r;
+    r.request_id = c.request_id;
+    r.ok = true;
+    r.data = std::move(data).value();
+    send(env.peer, std::move(r));
+  }
+
+  static Result<std::string> string_arg(const nlohmann::json& args, const char* name, bool required) {
+    auto it = args.find(name);
+    if (it == args.end() || it->is_null()) {
+      if (required) return invalid_argument(std::string("missing argument '") + name + "'");
+      return std::string();
+    }
+    if (!it->is_string()) return invalid_argument(std::string("argument '") + name + "' must be a string");
+    return it->get<std::string>();
+  }
+
+  Result<nlohmann::json> control_submit(const nlohmann::json& args) {
+    if (!opt.plan_parser) return failed_precondition("this coordinator does not accept plans");
+    AM_ASSIGN_OR_RETURN(std::string text, string_arg(args, "plan", true));
+    AM_ASSIGN_OR_RETURN(std::string name, string_arg(args, "name", false));
+    AM_ASSIGN_OR_RETURN(std::string run_id, string_arg(args, "run", false));
+    bool extend = false;
+    if (auto it = args.find("extend"); it != args.end() && !it->is_null()) {
+      if (!it->is_boolean()) return invalid_argument("argument 'extend' must be a boolean");
+      extend = it->get<bool>();
+    }
+    AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name));
+    if (run_id.empty()) run_id = plan.name;
+    const std::size_t before = jobs.size();
+    AM_RETURN_IF_ERROR(submit(plan, run_id, SubmitOptions{extend}));
+    settle_ineligible_jobs();
+    assign_dirty = true;
+    notify();
+    int total = 0;
+    int remaining = 0;
+    for (const auto& [id, j] : jobs) {
+      if (j.run_id != run_id) continue;
+      ++total;
+      remaining += j.state != JobState::kDone;
+    }
+    return nlohmann::json{{"run_id", run_id},
+                          {"plan", plan.name},
+                          {"jobs", total},
+                          {"new_jobs", static_cast<int>(jobs.size() - before)},
+                          {"remaining", remaining}};
+  }
+
+  // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the
+  // worker told to stop it (the worker kills the job's process; its own `cancelled` RESULT is
+  // then a duplicate). Returns false when there was nothing to cancel.
+  bool cancel_job(JobEntry& j, const std::string& reason) {
+    if (j.state == JobState::kDone || j.result_pending) return false;
+    if (j.state == JobState::kQueued) {
+      settle(j, ResultStatus::kCancelled, reason);
+      return !fatal;
+    }
+    ResultRecord rec;
+    rec.run_id = j.run_id;
+    rec.job_id = j.job_id;
+    rec.attempt = j.lease_attempt;
+    rec.worker_id = j.lease_worker;
+    rec.status = ResultStatus::kCancelled;
+    rec.reason = reason;
+    rec.finished_at_ms = rec.received_at_ms = now_epoch_ms();
+    auto stored = store->store_results({rec});
+    if (!stored.ok()) {
+      storage_fault("storing the cancellation of " + j.job_id, stored.status());
+      return false;
+    }
+    send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, reason});
+    j.state = JobState::kDone;
+    j.status = ResultStatus::kCancelled;
+    j.lease_worker.clear();
+    j.lease_attempt = 0;
+    runs_dirty = true;
+    assign_dirty = true;
+    last_event = "cancelled  " + describe(j) + "  (" + reason + ")";
+    notify();
+    return true;
+  }
+
+  Result<nlohmann::json> control_cancel(const nlohmann::json& args, const Envelope& env) {
+    AM_ASSIGN_OR_RETURN(std::string id, string_arg(args, "id", true));
+    const std::string reason = "cancelled by an administrator" +
+                               (env.user_id.empty() ? std::string() : " (key " + env.user_id + ")");
+    if (runs.count(id)) {
+      int cancelled = 0;
+      int running = 0;
+      for (const auto& job_id : order) {
+        JobEntry& j = jobs[job_id];
+        if (j.run_id != id) continue;
+        const bool was_leased = j.state == JobState::kLeased;
+        if (cancel_job(j, reason)) {
+          ++cancelled;
+          running += was_leased;
+        }
+        if (fatal) return *fatal;
+      }
+      return nlohmann::json{{"run_id", id}, {"cancelled", cancelled}, {"stopped_running", running}};
+    }
+    auto it = jobs.find(id);
+    if (it == jobs.end()) {
+      std::string known;
+      for (const auto& r : runs) known += (known.empty() ? "" : ", ") + r;
+      return not_found("no run or job '" + id.substr(0, 128) + "' on this coordinator (runs: " +
+                       (known.empty() ? "none" : known) + ")");
+    }
+    JobEntry& j = it->second;
+    const bool was_leased = j.state == JobState::kLeased;
+    const bool cancelled = cancel_job(j, reason);
+    if (fatal) return *fatal;
+    nlohmann::json out{{"job_id", id}, {"run_id", j.run_id}, {"cancelled", cancelled ? 1 : 0},
+                       {"stopped_running", cancelled && was_leased ? 1 : 0}};
+    if (!cancelled && j.status) out["status"] = std::string(to_string(*j.status));
+    return out;
+  }
+
+  WorkerSession* session_of(const std::string& worker_id) {
+    auto it = identity_of.find(worker_id);
+    if (it == identity_of.end()) return nullptr;
+    auto s = sessions.find(it->second);
+    return s == sessions.end() ? nullptr : &s->second;
+  }
+
+  std::string connected_workers() const {
+    std::string out;
+    int shown = 0;
+    for (const auto& [identity, s] : sessions) {
+      if (++shown > 10) {
+        out += ", ...";
+        break;
+      }
+      out += (out.empty() ? "" : ", ") + s.worker_id;
+    }
+    return out.empty() ? "none" : out;
+  }
+
+  Result<nlohmann::json> control_drain(const nlohmann::json& args) {
+    AM_ASSIGN_OR_RETURN(std::string worker, string_arg(args, "worker", true));
+    WorkerSession* s = session_of(worker);
+    if (s == nullptr) {
+      return not_found("worker '" + worker.substr(0, 128) + "' is not connected (connected: " + connected_workers() + ")");
+    }
+    const int held = leases_held_by(worker);
+    if (!s->draining) {
+      s->draining = true;
+      send(s->identity, proto::Drain{"drained by an administrator"});
+      if (Status st = store->record_device_event({now_epoch_ms(), worker, "", "drained", "drained by an administrator"});
+          !st.ok()) {
+        storage_fault("recording the drain of " + worker, st);
+        return *fatal;
+      }
+      logger()->info("worker {} drained: no new jobs; it finishes the {} it holds and leaves", worker, held);
+      notify();
+    }
+    return nlohmann::json{{"worker", worker}, {"holding", held}};
+  }
+
+  Result<nlohmann::json> control_release(const nlohmann::json& args) {
+    AM_ASSIGN_OR_RETURN(std::string worker, string_arg(args, "worker", true));
+    AM_ASSIGN_OR_RETURN(std::string device, string_arg(args, "device", false));
+    const int64_t now = steady_ms();
+    const bool peer_was = standing.release(worker, now);
+    std::vector<HealthEvent> events = health.release(worker, device, now);
+    if (events.empty() && !peer_was) {
+      if (!health.known(worker) && session_of(worker) == nullptr) {
+        return not_found("worker '" + worker.substr(0, 128) + "' is not known to this coordinator (connected: " +
+                         connected_workers() + ")");
+      }
+      if (!device.empty()) return not_found("worker '" + worker + "' has no device '" + device.substr(0, 64) + "'");
+    }
+    nlohmann::json released = nlohmann::json::array();
+    for (const auto& e : events) released.push_back(e.device);
+    apply_health_events(events);
+    if (fatal) return *fatal;
+    assign_dirty = true;
+    return nlohmann::json{{"worker", worker}, {"devices", released}, {"worker_quarantine_lifted", peer_was}};
+  }
+
+  // Everything `accelmatrix status` shows (docs/PROTOCOL.md §5.10 lists the fields).
+  nlohmann::json status_document() const {
+    const int64_t now_epoch = now_epoch_ms();
+    const int64_t now = steady_ms();
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    nlohmann::json doc;
+    doc["coordinator"] = {{"endpoint", router.bound_endpoint()},
+                          {"database", store->path().string()},
+                          {"host", host},
+                          {"pid", static_cast<int64_t>(getpid())},
+                          {"command", opt.command},
+                          {"started_at_ms", started_at_ms},
+                          {"uptime_s", (now_epoch - started_at_ms) / 1000.0},
+                          {"health_interval_s", opt.health_interval_ms / 1000.0},
+                          {"quarantine_after", opt.quarantine_after},
+                          {"curve", opt.curve.has_value()}};
+    int slots = 0;
+    for (const auto& [identity, s] : sessions) slots += s.draining ? 0 : s.slots;
+    const double mean_job_ms = measured_jobs > 0 ? static_cast<double>(measured_job_ms) / measured_jobs : 0.0;
+    struct Counts {
+      int total = 0, done = 0, leased = 0, queued = 0;
+      std::map<std::string, int> by_status;
+    };
+    std::map<std::string, Counts> counts;
+    std::map<std::string, std::vector<const JobEntry*>> running;   // worker -> leased jobs
+    for (const auto& [id, j] : jobs) {
+      Counts& c = counts[j.run_id];
+      ++c.total;
+      if (j.state == JobState::kDone) {
+        ++c.done;
+        if (j.status) ++c.by_status[std::string(to_string(*j.status))];
+      } else if (j.state == JobState::kLeased) {
+        ++c.leased;
+        running[j.lease_worker].push_back(&j);
+      } else {
+        ++c.queued;
+      }
+    }
+    doc["runs"] = nlohmann::json::array();
+    for (const auto& run_id : runs) {
+      const Counts& c = counts[run_id];
+      nlohmann::json r{{"run_id", run_id}, {"total", c.total}, {"done", c.done}, {"running", c.leased},
+                       {"queued", c.queued}, {"by_status", c.by_status}};
+      const auto started = run_started_ms.find(run_id);
+      if (started != run_started_ms.end()) r["elapsed_s"] = (now_epoch - started->second) / 1000.0;
+      // ETA from this session's measured job durations: the jobs left, spread over the slots.
+      const auto measured = run_measured.find(run_id);
+      const double mean = measured != run_measured.end() && measured->second.first > 0
+                              ? static_cast<double>(measured->second.second) / measured->second.first
+                              : mean_job_ms;
+      if (c.done == c.total) {
+        r["eta_s"] = 0.0;
+      } else if (mean > 0 && slots > 0) {
+        r["eta_s"] = std::ceil(static_cast<double>(c.total - c.done) / slots) * mean / 1000.0;
+      } else {
+        r["eta_s"] = nullptr;
+      }
+      r["time_budget_s"] = budget_s.count(run_id) ? nlohmann::json(budget_s.at(run_id)) : nlohmann::json(nullptr);
+      doc["runs"].push_back(std::move(r));
+    }
+    doc["workers"] = nlohmann::json::array();
+    for (const auto& [identity, s] : sessions) {
+      nlohmann::json w{{"worker_id", s.worker_id},
+                       {"host", s.hostname},
+                       {"build", s.build},
+                       {"slots", s.slots},
+                       {"draining", s.draining},
+                       {"registered_at_ms", s.registered_at_ms},
+                       {"last_heard_ms_ago", now - s.last_seen_ms}};
+      const int64_t until = standing.quarantined_until(s.worker_id, now);
+      w["quarantined"] = until > 0;
+      if (until > 0) {
+        w["quarantine_reason"] = "took leases and never answered them (silent peer)";
+        w["quarantine_left_s"] = (until - now) / 1000.0;
+      }
+      w["devices"] = nlohmann::json::array();
+      for (const auto& d : s.devices) {
+        nlohmann::json dev{{"key", d.key}, {"backend", d.backend}, {"name", d.name},
+                           {"hardware_class", d.hardware_class}, {"schedulable", d.schedulable}};
+        if (const DeviceHealthEntry* e = health.find(s.worker_id, d.key)) {
+          dev["condition"] = std::string(to_string(e->condition));
+          dev["quarantined"] = e->condition == DeviceCondition::kQuarantined;
+          if (!e->reason.empty()) dev["reason"] = e->reason;
+          if (e->last_check_ms > 0) {
+            dev["last_health_check_s_ago"] = (now - e->last_check_ms) / 1000.0;
+            dev["last_health_check_passed"] = e->last_check_passed;
+          }
+          if (health.checks_on() && e->checkable) dev["next_health_check_in_s"] = std::max<int64_t>(0, e->next_check_ms - now) / 1000.0;
+          dev["health_check_running"] = e->check_in_flight;
+        } else {
+          dev["condition"] = d.schedulable ? "healthy" : "not schedulable";
+          dev["quarantined"] = false;
+        }
+        w["devices"].push_back(std::move(dev));
+      }
+      w["jobs"] = nlohmann::json::array();
+      for (const JobEntry* j : running[s.worker_id]) {
+        nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id}, {"model", j->spec.model},
+                           {"backend", j->spec.backend}, {"precision", std::string(jobs::to_string(j->spec.precision))},
+                           {"device", j->lease_device}, {"attempt", j->lease_attempt}};
+        if (j->lease_started_ms > 0) job["running_s"] = (now_epoch - j->lease_started_ms) / 1000.0;
+        w["jobs"].push_back(std::move(job));
+      }
+      for (const auto& [id, h] : health_leases) {
+        if (h.worker_id != s.worker_id) continue;
+        w["jobs"].push_back({{"job_id", id}, {"model", std::string(kHealthModel)}, {"device", h.device},
+                             {"attempt", h.attempt}, {"running_s", (now_epoch - h.issued_at_ms) / 1000.0}});
+      }
+      doc["workers"].push_back(std::move(w));
+    }
+    doc["counters"] = current_counters().as_map();
+    return doc;
+  }
+
+  // ---- submission (Server::submit, CONTROL submit) ------------------------------------------
+  Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
+    Impl& m = *this;
+    RunRecord run;
+    run.run_id = run_id;
+    run.plan_name = plan.name;
+    run.plan_path = plan.source.string();
+    run.description = plan.description;
+    run.created_at_ms = now_epoch_ms();
+    run.plan_hash = jobs::plan_hash(plan.jobs);
+    AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
+    bool had_work = !existing || existing->finished_at_ms == 0;
+    if (!existing) {
+      AM_RETURN_IF_ERROR(m.store->upsert_run(run));
+    } else if (existing->plan_hash != run.plan_hash) {
+      AM_ASSIGN_OR_RETURN(std::vector<JobRow> stored, m.store->load_jobs(run_id));
+      std::set<std::string> stored_ids;
+      for (const JobRow& row : stored) stored_ids.insert(row.job_id);
+      std::set<std::string> plan_ids;
+      for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
+      std::size_t only_plan = 0;
+      for (const auto& id : plan_ids) only_plan += stored_ids.count(id) == 0;
+      std::size_t only_run = 0;
+      for (const auto& id : stored_ids) only_run += plan_ids.count(id) == 0;
+      // A run from before schema 3 has no hash: it adopts this plan's when the jobs are the same.
+      const bool legacy_same = existing->plan_hash.empty() && only_plan == 0 && only_run == 0;
+      if (!legacy_same && !submit.extend) {
+        return failed_precondition(fmt::format(
+            "run '{}' in {} was made from another plan ({}, plan hash {}); {} (plan hash {}) has {} not in "
+            "the run and the run has {} not in it. Use --run NAME to start a new run with this plan, or "
+            "--extend to add its jobs to run '{}' on purpose",
+            run_id, m.store->path().string(), existing->plan_path.empty() ? "unknown file" : existing->plan_path,
+            existing->plan_hash.empty() ? "not recorded" : existing->plan_hash, plan.source.string(),
+            run.plan_hash, plural_of(only_plan, "job"), plural_of(only_run, "job"), run_id));
+      }
+      if (!legacy_same) {
+        logger()->info("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
+        had_work = had_work || only_plan > 0;
+      }
+      AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
+    }
+    AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, plan.jobs));
+    AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
+    logger()->info("run {}: {} job(s), {} new", run_id, rows.size(), added);
+    for (const JobRow& row : rows) {
+      if (m.jobs.count(row.job_id)) continue;
+      JobEntry j;
+      j.run_id = row.run_id;
+      j.job_id = row.job_id;
+      j.spec_doc = row.spec;
+      j.state = row.state;
+      j.attempts = row.attempts;
+      j.status = row.status;
+      if (j.state != JobState::kDone) had_work = true;
+      auto spec = jobs::job_spec_from_json(row.spec);
+      m.order.push_back(row.job_id);
+      if (!spec.ok()) {
+        m.jobs[row.job_id] = std::move(j);
+        m.settle(m.jobs[row.job_id], ResultStatus::kError, "stored job spec is invalid: " + spec.status().message());
+        continue;
+      }
+      j.spec = std::move(spec).value();
+      if (j.state == JobState::kLeased) {
+        j.lease_worker = row.lease_worker;
+        j.lease_host = row.lease_host;
+        j.lease_attempt = row.attempts;
+        j.lease_expires_at_ms = row.lease_expires_at_ms;
+      }
+      m.jobs[row.job_id] = std::move(j);
+    }
+    m.runs.insert(run_id);
+    if (had_work) m.runs_to_finish.insert(run_id);
+    if (plan.time_budget_s > 0) {
+      m.budget_s[run_id] = plan.time_budget_s;
+      m.budget_from_ms[run_id] = steady_ms();
+    }
+    if (!m.run_started_ms.count(run_id)) m.run_started_ms[run_id] = now_epoch_ms();
+    m.assign_dirty = true;
+    return Status::Ok();
   }
 
   // ---- timers ------------------------------------------------------------------------------
@@ -757,6 +1441,8 @@ struct Server::Impl {
       flush_results();
     }
     enforce_time_budgets(now);
+    run_health_timers();
+    finish_completed_runs();
     assign_jobs();
     if (progress_cb && now - last_tick_notify_ms >= kProgressTickMs) {
       last_tick_notify_ms = now;
@@ -770,7 +1456,8 @@ struct Server::Impl {
   void enforce_time_budgets(int64_t now) {
     if (budget_s.empty() || serve_started_ms == 0) return;
     for (const auto& [run_id, budget] : budget_s) {
-      if (now - serve_started_ms < static_cast<int64_t>(budget * 1000.0)) continue;
+      const int64_t from = std::max(serve_started_ms, budget_from_ms[run_id]);
+      if (now - from < static_cast<int64_t>(budget * 1000.0)) continue;
       const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
       if (budget_spent.insert(run_id).second) {
         int queued = 0;
@@ -795,97 +1482,37 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
     return invalid_argument("heartbeat interval and liveness must be positive");
   }
   if (options.max_infra_attempts <= 0) return invalid_argument("max attempts must be positive");
+  if (options.health_interval_ms < 0 || options.quarantine_after < 0 || options.quarantine_backoff_ms <= 0) {
+    return invalid_argument("health interval and quarantine settings must not be negative");
+  }
   if (sodium_init() < 0) return internal_error("libsodium failed to initialise");
+  std::optional<CurveServerConfig> curve = options.curve;
+  if (!options.admin_keys.empty()) {
+    if (!curve) return invalid_argument("admin keys (--curve-admin) need CURVE (--curve-key)");
+    for (const auto& key : options.admin_keys) {
+      if (std::find(curve->allowed_client_keys.begin(), curve->allowed_client_keys.end(), key) !=
+          curve->allowed_client_keys.end()) {
+        return invalid_argument("key " + key + " is both a worker key (--curve-allow) and an admin key "
+                                "(--curve-admin); give admins their own keys");
+      }
+    }
+    // An empty worker allow-list admits any client that knows the server key; otherwise the
+    // admins must be admitted too.
+    if (!curve->allowed_client_keys.empty()) {
+      curve->allowed_client_keys.insert(curve->allowed_client_keys.end(), options.admin_keys.begin(),
+                                        options.admin_keys.end());
+    }
+  }
   auto store = Store::open(options.db_path);
   if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
-  auto router = RouterEndpoint::bind(options.bind, options.curve ? &*options.curve : nullptr);
+  auto router = RouterEndpoint::bind(options.bind, curve ? &*curve : nullptr);
   if (!router.ok()) return router.status().with_context("binding " + options.bind);
   auto impl = std::make_unique<Impl>(options, std::move(store).value(), std::move(router).value());
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
-namespace {
-
-std::string plural(std::size_t n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
-
-}  // namespace
-
 Status Server::submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
-  Impl& m = *impl_;
-  RunRecord run;
-  run.run_id = run_id;
-  run.plan_name = plan.name;
-  run.plan_path = plan.source.string();
-  run.description = plan.description;
-  run.created_at_ms = now_epoch_ms();
-  run.plan_hash = jobs::plan_hash(plan.jobs);
-  AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
-  bool had_work = !existing || existing->finished_at_ms == 0;
-  if (!existing) {
-    AM_RETURN_IF_ERROR(m.store->upsert_run(run));
-  } else if (existing->plan_hash != run.plan_hash) {
-    AM_ASSIGN_OR_RETURN(std::vector<JobRow> stored, m.store->load_jobs(run_id));
-    std::set<std::string> stored_ids;
-    for (const JobRow& row : stored) stored_ids.insert(row.job_id);
-    std::set<std::string> plan_ids;
-    for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
-    std::size_t only_plan = 0;
-    for (const auto& id : plan_ids) only_plan += stored_ids.count(id) == 0;
-    std::size_t only_run = 0;
-    for (const auto& id : stored_ids) only_run += plan_ids.count(id) == 0;
-    // A run from before schema 3 has no hash: it adopts this plan's when the jobs are the same.
-    const bool legacy_same = existing->plan_hash.empty() && only_plan == 0 && only_run == 0;
-    if (!legacy_same && !submit.extend) {
-      return failed_precondition(fmt::format(
-          "run '{}' in {} was made from another plan ({}, plan hash {}); {} (plan hash {}) has {} not in "
-          "the run and the run has {} not in it. Use --run NAME to start a new run with this plan, or "
-          "--extend to add its jobs to run '{}' on purpose",
-          run_id, m.store->path().string(), existing->plan_path.empty() ? "unknown file" : existing->plan_path,
-          existing->plan_hash.empty() ? "not recorded" : existing->plan_hash, plan.source.string(),
-          run.plan_hash, plural(only_plan, "job"), plural(only_run, "job"), run_id));
-    }
-    if (!legacy_same) {
-      logger()->info("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
-      had_work = had_work || only_plan > 0;
-    }
-    AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
-  }
-  AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, plan.jobs));
-  AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
-  logger()->info("run {}: {} job(s), {} new", run_id, rows.size(), added);
-  for (const JobRow& row : rows) {
-    if (m.jobs.count(row.job_id)) continue;
-    JobEntry j;
-    j.run_id = row.run_id;
-    j.job_id = row.job_id;
-    j.spec_doc = row.spec;
-    j.state = row.state;
-    j.attempts = row.attempts;
-    j.status = row.status;
-    if (j.state != JobState::kDone) had_work = true;
-    auto spec = jobs::job_spec_from_json(row.spec);
-    m.order.push_back(row.job_id);
-    if (!spec.ok()) {
-      m.jobs[row.job_id] = std::move(j);
-      m.settle(m.jobs[row.job_id], ResultStatus::kError, "stored job spec is invalid: " + spec.status().message());
-      continue;
-    }
-    j.spec = std::move(spec).value();
-    if (j.state == JobState::kLeased) {
-      j.lease_worker = row.lease_worker;
-      j.lease_host = row.lease_host;
-      j.lease_attempt = row.attempts;
-      j.lease_expires_at_ms = row.lease_expires_at_ms;
-    }
-    m.jobs[row.job_id] = std::move(j);
-  }
-  m.runs.insert(run_id);
-  if (had_work) m.runs_to_finish.insert(run_id);
-  if (plan.time_budget_s > 0) m.budget_s[run_id] = plan.time_budget_s;
-  m.assign_dirty = true;
-  return Status::Ok();
+  return impl_->submit(plan, run_id, submit);
 }
 
 Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
@@ -934,7 +1561,11 @@ std::map<std::string, uint64_t> ServerCounters::as_map() const {
           {"registrations", registrations},
           {"reregistrations", reregistrations},
           {"quarantines", quarantines},
-          {"leases_interrupted", leases_interrupted}};
+          {"leases_interrupted", leases_interrupted},
+          {"control_requests", control_requests},
+          {"control_refused", control_refused},
+          {"health_checks", health_checks},
+          {"device_quarantines", device_quarantines}};
 }
 
 std::string ServerCounters::summary() const {

@@ -37,6 +37,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/reliability.h"
 #include "common/result_status.h"
@@ -63,6 +64,22 @@ struct ServerOptions {
   bool exit_when_done = false;
   // CURVE encryption with a ZAP allow-list of worker keys; absent = plain TCP.
   std::optional<CurveServerConfig> curve;
+  // Admin clients (CONTROL, PROTOCOL §5.10). Under CURVE: the client public keys (Z85) allowed
+  // to send control requests — never also worker keys; they are admitted by the ZAP handler and
+  // cannot register as workers. Without CURVE, `status` is answered to anyone who can reach the
+  // endpoint and every other request only from this host (IPC, or TCP from a loopback address).
+  std::vector<std::string> admin_keys;
+  // Parses a plan sent with CONTROL `submit` (its TOML text, and the file name the client read
+  // it from, for messages). Without one, submit is refused.
+  std::function<Result<jobs::Plan>(const std::string& text, const std::string& name)> plan_parser;
+  // Device health (PROTOCOL §5.11, coordinator/device_health.h). health_interval_ms = 0 turns
+  // health jobs off entirely (devices run jobs at once; a quarantine lifts only by release);
+  // quarantine_after = 0 never quarantines for crashes.
+  int64_t health_interval_ms = reliability::kHealthIntervalMs;
+  int quarantine_after = reliability::kCrashesBeforeDeviceQuarantine;
+  int64_t quarantine_backoff_ms = reliability::kDeviceQuarantineInitialMs;
+  // How this coordinator was started ("accelmatrix serve"), for `status`.
+  std::string command = "accelmatrix serve";
 };
 
 // Reliability counters of one serve session: logged when serve() returns and stored in the
@@ -83,6 +100,10 @@ struct ServerCounters {
   uint64_t reregistrations = 0;            // of those: for a worker id seen before
   uint64_t quarantines = 0;                // peers quarantined for silent leases
   uint64_t leases_interrupted = 0;         // released by a clean stop or a worker's BYE
+  uint64_t control_requests = 0;           // CONTROL requests answered (any outcome)
+  uint64_t control_refused = 0;            // of those: refused for want of admin rights
+  uint64_t health_checks = 0;              // health jobs that returned a verdict
+  uint64_t device_quarantines = 0;         // devices quarantined (failed health job, crashes)
   std::map<std::string, uint64_t> as_map() const;
   std::string summary() const;             // one line, non-zero counters only
 };
@@ -114,6 +135,8 @@ class Server {
   static Result<std::unique_ptr<Server>> create(const ServerOptions& options);
   ~Server();
 
+  // Also reachable while serving, through CONTROL `submit` (then the run's time budget counts
+  // from the submission).
   Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit = {});
 
   // Releases at once the leases whose worker `gone(worker_id, worker_host)` says will never

@@ -777,6 +777,57 @@ Status Store::save_counters(const std::map<std::string, uint64_t>& counters, int
   return check_file_identity();
 }
 
+Result<std::vector<RunCounts>> Store::run_counts() {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT run_id, state, status, count(*) AS n FROM jobs GROUP BY run_id, state, status ORDER BY run_id)sql"));
+  std::vector<RunCounts> out;
+  for (;;) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    const std::string run_id = stmt.column_text("run_id");
+    if (out.empty() || out.back().run_id != run_id) out.push_back(RunCounts{run_id});
+    RunCounts& c = out.back();
+    const int n = static_cast<int>(stmt.column_int64("n"));
+    c.total += n;
+    const auto state = parse_job_state(stmt.column_text("state"));
+    if (state == JobState::kQueued) c.queued += n;
+    else if (state == JobState::kLeased) c.leased += n;
+    else c.by_status[stmt.column_text("status")] += n;
+  }
+  return out;
+}
+
+Status Store::record_device_event(const DeviceEvent& e) {
+  if (e.worker_id.empty()) return invalid_argument("device event without a worker id");
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      INSERT INTO device_events(at, worker_id, device, event, reason) VALUES (?1, ?2, ?3, ?4, ?5))sql"));
+  stmt.bind(1, e.at_ms).bind(2, e.worker_id).bind(3, e.device).bind(4, e.event).bind(5, e.reason);
+  AM_RETURN_IF_ERROR(stmt.run());
+  return check_file_identity();
+}
+
+Result<std::vector<DeviceEvent>> Store::list_device_events(int limit) {
+  std::vector<DeviceEvent> out;
+  if (schema_version() < 4) return out;
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
+      SELECT at, worker_id, device, event, reason FROM
+        (SELECT * FROM device_events ORDER BY id DESC LIMIT ?1) ORDER BY id)sql"));
+  stmt.bind(1, static_cast<int64_t>(limit));
+  for (;;) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    DeviceEvent e;
+    e.at_ms = stmt.column_int64("at");
+    e.worker_id = stmt.column_text("worker_id");
+    e.device = stmt.column_text("device");
+    e.event = stmt.column_text("event");
+    e.reason = stmt.column_text("reason");
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 Result<std::map<std::string, uint64_t>> Store::load_counters() {
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT name, value FROM counters"));
   std::map<std::string, uint64_t> out;

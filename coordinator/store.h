@@ -51,7 +51,8 @@ struct sqlite3;
 
 namespace am::coord {
 
-inline constexpr int kSchemaVersion = 3;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash
+inline constexpr int kSchemaVersion = 4;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+                                          // 4: device_events
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
 // version 1, except runs.plan_hash (3), which is read only where the column exists.
@@ -136,6 +137,25 @@ struct WorkerRecord {
   int64_t last_seen_at_ms = 0;
 };
 
+// Health and quarantine history of a device (schema 4). `device` is "" for an event about the
+// whole worker (drained, a release of every device).
+struct DeviceEvent {
+  int64_t at_ms = 0;
+  std::string worker_id;
+  std::string device;
+  std::string event;               // health_pass | health_fail | quarantined | lifted | released | drained
+  std::string reason;
+};
+
+// A run's jobs by where they stand, for `accelmatrix runs`.
+struct RunCounts {
+  std::string run_id;
+  int total = 0;
+  int queued = 0;
+  int leased = 0;
+  std::map<std::string, int> by_status;   // terminal jobs per status name
+};
+
 // One row per job for reports: the job, its terminal attempt's result and provenance.
 struct ReportRow {
   std::string run_id;
@@ -179,6 +199,8 @@ class Store {
   Result<std::optional<RunRecord>> get_run(const std::string& run_id);
   Result<std::vector<RunRecord>> list_runs();            // newest first
   Status mark_run_finished(const std::string& run_id, int64_t at_ms);
+  // Job counts of every run (any order; runs without jobs are absent).
+  Result<std::vector<RunCounts>> run_counts();
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
   Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs);
@@ -219,6 +241,10 @@ class Store {
   Result<std::optional<WorkerCredential>> get_credential(const std::string& worker_id);
   Status bind_credential(const WorkerCredential& credential);
 
+  // Device events (schema 4). list_device_events() returns the newest `limit` events, oldest
+  // first; on a database older than schema 4 (read-only) it returns none.
+  Status record_device_event(const DeviceEvent& event);
+  Result<std::vector<DeviceEvent>> list_device_events(int limit);
   // Server counters (name -> value), kept across restarts for `status`.
   Status save_counters(const std::map<std::string, uint64_t>& counters, int64_t at_ms);
   Result<std::map<std::string, uint64_t>> load_counters();

@@ -368,9 +368,10 @@ std::string list_or_none(const std::vector<std::string>& names) {
   return out;
 }
 
-Result<Plan> load_plan_impl(const std::filesystem::path& plan_file,
+Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::string* text,
                             const std::filesystem::path& catalog_arg) {
-  AM_ASSIGN_OR_RETURN(toml::table root, detail::parse_toml_file(plan_file));
+  AM_ASSIGN_OR_RETURN(toml::table root, text != nullptr ? detail::parse_toml_text(*text, plan_file)
+                                                        : detail::parse_toml_file(plan_file));
   ErrorList errors(plan_file);
 
   for (const auto& [key, value] : root) {
@@ -488,9 +489,19 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file,
 Result<Plan> load_plan(const std::filesystem::path& plan_file,
                        const std::filesystem::path& catalog_dir) {
   try {
-    return load_plan_impl(plan_file, catalog_dir);
+    return load_plan_impl(plan_file, nullptr, catalog_dir);
   } catch (const std::exception& e) {
     return internal_error(plan_file.string() + ": " + e.what());
+  }
+}
+
+Result<Plan> load_plan_text(const std::string& text, const std::filesystem::path& display_name,
+                            const std::filesystem::path& catalog_dir) {
+  if (catalog_dir.empty()) return invalid_argument("load_plan_text needs a catalog directory");
+  try {
+    return load_plan_impl(display_name, &text, catalog_dir);
+  } catch (const std::exception& e) {
+    return internal_error(display_name.string() + ": " + e.what());
   }
 }
 

@@ -40,6 +40,12 @@ std::string plan_hash(const std::vector<PlannedJob>& jobs);
 Result<Plan> load_plan(const std::filesystem::path& plan_file,
                        const std::filesystem::path& catalog_dir = {});
 
+// A plan's TOML text that did not come from a file here (a plan sent to a live coordinator with
+// `accelmatrix submit`): `display_name` (the client's file name) stands in for the file in
+// messages and in Plan::source; `catalog_dir` must be given.
+Result<Plan> load_plan_text(const std::string& text, const std::filesystem::path& display_name,
+                            const std::filesystem::path& catalog_dir);
+
 // The catalog directory: $ACCELMATRIX_CATALOG, else <plan dir>/../models, else the source
 // tree's jobs/models (compiled in).
 std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file);

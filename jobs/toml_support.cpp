@@ -36,8 +36,12 @@ Result<toml::table> parse_toml_file(const std::filesystem::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return io_error(file.string() + ": read failed");
+  return parse_toml_text(text.str(), file);
+}
+
+Result<toml::table> parse_toml_text(const std::string& text, const std::filesystem::path& file) {
   try {
-    return toml::parse(text.str(), file.string());
+    return toml::parse(text, file.string());
   } catch (const toml::parse_error& e) {
     return invalid_argument(position(file, e.source()) + ": " + std::string(e.description()));
   } catch (const std::exception& e) {

@@ -21,6 +21,9 @@ namespace am::jobs::detail {
 // Reads and parses `file`. Syntax errors come back as "file:line:col: <toml++ description>";
 // an unreadable file as NotFound/IoError naming it. Never throws.
 Result<toml::table> parse_toml_file(const std::filesystem::path& file);
+// The same for text that did not come from a file (a plan sent to a live coordinator):
+// `display_name` stands in for the file name in messages.
+Result<toml::table> parse_toml_text(const std::string& text, const std::filesystem::path& display_name);
 
 // Collects every problem found in one file so a user sees them all at once, like a compiler.
 class ErrorList {

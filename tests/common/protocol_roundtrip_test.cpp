@@ -32,8 +32,10 @@ TEST(ProtocolNames, EveryTypeNameRoundTrips) {
 
 TEST(ProtocolNames, MessageTypeFollowsTheBodyAlternative) {
   const auto msgs = sample_messages(7);
-  ASSERT_EQ(msgs.size(), 12u);
-  for (std::size_t i = 0; i < msgs.size(); ++i) {
+  // One of each type in enum order, then a second REPLY (a refusal).
+  ASSERT_EQ(msgs.size(), 15u);
+  EXPECT_EQ(msgs.back().type(), MsgType::kReply);
+  for (std::size_t i = 0; i + 1 < msgs.size(); ++i) {
     EXPECT_EQ(msgs[i].type(), static_cast<MsgType>(i));
     EXPECT_EQ(encode(msgs[i]).type, msg_type_name(static_cast<MsgType>(i)));
   }

@@ -120,6 +120,22 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
   out.push_back({Cancel{assign.job_id, 2, "job cancelled by the operator"}});
   out.push_back({Drain{"coordinator shutting down"}});
   out.push_back({Bye{"worker stopping (SIGTERM)"}});
+  Control control;
+  control.request_id = "req-" + random_token(rng, 12);
+  control.op = "cancel";
+  control.args = {{"id", random_token(rng, 16)}, {"extend", false}};
+  out.push_back({control});
+  Reply reply;
+  reply.request_id = control.request_id;
+  reply.ok = true;
+  reply.data = {{"run_id", "smoke"}, {"cancelled", 3}, {"workers", nlohmann::json::array({"a", "b"})}};
+  out.push_back({reply});
+  Reply refused;
+  refused.request_id = "req-2";
+  refused.ok = false;
+  refused.code = "permission_denied";
+  refused.error = "this CURVE key is not on the coordinator's admin allow-list";
+  out.push_back({refused});
   return out;
 }
 
@@ -177,6 +193,14 @@ inline ::testing::AssertionResult bodies_equal(const Drain& a, const Drain& b) {
 }
 inline ::testing::AssertionResult bodies_equal(const Bye& a, const Bye& b) {
   AM_FIELD_EQ(reason)
+  return ::testing::AssertionSuccess();
+}
+inline ::testing::AssertionResult bodies_equal(const Control& a, const Control& b) {
+  AM_FIELD_EQ(request_id) AM_FIELD_EQ(op) AM_FIELD_EQ(args)
+  return ::testing::AssertionSuccess();
+}
+inline ::testing::AssertionResult bodies_equal(const Reply& a, const Reply& b) {
+  AM_FIELD_EQ(request_id) AM_FIELD_EQ(ok) AM_FIELD_EQ(error) AM_FIELD_EQ(code) AM_FIELD_EQ(data)
   return ::testing::AssertionSuccess();
 }
 #undef AM_FIELD_EQ

@@ -49,10 +49,10 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 3);
+  EXPECT_EQ(kSchemaVersion, 4);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3");
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4");
   for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
                             "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
@@ -79,7 +79,7 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "3");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "4");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 
@@ -168,7 +168,7 @@ TEST(StoreOpen, MigrationsAreOrderedAndEndAtCurrentVersion) {
 
 // Schema 3 rebuilds the attempts table (a new state in its CHECK) and adds runs.plan_hash: a
 // database written by a schema-2 build opens with every row as it was.
-TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToThreeWithEveryRowKept) {
+TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToTheCurrentSchemaWithEveryRowKept) {
   TempDir dir;
   const auto path = dir.path() / "v2.db";
   {
@@ -191,7 +191,8 @@ TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToThreeWithEveryRowKept) {
 
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
-  EXPECT_EQ((*store)->schema_version(), 3);
+  EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM device_events"), "0") << "schema 4 adds the device events";
   EXPECT_EQ(raw_query(path, "SELECT group_concat(state || ':' || reason || ':' || metrics_json, ' | ') FROM "
                             "(SELECT * FROM attempts ORDER BY attempt)"),
             "expired:lease expired:{} | done::{\"x\":1}");

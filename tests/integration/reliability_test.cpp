@@ -295,7 +295,11 @@ TEST(Reliability, PeersThatTakeJobsAndNeverAnswerLoseNothingBesideHealthyWorkers
   // Twelve short jobs with 2.5 s leases (timeout 2 s + grace 0.5 s).
   const auto plan = write_bert_plan(dir / "silent.toml", "silent", 0.05,
                                     "[16, 20, 24, 28, 32, 36]", "[\"f32\", \"q8_0\"]", "both", "timeout_s = 2\n");
-  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep", 0, "500"), dir / "serve.log");
+  // Health jobs off: with them, a silent peer never answers its health job and so never gets a
+  // run job at all (PROTOCOL §5.11); this test is about the leases of run jobs.
+  auto args = serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep", 0, "500");
+  args.insert(args.end(), {"--health-interval", "0"});
+  Process serve(args, dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");
   ASSERT_FALSE(ep.empty()) << serve.log();
   // The silent peers claim this machine's devices, so they can take every job.

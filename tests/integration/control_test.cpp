@@ -1,0 +1,303 @@
+// Issue 13 items 1 and 7 with real processes: a live coordinator watched and steered with
+// `accelmatrix status`, `submit`, `cancel`, `drain`, `release` and `runs`; admin keys under
+// CURVE; health jobs and device quarantine (docs/PROTOCOL.md §5.10, §5.11).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/curve.h"
+#include "tests/integration/run_helpers.h"
+
+namespace am::testing {
+namespace {
+
+using nlohmann::json;
+
+std::vector<std::string> cli(std::vector<std::string> args, const std::filesystem::path& db) {
+  args.insert(args.begin(), coordinator_binary().string());
+  args.push_back("--db");
+  args.push_back(db.string());
+  return args;
+}
+
+// `accelmatrix status --json` against the coordinator of `db`.
+std::optional<json> status_of(const std::filesystem::path& db) {
+  int code = -1;
+  const std::string out = run_capture(cli({"status", "--json"}, db), &code);
+  if (code != 0) return std::nullopt;
+  try {
+    return json::parse(out);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+const json* find_run(const json& status, const std::string& run_id) {
+  for (const json& r : status["runs"]) {
+    if (r["run_id"] == run_id) return &r;
+  }
+  return nullptr;
+}
+
+// The pids of `pid`'s child processes (from /proc; threads' children included).
+std::vector<int> children_of(pid_t pid) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(task.path() / "children");
+    int child = 0;
+    while (in >> child) out.push_back(child);
+  }
+  return out;
+}
+
+std::filesystem::path write_selftest_plan(const std::filesystem::path& path, const std::string& name,
+                                          const std::vector<std::string>& models, double timeout_s = 120) {
+  std::string text = "[plan]\nname = \"" + name + "\"\nmode = \"accuracy\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                     "precisions = [\"f32\"]\ntimeout_s = " + std::to_string(timeout_s) + "\n";
+  for (const auto& m : models) text += "\n[[models]]\nname = \"selftest:" + m + "\"\n";
+  return write_file(path, text);
+}
+
+// A coordinator that stays up (no --exit-when-done) with health jobs on, and one worker.
+struct LiveCoordinator {
+  std::unique_ptr<Process> serve;
+  std::unique_ptr<Process> worker;
+  std::string endpoint;
+};
+
+LiveCoordinator start_live(const ScratchDir& dir, const std::filesystem::path& plan, const std::filesystem::path& db,
+                           const std::vector<std::string>& serve_extra = {}) {
+  LiveCoordinator c;
+  std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                   plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*",
+                                   "--catalog", catalog_dir(), "--endpoint-file", (dir / "ep").string(), "--quiet",
+                                   "--heartbeat-ms", "100", "--liveness", "20"};
+  args.insert(args.end(), serve_extra.begin(), serve_extra.end());
+  c.serve = std::make_unique<Process>(args, dir / "serve.log");
+  c.endpoint = wait_for_endpoint(dir / "ep");
+  return c;
+}
+
+TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
+  ScratchDir dir("control");
+  const auto db = dir / "c.db";
+  const auto first = write_selftest_plan(dir / "first.toml", "first", {"pass", "fail"});
+  LiveCoordinator c = start_live(dir, first, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+
+  // The first plan completes; status shows it, the worker and its devices, healthy.
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    const json* r = st ? find_run(*st, "first") : nullptr;
+    return r != nullptr && (*r)["done"] == 2;
+  }, 60s)) << c.serve->log() << (st ? st->dump(2) : std::string("no status"));
+  EXPECT_EQ((*st)["coordinator"]["database"], db.string());
+  EXPECT_EQ((*find_run(*st, "first"))["by_status"], (json{{"pass", 1}, {"fail", 1}}));
+  ASSERT_EQ((*st)["workers"].size(), 1u);
+  const json& w = (*st)["workers"][0];
+  EXPECT_EQ(w["worker_id"], "w1");
+  bool cpu_healthy = false;
+  for (const json& d : w["devices"]) {
+    if (d["key"] == "cpu:0") cpu_healthy = d["condition"] == "healthy" && d["last_health_check_passed"] == true;
+  }
+  EXPECT_TRUE(cpu_healthy) << w.dump(2);
+  // The health job ran on cpu:0 before its first run job was leased.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM device_events WHERE worker_id = 'w1' AND device = 'cpu:0' "
+                        "AND event = 'health_pass' AND at <= (SELECT MIN(leased_at) FROM attempts "
+                        "WHERE worker_id = 'w1' AND device = 'cpu:0')"),
+            1);
+
+  // The human form names the run and the worker.
+  int code = -1;
+  const std::string text = run_capture(cli({"status"}, db), &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(text.find("first  2/2 done (1 fail, 1 pass)"), std::string::npos) << text;
+  EXPECT_NE(text.find("w1  host "), std::string::npos) << text;
+
+  // submit: a second plan becomes a second run on the live coordinator.
+  const auto hangs = write_selftest_plan(dir / "hangs.toml", "hangs", {"hang", "stubborn", "pass"});
+  const std::string submitted = run_capture(cli({"submit", hangs.string()}, db), &code);
+  ASSERT_EQ(code, 0) << submitted << c.serve->log();
+  EXPECT_NE(submitted.find("submitted run 'hangs': 3 job(s), 3 new"), std::string::npos) << submitted;
+  // A plan with an error is refused with the plan's own message, exit 2.
+  const auto bad = write_file(dir / "bad.toml", "[plan]\nname = \"bad\"\n[[models]]\nname = \"no-such-model\"\n");
+  const std::string refused = run_capture(cli({"submit", bad.string()}, db), &code);
+  EXPECT_EQ(code, 2);
+
+  // The hang job runs on the worker (one slot): status lists it with its model.
+  std::string hang_job;
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    if (!st || (*st)["workers"].empty()) return false;
+    for (const json& j : (*st)["workers"][0]["jobs"]) {
+      if (j["model"] == "selftest:hang") hang_job = j["job_id"];
+    }
+    return !hang_job.empty();
+  }, 30s)) << c.serve->log();
+  ASSERT_TRUE(wait_until([&] { return !children_of(c.worker->pid()).empty(); }, 10s)) << "the job process runs";
+
+  // cancel the run: every job ends cancelled; the running job's process is killed.
+  const std::string cancelled = run_capture(cli({"cancel", "hangs"}, db), &code);
+  ASSERT_EQ(code, 0) << cancelled;
+  EXPECT_NE(cancelled.find("cancelled 3 job(s) of run 'hangs' (1 were running"), std::string::npos) << cancelled;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'hangs' AND status = 'cancelled'"), 3);
+  EXPECT_TRUE(wait_until([&] { return children_of(c.worker->pid()).empty(); }, 10s))
+      << "the cancelled job's process still runs\n" << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'hangs' AND job_id = '" + hang_job +
+                        "' AND status = 'cancelled' AND state = 'done'"),
+            1);
+  EXPECT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM runs WHERE run_id = 'hangs' AND finished_at > 0") == 1; }, 5s))
+      << "a run whose jobs are all terminal is finished";
+  // Unknown ids are named, exit 2.
+  const std::string unknown = run_capture(cli({"cancel", "no-such-run"}, db), &code);
+  EXPECT_EQ(code, 2);
+
+  // runs: both runs with their counts, from the database alone.
+  const std::string runs = run_capture({coordinator_binary().string(), "runs", "--db", db.string(), "--json"}, &code);
+  ASSERT_EQ(code, 0) << runs;
+  const json listed = json::parse(runs);
+  ASSERT_EQ(listed.size(), 2u);
+  for (const json& r : listed) {
+    if (r["run_id"] == "hangs") EXPECT_EQ(r["by_status"], (json{{"cancelled", 3}}));
+    if (r["run_id"] == "first") EXPECT_EQ(r["jobs"], 2);
+  }
+
+  // drain: the worker gets DRAIN, finishes (nothing held) and exits 0; status no longer lists it.
+  const std::string drained = run_capture(cli({"drain", "w1"}, db), &code);
+  ASSERT_EQ(code, 0) << drained;
+  EXPECT_EQ(c.worker->wait(20s), 0) << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM device_events WHERE worker_id = 'w1' AND event = 'drained'"), 1);
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    return st && (*st)["workers"].empty();
+  }, 10s));
+  run_capture(cli({"drain", "w1"}, db), &code);
+  EXPECT_EQ(code, 2) << "draining a worker that is not connected is an input error";
+
+  c.serve->terminate();
+  EXPECT_EQ(c.serve->wait(20s), 1) << "every job is terminal and one failed\n" << c.serve->log();
+  // Without a coordinator: exit 4 with a message that points at `runs`.
+  const std::string gone = run_capture(cli({"status"}, db), &code);
+  EXPECT_EQ(code, 4);
+}
+
+TEST(Control, CrashesOnDifferentModelsQuarantineADeviceUntilItsHealthJobPassesAgain) {
+  ScratchDir dir("control-quarantine");
+  const auto db = dir / "q.db";
+  // segv and abort crash; hang times out after 1 s (sigkill would be stored as oom, which never
+  // quarantines).
+  const auto plan = write_selftest_plan(dir / "q.toml", "q", {"segv", "abort", "hang", "pass"}, 1.0);
+  LiveCoordinator c = start_live(dir, plan, db,
+                                 {"--exit-when-done", "--quarantine-after", "3", "--quarantine-backoff", "1.5"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "qw", dir), dir / "qw.log");
+  // Three crash/timeout outcomes on three models quarantine cpu:0; 1.5 s later its health job passes and lifts
+  // it; then the pass job runs and the run completes (exit 1: crashes are --fail-on statuses).
+  EXPECT_EQ(c.serve->wait(90s), 1) << c.serve->log();
+  const auto events = sql_rows(db, "SELECT event, reason FROM device_events WHERE worker_id = 'qw' AND "
+                                   "device = 'cpu:0' ORDER BY id");
+  std::vector<std::string> names;
+  for (const auto& row : events) names.push_back(row[0]);
+  EXPECT_EQ(names, (std::vector<std::string>{"health_pass", "quarantined", "health_pass", "lifted"}));
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_NE(events[1][1].find("selftest:segv (crash) selftest:abort (crash) selftest:hang (timeout)"), std::string::npos)
+      << events[1][1];
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1);
+  // The pass job was leased only after the lift.
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j USING (run_id, job_id) WHERE "
+                        "j.spec_json LIKE '%selftest:pass%' AND a.leased_at >= (SELECT at FROM device_events "
+                        "WHERE event = 'lifted')"),
+            1);
+}
+
+TEST(Control, ReleaseLiftsAQuarantineAtOnce) {
+  ScratchDir dir("control-release");
+  const auto db = dir / "r.db";
+  const auto plan = write_selftest_plan(dir / "r.toml", "r", {"segv", "abort", "pass"});
+  LiveCoordinator c = start_live(dir, plan, db, {"--quarantine-after", "2", "--quarantine-backoff", "3600"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "rw", dir), dir / "rw.log");
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    if (!st || (*st)["workers"].empty()) return false;
+    for (const json& d : (*st)["workers"][0]["devices"]) {
+      if (d["key"] == "cpu:0" && d["quarantined"] == true) return true;
+    }
+    return false;
+  }, 60s)) << c.serve->log();
+  int code = -1;
+  const std::string text = run_capture(cli({"status"}, db), &code);
+  EXPECT_NE(text.find("QUARANTINED: 2 crash/timeout outcomes in a row on 2 models"), std::string::npos) << text;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 0) << "a quarantined device runs nothing";
+
+  run_capture(cli({"release", "rw/cpu:9"}, db), &code);
+  EXPECT_EQ(code, 2) << "an unknown device is named";
+  const std::string released = run_capture(cli({"release", "rw/cpu:0"}, db), &code);
+  ASSERT_EQ(code, 0) << released;
+  EXPECT_NE(released.find("devices cpu:0"), std::string::npos) << released;
+  EXPECT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'") == 1; }, 30s))
+      << c.serve->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM device_events WHERE event = 'released' AND device = 'cpu:0'"), 1);
+  c.serve->terminate();
+  EXPECT_EQ(c.serve->wait(20s), 1) << "every job is terminal; two crashed\n" << c.serve->log();
+}
+
+TEST(Control, UnderCurveOnlyAdminKeysMayControlAndAnAdminKeyCannotRegisterAsAWorker) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+  ScratchDir dir("control-curve");
+  const auto keys = dir / "keys";
+  std::filesystem::create_directories(keys);
+  for (const char* name : {"coordinator", "worker", "admin"}) {
+    int code = -1;
+    run_capture({coordinator_binary().string(), "keys", name, "--out", keys.string()}, &code);
+    ASSERT_EQ(code, 0);
+  }
+  const auto db = dir / "k.db";
+  const auto plan = write_selftest_plan(dir / "k.toml", "k", {"hang"});
+  LiveCoordinator c = start_live(dir, plan, db,
+                                 {"--curve-key", (keys / "coordinator.key").string(), "--curve-allow",
+                                  (keys / "worker.pub").string(), "--curve-admin", (keys / "admin.pub").string()});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  auto as = [&](const char* key, std::vector<std::string> args, int* code) {
+    args.insert(args.end(), {"--coordinator", c.endpoint, "--curve-key", (keys / key).string(), "--curve-server",
+                             (keys / "coordinator.pub").string(), "--timeout-ms", "3000"});
+    args.insert(args.begin(), coordinator_binary().string());
+    return run_capture(args, code);
+  };
+  int code = -1;
+  // A worker key reaches the coordinator (it is on the allow-list) but may not control it.
+  std::string out = as("worker.key", {"cancel", "k"}, &code);
+  EXPECT_EQ(code, 2) << out;
+  as("worker.key", {"status"}, &code);
+  EXPECT_EQ(code, 2);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'cancelled'"), 0);
+  // Without any key there is no connection at all: no answer, exit 4.
+  run_capture({coordinator_binary().string(), "status", "--coordinator", c.endpoint, "--timeout-ms", "1000"}, &code);
+  EXPECT_EQ(code, 4);
+  // The admin key may.
+  out = as("admin.key", {"status", "--json"}, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(json::parse(out)["coordinator"]["curve"], true);
+  out = as("admin.key", {"cancel", "k"}, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'cancelled'"), 1);
+  // An admin key is not a worker key.
+  Process impostor({worker_binary().string(), "--coordinator", c.endpoint, "--id", "adm", "--state-dir",
+                    (dir / "adm").string(), "--curve-key", (keys / "admin.key").string(), "--curve-server",
+                    (keys / "coordinator.pub").string()},
+                   dir / "adm.log");
+  EXPECT_EQ(impostor.wait(20s), 2) << impostor.log();
+  EXPECT_NE(impostor.log().find("admin allow-list"), std::string::npos) << impostor.log();
+  c.serve->terminate();
+  EXPECT_EQ(c.serve->wait(20s), 0) << c.serve->log();
+}
+
+}  // namespace
+}  // namespace am::testing
