@@ -8,7 +8,10 @@ slurmctld and slurmd with a generated slurm.conf (no cgroups, its own ports and 
      that it exits 0, that Slurm records exit code 0, and that the database holds every job of the
      plan, terminal, in an accepted status;
   2. submits it with a plan whose one job fails (selftest:fail) and checks that the coordinator's
-     exit code 1 comes back from `sbatch --wait` and is Slurm's exit code of the job.
+     exit code 1 comes back from `sbatch --wait` and is Slurm's exit code of the job;
+  3. submits a plan whose job hangs and signals the batch shell as Slurm does before the time
+     limit (`scancel --batch --signal=TERM`): exit code 3 (interrupted, resumable), the workers
+     stop cleanly and leave nothing in the job's TMPDIR.
 
 Every daemon is stopped at the end, on failure too, and the test fails if a process it started
 (found by a marker in its environment) is still alive after that. Exit 77 (skipped) when not
@@ -248,16 +251,26 @@ PartitionName=amtest Nodes={self.host} Default=YES MaxTime=10 State=UP
         return survivors
 
 
-def submit(cluster, script, submit_dir, extra_env, label):
-    """`sbatch --wait`s the script; returns (sbatch exit code, job id, Slurm's ExitCode, state)."""
+def submit(cluster, script, submit_dir, extra_env, label, while_running=None):
+    """`sbatch --wait`s the script, calling while_running(job_id, output_file) once the job
+    runs; returns (sbatch exit code, job id, Slurm's ExitCode, JobState, the job's output)."""
     env = dict(cluster.env)
     env.update(extra_env)
+    name = f"am-{label}"
     t0 = time.monotonic()
-    p = subprocess.Popen(["sbatch", "--wait", "--parsable", "--job-name", f"am-{label}", script],
+    p = subprocess.Popen(["sbatch", "--wait", "--parsable", "--job-name", name, script],
                          cwd=submit_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     try:
-        out, err = p.communicate(timeout=JOB_WAIT_S)
+        if while_running is not None:
+            job_id = ""
+            while not job_id and p.poll() is None and time.monotonic() - t0 < JOB_WAIT_S:
+                job_id = cluster.run(["squeue", "-h", "-n", name, "-t", "RUNNING", "-o", "%i"],
+                                     check=False).stdout.strip()
+                time.sleep(0.1)
+            if job_id:
+                while_running(job_id, os.path.join(submit_dir, f"accelmatrix-{job_id}.out"))
+        out, err = p.communicate(timeout=max(1.0, JOB_WAIT_S - (time.monotonic() - t0)))
     except subprocess.TimeoutExpired:
         p.kill()
         out, err = p.communicate()
@@ -270,11 +283,24 @@ def submit(cluster, script, submit_dir, extra_env, label):
     info = cluster.run(["scontrol", "show", "job", job_id]).stdout
     fields = dict(kv.split("=", 1) for kv in info.split() if "=" in kv)
     output = os.path.join(submit_dir, f"accelmatrix-{job_id}.out")
+    text = ""
     if os.path.exists(output):
         with open(output, errors="replace") as f:
-            lines = [ln for ln in f if "[info]" not in ln]
-        print(f"--- {output} (info lines left out)\n" + "".join(lines), end="", flush=True)
-    return p.returncode, job_id, fields.get("ExitCode"), fields.get("JobState")
+            text = f.read()
+        shown = "".join(ln + "\n" for ln in text.splitlines() if "[info]" not in ln)
+        print(f"--- {output} (info lines left out)\n" + shown, end="", flush=True)
+    return p.returncode, job_id, fields.get("ExitCode"), fields.get("JobState"), text
+
+
+def wait_for_text(path, needle, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if os.path.exists(path):
+            with open(path, errors="replace") as f:
+                if needle in f.read():
+                    return True
+        time.sleep(0.1)
+    return False
 
 
 def report(accelmatrix, db):
@@ -320,7 +346,10 @@ def main():
 
         submit_dir = cluster.path("submit")
         os.makedirs(submit_dir)
-        host_env = {}
+        job_tmp = cluster.path("tmp")  # the jobs' TMPDIR: the script's and the workers' files
+        os.makedirs(job_tmp)
+        os.chmod(job_tmp, 0o1777)
+        host_env = {"TMPDIR": job_tmp}
         try:
             socket.gethostbyname(socket.gethostname())
         except OSError:
@@ -331,7 +360,7 @@ def main():
                                             capture_output=True, text=True).stdout)
         planned_ids = {j["job_id"] for j in planned}
         db = os.path.join(submit_dir, "smoke.db")
-        rc, job, exit_code, state = submit(cluster, script, submit_dir, {
+        rc, job, exit_code, state, _ = submit(cluster, script, submit_dir, {
             "ACCELMATRIX_PLAN": smoke, "ACCELMATRIX_BIN": build, "ACCELMATRIX_DB": db,
             "ACCELMATRIX_CURVE_DIR": cluster.path("keys"), **host_env}, "smoke")
         if rc != 0 or exit_code != "0:0" or state != "COMPLETED":
@@ -354,7 +383,7 @@ def main():
             f.write('[plan]\nname = "failing"\n\n[[models]]\nname = "selftest:fail"\nbackends = ["cpu"]\n'
                     'precisions = ["f32"]\n')
         db2 = os.path.join(submit_dir, "failing.db")
-        rc, job, exit_code, state = submit(cluster, script, submit_dir, {
+        rc, job, exit_code, state, _ = submit(cluster, script, submit_dir, {
             "ACCELMATRIX_PLAN": failing, "ACCELMATRIX_BIN": build, "ACCELMATRIX_DB": db2,
             **host_env}, "failing")
         if rc != 1 or exit_code != "1:0" or state != "FAILED":
@@ -363,6 +392,32 @@ def main():
         statuses = sorted(r["status"] for r in report(accelmatrix, db2).values()) if os.path.exists(db2) else []
         if statuses != ["fail"]:
             failures.append(f"failing: statuses {statuses}, expected ['fail']")
+
+        # 3. Stopped mid-run, as at the time limit (--signal=B:TERM@120 signals the batch shell):
+        #    the coordinator stops cleanly, exit 3 is the job's, the workers stop cleanly too.
+        hanging = os.path.join(submit_dir, "hanging.toml")
+        with open(hanging, "w") as f:
+            f.write('[plan]\nname = "hanging"\n\n[defaults]\ntimeout_s = 60\n\n'
+                    '[[models]]\nname = "selftest:hang"\nbackends = ["cpu"]\nprecisions = ["f32"]\n')
+
+        def stop_batch(job_id, output):
+            if not wait_for_text(output, "worker/client: running", 60):
+                failures.append("interrupted: the worker never started the job")
+            cluster.run(["scancel", "--batch", "--signal=TERM", job_id])
+        db3 = os.path.join(submit_dir, "hanging.db")
+        rc, job, exit_code, state, text = submit(cluster, script, submit_dir, {
+            "ACCELMATRIX_PLAN": hanging, "ACCELMATRIX_BIN": build, "ACCELMATRIX_DB": db3,
+            **host_env}, "interrupted", stop_batch)
+        if rc != 3 or exit_code != "3:0" or state != "FAILED":
+            failures.append(f"interrupted: sbatch --wait exited {rc}, job {job} {state} ExitCode={exit_code}; "
+                            "expected 3, FAILED, 3:0")
+        if "worker step exited" in text or "Killed" in text:
+            failures.append("interrupted: the worker step did not stop cleanly (see the job's output)")
+        # The worker's PoCL kernel cache stays on purpose (kernels/opencl/cl_api.h): shared by
+        # later jobs on the node. The script's and the workers' own files must be gone.
+        left = [name for name in os.listdir(job_tmp) if name != "accelmatrix-pocl"]
+        if left:
+            failures.append(f"the jobs left files in their TMPDIR: {left}")
     except (RuntimeError, subprocess.SubprocessError, OSError, KeyboardInterrupt) as e:
         failures.append(f"{type(e).__name__}: {e}")
         for name in ("munged", "slurmctld", "slurmd"):

@@ -84,10 +84,14 @@ def parse_unit(path):
     return pairs
 
 
+def specifiers_in(text, specifiers):
+    return re.sub(r"%(.)", lambda m: "%" if m.group(1) == "%" else specifiers[m.group(1)], text)
+
+
 def expand(command, specifiers, env):
     """systemd's ExecStart= expansion for what the units use: specifiers, then ${VAR} (one
     word) and $VAR (split on whitespace), word by word."""
-    command = re.sub(r"%(.)", lambda m: "%" if m.group(1) == "%" else specifiers[m.group(1)], command)
+    command = specifiers_in(command, specifiers)
     argv = []
     for word in shlex.split(command):
         m = re.fullmatch(r"\$([A-Za-z_][A-Za-z0-9_]*)", word)
@@ -98,11 +102,11 @@ def expand(command, specifiers, env):
     return argv
 
 
-def service_env(pairs, env_file_values):
+def service_env(pairs, env_file_values, specifiers):
     env = {}
     for key, value in pairs:
-        if key == "Environment":
-            for word in shlex.split(value):
+        if key == "Environment":  # specifiers are expanded here too
+            for word in shlex.split(specifiers_in(value, specifiers)):
                 k, v = word.split("=", 1)
                 env[k] = v
     env.update(env_file_values)  # EnvironmentFile= wins over Environment=
@@ -179,9 +183,10 @@ def main():
 
         def command(unit, env_file_values):
             pairs, cred_dir = creds[unit]
-            env = service_env(pairs, env_file_values)
+            specifiers = {"S": state, "C": cache, "d": cred_dir, "i": "lab"}
+            env = service_env(pairs, env_file_values, specifiers)
             starts = [v for k, v in pairs if k == "ExecStart"]
-            argv = expand(starts[0], {"S": state, "C": cache, "d": cred_dir, "i": "lab"}, env)
+            argv = expand(starts[0], specifiers, env)
             argv = [a.replace("/etc/accelmatrix/keys", keys) for a in argv]
             return argv, {**os.environ, **{k: v.replace("/etc/accelmatrix/keys", keys) for k, v in env.items()}}
 
@@ -192,7 +197,7 @@ def main():
             "ACCELMATRIX_SERVE_ARGS": f"--exit-when-done --endpoint-file {endpoint_file}"})
         c_env["ACCELMATRIX_CATALOG"] = os.path.join(source, "jobs", "models")  # not installed here
         log("coordinator: " + shlex.join(c_argv))
-        coordinator = subprocess.Popen(c_argv, env=c_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        coordinator = subprocess.Popen(c_argv, env=c_env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         worker = None
         try:
             deadline = time.monotonic() + 30
@@ -203,7 +208,7 @@ def main():
             w_argv, w_env = command(UNITS[1], {"ACCELMATRIX_COORDINATOR": endpoint,
                                                "ACCELMATRIX_WORKER_ARGS": "--slots 1 --log-level warn"})
             log("worker: " + shlex.join(w_argv))
-            worker = subprocess.Popen(w_argv, env=w_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            worker = subprocess.Popen(w_argv, env=w_env, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             c_out, _ = coordinator.communicate(timeout=120)
             w_out, _ = worker.communicate(timeout=30)
         except subprocess.TimeoutExpired as e:
@@ -230,6 +235,8 @@ def main():
             failures.append(f"no database at {db} (--db %S/accelmatrix/accelmatrix.db)")
         if not os.path.exists(os.path.join(state, "accelmatrix-worker", "lab", "worker-id")):
             failures.append("the worker kept no id in %S/accelmatrix-worker/%i")
+        if not os.path.isdir(os.path.join(cache, "accelmatrix-worker", "lab", "pocl")):
+            failures.append("the worker's PoCL cache is not in %C/accelmatrix-worker/%i/pocl")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     log(f"wall time {time.monotonic() - t0:.1f} s")
