@@ -14,7 +14,8 @@ slurmctld and slurmd with a generated slurm.conf (no cgroups, its own ports and 
      stop cleanly and leave nothing in the job's TMPDIR.
 
 Every daemon is stopped at the end, on failure too, and the test fails if a process it started
-(found by a marker in its environment) is still alive after that. Exit 77 (skipped) when not
+(found by a marker in its environment, or, for slurmstepd, by a file of the test's directory
+that it holds open) is still alive after that. Exit 77 (skipped) when not
 root or when slurm-wlm/munge are not installed (`ops/setup.sh --tests` installs them).
 Standard library only. Prints the wall time of each phase.
 """
@@ -411,6 +412,10 @@ def main():
         if rc != 3 or exit_code != "3:0" or state != "FAILED":
             failures.append(f"interrupted: sbatch --wait exited {rc}, job {job} {state} ExitCode={exit_code}; "
                             "expected 3, FAILED, 3:0")
+        hung = report(accelmatrix, db3).values() if os.path.exists(db3) else []
+        if [r["state"] for r in hung] != ["queued"]:
+            failures.append("interrupted: the hanging job should be queued again (to resume), is "
+                            + str([(r["state"], r["status"]) for r in hung]))
         if "worker step exited" in text or "Killed" in text:
             failures.append("interrupted: the worker step did not stop cleanly (see the job's output)")
         # The worker's PoCL kernel cache stays on purpose (kernels/opencl/cl_api.h): shared by
