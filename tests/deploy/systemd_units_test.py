@@ -9,7 +9,8 @@ checks are the ones systemd's own tools make offline, plus the units' ExecStart=
      on an unknown key or a bad value and only prints a warning, so any output fails the test;
      a unit with a typo planted on purpose must draw such a warning (so the check can fail).
   2. `systemd-analyze security --offline=yes` rates each unit no more exposed than today
-     (coordinator 1.2, worker 1.7 out of 10): dropping a hardening option fails the test.
+     (coordinator 1.2, worker 1.9 out of 10): dropping a hardening option fails the test; and
+     the worker unit sets nothing that makes a device allow-list (a GPU would vanish).
   3. The ExecStart= lines, expanded as systemd would (specifiers %S %C %d %i, ${VAR} as one
      word, $VAR split on spaces, from Environment= and a settings file like the documented one),
      run the smoke plan over CURVE with keys made by `accelmatrix keys`: the coordinator exits 0
@@ -32,7 +33,10 @@ import time
 SKIP = 77
 UNITS = ["accelmatrix-coordinator.service", "accelmatrix-worker@.service"]
 # systemd-analyze security --threshold is in tenths of the 0-10 exposure scale.
-EXPOSURE_THRESHOLD = {"accelmatrix-coordinator.service": 12, "accelmatrix-worker@.service": 17}
+EXPOSURE_THRESHOLD = {"accelmatrix-coordinator.service": 12, "accelmatrix-worker@.service": 19}
+# A GPU worker must see every device: any of these sets a device allow-list (ProtectClock=
+# implies DeviceAllow=char-rtc r, and one DeviceAllow= closes all other devices).
+WORKER_DEVICE_LISTS = ("PrivateDevices", "DevicePolicy", "DeviceAllow", "ProtectClock")
 TYPOS = [("NoNewPrivileges=yes", "NoNewPrivilegs=yes"), ("ProtectSystem=strict", "ProtectSystem=strikt")]
 
 
@@ -146,6 +150,11 @@ def main():
                 else:
                     log(f"planted '{bad.splitlines()[0]}' in {os.path.basename(path)}: verify says: "
                         f"{out.splitlines()[-1] if out else f'exit {rc}'}")
+
+        # The worker keeps every device (/dev/dri, /dev/nvidia*, /dev/kfd, /dev/accel).
+        for key, value in parse_unit(os.path.join(units_dir, UNITS[1])):
+            if key in WORKER_DEVICE_LISTS and value.lower() not in ("no", "false", "0", "auto", ""):
+                failures.append(f"{UNITS[1]}: {key}={value} would hide the GPUs from the worker")
 
         # 2. security: no more exposed than the hardening in the units today.
         for path in copy_units(units_dir, os.path.join(tmp, "ok"), build):
