@@ -43,8 +43,9 @@ packages=(
 #                             console checked in a real browser; 25 packages, 124 MB download)
 #   python3                   runs the browser test's driver (standard library only)
 #   slurm-wlm munge           a real single-node Slurm for the sbatch recipe's test
-#                             (tests/deploy/; 8 packages, 3.6 MB download, 13 MB installed); the test starts and
-#                             stops its own daemons, so the packages' services are disabled below
+#                             (tests/deploy/; 8 packages, 3.6 MB download, 13 MB installed, 18 s
+#                             here); the test starts and stops its own daemons, so the packages'
+#                             services are disabled below
 # >>> Later issues append their test-only packages here (one line each, with why). Measured on
 # >>> Debian 12 with --no-install-recommends: python3-torch pulls 171 packages, 146 MB download
 # >>> (620 MB installed).
