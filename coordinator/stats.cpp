@@ -75,28 +75,23 @@ double beta_continued_fraction(double a, double b, double x) {
   return h;
 }
 
-// log of the binomial coefficient's companion: log(Γ(a+b) / (Γ(a) Γ(b)) x^a (1-x)^b).
-double log_beta_front(double a, double b, double x) {
-  return std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) + b * std::log1p(-x);
-}
-
 // P(Binomial(n, p) >= k) for 1 <= k <= n: the regularized incomplete beta I_p(k, n - k + 1).
-double binomial_upper_tail(std::size_t n, std::size_t k, double p) {
+// log_norm = log(Γ(n+1) / (Γ(k) Γ(n-k+1))), which depends on n and k only (the caller keeps it).
+double binomial_upper_tail(std::size_t n, std::size_t k, double p, double log_norm) {
   if (p <= 0.0) return 0.0;
   if (p >= 1.0) return 1.0;
   const double a = static_cast<double>(k);
   const double b = static_cast<double>(n - k + 1);
-  const double front = std::exp(log_beta_front(a, b, p));
+  const double front = std::exp(log_norm + a * std::log(p) + b * std::log1p(-p));
   if (p < (a + 1.0) / (a + b + 2.0)) return std::clamp(front * beta_continued_fraction(a, b, p) / a, 0.0, 1.0);
   return std::clamp(1.0 - front * beta_continued_fraction(b, a, 1.0 - p) / b, 0.0, 1.0);
 }
 
-// P(Binomial(n, p) = k).
-double binomial_pmf(std::size_t n, std::size_t k, double p) {
+// P(Binomial(n, p) = k); log_choose = log C(n, k).
+double binomial_pmf(std::size_t n, std::size_t k, double p, double log_choose) {
   if (p >= 1.0) return k == n ? 1.0 : 0.0;
   const double nn = static_cast<double>(n), kk = static_cast<double>(k);
-  return std::exp(std::lgamma(nn + 1.0) - std::lgamma(kk + 1.0) - std::lgamma(nn - kk + 1.0) +
-                  kk * std::log(p) + (nn - kk) * std::log1p(-p));
+  return std::exp(log_choose + kk * std::log(p) + (nn - kk) * std::log1p(-p));
 }
 
 // One side of the bootstrap. A resample is n draws with replacement from the n samples; its
@@ -117,6 +112,9 @@ class MedianResampler {
     const std::size_t n = sorted_.size();
     k_ = n % 2 == 1 ? (n + 1) / 2 : n / 2;   // 1-based: the (lower) middle draw
     const double nn = static_cast<double>(n);
+    const double kk = static_cast<double>(k_);
+    const double log_norm = std::lgamma(nn + 1.0) - std::lgamma(kk) - std::lgamma(nn - kk + 1.0);
+    const double log_choose = std::lgamma(nn + 1.0) - std::lgamma(kk + 1.0) - std::lgamma(nn - kk + 1.0);
     // More than 7 standard deviations from the middle the distribution is within 1e-11 of 0 or
     // 1; the tail functions are only evaluated inside.
     const double spread = 7.0 * std::sqrt(nn) / 2.0 + 2.0;
@@ -128,7 +126,7 @@ class MedianResampler {
       } else if (expected > static_cast<double>(k_) + spread || j + 1 == n) {
         cdf_[j] = 1.0;
       } else {
-        cdf_[j] = binomial_upper_tail(n, k_, static_cast<double>(j + 1) / nn);
+        cdf_[j] = binomial_upper_tail(n, k_, static_cast<double>(j + 1) / nn, log_norm);
       }
     }
     for (std::size_t j = 1; j < n; ++j) cdf_[j] = std::max(cdf_[j], cdf_[j - 1]);   // monotone
@@ -139,7 +137,7 @@ class MedianResampler {
         if (!(p_lower_here > 0.0)) continue;
         // P(lower at j and upper above j) = P(N(j) = k) * P(one of those k draws sits at j).
         const double jj = static_cast<double>(j);
-        const double split = binomial_pmf(n, k_, (jj + 1.0) / nn) *
+        const double split = binomial_pmf(n, k_, (jj + 1.0) / nn, log_choose) *
                              (1.0 - std::pow(jj / (jj + 1.0), static_cast<double>(k_)));
         same_rank_[j] = std::clamp(1.0 - split / p_lower_here, 0.0, 1.0);
       }
