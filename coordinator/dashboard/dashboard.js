@@ -497,7 +497,7 @@
     }
     body.append(el('h3', {text: 'Accuracy against fp32 by bits per weight'}),
                 el('p', {class: 'note', text: 'Worst NMSE of each cell (an exact 0 is drawn at 1e-12); mixed precision has no single bits-per-weight and is left out.'}),
-                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more,
+                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more || '',
                 el('h3', {text: 'Latency per hardware class'}),
                 lat.childNodes.length ? lat : el('p', {text: 'No latency measured yet.'}));
   }
