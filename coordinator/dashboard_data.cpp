@@ -121,21 +121,22 @@ LatencySummary summarize_latency_for_page(const ReportRow& r) {
 }
 
 // The order in which a heatmap cell shows its best rating: speed-ups first, then the baseline
-// itself, then cells that ran without a comparison, then the ones that did not work.
+// itself, then cells whose speed-up is uncertain or missing, then the ones that did not work.
 int rating_rank(Rating r) {
   switch (r) {
     case Rating::kExcellent: return 0;
     case Rating::kGood: return 1;
     case Rating::kBaseline: return 2;
     case Rating::kModerate: return 3;
-    case Rating::kNoBaseline: return 4;
-    case Rating::kAccuracyOnly: return 5;
-    case Rating::kPoor: return 6;
-    case Rating::kUnsupported: return 7;
-    case Rating::kFailed: return 8;
-    case Rating::kNotRun: return 9;
+    case Rating::kNoisy: return 4;
+    case Rating::kNoBaseline: return 5;
+    case Rating::kAccuracyOnly: return 6;
+    case Rating::kPoor: return 7;
+    case Rating::kUnsupported: return 8;
+    case Rating::kFailed: return 9;
+    case Rating::kNotRun: return 10;
   }
-  return 9;
+  return 10;
 }
 
 json spec_number(const json& spec, const char* key) {
@@ -188,6 +189,21 @@ json class_json(const std::string& id, const json& device, const json& caps, con
           {"jobs", 0}};
 }
 
+// [load_start, load_end, cpus, other_load, steal_fraction] of metrics.host, or null.
+json host_json(const ReportRow& r) {
+  auto host = host_load(r.metrics);
+  if (!host) return nullptr;
+  return json::array({number(host->load_start), number(host->load_end),
+                      host->cpus ? json(*host->cpus) : json(nullptr), number(host->other_load),
+                      number(host->steal_fraction)});
+}
+
+json host_busy_json(const ReportRow& r) {
+  auto host = host_load(r.metrics);
+  if (!host) return nullptr;
+  return host_busy(*host) ? 1 : 0;
+}
+
 }  // namespace
 
 const std::vector<const char*>& dashboard_job_columns() {
@@ -195,7 +211,7 @@ const std::vector<const char*>& dashboard_job_columns() {
       "id", "model", "architecture", "backend", "precision", "batch", "seq_len", "mode", "status", "reason",
       "attempt", "attempts", "worker", "hardware_class", "device", "build", "seed", "scaled", "start_s",
       "wall_s", "latency", "histogram", "tokens_per_s", "ttft_ms", "decode_tokens_per_s", "nmse", "cosine",
-      "top1", "kl", "peak_rss_bytes", "noisy", "cell"};
+      "top1", "kl", "peak_rss_bytes", "noisy", "cell", "host", "host_busy"};
   return columns;
 }
 
@@ -331,7 +347,7 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
                                     number(metric(r, "accuracy", "nmse")), number(metric(r, "accuracy", "cosine")),
                                     number(metric(r, "accuracy", "top1_agreement")),
                                     number(metric(r, "accuracy", "kl_divergence")), number(peak_rss(r)),
-                                    lat.noisy ? 1 : 0, cell_of_row[i]});
+                                    lat.noisy ? 1 : 0, cell_of_row[i], host_json(r), host_busy_json(r)});
     for (std::size_t c = 0; c < names.size(); ++c) job_columns[c].push_back(std::move(row[c]));
   }
   json job_table = json::object();

@@ -16,7 +16,8 @@
 //    "precisions": [{"name", "group", "bits"}] (every precision of the table, table order),
 //    "overview": [ the JSON report's overview cells, plus "best_rating" (rating key of the
 //       best-rated cell) and "hardware_classes" ],
-//    "cells": [ the JSON report's matrix cells (same fields), plus "group", "bits",
+//    "cells": [ the JSON report's matrix cells (same fields: the speed-up's interval, the noisy
+//       rating and the busy-host marks included), plus "group", "bits",
 //       "peak_rss_max", "jobs": [indices into "jobs"] ],
 //    "failures": [ {"architecture", "backend", "status", "reason", "count", "jobs": [...]} per
 //       distinct (architecture, backend, status, reason) of failed/unsupported jobs ],
@@ -28,7 +29,9 @@
 // start_s (seconds after the run was created), wall_s, latency ([count, min, q1, median, q3,
 // max, p90] in ms, or null), histogram (counts of kHistogramBins equal bins over [min, max], or
 // null), tokens_per_s, ttft_ms, decode_tokens_per_s, nmse, cosine, top1, kl,
-// peak_rss_bytes, noisy (0/1), cell (index into "cells").
+// peak_rss_bytes, noisy (0/1), cell (index into "cells"), host ([load_start, load_end, cpus,
+// other_load, steal_fraction] from metrics.host, or null), host_busy (0/1, ratings.h host_busy;
+// null without metrics.host).
 // Floats are rounded to kSignificantDigits; a missing number is null. Quantiles are computed
 // from the stored raw samples (linear interpolation between order statistics) when present,
 // else from the stored summary (q1/q3 null). A job is "noisy" when its interquartile range

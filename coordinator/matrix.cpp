@@ -1,6 +1,7 @@
 #include "coordinator/matrix.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -11,6 +12,8 @@ using ShapeKey = std::pair<int, int>;   // (batch, seq_len)
 
 // Raw per-shape samples of one cell before they are reduced to medians.
 struct ShapeSamples {
+  std::vector<double> raw;          // every job's stored raw samples, pooled
+  int busy_jobs = 0;                // jobs of the shape that ran on a busy host
   std::vector<double> medians;
   std::vector<double> p90s;
   std::vector<double> tokens_per_s;
@@ -56,6 +59,20 @@ void keep_min(std::optional<double>& slot, std::optional<double> value) {
   if (value && (!slot || *value < *slot)) slot = value;
 }
 
+// metrics.latency_ms.samples: positive finite numbers only (anything else is not a latency).
+void append_raw_samples(const nlohmann::json& metrics, std::vector<double>& out) {
+  if (!metrics.is_object()) return;
+  auto lat = metrics.find("latency_ms");
+  if (lat == metrics.end() || !lat->is_object()) return;
+  auto samples = lat->find("samples");
+  if (samples == lat->end() || !samples->is_array()) return;
+  for (const nlohmann::json& v : *samples) {
+    if (!v.is_number()) continue;
+    const double x = v.get<double>();
+    if (std::isfinite(x) && x > 0) out.push_back(x);
+  }
+}
+
 void add_row(CellBuilder& b, const ReportRow& row) {
   MatrixCell& cell = b.cell;
   cell.job_ids.push_back(row.job_id);
@@ -72,6 +89,16 @@ void add_row(CellBuilder& b, const ReportRow& row) {
     cell.hardware_classes.push_back(row.hardware_class);
   }
   if (!row.status) return;   // not terminal: its numbers (if any) are not final
+
+  bool busy = false;
+  if (auto host = host_load(row.metrics); host && host_busy(*host)) {
+    busy = true;
+    ++cell.host_busy_jobs;
+    if (host->other_load && host->cpus && *host->cpus > 0) {
+      keep_max(cell.busy_other_load_per_cpu, *host->other_load / *host->cpus);
+    }
+    keep_max(cell.busy_steal_fraction, host->steal_fraction);
+  }
 
   const int severity = status_severity(row.status);
   if (severity > b.worst_severity) {
@@ -90,6 +117,8 @@ void add_row(CellBuilder& b, const ReportRow& row) {
   const int seq_len = row.spec.contains("seq_len") ? spec_int(row.spec, "seq_len") : 0;
   ShapeSamples& samples = b.shapes[{batch, seq_len}];
   samples.medians.push_back(*median);
+  append_raw_samples(row.metrics, samples.raw);
+  if (busy) ++samples.busy_jobs;
   if (auto p90 = metric_number(row.metrics, "latency_ms", "p90")) samples.p90s.push_back(*p90);
   if (auto tps = metric_number(row.metrics, "throughput", "tokens_per_s")) {
     samples.tokens_per_s.push_back(*tps);
@@ -109,7 +138,9 @@ void reduce_shapes(CellBuilder& b) {
 }
 
 // Speed-ups against the baseline cell, the representative shape and the rating.
-void compare_with_baseline(MatrixCell& cell, const MatrixCell* baseline) {
+void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) {
+  MatrixCell& cell = b.cell;
+  const MatrixCell* baseline = baseline_builder ? &baseline_builder->cell : nullptr;
   const bool is_base = is_baseline(cell.backend, cell.precision);
   const ShapeLatency* representative = nullptr;
   if (baseline && !is_base && is_measured_status(baseline->status)) {
@@ -129,9 +160,16 @@ void compare_with_baseline(MatrixCell& cell, const MatrixCell* baseline) {
     cell.rep_seq_len = representative->seq_len;
     cell.median_ms = representative->median_ms;
     cell.baseline_ms = representative->baseline_ms;
-    cell.speedup = representative->speedup;
+    if (representative->speedup) {
+      const ShapeKey key{representative->batch, representative->seq_len};
+      const ShapeSamples& mine = b.shapes.at(key);
+      const ShapeSamples& theirs = baseline_builder->shapes.at(key);
+      cell.speedup_interval = estimate_speedup(theirs.raw, mine.raw, *representative->speedup);
+      cell.speedup = cell.speedup_interval->estimate;
+      cell.baseline_host_busy = theirs.busy_jobs > 0;
+    }
   }
-  cell.rating = rate_cell(cell.status, is_base, cell.speedup, cell.median_ms.has_value());
+  cell.rating = rate_cell(cell.status, is_base, cell.speedup_interval, cell.median_ms.has_value());
   if (!cell.status) cell.reason = "pending";
 }
 
@@ -185,6 +223,21 @@ std::optional<double> metric_number(const nlohmann::json& metrics, std::string_v
   return v->get<double>();
 }
 
+std::optional<HostLoad> host_load(const nlohmann::json& metrics) {
+  if (!metrics.is_object()) return std::nullopt;
+  auto h = metrics.find("host");
+  if (h == metrics.end() || !h->is_object()) return std::nullopt;
+  HostLoad out;
+  out.load_start = metric_number(metrics, "host", "load_start");
+  out.load_end = metric_number(metrics, "host", "load_end");
+  out.steal_fraction = metric_number(metrics, "host", "steal_fraction");
+  out.other_load = metric_number(metrics, "host", "other_load");
+  if (auto cpus = metric_number(metrics, "host", "cpus"); cpus && *cpus >= 1 && *cpus < 1e6) {
+    out.cpus = static_cast<int>(*cpus);
+  }
+  return out;
+}
+
 Matrix build_matrix(const std::vector<ReportRow>& rows) {
   Matrix m;
   std::vector<CellBuilder> builders;
@@ -209,8 +262,8 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
   for (CellBuilder& b : builders) reduce_shapes(b);
   for (CellBuilder& b : builders) {
     auto base = index.find({b.cell.model, std::string(kBaselineBackend), kBaselinePrecision});
-    const MatrixCell* baseline = base != index.end() ? &builders[base->second].cell : nullptr;
-    compare_with_baseline(b.cell, baseline);
+    const CellBuilder* baseline = base != index.end() ? &builders[base->second] : nullptr;
+    compare_with_baseline(b, baseline);
   }
   m.cells.reserve(builders.size());
   for (CellBuilder& b : builders) m.cells.push_back(std::move(b.cell));

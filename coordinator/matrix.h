@@ -9,7 +9,11 @@
 // the same shape (batch, seq_len) are combined by the median of their medians. A cell's
 // speed-up is taken at its representative shape: the smallest (batch, then seq_len) shape for
 // which both the cell and the cpu f32 cell of the same model have a latency; without such a
-// shape, the cell's smallest measured shape is shown with no speed-up. Accuracy is the worst
+// shape, the cell's smallest measured shape is shown with no speed-up. The cell's speed-up and
+// its interval come from the raw samples of that shape's jobs, pooled per side
+// (estimate_speedup, ratings.h); the per-shape speed-ups in `shapes` are ratios of medians.
+// Host load: jobs whose metrics.host says the host was busy (host_busy, ratings.h) are counted
+// per cell, and for the baseline's jobs at the representative shape. Accuracy is the worst
 // over every terminal job of the cell that reported it (largest NMSE, smallest cosine and
 // top-1 agreement). Orders (models, backends, precisions, architectures) follow the first
 // appearance in the rows, i.e. plan order. Thread-safe (no shared state).
@@ -54,7 +58,12 @@ struct MatrixCell {
   std::optional<int> rep_seq_len;
   std::optional<double> median_ms;       // at the representative shape
   std::optional<double> baseline_ms;
-  std::optional<double> speedup;
+  std::optional<double> speedup;          // the estimate of speedup_interval, when there is one
+  std::optional<SpeedupEstimate> speedup_interval;
+  int host_busy_jobs = 0;                 // the cell's jobs that ran on a busy host
+  std::optional<double> busy_other_load_per_cpu;   // the largest over those jobs
+  std::optional<double> busy_steal_fraction;       // the largest over those jobs
+  bool baseline_host_busy = false;        // a baseline job at the representative shape did
   std::optional<double> nmse_max;
   std::optional<double> cosine_min;
   std::optional<double> top1_min;
@@ -96,6 +105,9 @@ const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::s
                             jobs::Precision precision);
 const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
                                   std::string_view backend);
+
+// metrics.host of a perf job (worker/host_load.h); nullopt when the job recorded none.
+std::optional<HostLoad> host_load(const nlohmann::json& metrics);
 
 // metrics[group][key] when it is a number, e.g. metric_number(m, "latency_ms", "median").
 std::optional<double> metric_number(const nlohmann::json& metrics, std::string_view group,

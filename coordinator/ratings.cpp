@@ -1,8 +1,13 @@
 #include "coordinator/ratings.h"
 
+#include <algorithm>
 #include <array>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "common/check.h"
+#include "coordinator/stats.h"
 
 namespace am::coord {
 namespace {
@@ -16,7 +21,39 @@ constexpr std::array<ResultStatus, 12> kSeverityOrder = {
     ResultStatus::kFail,      ResultStatus::kLost,        ResultStatus::kError,
     ResultStatus::kTimeout,   ResultStatus::kOom,         ResultStatus::kCrash};
 
+// "1.15" — two decimals tell 1.19 from 1.21 either side of a threshold; big ratios need fewer.
+std::string ratio_text(double v) { return fmt::format("{:.{}f}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2); }
+
 }  // namespace
+
+SpeedupEstimate estimate_speedup(std::span<const double> baseline_samples, std::span<const double> cell_samples,
+                                 double fallback_estimate) {
+  SpeedupEstimate out;
+  out.estimate = fallback_estimate;
+  out.baseline_samples = baseline_samples.size();
+  out.cell_samples = cell_samples.size();
+  if (baseline_samples.size() < kMinIntervalSamples || cell_samples.size() < kMinIntervalSamples) return out;
+  out.estimate = stats::median(baseline_samples) / stats::median(cell_samples);
+  stats::BootstrapOptions options;
+  options.resamples = kSpeedupResamples;
+  options.confidence = kSpeedupConfidence;
+  options.seed = kSpeedupBootstrapSeed;
+  // median(fresh) / median(base) with fresh = the baseline's samples: the speed-up itself.
+  auto interval = stats::bootstrap_median_ratio(cell_samples, baseline_samples, options);
+  if (interval.ok()) {
+    out.low = interval->low;
+    out.high = interval->high;
+  }
+  return out;
+}
+
+bool host_busy(const HostLoad& host) {
+  if (host.steal_fraction && *host.steal_fraction > kBusyStealFraction) return true;
+  if (host.other_load && host.cpus && *host.cpus > 0) {
+    return *host.other_load / static_cast<double>(*host.cpus) > kBusyOtherLoadPerCpu;
+  }
+  return false;
+}
 
 bool is_baseline(std::string_view backend, jobs::Precision precision) {
   return backend == kBaselineBackend && precision == kBaselinePrecision;
@@ -39,8 +76,13 @@ Rating rating_for_speedup(double speedup) {
   return Rating::kPoor;
 }
 
+Rating rating_for_interval(double low, double high) {
+  const Rating band = rating_for_speedup(low);
+  return rating_for_speedup(high) == band ? band : Rating::kNoisy;
+}
+
 Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
-                 std::optional<double> speedup, bool has_latency) {
+                 const std::optional<SpeedupEstimate>& speedup, bool has_latency) {
   if (cell_status == ResultStatus::kUnsupported) return Rating::kUnsupported;
   if (!cell_status || cell_status == ResultStatus::kSkipped ||
       cell_status == ResultStatus::kCancelled || cell_status == ResultStatus::kInterrupted) {
@@ -50,7 +92,14 @@ Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
   if (baseline_cell) return Rating::kBaseline;
   if (!has_latency) return Rating::kAccuracyOnly;
   if (!speedup) return Rating::kNoBaseline;
-  return rating_for_speedup(*speedup);
+  if (!speedup->has_interval()) return Rating::kNoisy;
+  return rating_for_interval(*speedup->low, *speedup->high);
+}
+
+std::string speedup_rating_text(Rating rating, const std::optional<SpeedupEstimate>& speedup) {
+  if (rating != Rating::kNoisy || !speedup) return std::string(rating_label(rating));
+  if (!speedup->has_interval()) return "≈ " + ratio_text(speedup->estimate) + "× (few samples)";
+  return "≈ " + ratio_text(*speedup->low) + "–" + ratio_text(*speedup->high) + "×";
 }
 
 std::string_view rating_label(Rating rating) {
@@ -65,6 +114,7 @@ std::string_view rating_label(Rating rating) {
     case Rating::kNoBaseline: return "measured, no baseline";
     case Rating::kAccuracyOnly: return "accuracy only";
     case Rating::kNotRun: return "not run";
+    case Rating::kNoisy: return "≈ noisy";
   }
   // A fallback would print a corrupt rating as a plausible cell in every report.
   AM_UNREACHABLE("Rating value outside its enum");
@@ -82,6 +132,7 @@ std::string_view rating_key(Rating rating) {
     case Rating::kNoBaseline: return "no_baseline";
     case Rating::kAccuracyOnly: return "accuracy_only";
     case Rating::kNotRun: return "not_run";
+    case Rating::kNoisy: return "noisy";
   }
   AM_UNREACHABLE("Rating value outside its enum");
 }

@@ -1,7 +1,11 @@
 #include "coordinator/report_csv.h"
 
+#include <optional>
 #include <string>
+#include <unordered_map>
 
+#include "coordinator/matrix.h"
+#include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
 #include "coordinator/report_text.h"
 #include "jobs/precision.h"
@@ -30,69 +34,105 @@ std::string metric(const ReportRow& r, std::string_view group, std::string_view 
 
 // The job process's peak resident set: the executor's rusage of the child (present for every
 // status the worker reports, oom included), else the job's own reading.
-std::string peak_rss(const ReportRow& r) {
+std::string peak_rss(const ReportRow& r, const MatrixCell*) {
   if (const json* v = metric_value(r.metrics, "process", "peak_rss_bytes")) return json_number_text(v);
   return metric(r, "memory", "peak_rss_bytes");
 }
 
 std::string millis_or_empty(int64_t ms) { return ms == 0 ? std::string() : std::to_string(ms); }
 
+std::string number_text(std::optional<double> v) {
+  if (!v) return std::string();
+  const json j = *v;
+  return json_number_text(&j);
+}
+
+std::string host_field(const ReportRow& r, const char* key) { return metric(r, "host", key); }
+
+std::string host_busy_text(const ReportRow& r) {
+  auto host = host_load(r.metrics);
+  if (!host) return std::string();
+  return host_busy(*host) ? "true" : "false";
+}
+
+const SpeedupEstimate* interval_of(const MatrixCell* c) {
+  return c && c->speedup_interval ? &*c->speedup_interval : nullptr;
+}
+
 struct Column {
   std::string_view name;
-  std::string (*value)(const ReportRow&);
+  std::string (*value)(const ReportRow&, const MatrixCell*);   // the job and its matrix cell
 };
 
 // Schema 1. Append only (see report_csv.h); docs/REPORTS.md describes each column.
 const Column kColumns[] = {
-    {"run_id", [](const ReportRow& r) { return report_text(r.run_id); }},
-    {"job_id", [](const ReportRow& r) { return report_text(r.job_id); }},
-    {"model", [](const ReportRow& r) { return report_text(r.model); }},
-    {"architecture", [](const ReportRow& r) { return report_text(r.architecture); }},
-    {"backend", [](const ReportRow& r) { return report_text(r.backend); }},
-    {"hardware_class", [](const ReportRow& r) { return report_text(r.hardware_class); }},
-    {"device", [](const ReportRow& r) { return report_text(r.device); }},
-    {"precision", [](const ReportRow& r) { return std::string(jobs::to_string(r.precision)); }},
-    {"batch", [](const ReportRow& r) { return spec_number(r, "batch"); }},
-    {"seq_len", [](const ReportRow& r) { return spec_number(r, "seq_len"); }},
-    {"mode", [](const ReportRow& r) { return spec_text(r, "mode"); }},
-    {"seed", [](const ReportRow& r) { return spec_number(r, "seed"); }},
+    {"run_id", [](const ReportRow& r, const MatrixCell*) { return report_text(r.run_id); }},
+    {"job_id", [](const ReportRow& r, const MatrixCell*) { return report_text(r.job_id); }},
+    {"model", [](const ReportRow& r, const MatrixCell*) { return report_text(r.model); }},
+    {"architecture", [](const ReportRow& r, const MatrixCell*) { return report_text(r.architecture); }},
+    {"backend", [](const ReportRow& r, const MatrixCell*) { return report_text(r.backend); }},
+    {"hardware_class", [](const ReportRow& r, const MatrixCell*) { return report_text(r.hardware_class); }},
+    {"device", [](const ReportRow& r, const MatrixCell*) { return report_text(r.device); }},
+    {"precision", [](const ReportRow& r, const MatrixCell*) { return std::string(jobs::to_string(r.precision)); }},
+    {"batch", [](const ReportRow& r, const MatrixCell*) { return spec_number(r, "batch"); }},
+    {"seq_len", [](const ReportRow& r, const MatrixCell*) { return spec_number(r, "seq_len"); }},
+    {"mode", [](const ReportRow& r, const MatrixCell*) { return spec_text(r, "mode"); }},
+    {"seed", [](const ReportRow& r, const MatrixCell*) { return spec_number(r, "seed"); }},
     {"scaled",
-     [](const ReportRow& r) {
+     [](const ReportRow& r, const MatrixCell*) {
        const json* v = spec_value(r.spec, "scaled");
        return std::string(v && v->is_boolean() && v->get<bool>() ? "true" : "false");
      }},
-    {"state", [](const ReportRow& r) { return std::string(to_string(r.state)); }},
-    {"status", [](const ReportRow& r) { return r.status ? std::string(to_string(*r.status)) : std::string(); }},
-    {"reason", [](const ReportRow& r) { return report_text(r.reason); }},
-    {"attempt", [](const ReportRow& r) { return r.attempt > 0 ? std::to_string(r.attempt) : std::string(); }},
-    {"attempts", [](const ReportRow& r) { return std::to_string(r.attempts); }},
-    {"worker", [](const ReportRow& r) { return report_text(r.worker_id); }},
-    {"hostname", [](const ReportRow& r) { return report_text(r.hostname); }},
-    {"build", [](const ReportRow& r) { return report_text(r.build); }},
-    {"latency_median_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "median"); }},
-    {"latency_p90_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "p90"); }},
-    {"latency_min_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "min"); }},
-    {"latency_max_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "max"); }},
-    {"latency_mean_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "mean"); }},
-    {"latency_stddev_ms", [](const ReportRow& r) { return metric(r, "latency_ms", "stddev"); }},
-    {"latency_count", [](const ReportRow& r) { return metric(r, "latency_ms", "count"); }},
-    {"samples_per_s", [](const ReportRow& r) { return metric(r, "throughput", "samples_per_s"); }},
-    {"tokens_per_s", [](const ReportRow& r) { return metric(r, "throughput", "tokens_per_s"); }},
-    {"ttft_ms", [](const ReportRow& r) { return metric(r, "generation", "time_to_first_token_ms_median"); }},
-    {"prefill_ms", [](const ReportRow& r) { return metric(r, "generation", "prefill_ms_median"); }},
-    {"decode_tokens_per_s", [](const ReportRow& r) { return metric(r, "generation", "decode_tokens_per_s"); }},
-    {"nmse", [](const ReportRow& r) { return metric(r, "accuracy", "nmse"); }},
-    {"cosine", [](const ReportRow& r) { return metric(r, "accuracy", "cosine"); }},
-    {"top1_agreement", [](const ReportRow& r) { return metric(r, "accuracy", "top1_agreement"); }},
-    {"kl_divergence", [](const ReportRow& r) { return metric(r, "accuracy", "kl_divergence"); }},
-    {"max_abs_err", [](const ReportRow& r) { return metric(r, "accuracy", "max_abs_err"); }},
+    {"state", [](const ReportRow& r, const MatrixCell*) { return std::string(to_string(r.state)); }},
+    {"status", [](const ReportRow& r, const MatrixCell*) { return r.status ? std::string(to_string(*r.status)) : std::string(); }},
+    {"reason", [](const ReportRow& r, const MatrixCell*) { return report_text(r.reason); }},
+    {"attempt", [](const ReportRow& r, const MatrixCell*) { return r.attempt > 0 ? std::to_string(r.attempt) : std::string(); }},
+    {"attempts", [](const ReportRow& r, const MatrixCell*) { return std::to_string(r.attempts); }},
+    {"worker", [](const ReportRow& r, const MatrixCell*) { return report_text(r.worker_id); }},
+    {"hostname", [](const ReportRow& r, const MatrixCell*) { return report_text(r.hostname); }},
+    {"build", [](const ReportRow& r, const MatrixCell*) { return report_text(r.build); }},
+    {"latency_median_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "median"); }},
+    {"latency_p90_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "p90"); }},
+    {"latency_min_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "min"); }},
+    {"latency_max_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "max"); }},
+    {"latency_mean_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "mean"); }},
+    {"latency_stddev_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "stddev"); }},
+    {"latency_count", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "count"); }},
+    {"samples_per_s", [](const ReportRow& r, const MatrixCell*) { return metric(r, "throughput", "samples_per_s"); }},
+    {"tokens_per_s", [](const ReportRow& r, const MatrixCell*) { return metric(r, "throughput", "tokens_per_s"); }},
+    {"ttft_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "generation", "time_to_first_token_ms_median"); }},
+    {"prefill_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "generation", "prefill_ms_median"); }},
+    {"decode_tokens_per_s", [](const ReportRow& r, const MatrixCell*) { return metric(r, "generation", "decode_tokens_per_s"); }},
+    {"nmse", [](const ReportRow& r, const MatrixCell*) { return metric(r, "accuracy", "nmse"); }},
+    {"cosine", [](const ReportRow& r, const MatrixCell*) { return metric(r, "accuracy", "cosine"); }},
+    {"top1_agreement", [](const ReportRow& r, const MatrixCell*) { return metric(r, "accuracy", "top1_agreement"); }},
+    {"kl_divergence", [](const ReportRow& r, const MatrixCell*) { return metric(r, "accuracy", "kl_divergence"); }},
+    {"max_abs_err", [](const ReportRow& r, const MatrixCell*) { return metric(r, "accuracy", "max_abs_err"); }},
     {"peak_rss_bytes", peak_rss},
-    {"weights_bytes", [](const ReportRow& r) { return metric(r, "memory", "weights_bytes"); }},
-    {"wall_s", [](const ReportRow& r) { return metric(r, "process", "wall_s"); }},
-    {"started_at", [](const ReportRow& r) { return format_utc(r.started_at_ms); }},
-    {"finished_at", [](const ReportRow& r) { return format_utc(r.finished_at_ms); }},
-    {"started_at_ms", [](const ReportRow& r) { return millis_or_empty(r.started_at_ms); }},
-    {"finished_at_ms", [](const ReportRow& r) { return millis_or_empty(r.finished_at_ms); }},
+    {"weights_bytes", [](const ReportRow& r, const MatrixCell*) { return metric(r, "memory", "weights_bytes"); }},
+    {"wall_s", [](const ReportRow& r, const MatrixCell*) { return metric(r, "process", "wall_s"); }},
+    {"started_at", [](const ReportRow& r, const MatrixCell*) { return format_utc(r.started_at_ms); }},
+    {"finished_at", [](const ReportRow& r, const MatrixCell*) { return format_utc(r.finished_at_ms); }},
+    {"started_at_ms", [](const ReportRow& r, const MatrixCell*) { return millis_or_empty(r.started_at_ms); }},
+    {"finished_at_ms", [](const ReportRow& r, const MatrixCell*) { return millis_or_empty(r.finished_at_ms); }},
+    {"host_load_start", [](const ReportRow& r, const MatrixCell*) { return host_field(r, "load_start"); }},
+    {"host_load_end", [](const ReportRow& r, const MatrixCell*) { return host_field(r, "load_end"); }},
+    {"host_cpus", [](const ReportRow& r, const MatrixCell*) { return host_field(r, "cpus"); }},
+    {"host_other_load", [](const ReportRow& r, const MatrixCell*) { return host_field(r, "other_load"); }},
+    {"host_steal_fraction", [](const ReportRow& r, const MatrixCell*) { return host_field(r, "steal_fraction"); }},
+    {"host_busy", [](const ReportRow& r, const MatrixCell*) { return host_busy_text(r); }},
+    {"cell_rating", [](const ReportRow&, const MatrixCell* c) { return c ? std::string(rating_key(c->rating)) : std::string(); }},
+    {"cell_speedup", [](const ReportRow&, const MatrixCell* c) { return number_text(c ? c->speedup : std::nullopt); }},
+    {"cell_speedup_ci_low",
+     [](const ReportRow&, const MatrixCell* c) {
+       const SpeedupEstimate* s = interval_of(c);
+       return number_text(s ? s->low : std::nullopt);
+     }},
+    {"cell_speedup_ci_high",
+     [](const ReportRow&, const MatrixCell* c) {
+       const SpeedupEstimate* s = interval_of(c);
+       return number_text(s ? s->high : std::nullopt);
+     }},
 };
 
 constexpr std::string_view kRecordEnd = "\r\n";
@@ -134,12 +174,19 @@ std::string render_csv(const RunRecord& /*run*/, const std::vector<ReportRow>& r
     out += c.name;
   }
   out += kRecordEnd;
+  const Matrix matrix = build_matrix(rows);
+  std::unordered_map<std::string, const MatrixCell*> cell_of_job;
+  for (const MatrixCell& cell : matrix.cells) {
+    for (const std::string& id : cell.job_ids) cell_of_job.emplace(id, &cell);
+  }
   for (const ReportRow& r : rows) {
+    auto it = cell_of_job.find(r.job_id);
+    const MatrixCell* cell = it != cell_of_job.end() ? it->second : nullptr;
     first = true;
     for (const Column& c : kColumns) {
       if (!first) out += ',';
       first = false;
-      out += csv_field(c.value(r));
+      out += csv_field(c.value(r, cell));
     }
     out += kRecordEnd;
   }

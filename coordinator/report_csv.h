@@ -24,7 +24,7 @@
 
 namespace am::coord {
 
-inline constexpr int kReportCsvSchema = 1;
+inline constexpr int kReportCsvSchema = 2;   // 2 appended the host_* and cell_* columns
 
 // The schema's column names, in order (the header row). One table in report_csv.cpp defines
 // each column's name and value together, so the header and the records cannot drift apart.

@@ -115,12 +115,20 @@ json matrix_cell_json(const MatrixCell& c) {
           {"status", status_name(c.status)},
           {"status_counts", std::move(counts)},
           {"rating", std::string(rating_key(c.rating))},
-          {"rating_label", std::string(rating_label(c.rating))},
+          {"rating_label", speedup_rating_text(c.rating, c.speedup_interval)},
           {"reason", repair_utf8(c.reason)},
           {"representative_shape", std::move(shape)},
           {"median_ms", number_or_null(c.median_ms)},
           {"baseline_ms", number_or_null(c.baseline_ms)},
           {"speedup", number_or_null(c.speedup)},
+          {"speedup_ci_low", number_or_null(c.speedup_interval ? c.speedup_interval->low : std::nullopt)},
+          {"speedup_ci_high", number_or_null(c.speedup_interval ? c.speedup_interval->high : std::nullopt)},
+          {"speedup_samples", c.speedup_interval ? json{{"cell", c.speedup_interval->cell_samples},
+                                                        {"baseline", c.speedup_interval->baseline_samples}}
+                                                  : json(nullptr)},
+          {"host_busy", c.host_busy_jobs > 0},
+          {"host_busy_jobs", c.host_busy_jobs},
+          {"baseline_host_busy", c.baseline_host_busy},
           {"nmse_max", number_or_null(c.nmse_max)},
           {"cosine_min", number_or_null(c.cosine_min)},
           {"top1_min", number_or_null(c.top1_min)},
@@ -150,7 +158,12 @@ json rating_rules_json() {
           {"baseline_precision", std::string(jobs::to_string(kBaselinePrecision))},
           {"excellent_min_speedup", kExcellentMinSpeedup},
           {"good_min_speedup", kGoodMinSpeedup},
-          {"moderate_min_speedup", kModerateMinSpeedup}};
+          {"moderate_min_speedup", kModerateMinSpeedup},
+          {"speedup_confidence", kSpeedupConfidence},
+          {"speedup_resamples", kSpeedupResamples},
+          {"min_interval_samples", kMinIntervalSamples},
+          {"busy_other_load_per_cpu", kBusyOtherLoadPerCpu},
+          {"busy_steal_fraction", kBusyStealFraction}};
 }
 
 json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
@@ -161,7 +174,19 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
   for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
   for (const auto& [state, n] : summary.by_state) by_status[std::string(to_string(state))] = n;
   json results = json::array();
-  for (const ReportRow& r : rows) results.push_back(result_json(r));
+  int host_measured = 0;
+  int host_busy_jobs = 0;
+  for (const ReportRow& r : rows) {
+    results.push_back(result_json(r));
+    if (auto host = host_load(r.metrics)) {
+      ++host_measured;
+      const bool busy = host_busy(*host);
+      if (busy) ++host_busy_jobs;
+      results.back()["host_busy"] = busy;
+    } else {
+      results.back()["host_busy"] = nullptr;
+    }
+  }
   json cells = json::array();
   for (const MatrixCell& c : matrix.cells) cells.push_back(matrix_cell_json(c));
   json overview = json::array();
@@ -169,7 +194,11 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
 
   return {{"schema", kReportJsonSchema},
           {"run", run_json(run, summary)},
-          {"summary", {{"total", summary.total}, {"terminal", summary.terminal}, {"by_status", std::move(by_status)}}},
+          {"summary", {{"total", summary.total},
+            {"terminal", summary.terminal},
+            {"by_status", std::move(by_status)},
+            {"host_measured_jobs", host_measured},
+            {"host_busy_jobs", host_busy_jobs}}},
           {"rating_rules", rating_rules_json()},
           {"results", std::move(results)},
           {"matrix", std::move(cells)},

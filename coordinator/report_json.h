@@ -1,27 +1,41 @@
 // The JSON export of one run, with a stable schema (version kReportJsonSchema).
 //
 // Contract: render_json() is a pure function of the run and its report rows
-// (Store::report_rows). Schema 1:
+// (Store::report_rows). Schema 2 (schema 1 lacked summary.host_*, the rating_rules after
+// moderate_min_speedup, results' host_busy and the cells' speedup_ci_*, speedup_samples and
+// *host_busy* fields, and had no "noisy" rating):
 //   {
 //     "schema": 1,
 //     "run": {"run_id", "plan_name", "plan_path", "description", "created_at_ms",
 //             "finished_at_ms" (0 while running), "created_at", "finished_at" (UTC ISO 8601 or
 //             ""), "workers": [{"worker_id", "hostname", "build", "hardware_classes": [...],
 //             "devices": [...], "jobs"}], "hardware_classes": [...], "builds": [...]},
-//     "summary": {"total", "terminal", "by_status": {status-or-state: count}},
+//     "summary": {"total", "terminal", "by_status": {status-or-state: count},
+//                 "host_measured_jobs" (jobs with metrics.host), "host_busy_jobs" (of which
+//                 ran on a busy host, ratings.h host_busy)},
 //     "rating_rules": {"baseline_backend", "baseline_precision", "excellent_min_speedup",
-//                      "good_min_speedup", "moderate_min_speedup"},
+//                      "good_min_speedup", "moderate_min_speedup", "speedup_confidence",
+//                      "speedup_resamples", "min_interval_samples", "busy_other_load_per_cpu",
+//                      "busy_steal_fraction"},
 //     "results": [ one per job, in job order:
 //       {"job_id", "model", "architecture", "backend", "precision", "batch", "seq_len", "mode",
 //        "seed", "scaled", "state", "status" ("" while not terminal), "reason", "attempt",
 //        "attempts", "worker", "hostname", "hardware_class", "device", "build",
 //        "started_at_ms", "finished_at_ms", "metrics": {...} (the stored document),
-//        "log_tail" (at most kJsonLogTailBytes, tail end), "spec": {...}} ],
+//        "log_tail" (at most kJsonLogTailBytes, tail end), "spec": {...},
+//        "host_busy": true | false | null (no metrics.host)} ],
 //     "matrix": [ one per model × backend × precision cell:
 //       {"model", "architecture", "backend", "precision", "scaled", "status", "status_counts",
-//        "rating" (machine key, see ratings.h rating_key), "rating_label", "reason",
+//        "rating" (machine key, see ratings.h rating_key; "noisy" when the speed-up's interval
+//        straddles a threshold or a side had too few samples), "rating_label" ("≈ 1.15–1.62×"
+//        for a noisy cell), "reason",
 //        "representative_shape": {"batch", "seq_len"} | null, "median_ms", "baseline_ms",
-//        "speedup", "nmse_max", "cosine_min", "top1_min" (number | null),
+//        "speedup" (median of the baseline's raw samples ÷ median of the cell's),
+//        "speedup_ci_low", "speedup_ci_high" (its bootstrap interval; null without one),
+//        "speedup_samples": {"cell", "baseline"} (raw samples pooled per side) | null,
+//        "host_busy" (a job of the cell ran on a busy host), "host_busy_jobs",
+//        "baseline_host_busy" (a baseline job at the representative shape did),
+//        "nmse_max", "cosine_min", "top1_min" (number | null),
 //        "shapes": [{"batch", "seq_len", "median_ms", "p90_ms", "tokens_per_s", "baseline_ms",
 //                    "speedup"}], "job_ids": [...], "hardware_classes": [...]} ],
 //     "overview": [ one per architecture × backend:
@@ -43,7 +57,7 @@
 
 namespace am::coord {
 
-inline constexpr int kReportJsonSchema = 1;
+inline constexpr int kReportJsonSchema = 2;   // 2 added the speed-up interval and host load fields
 // Log tails are for diagnosing a failure; the end of the output is what says why.
 inline constexpr std::size_t kJsonLogTailBytes = 4096;
 

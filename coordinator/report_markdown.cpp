@@ -65,8 +65,19 @@ std::string rating_text(const MatrixCell& cell) {
   if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported) {
     return "❌ " + cell_text(status_name(cell.status));
   }
-  return std::string(rating_label(cell.rating));
+  return speedup_rating_text(cell.rating, cell.speedup_interval);
 }
+
+// "1.37× [1.15–1.62]": the estimate and its interval, when there is one.
+std::string speedup_with_interval(const MatrixCell& cell) {
+  if (cell.rating == Rating::kBaseline) return "baseline";
+  std::string text = speedup_text(cell.speedup);
+  const auto& s = cell.speedup_interval;
+  if (s && s->has_interval()) text += " [" + fixed(s->low, 2) + "–" + fixed(s->high, 2) + "]";
+  return text;
+}
+
+std::string percent(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }
 
 std::string notes(const MatrixCell& cell) {
   std::vector<std::string> parts;
@@ -79,6 +90,22 @@ std::string notes(const MatrixCell& cell) {
     parts.push_back("degraded accuracy" + (cell.reason.empty() ? "" : ": " + cell.reason));
   }
   if (cell.rating == Rating::kNoBaseline) parts.push_back("no cpu f32 latency for this shape");
+  if (cell.rating == Rating::kNoisy && cell.speedup_interval) {
+    const SpeedupEstimate& s = *cell.speedup_interval;
+    if (s.has_interval()) {
+      parts.push_back(fmt::format("noisy: {:.0f}% interval crosses a threshold", kSpeedupConfidence * 100));
+    } else {
+      parts.push_back(fmt::format("noisy: too few samples for an interval ({} vs {} baseline; {} needed)",
+                                  s.cell_samples, s.baseline_samples, kMinIntervalSamples));
+    }
+  }
+  if (cell.host_busy_jobs > 0) {
+    std::string busy = fmt::format("⚠️ busy host: {} job{}", cell.host_busy_jobs, cell.host_busy_jobs == 1 ? "" : "s");
+    if (cell.busy_other_load_per_cpu) busy += ", other load " + percent(*cell.busy_other_load_per_cpu);
+    if (cell.busy_steal_fraction) busy += ", steal " + percent(*cell.busy_steal_fraction);
+    parts.push_back(busy);
+  }
+  if (cell.baseline_host_busy && cell.host_busy_jobs == 0) parts.push_back("⚠️ baseline on a busy host");
   if (cell.rep_batch) {
     parts.push_back(fmt::format("batch {}, seq {}", *cell.rep_batch, *cell.rep_seq_len));
   }
@@ -161,6 +188,24 @@ void write_summary(std::ostringstream& out, const RunSummary& summary) {
   out << "| **total** | **" << summary.total << "** |\n\n";
 }
 
+// One warning above the tables when any perf job ran on a busy host (ratings.h host_busy).
+void write_host_warning(std::ostringstream& out, const std::vector<ReportRow>& rows) {
+  int measured = 0;
+  int busy = 0;
+  for (const ReportRow& r : rows) {
+    auto host = host_load(r.metrics);
+    if (!host) continue;
+    ++measured;
+    if (host_busy(*host)) ++busy;
+  }
+  if (busy == 0) return;
+  out << fmt::format(
+      "> ⚠️ **Busy host:** {} of {} perf jobs ran while other work used more than {:.0f}% of the "
+      "host's CPUs or more than {:.0f}% of CPU time was stolen by the hypervisor. Their latencies, "
+      "and the speed-ups taken from them, may be off; the cells are marked in the notes.\n\n",
+      busy, measured, kBusyOtherLoadPerCpu * 100, kBusyStealFraction * 100);
+}
+
 void write_overview(std::ostringstream& out, const Matrix& m) {
   out << "## Overview: architecture × backend\n\n";
   if (m.overview.empty()) {
@@ -184,10 +229,12 @@ void write_overview(std::ostringstream& out, const Matrix& m) {
       "\nA cell counts the model × precision combinations that work out of those planned. "
       "Ratings: **Baseline** = {0} {1}; speed-up = median latency of {0} {1} ÷ median latency, "
       "same model and shape: **Excellent** ≥ {2:.1f}×, **Good** ≥ {3:.1f}×, **Moderate** ≥ "
-      "{4:.1f}×, **Poor** < {4:.1f}×; ❌ failed or unsupported (reason in the notes); *not run* "
-      "where nothing was measured.\n\n",
+      "{4:.1f}×, **Poor** < {4:.1f}×, each only when the whole {5:.0f}% bootstrap interval of the "
+      "speed-up (shown in brackets) lies in the band; **≈ LOW–HIGH×** (noisy) when the interval "
+      "crosses a threshold or a side has fewer than {6} raw samples; ❌ failed or unsupported "
+      "(reason in the notes); *not run* where nothing was measured.\n\n",
       kBaselineBackend, jobs::to_string(kBaselinePrecision), kExcellentMinSpeedup, kGoodMinSpeedup,
-      kModerateMinSpeedup);
+      kModerateMinSpeedup, kSpeedupConfidence * 100, kMinIntervalSamples);
 }
 
 void write_backend_tables(std::ostringstream& out, const Matrix& m) {
@@ -198,8 +245,7 @@ void write_backend_tables(std::ostringstream& out, const Matrix& m) {
     out << "|---|---|---|---|---|---:|---:|---:|---:|---|\n";
     for (const MatrixCell& cell : m.cells) {
       if (cell.backend != backend) continue;
-      const std::string speedup =
-          cell.rating == Rating::kBaseline ? "baseline" : speedup_text(cell.speedup);
+      const std::string speedup = speedup_with_interval(cell);
       out << "| " << cell_text(cell.model) << " | " << cell_text(cell.architecture) << " | "
           << precision_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
           << rating_text(cell) << " | " << millis(cell.median_ms) << " | " << speedup << " | "
@@ -248,6 +294,7 @@ std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& 
       << "\n\n";
   write_provenance(out, run, summary);
   write_summary(out, summary);
+  write_host_warning(out, rows);
   write_overview(out, matrix);
   write_backend_tables(out, matrix);
   write_jobs(out, rows);

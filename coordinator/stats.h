@@ -10,7 +10,11 @@
 //   as statsmodels' multipletests(method="holm") returns them.
 // - bootstrap_median_ratio(): a percentile bootstrap confidence interval of
 //   median(new) / median(base), resampling each side independently with a seeded generator, so
-//   the same inputs and seed give the same interval on every machine and standard library.
+//   the same inputs and seed give the same interval on every run. Each resample's median is
+//   drawn from its exact distribution (the order position of the resample's middle draw, from
+//   binomial tails) rather than by drawing n values — the same bootstrap distribution in
+//   O(log n) per resample. The tails use the C library's exp/log/lgamma/pow, so across C
+//   libraries an endpoint may differ in its last bits; with one build it never changes.
 //
 // Contract: pure functions of their arguments (the bootstrap's randomness comes only from its
 // seed); thread-safe. Inputs must be finite; a NaN or infinite sample, or a side with too few

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -16,6 +17,8 @@
 #include "common/protocol.h"
 #include "common/reliability.h"
 #include "common/spawn.h"
+#include "jobs/job_spec.h"
+#include "worker/host_load.h"
 #include "worker/log_tail.h"
 
 namespace am::worker {
@@ -218,6 +221,14 @@ void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
   out.reason = "signal " + signal_name(exit.signal) + " (" + std::to_string(exit.signal) + ")";
 }
 
+// Perf jobs (mode perf or both) record the host's load; an accuracy job's timing means nothing.
+bool measures_latency(const nlohmann::json& spec) {
+  if (!spec.is_object()) return false;
+  auto mode = spec.find("mode");
+  if (mode == spec.end()) return true;   // JobSpec's default mode is "both"
+  return mode->is_string() && (*mode == jobs::kModePerf || *mode == jobs::kModeBoth);
+}
+
 double timeval_seconds(const timeval& tv) {
   return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
 }
@@ -265,6 +276,8 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
       argv.push_back(std::to_string(req.memory_limit_mb));
     }
 
+    const bool record_host = measures_latency(req.spec);
+    const std::optional<HostSample> host_start = record_host ? read_host_sample() : std::nullopt;
     auto spawned = ChildProcess::spawn(argv);
     if (!spawned.ok()) return fail(spawned.status().message());
     ChildProcess child = std::move(spawned).value();
@@ -280,12 +293,20 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     out.log_tail = tail.str();
     if (!ended.ok()) return fail("lost track of the job process: " + ended.status().message());
 
+    const double wall_s = static_cast<double>(steady_ms() - started_steady) / kMsPerSecond;
+    const std::optional<HostSample> host_end = host_start ? read_host_sample() : std::nullopt;
     classify(*ended, cause, req, result_file, out);
+    const double cpu_user_s = timeval_seconds(ended->usage.ru_utime);
+    const double cpu_sys_s = timeval_seconds(ended->usage.ru_stime);
+    if (host_start && host_end) {
+      out.metrics["host"] = host_metrics(*host_start, *host_end, cpu_user_s + cpu_sys_s, wall_s,
+                                         static_cast<double>(sysconf(_SC_CLK_TCK)));
+    }
     // The parent's view of the process, whatever the job itself reported.
     out.metrics["process"] = {
-        {"wall_s", static_cast<double>(steady_ms() - started_steady) / kMsPerSecond},
-        {"cpu_user_s", timeval_seconds(ended->usage.ru_utime)},
-        {"cpu_sys_s", timeval_seconds(ended->usage.ru_stime)},
+        {"wall_s", wall_s},
+        {"cpu_user_s", cpu_user_s},
+        {"cpu_sys_s", cpu_sys_s},
         {"peak_rss_bytes", static_cast<int64_t>(ended->usage.ru_maxrss) * kBytesPerKiB},
         {"output_bytes", tail.total_bytes()},
     };

@@ -14,7 +14,8 @@
 // Never throws. Thread-safe: several jobs may execute at once from different threads.
 // The outcome's metrics also carry "process": {"wall_s", "cpu_user_s", "cpu_sys_s",
 // "peak_rss_bytes", "output_bytes"} — the parent's view of the job process (wait4), whatever
-// the status.
+// the status — and, for a job whose mode measures latency (perf, both) on a host that exposes
+// /proc, "host": the host's load and steal time over the job (worker/host_load.h).
 //
 // Diagnostic jobs: a spec whose model is "selftest:<mode>" (pass, fail, noisy, fds, segv, abort,
 // sigkill, hang, stubborn, exit3, noresult, alloc) makes the job process misbehave on purpose

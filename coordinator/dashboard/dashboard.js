@@ -7,11 +7,12 @@
   const PAGE_SIZE = 100;
   const MAX_MODEL_CHARTS = 24;   // accuracy charts drawn at once
   const MAX_BARS = 40;           // latency bars per class before bars become per-precision medians
-  const RATING_ORDER = ['excellent', 'good', 'baseline', 'moderate', 'no_baseline', 'accuracy_only', 'poor',
+  const RATING_ORDER = ['excellent', 'good', 'baseline', 'moderate', 'noisy', 'no_baseline', 'accuracy_only', 'poor',
                         'unsupported', 'failed', 'not_run'];
   const RATING_LABEL = {excellent: 'Excellent', good: 'Good', baseline: 'Baseline', moderate: 'Moderate',
                         poor: 'Poor', failed: '✗ failed', unsupported: '✗ unsupported',
-                        no_baseline: 'measured, no baseline', accuracy_only: 'accuracy only', not_run: 'not run'};
+                        no_baseline: 'measured, no baseline', accuracy_only: 'accuracy only', not_run: 'not run',
+                        noisy: '≈ noisy'};
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const SERIES_COLOURS = ['#3b6fb6', '#c4314b', '#1a7f37', '#d4a72c', '#7a4fb6', '#e07b39', '#2a9d8f', '#8c959f'];
 
@@ -64,6 +65,19 @@
     while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
     return (i === 0 ? v.toString() : v.toFixed(v < 10 ? 2 : 1)) + ' ' + units[i];
   }
+  // A noisy cell says where its speed-up lies ("≈ 1.15–1.62×", from the JSON report's label).
+  function ratingText(c) { return c.rating === 'noisy' && c.rating_label ? c.rating_label : RATING_LABEL[c.rating]; }
+  function speedupText(c) {
+    if (c.speedup === null || c.speedup === undefined) return '';
+    return fmt(c.speedup) + '×' + (c.speedup_ci_low !== null && c.speedup_ci_low !== undefined
+      ? ' [' + fmt(c.speedup_ci_low) + '–' + fmt(c.speedup_ci_high) + ']' : '');
+  }
+  function busyBadge(c) {
+    if (!c.host_busy && !c.baseline_host_busy) return null;
+    return el('span', {class: 'badge busy', title: c.host_busy ? c.host_busy_jobs + ' job(s) ran on a busy host'
+                                                              : 'the baseline ran on a busy host',
+                       text: 'busy host'});
+  }
   function ratingRank(r) { const i = RATING_ORDER.indexOf(r); return i < 0 ? RATING_ORDER.length : i; }
   function shape(j) { return 'b' + (j.batch === null ? '?' : j.batch) + ' s' + (j.seq_len === null ? '?' : j.seq_len); }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
@@ -97,6 +111,7 @@
         histogram: J.histogram[i], tokens_per_s: J.tokens_per_s[i], ttft_ms: J.ttft_ms[i],
         decode_tokens_per_s: J.decode_tokens_per_s[i], nmse: J.nmse[i], cosine: J.cosine[i], top1: J.top1[i],
         kl: J.kl[i], peak_rss_bytes: J.peak_rss_bytes[i], noisy: J.noisy[i], cell: J.cell[i],
+        host: J.host ? J.host[i] : null, host_busy: J.host_busy ? J.host_busy[i] : null,
         median: latency ? latency[3] : null, p90: latency ? latency[6] : null,
       };
     }
@@ -174,6 +189,11 @@
     if (scaled) chips.append(el('span', {class: 'badge', text: scaled + ' job(s) on scaled-down models'}));
     if (software) chips.append(el('span', {class: 'badge software', text: software + ' software device class(es)'}));
     if (noisy) chips.append(el('span', {class: 'badge noisy', text: noisy + ' noisy measurement(s)'}));
+    const busy = state.jobs.filter(function (j) { return j.host_busy === 1; }).length;
+    if (busy) chips.append(el('span', {class: 'badge busy', id: 'am-busy', 'data-count': busy,
+                                       text: busy + ' perf job(s) on a busy host'}));
+    const noisyCells = d.cells.filter(function (c) { return c.rating === 'noisy'; }).length;
+    if (noisyCells) chips.append(el('span', {class: 'badge noisy', text: noisyCells + ' cell(s) rated ≈ noisy'}));
     meta.append(chips);
     document.getElementById('am-footer').textContent = 'Generated ' + d.generated_at + ' by accelmatrix from ' +
       d.summary.total + ' stored job(s) of run ' + r.run_id + '. Every figure comes from a stored result.';
@@ -184,7 +204,8 @@
     const box = el('div', {class: 'legend'});
     const notes = {excellent: '≥ ' + rules.excellent_min_speedup + '×', good: '≥ ' + rules.good_min_speedup + '×',
                    moderate: '≥ ' + rules.moderate_min_speedup + '×', poor: '< ' + rules.moderate_min_speedup + '×',
-                   baseline: rules.baseline_backend + ' ' + rules.baseline_precision};
+                   baseline: rules.baseline_backend + ' ' + rules.baseline_precision,
+                   noisy: 'the ' + Math.round(rules.speedup_confidence * 100) + '% interval crosses a threshold'};
     for (const r of RATING_ORDER) {
       box.append(el('span', {class: 'r-' + r, text: RATING_LABEL[r] + (notes[r] ? ' (' + notes[r] + ')' : '')}));
     }
@@ -265,8 +286,8 @@
           for (const c of r.groups[g] || []) {
             td.append(el('span', {class: 'q-item r-' + c.rating, 'data-model': c.model, 'data-backend': c.backend,
                                   'data-precision': c.precision, 'data-rating': c.rating,
-                                  title: c.reason || (c.speedup !== null ? fmt(c.speedup) + '× vs baseline' : ''),
-                                  text: c.precision + ' ' + RATING_LABEL[c.rating] +
+                                  title: c.reason || (c.speedup !== null ? speedupText(c) + ' vs baseline' : ''),
+                                  text: c.precision + ' ' + ratingText(c) +
                                     (c.nmse_max !== null ? ' · NMSE ' + fmt(c.nmse_max, 2) : '')}));
           }
           return td;
@@ -327,7 +348,7 @@
   }
 
   function ratingCell(c) {
-    return el('span', {class: 'q-item r-' + c.rating, text: RATING_LABEL[c.rating]});
+    return el('span', {}, [el('span', {class: 'q-item r-' + c.rating, text: ratingText(c)}), busyBadge(c)]);
   }
 
   // ---- cells --------------------------------------------------------------------------------
@@ -345,7 +366,7 @@
       {key: 'shape', label: 'shape', value: function (c) { return c.representative_shape ? c.representative_shape.batch * 1e6 + c.representative_shape.seq_len : null; },
        cell: function (c) { return c.representative_shape ? 'b' + c.representative_shape.batch + ' s' + c.representative_shape.seq_len : ''; }},
       {key: 'median', label: 'median ms', num: true, value: function (c) { return c.median_ms; }, cell: function (c) { return fmt(c.median_ms); }},
-      {key: 'speedup', label: 'speed-up', num: true, value: function (c) { return c.speedup; }, cell: function (c) { return c.speedup === null ? '' : fmt(c.speedup) + '×'; }},
+      {key: 'speedup', label: 'speed-up', num: true, value: function (c) { return c.speedup; }, cell: speedupText},
       {key: 'nmse', label: 'NMSE', num: true, value: function (c) { return c.nmse_max; }, cell: function (c) { return fmt(c.nmse_max, 2); }},
       {key: 'cosine', label: 'cosine', num: true, value: function (c) { return c.cosine_min; }, cell: function (c) { return fmt(c.cosine_min, 6); }},
       {key: 'top1', label: 'top-1', num: true, value: function (c) { return c.top1_min; }, cell: function (c) { return fmt(c.top1_min, 3); }},
@@ -361,7 +382,8 @@
     }, function (c) {
       return {'data-cell': c.index, 'data-model': c.model, 'data-backend': c.backend, 'data-precision': c.precision,
               'data-rating': c.rating, 'data-status': c.status, 'data-median': c.median_ms, 'data-nmse': c.nmse_max,
-              'data-jobs': c.jobs.length};
+              'data-jobs': c.jobs.length, 'data-speedup': c.speedup, 'data-speedup-low': c.speedup_ci_low,
+              'data-speedup-high': c.speedup_ci_high, 'data-host-busy': c.host_busy ? 1 : 0};
     }));
   }
 
@@ -475,7 +497,7 @@
     }
     body.append(el('h3', {text: 'Accuracy against fp32 by bits per weight'}),
                 el('p', {class: 'note', text: 'Worst NMSE of each cell (an exact 0 is drawn at 1e-12); mixed precision has no single bits-per-weight and is left out.'}),
-                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more,
+                acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more || '',
                 el('h3', {text: 'Latency per hardware class'}),
                 lat.childNodes.length ? lat : el('p', {text: 'No latency measured yet.'}));
   }
@@ -581,7 +603,8 @@
       {key: 'status', label: 'status', value: function (j) { return j.status; }},
       {key: 'class', label: 'hardware class', value: function (j) { return state.classLabel[j.hardware_class] || j.hardware_class; }},
       {key: 'median', label: 'median ms', num: true, value: function (j) { return j.median; },
-       cell: function (j) { return el('span', {}, [fmt(j.median), j.noisy ? el('span', {class: 'badge noisy', text: 'noisy'}) : null]); }},
+       cell: function (j) { return el('span', {}, [fmt(j.median), j.noisy ? el('span', {class: 'badge noisy', text: 'noisy'}) : null,
+                                                   j.host_busy === 1 ? el('span', {class: 'badge busy', text: 'busy host'}) : null]); }},
       {key: 'p90', label: 'p90 ms', num: true, value: function (j) { return j.p90; }, cell: function (j) { return fmt(j.p90); }},
       {key: 'tps', label: 'tokens/s', num: true, value: function (j) { return j.tokens_per_s; }, cell: function (j) { return fmt(j.tokens_per_s); }},
       {key: 'nmse', label: 'NMSE', num: true, value: function (j) { return j.nmse; }, cell: function (j) { return fmt(j.nmse, 2); }},
@@ -639,7 +662,11 @@
                   ['p90 ms', fmt(q[6])], ['tokens/s', fmt(j.tokens_per_s)],
                   ['time to first token ms', fmt(j.ttft_ms)], ['decode tokens/s', fmt(j.decode_tokens_per_s)],
                   ['NMSE', fmt(j.nmse, 3)], ['cosine', fmt(j.cosine, 6)], ['top-1 agreement', fmt(j.top1, 4)],
-                  ['KL divergence', fmt(j.kl, 3)], ['peak RSS', fmtBytes(j.peak_rss_bytes)], ['noisy', j.noisy ? 'yes (IQR > 10% of median)' : '']];
+                  ['KL divergence', fmt(j.kl, 3)], ['peak RSS', fmtBytes(j.peak_rss_bytes)], ['noisy', j.noisy ? 'yes (IQR > 10% of median)' : ''],
+                  ['host load', j.host === null || j.host === undefined ? '' :
+                    'load ' + fmt(j.host[0]) + ' → ' + fmt(j.host[1]) + ' on ' + j.host[2] + ' CPUs; other work ' +
+                    fmt(j.host[3]) + ' CPUs; steal ' + fmt(j.host[4] === null ? null : j.host[4] * 100) + '%' +
+                    (j.host_busy === 1 ? ' — busy host' : '')]];
     const dl = el('dl');
     for (const [k, v] of rows) {
       if (v === undefined || v === null || v === '' || v === 'undefined') continue;

@@ -6,7 +6,8 @@ database in headless Chromium, and checks that
   - the page draws (<body data-am-state="ready">) and logs nothing to the console (the page
     logs nothing when it works, so any console line is a failure);
   - the figures in the DOM equal the JSON report's for the same run: the summary counts, every
-    overview cell (working/cells, rating), every matrix cell (rating, median, job count), the
+    overview cell (working/cells, rating), every matrix cell (rating, median, job count, speed-up
+    and its interval, the busy-host mark), the
     quantization matrix and the accuracy chart's points;
   - a screenshot can be taken (kept at --screenshot for a person to look at).
 Exit 0 on success, 1 on a failed check, 77 (CTest's skip code) when Chromium is missing.
@@ -167,6 +168,13 @@ def main():
             check(close(number(a.get("data-median")), c["median_ms"]),
                   f"{key}: median {a.get('data-median')} vs {c['median_ms']}")
             check(a.get("data-jobs") == str(len(c["job_ids"])), f"{key}: job count")
+            # The speed-up with its interval, and the busy-host mark (issue 17 item 3).
+            for attr, field in (("data-speedup", "speedup"), ("data-speedup-low", "speedup_ci_low"),
+                                ("data-speedup-high", "speedup_ci_high")):
+                check(close(number(a.get(attr)), c[field]), f"{key}: {field} {a.get(attr)} vs {c[field]}")
+            check(a.get("data-host-busy") == ("1" if c["host_busy"] else "0"), f"{key}: busy-host mark")
+            if c["rating"] == "noisy":
+                check(c["rating_label"] in row[0]["text"], f"{key}: a noisy cell shows {c['rating_label']}")
             quant = dom.find("span", within="quantization-table", **key)
             check(len(quant) == 1 and quant[0]["attrs"].get("data-rating") == c["rating"], f"{key}: quantization cell")
             if c["nmse_max"] is not None and c["precision"] != "mixed":

@@ -17,7 +17,17 @@ using testing::status_named;
 using testing::perf_metrics;
 
 nlohmann::json latency_only(double median_ms) {
-  return {{"latency_ms", {{"median", median_ms}, {"p90", median_ms * 1.25}}}};
+  return {{"latency_ms", {{"median", median_ms}, {"p90", median_ms * 1.25},
+                          {"samples", testing::steady_samples(median_ms)}}}};
+}
+
+// A speed-up known exactly: its interval is the point.
+SpeedupEstimate exact(double speedup) {
+  SpeedupEstimate s;
+  s.estimate = speedup;
+  s.low = speedup;
+  s.high = speedup;
+  return s;
 }
 
 nlohmann::json accuracy_only(double nmse, double cosine, double top1) {
@@ -51,11 +61,11 @@ TEST(Ratings, SpeedupThresholdsAreInclusiveLowerBounds) {
 
 TEST(Ratings, CellRatingFollowsStatusBeforeSpeed) {
   EXPECT_EQ(rate_cell(status_named("pass"), true, std::nullopt, false), Rating::kBaseline);
-  EXPECT_EQ(rate_cell(status_named("degraded"), false, 2.5, true), Rating::kExcellent);
+  EXPECT_EQ(rate_cell(status_named("degraded"), false, exact(2.5), true), Rating::kExcellent);
   EXPECT_EQ(rate_cell(status_named("pass"), false, std::nullopt, true), Rating::kNoBaseline);
   EXPECT_EQ(rate_cell(status_named("pass"), false, std::nullopt, false), Rating::kAccuracyOnly);
   for (const char* s : {"fail", "crash", "timeout", "oom", "error", "lost"}) {
-    EXPECT_EQ(rate_cell(status_named(s), false, 3.0, true), Rating::kFailed) << s;
+    EXPECT_EQ(rate_cell(status_named(s), false, exact(3.0), true), Rating::kFailed) << s;
     EXPECT_EQ(rate_cell(status_named(s), true, std::nullopt, true), Rating::kFailed) << s;
   }
   EXPECT_EQ(rate_cell(status_named("unsupported"), false, std::nullopt, false), Rating::kUnsupported);

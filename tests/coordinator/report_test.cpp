@@ -85,7 +85,7 @@ TEST_F(Reports, MarkdownBackendTablesRateEveryCell) {
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| bert-tiny | encoder-only | q8_0 | ✅ pass | Excellent | " + format("%.3f", base_ms_ / 2.5) +
-                    " | 2.50× | 2.25e-05 | 0.999876 | batch 1, seq 32 |"),
+                    " | 2.50× [2.50–2.50] | 2.25e-05 | 0.999876 | batch 1, seq 32 |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| bert-tiny | encoder-only | q2_k | ❌ unsupported | ❌ unsupported | — | — | — | — | "
@@ -134,7 +134,7 @@ TEST_F(Reports, MarkdownJobTableHasOneRowPerJob) {
 
 TEST_F(Reports, JsonHasEveryRequiredFieldForEveryJob) {
   const nlohmann::json doc = render_json(run_record(), rows());
-  EXPECT_EQ(doc["schema"], 1);
+  EXPECT_EQ(doc["schema"], 2);
   EXPECT_EQ(doc["run"]["run_id"], kRun);
   EXPECT_EQ(doc["run"]["plan_name"], "smoke");
   EXPECT_EQ(doc["run"]["finished_at_ms"], kT0 + 3'600'000);

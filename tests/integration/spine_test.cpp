@@ -117,6 +117,21 @@ TEST(Spine, SmokePlanCompletesWithTwoWorkersAndReportsEveryJob) {
     EXPECT_GE(m["latency_ms"]["count"].get<int>(), 3);
     EXPECT_TRUE(m["accuracy"]["nmse"].is_number());
     EXPECT_GT(m["accuracy"]["cosine"].get<double>(), 0.99);
+#ifdef __linux__
+    // Each perf job recorded the host's load and steal time over the job (worker/host_load.h).
+    ASSERT_TRUE(m.contains("host")) << m.dump();
+    const auto& h = m["host"];
+    const int cpus = h["cpus"].get<int>();
+    EXPECT_GE(cpus, 1);
+    EXPECT_GE(h["load_start"].get<double>(), 0.0);
+    EXPECT_GE(h["load_end"].get<double>(), 0.0);
+    ASSERT_TRUE(h.contains("steal_fraction")) << h.dump();   // a perf job lasts far beyond a tick
+    EXPECT_GE(h["steal_fraction"].get<double>(), 0.0);
+    EXPECT_LE(h["steal_fraction"].get<double>(), 1.0);
+    EXPECT_GE(h["other_load"].get<double>(), 0.0);
+    EXPECT_LE(h["other_load"].get<double>(), cpus);
+    EXPECT_TRUE(r["host_busy"].is_boolean()) << r.dump();
+#endif
     workers.insert(r["worker"].get<std::string>());
   }
   expect_each_job_terminal_once(db, 4);

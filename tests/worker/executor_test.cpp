@@ -72,6 +72,33 @@ TEST_F(ExecutorTest, PassingJobReturnsItsOwnResultAndMetrics) {
   EXPECT_GE(out.finished_at_ms, out.started_at_ms);
 }
 
+#ifdef __linux__
+TEST_F(ExecutorTest, PerfJobRecordsTheHostsLoadAndStealTimeAccuracyJobDoesNot) {
+  ExecRequest perf = request("selftest:pass");
+  perf.spec["mode"] = jobs::kModePerf;
+  const ExecOutcome out = execute_job(perf);
+  ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << "\n" << out.log_tail;
+  ASSERT_TRUE(out.metrics.contains("host")) << out.metrics.dump();
+  const json& h = out.metrics.at("host");
+  const int cpus = h.at("cpus").get<int>();
+  EXPECT_GE(cpus, 1);
+  EXPECT_GE(h.at("load_start").get<double>(), 0.0);
+  EXPECT_GE(h.at("load_end").get<double>(), 0.0);
+  if (h.contains("steal_fraction")) {   // absent only when the counters did not tick
+    EXPECT_GE(h.at("steal_fraction").get<double>(), 0.0);
+    EXPECT_LE(h.at("steal_fraction").get<double>(), 1.0);
+    EXPECT_GE(h.at("other_load").get<double>(), 0.0);
+    EXPECT_LE(h.at("other_load").get<double>(), cpus);
+  }
+
+  ExecRequest accuracy = request("selftest:pass");
+  accuracy.spec["mode"] = jobs::kModeAccuracy;
+  const ExecOutcome acc = execute_job(accuracy);
+  ASSERT_EQ(acc.status, am::ResultStatus::kPass) << acc.reason;
+  EXPECT_FALSE(acc.metrics.contains("host")) << acc.metrics.dump();
+}
+#endif
+
 TEST_F(ExecutorTest, SegfaultIsACrashNamingTheSignal) {
   const ExecOutcome out = execute_job(request("selftest:segv"));
   EXPECT_EQ(out.status, am::ResultStatus::kCrash);
