@@ -1,6 +1,7 @@
 #include "worker/client.h"
 
 #include <algorithm>
+#include <csignal>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -96,8 +97,14 @@ struct Finished {
   ExecOutcome outcome;
 };
 
+// How long a job process's death by SIGTERM/SIGINT waits for this worker's own stop signal to
+// arrive before it is reported as the job's crash (both come from one kill of the group; the
+// worker's handler runs within microseconds, so this is slack for a loaded machine).
+constexpr int64_t kStopSignalGraceMs = 500;
+
 struct WorkerClient::Impl {
   ClientOptions opt;
+  const std::atomic<bool>* stop_flag = nullptr;   // run()'s, for stopped_with_us()
   std::vector<std::string> device_keys;
   CreditWindow credit_window{{}};                    // our window as the coordinator knows it
   std::optional<DealerEndpoint> endpoint;
@@ -274,6 +281,23 @@ struct WorkerClient::Impl {
                    a.spec.value("backend", "?"), a.spec.value("precision", "?"));
   }
 
+  // A job process that died of SIGTERM or SIGINT that this worker did not send (its own timeout
+  // and cancel outcomes are `timeout` and `cancelled`, not `crash`) was most likely hit by the
+  // signal that is stopping the whole process group. Waits up to kStopSignalGraceMs for this
+  // worker's own stop flag to confirm it.
+  bool stopped_with_us(const ExecOutcome& outcome) const {
+    if (stop_flag == nullptr || outcome.status != ResultStatus::kCrash ||
+        (outcome.signal != SIGTERM && outcome.signal != SIGINT)) {
+      return false;
+    }
+    const int64_t until = steady_ms() + kStopSignalGraceMs;
+    while (!stop_flag->load()) {
+      if (steady_ms() >= until) return false;
+      std::this_thread::sleep_for(Millis(10));
+    }
+    return true;
+  }
+
   void collect_finished() {
     std::vector<Finished> done;
     {
@@ -285,6 +309,13 @@ struct WorkerClient::Impl {
       if (auto it = running.find(key); it != running.end()) {
         if (it->second.thread.joinable()) it->second.thread.join();
         running.erase(it);
+      }
+      if (stopped_with_us(f.outcome)) {
+        // Not the job's outcome: the signal that stops this worker (Ctrl-C on the terminal,
+        // `systemctl stop`, Slurm's scancel) reached its process group too. Not reported; the
+        // BYE hands the lease back and the coordinator runs the job again.
+        logger()->info("{} was stopped with the worker (signal {}); not reported", key, f.outcome.signal);
+        continue;
       }
       proto::JobResult r;
       r.job_id = f.job_id;
@@ -342,6 +373,7 @@ struct WorkerClient::Impl {
   }
 
   Status run(const std::atomic<bool>& stop) {
+    stop_flag = &stop;
     while (!stop.load()) {
       const int64_t now = steady_ms();
       if (!endpoint && now >= next_connect_ms) connect();

@@ -299,5 +299,31 @@ TEST(Control, UnderCurveOnlyAdminKeysMayControlAndAnAdminKeyCannotRegisterAsAWor
   EXPECT_EQ(c.serve->wait(20s), 0) << c.serve->log();
 }
 
+// Slurm's scancel, `systemctl stop` and Ctrl-C signal the job's process too, not only the
+// worker: that death is the stop's doing, not the job's crash (DEPLOY.md). The child is signalled
+// first, so its death is seen before the worker's own signal is handled.
+TEST(WorkerStop, AStopSignalThatAlsoHitsTheJobProcessInterruptsTheAttemptInsteadOfCrashingIt) {
+  ScratchDir dir("control-stop");
+  const auto db = dir / "s.db";
+  const auto plan = write_selftest_plan(dir / "s.toml", "s", {"hang"});
+  LiveCoordinator c = start_live(dir, plan, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "sw", dir), dir / "sw.log");
+  std::vector<int> kids;
+  ASSERT_TRUE(wait_until([&] {
+    kids = children_of(c.worker->pid());
+    return !kids.empty() && sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") == 1;
+  }, 30s)) << c.serve->log();
+  ASSERT_EQ(::kill(kids.front(), SIGTERM), 0);
+  c.worker->terminate();
+  EXPECT_EQ(c.worker->wait(20s), 0) << c.worker->log();
+  EXPECT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'interrupted'") == 1; }, 10s))
+      << c.serve->log() << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'crash'"), 0) << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 1) << "the job runs again";
+  c.serve->terminate();
+  EXPECT_EQ(c.serve->wait(20s), 3) << "stopped before every job was terminal";
+}
+
 }  // namespace
 }  // namespace am::testing
