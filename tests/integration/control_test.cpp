@@ -5,6 +5,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -315,6 +316,10 @@ TEST(WorkerStop, AStopSignalThatAlsoHitsTheJobProcessInterruptsTheAttemptInstead
     return !kids.empty() && sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") == 1;
   }, 30s)) << c.serve->log();
   ASSERT_EQ(::kill(kids.front(), SIGTERM), 0);
+  // The worker's own signal comes a moment later (a group kill reaches processes one by one; on
+  // a loaded machine the gap grows): long enough that the worker has seen the job die, shorter
+  // than the grace it allows (kStopSignalGraceMs, 500 ms).
+  std::this_thread::sleep_for(150ms);
   c.worker->terminate();
   EXPECT_EQ(c.worker->wait(20s), 0) << c.worker->log();
   EXPECT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'interrupted'") == 1; }, 10s))
