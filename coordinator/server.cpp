@@ -35,6 +35,12 @@ std::shared_ptr<spdlog::logger> logger() {
 // from one peer cannot starve heartbeats and lease checks.
 constexpr int kMaxMessagesPerTick = 256;
 
+// How often the serving loop looks for health jobs that fell due.
+constexpr int64_t kHealthWakeMs = 1000;
+
+// How long a built status document is reused (PROTOCOL §5.10: "status may be this much old").
+constexpr int64_t kStatusCacheMs = 250;
+
 // After a run completes, how long the coordinator keeps serving so that DRAIN reaches every
 // worker and their BYEs come back.
 constexpr int64_t kDrainWaitMs = 3000;
@@ -169,6 +175,11 @@ struct Server::Impl {
   std::map<std::string, std::pair<int, int64_t>> run_measured;   // run -> (jobs, summed job ms)
   int64_t started_at_ms = 0;                       // epoch ms of create()
   bool runs_dirty = false;                         // a job became terminal since the last check
+  int64_t last_health_wake_ms = 0;                 // steady ms
+  // `status` documents are built at most every kStatusCacheMs (a remote peer may ask for one
+  // without CURVE; building it is O(jobs)); a mutating control op clears the cache.
+  mutable std::optional<nlohmann::json> status_cache;
+  mutable int64_t status_cached_ms = 0;
 
   Impl(ServerOptions o, std::unique_ptr<Store> s, RouterEndpoint r)
       : opt(std::move(o)),
@@ -759,9 +770,10 @@ struct Server::Impl {
       for (const auto& device : s.devices) {
         int on_device = bounded ? leases_on_device(s.worker_id, device.key) : 0;
         // A due health job goes first; until a device's first one passes, and while it is
-        // quarantined, it runs nothing else.
+        // quarantined, it runs nothing else. A device no queued job could use is not checked
+        // (an OpenCL device on a cpu-only plan would pay a kernel compile for nothing).
         if (health.health_due(s.worker_id, device.key, now) && s.credits.available(device.key, held) > 0 &&
-            (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
+            (!bounded || on_device < reliability::kUnprovenLeasesPerDevice) && has_queued_job_for(device)) {
           issue_health_job(s, device);
           ++held;
           ++on_device;
@@ -922,6 +934,13 @@ struct Server::Impl {
     assign_dirty = true;
   }
 
+  bool has_queued_job_for(const DeviceInfo& device) const {
+    for (const auto& [id, j] : jobs) {
+      if (j.state == JobState::kQueued && device_can_run(device, j.spec)) return true;
+    }
+    return false;
+  }
+
   void run_health_timers() {
     const int64_t epoch = now_epoch_ms();
     std::vector<std::pair<std::string, HealthLease>> expired;
@@ -934,9 +953,11 @@ struct Server::Impl {
       apply_health_events(health.on_health_result(h.worker_id, h.device, false,
                                                   "no result within the health job's lease", steady_ms()));
     }
-    // Health jobs fall due with time, not with messages: wake the scheduler for them.
-    if (!health.checks_on() || assign_dirty) return;
+    // Health jobs fall due with time, not with messages: wake the scheduler for them (at most
+    // every kHealthWakeMs: a due check may wait for work, and a scheduling pass costs O(jobs)).
     const int64_t now = steady_ms();
+    if (!health.checks_on() || assign_dirty || now - last_health_wake_ms < kHealthWakeMs) return;
+    last_health_wake_ms = now;
     for (const auto& [identity, s] : sessions) {
       for (const auto& d : s.devices) {
         if (health.health_due(s.worker_id, d.key, now)) {
@@ -1016,7 +1037,7 @@ struct Server::Impl {
     }
     Result<nlohmann::json> data = internal_error("unhandled");
     if (c.op == "status") {
-      data = status_document();
+      data = cached_status_document();
     } else if (c.op == "submit") {
       data = control_submit(c.args);
     } else if (c.op == "cancel") {
@@ -1034,7 +1055,10 @@ struct Server::Impl {
       send(env.peer, refusal(c.request_id, reply_code(data.status()), data.status().message()));
       return;
     }
-    if (c.op != "status") logger()->info("control '{}' done: {}", c.op, data->dump());
+    if (c.op != "status") {
+      status_cache.reset();   // the client may ask for status next and expects to see this
+      logger()->info("control '{}' done: {}", c.op, data->dump());
+    }
     proto::Reply r;
     r.request_id = c.request_id;
     r.ok = true;
@@ -1213,6 +1237,15 @@ struct Server::Impl {
     if (fatal) return *fatal;
     assign_dirty = true;
     return nlohmann::json{{"worker", worker}, {"devices", released}, {"worker_quarantine_lifted", peer_was}};
+  }
+
+  const nlohmann::json& cached_status_document() const {
+    const int64_t now = steady_ms();
+    if (!status_cache || now - status_cached_ms >= kStatusCacheMs) {
+      status_cache = status_document();
+      status_cached_ms = now;
+    }
+    return *status_cache;
   }
 
   // Everything `accelmatrix status` shows (docs/PROTOCOL.md §5.10 lists the fields).
