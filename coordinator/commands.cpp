@@ -1,6 +1,8 @@
 #include "coordinator/commands.h"
 
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -339,16 +341,19 @@ int cmd_status(const ControlArgs& args, const std::atomic<bool>& stop) {
 
 int cmd_submit(const ControlArgs& args) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(args.plan_file, ec);
-  if (ec) return fail(args.plan_file + ": cannot read: " + ec.message(), kExitUsage);
-  if (size > proto::kMaxStringBytes) {
-    return fail(args.plan_file + ": " + std::to_string(size) + " bytes; a submitted plan may have at most " +
-                    std::to_string(proto::kMaxStringBytes) + " (start a coordinator with serve --plan for larger ones)",
+  if (std::filesystem::is_directory(args.plan_file, ec)) return fail(args.plan_file + ": is a directory", kExitUsage);
+  std::ifstream in(args.plan_file, std::ios::binary);
+  if (!in) return fail(args.plan_file + ": cannot open: " + std::strerror(errno), kExitUsage);
+  // Read at most one byte past the limit (works for pipes and devices, which have no size).
+  std::string text(proto::kMaxStringBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return fail(args.plan_file + ": read failed", kExitUsage);
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > proto::kMaxStringBytes) {
+    return fail(args.plan_file + ": larger than " + std::to_string(proto::kMaxStringBytes) +
+                    " bytes, the most a submitted plan may have (start a coordinator with serve --plan for larger ones)",
                 kExitUsage);
   }
-  std::ifstream in(args.plan_file, std::ios::binary);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) return fail(args.plan_file + ": read failed", kExitUsage);
   nlohmann::json request{{"plan", text}, {"name", args.plan_file}, {"extend", args.extend}};
   if (!args.run_id.empty()) request["run"] = args.run_id;
   auto reply = control_request(args.target, "submit", request);
@@ -394,6 +399,9 @@ int cmd_release(const ControlArgs& args) {
     worker = args.id.substr(0, slash);
     device = args.id.substr(slash + 1);
   }
+  if (worker.empty() || worker.back() == '/') {
+    return fail("release: '" + args.id + "' is not WORKER or WORKER/DEVICE (e.g. box1 or box1/opencl:0)", kExitUsage);
+  }
   nlohmann::json request{{"worker", worker}};
   if (!device.empty()) request["device"] = device;
   auto reply = control_request(args.target, "release", request);
@@ -402,8 +410,13 @@ int cmd_release(const ControlArgs& args) {
   for (const auto& d : reply->value("devices", nlohmann::json::array())) {
     devices += (devices.empty() ? "" : ", ") + (d.is_string() ? d.get<std::string>() : d.dump());
   }
-  std::cout << "released " << worker << ": " << (devices.empty() ? "no device was held back" : "devices " + devices)
-            << (reply->value("worker_quarantine_lifted", false) ? "; its silent-peer quarantine lifted" : "") << "\n";
+  const bool peer = reply->value("worker_quarantine_lifted", false);
+  if (devices.empty() && !peer) {
+    std::cout << (device.empty() ? worker : worker + "/" + device) << " was not quarantined; nothing to release\n";
+  } else {
+    std::cout << "released " << worker << ": " << (devices.empty() ? "no device was quarantined" : "devices " + devices)
+              << (peer ? "; its silent-peer quarantine lifted" : "") << "\n";
+  }
   return kExitOk;
 }
 

@@ -100,8 +100,14 @@ Result<nlohmann::json> control_request(const ControlTarget& t, const std::string
     if (reply->code == "failed_precondition") return failed_precondition(reply->error);
     return internal_error("coordinator: " + reply->error);
   }
+  // The coordinator may have died while we waited (its lock file still names it).
+  if (t.coordinator.empty()) {
+    if (auto again = resolve_control_endpoint(t); !again.ok()) return again.status();
+  }
   return unavailable("no answer from a coordinator at " + endpoint + " within " + std::to_string(t.timeout_ms) +
-                     " ms" + (curve ? " (under CURVE a key the coordinator does not admit gets no connection at all)" : ""));
+                     " ms" +
+                     (curve ? " (under CURVE a key the coordinator does not admit gets no connection at all)"
+                            : " (a coordinator that uses CURVE answers only to --curve-key/--curve-server)"));
 }
 
 }  // namespace am::coord

@@ -130,16 +130,15 @@ std::vector<HealthEvent> DeviceHealth::release(const std::string& worker, const 
   std::vector<HealthEvent> events;
   for (auto& [key, e] : devices_) {
     if (key.first != worker || (!device.empty() && key.second != device)) continue;
-    const bool was = e.condition == DeviceCondition::kQuarantined;
+    // Only a quarantine is lifted: an unchecked device still owes its first health job.
+    if (e.condition != DeviceCondition::kQuarantined) continue;
     e.condition = DeviceCondition::kHealthy;
     e.since_ms = now_ms;
     e.streak.clear();
     e.quarantines = 0;
     e.backoff_ms = 0;
     e.next_check_ms = now_ms + policy_.interval_ms;
-    events.push_back({key.first, key.second, "released",
-                      was ? "released by an administrator (was: " + e.reason + ")"
-                          : "released by an administrator (was not quarantined)"});
+    events.push_back({key.first, key.second, "released", "released by an administrator (was: " + e.reason + ")"});
     e.reason.clear();
   }
   return events;

@@ -18,8 +18,9 @@
 // - A quarantine lasts backoff_initial_ms × 2^(earlier quarantines of the device), doubling with
 //   each failed re-check, capped at backoff_max_ms. With health checks off it lifts only by
 //   release().
-// - release() (`accelmatrix release`) makes a device healthy at once and forgets its streak and
-//   backoff doubling.
+// - release() (`accelmatrix release`) makes a quarantined device healthy at once and forgets its
+//   backoff doubling; a device that is not quarantined is left as it is (an unchecked one still
+//   owes its first health job).
 // - Every state change returns the events to record (device_events table), oldest first.
 // - Times are steady-clock milliseconds from the caller; pure bookkeeping, no I/O, not
 //   thread-safe.
@@ -85,7 +86,8 @@ class DeviceHealth {
                                             bool passed, const std::string& detail, int64_t now_ms);
   std::vector<HealthEvent> on_job_outcome(const std::string& worker, const std::string& device,
                                           const std::string& model, ResultStatus status, int64_t now_ms);
-  // `device` empty: every device of the worker. Returns no events when nothing matched.
+  // `device` empty: every quarantined device of the worker. Returns one `released` event per
+  // device lifted; none when nothing was quarantined.
   std::vector<HealthEvent> release(const std::string& worker, const std::string& device, int64_t now_ms);
 
   bool known(const std::string& worker) const;

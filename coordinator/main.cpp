@@ -90,7 +90,8 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
 
 void add_target_flags(CLI::App* cmd, am::coord::ControlTarget& t) {
   cmd->add_option("--coordinator", t.coordinator,
-                  "Coordinator endpoint, tcp://HOST:PORT or ipc://PATH (default: the one holding --db)");
+                  "Coordinator endpoint, tcp://HOST:PORT or ipc://PATH (default: the one holding --db)")
+      ->check([](const std::string& v) { return v.empty() ? std::string("must not be empty") : std::string(); });
   cmd->add_option("--db", t.db, "Database whose running coordinator to ask")->capture_default_str();
   cmd->add_option("--curve-key", t.curve_key, "CURVE: this admin's .key file");
   cmd->add_option("--curve-server", t.curve_server, "CURVE: the coordinator's .pub file");

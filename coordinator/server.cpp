@@ -1222,15 +1222,18 @@ struct Server::Impl {
     AM_ASSIGN_OR_RETURN(std::string worker, string_arg(args, "worker", true));
     AM_ASSIGN_OR_RETURN(std::string device, string_arg(args, "device", false));
     const int64_t now = steady_ms();
-    const bool peer_was = standing.release(worker, now);
-    std::vector<HealthEvent> events = health.release(worker, device, now);
-    if (events.empty() && !peer_was) {
-      if (!health.known(worker) && session_of(worker) == nullptr) {
-        return not_found("worker '" + worker.substr(0, 128) + "' is not known to this coordinator (connected: " +
-                         connected_workers() + ")");
-      }
-      if (!device.empty()) return not_found("worker '" + worker + "' has no device '" + device.substr(0, 64) + "'");
+    WorkerSession* session = session_of(worker);
+    if (!health.known(worker) && session == nullptr) {
+      return not_found("worker '" + worker.substr(0, 128) + "' is not known to this coordinator (connected: " +
+                       connected_workers() + ")");
     }
+    if (!device.empty() && health.find(worker, device) == nullptr &&
+        (session == nullptr || std::none_of(session->devices.begin(), session->devices.end(),
+                                            [&](const DeviceInfo& d) { return d.key == device; }))) {
+      return not_found("worker '" + worker + "' has no device '" + device.substr(0, 64) + "'");
+    }
+    const bool peer_was = device.empty() && standing.release(worker, now);
+    std::vector<HealthEvent> events = health.release(worker, device, now);
     nlohmann::json released = nlohmann::json::array();
     for (const auto& e : events) released.push_back(e.device);
     apply_health_events(events);

@@ -129,11 +129,20 @@ TEST(DeviceHealth, ReleaseLiftsAtOnceAndForgetsTheDoubling) {
   EXPECT_TRUE(h.may_run_jobs("w", "cpu:0"));
   EXPECT_FALSE(h.may_run_jobs("w", "opencl:0")) << "only the named device";
   EXPECT_EQ(h.find("w", "cpu:0")->quarantines, 0);
-  EXPECT_EQ(h.release("w", "", 3).size(), 2u) << "every device of the worker";
+  EXPECT_TRUE(h.release("w", "cpu:0", 3).empty()) << "cpu:0 is not quarantined any more";
+  EXPECT_EQ(h.release("w", "", 3).size(), 1u) << "every quarantined device of the worker";
   EXPECT_TRUE(h.may_run_jobs("w", "opencl:0"));
   EXPECT_TRUE(h.release("other", "", 3).empty());
   EXPECT_FALSE(h.known("other"));
   EXPECT_TRUE(h.known("w"));
+}
+
+TEST(DeviceHealth, ReleaseDoesNotExcuseAnUncheckedDeviceFromItsHealthJob) {
+  DeviceHealth h(policy());
+  h.on_register("w", "opencl:0", 0);
+  EXPECT_TRUE(h.release("w", "", 1).empty());
+  EXPECT_FALSE(h.may_run_jobs("w", "opencl:0"));
+  EXPECT_TRUE(h.health_due("w", "opencl:0", 1));
 }
 
 TEST(DeviceHealth, AReconnectDoesNotLiftAQuarantine) {
