@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <thread>
 
 #include "tests/integration/run_helpers.h"
 
@@ -113,9 +114,18 @@ TEST(RunExitCodes, ALostJobExitsFour) {
                 dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");
   ASSERT_FALSE(ep.empty()) << serve.log();
-  auto victim = std::make_unique<Process>(worker_args(ep, "victim", dir), dir / "victim.log");
-  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'") > 0; },
-                         60s)) << serve.log();
+  const auto vlog = dir / "victim.log";
+  auto victim = std::make_unique<Process>(worker_args(ep, "victim", dir), vlog);
+  // Killed only once it answered the lease (its "started" PROGRESS is sent before it logs
+  // "running"): a lease the worker never answered costs the worker, not the job (PROTOCOL §5.5),
+  // and would leave the job queued instead of lost.
+  ASSERT_TRUE(wait_until([&] {
+    for (const auto& row : sql_rows(db, "SELECT job_id, attempt FROM attempts WHERE state = 'leased'")) {
+      if (read_file(vlog).find("running " + row[0] + "#" + row[1]) != std::string::npos) return true;
+    }
+    return false;
+  }, 60s)) << serve.log();
+  std::this_thread::sleep_for(300ms);   // the PROGRESS has reached the coordinator by now
   victim->kill_hard();
   EXPECT_EQ(serve.wait(60s), 4) << serve.log();
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'lost'"), 1) << serve.log();
