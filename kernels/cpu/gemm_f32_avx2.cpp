@@ -24,8 +24,8 @@ namespace {
 
 constexpr int64_t kLanes = 8;
 constexpr int kGemvRows = 8;   // W rows per pass of the one-row kernel
-constexpr int kTileRowsX = 2;  // X rows of the GEMM tile
-constexpr int kTileRowsW = 4;  // W rows of the GEMM tile
+constexpr int kTileRowsX = 4;  // X rows of the GEMM tile
+constexpr int kTileRowsW = 3;  // W rows of the GEMM tile
 
 AM_TARGET_AVX2 inline float hsum(__m256 v) {
   const __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -109,7 +109,21 @@ AM_TARGET_AVX2 inline void x_rows(const float* x, int64_t ldx, int64_t m, const 
   for (; i + kTileRowsX <= m; i += kTileRowsX) {
     tile<kTileRowsX, NR, false>(x + i * ldx, ldx, w, ldw, k, bias, accumulate, y + i * ldy, ldy);
   }
-  for (; i < m; ++i) tile<1, NR, false>(x + i * ldx, ldx, w, ldw, k, bias, accumulate, y + i * ldy, ldy);
+  const float* xi = x + i * ldx;
+  float* yi = y + i * ldy;
+  switch (m - i) {
+    case 3:
+      tile<3, NR, false>(xi, ldx, w, ldw, k, bias, accumulate, yi, ldy);
+      break;
+    case 2:
+      tile<2, NR, false>(xi, ldx, w, ldw, k, bias, accumulate, yi, ldy);
+      break;
+    case 1:
+      tile<1, NR, false>(xi, ldx, w, ldw, k, bias, accumulate, yi, ldy);
+      break;
+    default:
+      break;
+  }
 }
 
 }  // namespace
