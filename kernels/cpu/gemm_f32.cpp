@@ -10,11 +10,13 @@ namespace {
 
 // Tiling of the driver. A task multiplies a tile of W rows with a run of X rows.
 //   - From kKSplitMinRows rows of X on, K is cut into blocks of kKBlockFloats: a kernel's group
-//     of 4 W rows times one block (16 KiB) then stays in L1 while every X row of the task (64 x
-//     4 KiB at most, in L2) passes it, instead of both coming from L2. Measured on the AVX2 path
-//     (EPYC, 1 thread, M = 16, K = N = 4096): 55.7 GFLOPS with whole rows, see the commit that
-//     added this for the figure with blocks. Fewer X rows are bound by W's stream, which is
-//     read once either way and is best left in long runs for the prefetchers.
+//     of 3-4 W rows times one block (12-16 KiB) then stays in L1 while every X row of the task
+//     (64 x 4 KiB at most, in L2) passes it; with whole rows at K = 4096 both would come from
+//     L2. On the AVX2 EPYC this was measured neutral (bench_kernels --kinds smallm --threads 1,
+//     K = N = 4096, M = 16-256: 50-58 GFLOPS with blocks, 55-62 without, inside the run-to-run
+//     noise of that shared 2-core VM); it is kept for the larger K of 7B-class FFNs (14336),
+//     whose rows no cache level holds 4 at a time. Fewer X rows are bound by W's stream, which
+//     is read once either way and is best left in long runs for the prefetchers.
 //   - Tiles are multiples of the kernels' 8-row GEMV pass, and there are enough of them to give
 //     every thread several tasks, so dynamic hand-out balances a core that another process
 //     slows down.
