@@ -13,8 +13,10 @@
 
 // GCC 12's AVX-512 headers seed some intrinsics with a deliberately undefined register
 // (_mm512_undefined_*), which -W(maybe-)uninitialized misreports at every inlined use.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/cpu/gemm_f32_kernels.h"

@@ -24,7 +24,15 @@ constexpr int64_t kTasksPerThread = 16;
 // cblas takes int dimensions.
 constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
 
-// Rows of X from which an f32 product goes to OpenBLAS instead of gemm_f32. MEASURED: TODO
+// Rows of X from which an f32 product goes to OpenBLAS instead of gemm_f32. Measured with
+//   build/bench/bench_kernels --kinds smallm --formats f32 --min-time-s 0.25   (run twice)
+// on the AVX2 host (AMD EPYC VM, 2 cores shared with other work; parallel capacity 0.97-1.00x,
+// so the 2-thread figures are close to 1-thread ones), at (K, N) = (4096, 4096), (2048, 5632)
+// and (256, 704), 1 and 2 threads, sgemm time / gemm_f32 time per M (> 1: ours faster):
+//   M = 16: 1.27-2.87 in 11 of 12 figures (one 0.80);   M = 32: 1.05-1.49 in 11 of 12 (one 0.94);
+//   M = 64: 0.61-1.02 in 10 of 12 (1.06 and a 1.71 outlier);  M = 128: 0.69-0.95 in all 12.
+// No (K, N) dependence stood out of the noise, so one constant; M = 64 is where OpenBLAS's
+// packed GEMM (80-90 GFLOPS at 1 thread) overtakes our dot-product tiles (55-65 GFLOPS).
 constexpr int64_t kF32BlasMinRows = 64;
 // OpenBLAS slices (BlasThreading::kPoolSlices): at least this many W rows each, in multiples
 // of the sgemm kernel's column block so no slice ends in a partial panel.
@@ -100,6 +108,11 @@ void matmul_f32_blas(ConstTensorView x, ConstTensorView w, const float* bias, Te
                 static_cast<int>(n1 - n0), static_cast<int>(k), 1.0f, x.data, static_cast<int>(k),
                 w.row(n0), static_cast<int>(k), 1.0f, y.data + n0, static_cast<int>(n));
   };
+  // Why slices on the pool: measured in the same runs as kF32BlasMinRows, OpenBLAS on its own
+  // 2 threads took 1.5-2.3x the time of 2 single-threaded slices at M = 2-8 and 0.84-1.18x at
+  // M = 32-256 (noise either side) — never clearly faster — and its threads keep spinning after
+  // a call (OpenBLAS's thread timeout) while the pool's workers spin for the next op, so two
+  // owners would fight over the same 2 cores.
   const int threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
   if (threading == BlasThreading::kOpenBlasThreads) {
     openblas_set_num_threads(threads);
