@@ -109,7 +109,7 @@ void matmul_f32_blas(ConstTensorView x, ConstTensorView w, const float* bias, Te
                 w.row(n0), static_cast<int>(k), 1.0f, y.data + n0, static_cast<int>(n));
   };
   // Why slices on the pool: measured in the same runs as kF32BlasMinRows, OpenBLAS on its own
-  // 2 threads took 1.5-2.3x the time of 2 single-threaded slices at M = 2-8 and 0.84-1.18x at
+  // 2 threads took 1.07-2.90x the time of 2 single-threaded slices at M = 2-8 and 0.84-1.44x at
   // M = 32-256 (noise either side) — never clearly faster — and its threads keep spinning after
   // a call (OpenBLAS's thread timeout) while the pool's workers spin for the next op, so two
   // owners would fight over the same 2 cores.
