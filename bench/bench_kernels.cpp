@@ -352,10 +352,11 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
     // matmul_f32's crossover belongs.
     if (wanted(kinds, "smallm") && wanted(formats, "f32")) {
       std::printf("\n  [%s, %d thread%s] f32 small-M: ours = gemm_f32, sgemm/pool = OpenBLAS 1-thread slices on the "
-                  "pool, sgemm/own = OpenBLAS on its own %d thread%s; GFLOPS = 2MNK/s\n",
+                  "pool, sgemm/own = OpenBLAS on its own %d thread%s; GFLOPS = 2MNK/s; pool/ours and own/pool are time "
+                  "ratios (> 1: ours, resp. the pool slices, faster)\n",
                   cpu.c_str(), t, t > 1 ? "s" : "", t, t > 1 ? "s" : "");
       std::printf("  %5s %6s %6s %10s %10s %10s %9s %9s %9s %12s %12s\n", "M", "N", "K", "ours ms", "pool ms", "own ms",
-                  "ours GF", "pool GF", "own GF", "ours/pool", "pool/own");
+                  "ours GF", "pool GF", "own GF", "pool/ours", "own/pool");
       for (const auto& [k, n] : shapes.small_kn) {
         const Tensor w = random_tensor(n, k, 5, kWeightStd);
         int64_t first_blas_win = -1;
