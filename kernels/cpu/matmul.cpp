@@ -31,8 +31,9 @@ constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
 // and (256, 704), 1 and 2 threads, sgemm time / gemm_f32 time per M (> 1: ours faster):
 //   M = 16: 1.27-2.87 in 11 of 12 figures (one 0.80);   M = 32: 1.05-1.49 in 11 of 12 (one 0.94);
 //   M = 64: 0.61-1.02 in 10 of 12 (1.06 and a 1.71 outlier);  M = 128: 0.69-0.95 in all 12.
-// No (K, N) dependence stood out of the noise, so one constant; M = 64 is where OpenBLAS's
-// packed GEMM (80-90 GFLOPS at 1 thread) overtakes our dot-product tiles (55-65 GFLOPS).
+// No (K, N) dependence stood out of the noise, so one constant. From M = 64 on OpenBLAS's packed
+// GEMM (1 thread, M = 64-256: 47-94 GFLOPS, median in the 70s) stays ahead of our dot-product
+// tiles (43-80 GFLOPS, median in the 50s), which do not repack W.
 constexpr int64_t kF32BlasMinRows = 64;
 // OpenBLAS slices (BlasThreading::kPoolSlices): at least this many W rows each, in multiples
 // of the sgemm kernel's column block so no slice ends in a partial panel.
