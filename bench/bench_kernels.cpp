@@ -20,6 +20,13 @@
 // machine biases neither side); medians are in the JSON too. A third baseline, the parallel
 // capacity (independent FMA chains on N threads vs 1), says how much parallel hardware the run
 // actually got: on an overcommitted machine it falls below N, and GEMM scaling with it.
+//
+// f32 runs through matmul_f32's dispatch like a model does: its GEMV row is our own GEMV
+// (kernels/cpu/gemm_f32.h) judged against the same paired read bandwidth as the other formats,
+// and its M = 512 GEMM row is the OpenBLAS side of the crossover (single-threaded slices on the
+// pool) against sgemm on OpenBLAS's own threads. The small-M table (--kinds smallm) puts our
+// f32 GEMM next to OpenBLAS at M = 1-256 for three weight shapes, both ways OpenBLAS can own
+// the cores, and says where OpenBLAS first wins: the measurement behind f32_blas_min_rows().
 #include <cblas.h>
 #include <unistd.h>
 
