@@ -11,6 +11,8 @@
 //     OpenBLAS sgemm from there on (matmul_f32_blas). One owner of the cores at a time: OpenBLAS
 //     is kept single-threaded and called once per pool thread on a slice of W's rows (output
 //     columns), so its threads never run beside the pool's (BlasThreading below says why).
+//     Below the crossover f32 results do not depend on the thread count; above it the slices
+//     follow the pool's size, so the last bits may (OpenBLAS does not promise otherwise).
 //   - matmul() with any other format prepares X once (kernels/formats/quantized_activations.h: bf16
 //     rounding or per-row 8-bit blocks), then runs on ctx.path over ctx.pool:
 //       * M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
