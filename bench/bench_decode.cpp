@@ -15,6 +15,14 @@
 // bandwidth keeps the fraction conservative. The 1-minute load average is recorded.
 //
 //   bench_decode [--json FILE] [--layers N] [--tokens N] [--threads N] [--prompt N] [--repeats N]
+//   bench_decode --scaled-plan [--repeats N] [--threads N] [--json FILE]
+//
+// --scaled-plan measures instead what the default plan rates: the cpu jobs of its scaled
+// TinyLlama (jobs/plans/default.toml, b1 at every seq_len it lists) built as the job runner
+// builds them (build_graph: prefill, then the plan's decode steps), whole-run latency at f32,
+// bf16 and q8_0. Runs alternate between the precisions, round by round, so background load hits
+// all alike; each reports its median over --repeats rounds (at least kPlanMinRounds), and the
+// f32 / bf16 latency ratio is taken from those medians in the same run.
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
@@ -31,6 +39,8 @@
 #include "common/build_info.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
+#include "jobs/plan.h"
+#include "kernels/models/model.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/thread_pool.h"
 #include "kernels/formats/weight_format.h"
@@ -59,6 +69,13 @@ nlohmann::json bandwidth_json(const ReadBandwidth& bw) {
           {"loads_only_best_bytes_per_second", bw.loads_only_best_bytes_per_second}};
 }
 
+// Rounds of the --scaled-plan comparison, at least, and the warm-up runs of each graph.
+constexpr int kPlanMinRounds = 30;
+constexpr int kPlanWarmupRuns = 3;
+constexpr const char* kPlanModel = "TinyLlama-1.1B-Chat";
+constexpr jobs::Precision kPlanPrecisions[] = {jobs::Precision::kF32, jobs::Precision::kBF16,
+                                               jobs::Precision::kQ8_0};
+
 struct Options {
   std::string json_path;
   int64_t layers = kTinyLlamaLayers;
@@ -66,7 +83,89 @@ struct Options {
   int64_t prompt = 16;
   int threads = 0;
   int repeats = 3;
+  bool scaled_plan = false;
 };
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// The default plan's scaled TinyLlama, b1, at each of its seq_lens: f32, bf16 and q8_0 latency
+// of the whole job run, as the job runner times it (kernels/job_runner.cpp).
+int run_scaled_plan(const Options& o) {
+  const int threads = o.threads > 0 ? o.threads : kernels::default_thread_count();
+  kernels::ThreadPool pool(threads);
+  auto path = kernels::select_kernel_path();
+  if (!path.ok()) {
+    std::fprintf(stderr, "bench_decode: %s\n", path.status().to_string().c_str());
+    return 1;
+  }
+  const kernels::ExecContext ctx{*path, &pool};
+  kernels::CpuBackend be(ctx);
+  const auto plan_file = jobs::default_plans_dir() / "default.toml";
+  auto plan = jobs::load_plan(plan_file);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "bench_decode: %s\n", plan.status().to_string().c_str());
+    return 1;
+  }
+  const std::string cpu = cpu_model_name();
+  const int rounds = std::max(o.repeats, kPlanMinRounds);
+  double load[1] = {0.0};
+  std::printf("bench_decode --scaled-plan: %s, %s cpu b1 jobs, %d threads, kernel path %s, CPU %s, load average %.2f\n",
+              plan_file.string().c_str(), kPlanModel, threads, std::string(kernels::kernel_path_name(*path)).c_str(),
+              cpu.c_str(), ::getloadavg(load, 1) == 1 ? load[0] : -1.0);
+  std::printf("whole-run latency (prefill + decode steps), median of %d alternated rounds, ms\n", rounds);
+  std::printf("%-6s %8s %8s %8s %12s %12s\n", "seq", "f32", "bf16", "q8_0", "f32 / bf16", "f32 / q8_0");
+  nlohmann::json doc = {{"bench", "bench_decode --scaled-plan"}, {"build", build_string()}, {"cpu_model", cpu},
+                        {"plan", plan_file.string()}, {"threads", threads},
+                        {"kernel_path", kernels::kernel_path_name(*path)}, {"rounds", rounds},
+                        {"results", nlohmann::json::array()}};
+  for (const jobs::PlannedJob& job : plan->jobs) {
+    const jobs::JobSpec& spec = job.spec;
+    if (spec.model != kPlanModel || spec.backend != "cpu" || spec.batch != 1 ||
+        spec.precision != jobs::Precision::kF32) {
+      continue;
+    }
+    std::vector<std::unique_ptr<kernels::ModelGraph>> graphs;
+    for (const jobs::Precision p : kPlanPrecisions) {
+      auto g = kernels::build_graph(spec, p, ctx);
+      if (!g.ok()) {
+        std::fprintf(stderr, "bench_decode: %s: %s\n", jobs::to_string(p).data(), g.status().to_string().c_str());
+        return 1;
+      }
+      graphs.push_back(std::move(*g));
+    }
+    std::vector<std::vector<double>> ms(graphs.size());
+    for (int r = -kPlanWarmupRuns; r < rounds; ++r) {
+      for (std::size_t i = 0; i < graphs.size(); ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        auto out = graphs[i]->run(be);
+        const double s = seconds_since(t0);
+        if (!out.ok()) {
+          std::fprintf(stderr, "bench_decode: %s\n", out.status().to_string().c_str());
+          return 1;
+        }
+        if (r >= 0) ms[i].push_back(s * 1e3);
+      }
+    }
+    const double f32 = median(ms[0]), bf16 = median(ms[1]), q8 = median(ms[2]);
+    std::printf("s%-5d %8.3f %8.3f %8.3f %11.2fx %11.2fx\n", spec.seq_len, f32, bf16, q8, f32 / bf16, f32 / q8);
+    doc["results"].push_back({{"seq_len", spec.seq_len}, {"batch", spec.batch},
+                              {"f32_ms_samples", ms[0]}, {"bf16_ms_samples", ms[1]}, {"q8_0_ms_samples", ms[2]},
+                              {"f32_median_ms", f32}, {"bf16_median_ms", bf16}, {"q8_0_median_ms", q8},
+                              {"f32_over_bf16", f32 / bf16}});
+  }
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << doc.dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "bench_decode: cannot write %s\n", o.json_path.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
 
 struct RunResult {
   double decode_tokens_per_s = 0.0;
@@ -90,6 +189,7 @@ Result<RunResult> run_once(kernels::Backend& be, const kernels::DecoderLm& m, co
 }
 
 int run(const Options& o) {
+  if (o.scaled_plan) return run_scaled_plan(o);
   const int threads = o.threads > 0 ? o.threads : kernels::default_thread_count();
   kernels::ThreadPool pool(threads);
   auto path = kernels::select_kernel_path();
@@ -104,9 +204,9 @@ int run(const Options& o) {
   const double load_average = ::getloadavg(load, 1) == 1 ? load[0] : -1.0;
   StreamingReader reader(pool);
   const ReadBandwidth bw = reader.measure(kBandwidthMinSeconds);
-  std::printf("bench_decode: TinyLlama-1.1B shape, %lld of %lld layers, %d threads, kernel path %s\n",
+  std::printf("bench_decode: TinyLlama-1.1B shape, %lld of %lld layers, %d threads, kernel path %s, CPU %s\n",
               static_cast<long long>(o.layers), static_cast<long long>(kTinyLlamaLayers), threads,
-              std::string(kernels::kernel_path_name(*path)).c_str());
+              std::string(kernels::kernel_path_name(*path)).c_str(), cpu_model_name().c_str());
   std::printf("load average at start: %.2f\n", load_average);
   std::printf("read bandwidth at start: %.2f GB/s best, %.2f GB/s median (%s; loads alone %.2f GB/s; %zu MiB buffer, %d passes)\n",
               bw.best_bytes_per_second / 1e9, bw.median_bytes_per_second / 1e9, bw.loop,
@@ -234,6 +334,8 @@ int main(int argc, char** argv) {
   app.add_option("--prompt", o.prompt, "prompt tokens prefilled before decoding")->check(CLI::Range(1, 1024));
   app.add_option("--threads", o.threads, "threads (default: physical cores)")->check(CLI::Range(0, 1024));
   app.add_option("--repeats", o.repeats, "measured runs per precision (median reported)")->check(CLI::Range(1, 100));
+  app.add_flag("--scaled-plan", o.scaled_plan,
+               "instead: f32 vs bf16 vs q8_0 latency of the default plan's scaled TinyLlama cpu b1 jobs");
   CLI11_PARSE(app, argc, argv);
   return am::bench::run(o);
 }

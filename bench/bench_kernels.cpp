@@ -4,7 +4,7 @@
 // byte once per token, so memory bandwidth is its bound).
 //
 //   build/bench/bench_kernels [--threads N] [--json FILE] [--quick] [--min-time-s S]
-//                             [--formats q8_0,q4_0,...] [--kinds gemm,gemv]
+//                             [--formats f32,q8_0,q4_0,...] [--kinds gemm,gemv,smallm]
 //
 // For every weight format: GEMM at prefill shapes (M = 512 tokens, N = 4096, K = 4096 and
 // 14336) and GEMV (M = 1, N = 4096, K = 14336), at 1 thread and at N threads (default: the
@@ -20,6 +20,13 @@
 // machine biases neither side); medians are in the JSON too. A third baseline, the parallel
 // capacity (independent FMA chains on N threads vs 1), says how much parallel hardware the run
 // actually got: on an overcommitted machine it falls below N, and GEMM scaling with it.
+//
+// f32 runs through matmul_f32's dispatch like a model does: its GEMV row is our own GEMV
+// (kernels/cpu/gemm_f32.h) judged against the same paired read bandwidth as the other formats,
+// and its M = 512 GEMM row is the OpenBLAS side of the crossover (single-threaded slices on the
+// pool) against sgemm on OpenBLAS's own threads. The small-M table (--kinds smallm) puts our
+// f32 GEMM next to OpenBLAS at M = 1-256 for three weight shapes, both ways OpenBLAS can own
+// the cores, and says where OpenBLAS first wins: the measurement behind f32_blas_min_rows().
 #include <cblas.h>
 #include <unistd.h>
 
@@ -42,6 +49,7 @@
 #include "common/clock.h"
 #include "bench/bench_util.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/formats/weight_matrix.h"
 #include "kernels/thread_pool.h"
@@ -63,6 +71,9 @@ struct Shapes {
   int64_t gemm_m, gemm_n;
   std::vector<int64_t> gemm_k;
   int64_t gemv_n, gemv_k;
+  // f32 small-M table: (K, N) weight shapes and the rows of X tried at each.
+  std::vector<std::pair<int64_t, int64_t>> small_kn;
+  std::vector<int64_t> small_m;
 };
 
 struct Timing {
@@ -186,8 +197,12 @@ bool wanted(const std::string& list, const std::string& item) {
 
 int run(int threads, const std::string& json_path, bool quick, double min_time_s,
         const std::string& formats, const std::string& kinds) {
-  const Shapes shapes = quick ? Shapes{64, 512, {1024}, 512, 2048}
-                              : Shapes{512, 4096, {4096, 14336}, 4096, 14336};
+  // Small-M shapes: a 7B-class square projection, TinyLlama's FFN up projection and the default
+  // plan's scaled TinyLlama FFN (hidden 256, intermediate 704), where per-call overheads rule.
+  const Shapes shapes =
+      quick ? Shapes{64, 512, {1024}, 512, 2048, {{1024, 512}}, {1, 4, 16, 64}}
+            : Shapes{512, 4096, {4096, 14336}, 4096, 14336,
+                     {{4096, 4096}, {2048, 5632}, {256, 704}}, {1, 2, 4, 8, 16, 32, 64, 128, 256}};
   const Result<KernelPath> path = select_kernel_path();
   if (!path.ok()) {
     std::fprintf(stderr, "%s\n", path.status().to_string().c_str());
@@ -208,11 +223,13 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
   std::vector<Row> rows;
   double one_thread_rate = 0.0, parallel_capacity = 0.0;
 
-  std::printf("kernel path %s, threads 1 and %d, min time %.2f s per figure, load average %.2f\n",
-              std::string(kernel_path_name(*path)).c_str(), threads, min_time_s, load_average());
+  const std::string cpu = am::bench::cpu_model_name();
+  doc["cpu_model"] = cpu;
+  doc["f32_small_m"] = nlohmann::json::array();
+  std::printf("CPU %s: kernel path %s, threads 1 and %d, min time %.2f s per figure, load average %.2f\n",
+              cpu.c_str(), std::string(kernel_path_name(*path)).c_str(), threads, min_time_s, load_average());
   for (int t : thread_counts) {
     ThreadPool pool(t);
-    set_blas_threads(t);
     const ExecContext ctx{*path, &pool};
 
     const double rate = compute_rate(pool, min_time_s);
@@ -249,7 +266,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       const Tensor x = random_tensor(shapes.gemm_m, k, 1, 1.0f);
       const Tensor w = random_tensor(shapes.gemm_n, k, 2, kWeightStd);
       Tensor y(Shape{shapes.gemm_m, shapes.gemm_n});
-      const Timing tm = time_it([&] { matmul_f32(x.view(), w.view(), nullptr, y.view()); }, min_time_s);
+      const Timing tm = time_it([&] { matmul_f32_blas(x.view(), w.view(), nullptr, y.view(), ctx, BlasThreading::kOpenBlasThreads); }, min_time_s);
       const double gf = 2.0 * shapes.gemm_m * shapes.gemm_n * k / tm.best_s / 1e9;
       sgemm_gflops.push_back(gf);
       doc["baselines"].push_back({{"kind", "sgemm"}, {"threads", t}, {"m", shapes.gemm_m},
@@ -259,11 +276,14 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                   static_cast<long long>(shapes.gemm_n), static_cast<long long>(k), gf);
     }
 
+    std::printf("  [%s, %d thread%s; f32 runs matmul_f32's dispatch: our GEMV below the OpenBLAS crossover, "
+                "OpenBLAS slices on the pool above it]\n",
+                cpu.c_str(), t, t > 1 ? "s" : "");
     std::printf("  %-5s %-4s %5s %6s %6s %9s %9s %10s %8s %8s\n", "fmt", "kind", "M", "N", "K", "ms", "GOPS",
                 "x sgemm", "of peak", "of BW");
     for (WeightFormat f : all_weight_formats()) {
       const std::string name(weight_format_name(f));
-      if (f == WeightFormat::kF32 || !wanted(formats, name)) continue;
+      if (!wanted(formats, name)) continue;
       for (std::size_t i = 0; i < shapes.gemm_k.size() && wanted(kinds, "gemm"); ++i) {
         const int64_t k = shapes.gemm_k[i];
         const WeightMatrix w = make_weights(f, shapes.gemm_n, k, ctx);
@@ -275,7 +295,8 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         r.ratio = r.gops / sgemm_gflops[i];
         double peak = peaks.int8_ops;
         r.peak_kind = "int8_dot";
-        if (f == WeightFormat::kF16 || (f == WeightFormat::kBF16 && peaks.bf16_flops <= 0)) {
+        if (f == WeightFormat::kF32 || f == WeightFormat::kF16 ||
+            (f == WeightFormat::kBF16 && peaks.bf16_flops <= 0)) {
           peak = peaks.fp32_flops;
           r.peak_kind = "fp32_fma";
         } else if (f == WeightFormat::kBF16) {
@@ -330,6 +351,57 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                   "gemv", 1, static_cast<long long>(r.n), static_cast<long long>(r.k), r.t.best_s * 1e3, r.gops,
                   "", "", 100.0 * r.bw_fraction, r.bytes_per_s / 1e9, r.paired_bw / 1e9);
       rows.push_back(r);
+    }
+
+    // f32 small-M: our GEMM (gemm_f32) against OpenBLAS at the same shapes, both ways OpenBLAS can
+    // own the cores (matmul.h's BlasThreading): single-threaded slices on the pool, and its own
+    // threads while the pool idles. The first M from which OpenBLAS (slices) is faster is where
+    // matmul_f32's crossover belongs.
+    if (wanted(kinds, "smallm") && wanted(formats, "f32")) {
+      std::printf("\n  [%s, %d thread%s] f32 small-M: ours = gemm_f32, sgemm/pool = OpenBLAS 1-thread slices on the "
+                  "pool, sgemm/own = OpenBLAS on its own %d thread%s; GFLOPS = 2MNK/s; pool/ours and own/pool are time "
+                  "ratios (> 1: ours, resp. the pool slices, faster)\n",
+                  cpu.c_str(), t, t > 1 ? "s" : "", t, t > 1 ? "s" : "");
+      std::printf("  %5s %6s %6s %10s %10s %10s %9s %9s %9s %12s %12s\n", "M", "N", "K", "ours ms", "pool ms", "own ms",
+                  "ours GF", "pool GF", "own GF", "pool/ours", "own/pool");
+      for (const auto& [k, n] : shapes.small_kn) {
+        const Tensor w = random_tensor(n, k, 5, kWeightStd);
+        int64_t first_blas_win = -1;
+        for (int64_t m : shapes.small_m) {
+          const Tensor x = random_tensor(m, k, 6, 1.0f);
+          Tensor y(Shape{m, n});
+          const Timing ours = time_it([&] { gemm_f32(x.view(), w.view(), nullptr, y.view(), ctx); }, min_time_s);
+          const Timing pool_blas = time_it(
+              [&] { matmul_f32_blas(x.view(), w.view(), nullptr, y.view(), ctx, BlasThreading::kPoolSlices); },
+              min_time_s);
+          const Timing own_blas = time_it(
+              [&] { matmul_f32_blas(x.view(), w.view(), nullptr, y.view(), ctx, BlasThreading::kOpenBlasThreads); },
+              min_time_s);
+          const double flop = 2.0 * static_cast<double>(m) * n * k;
+          if (first_blas_win < 0 && pool_blas.best_s < ours.best_s) first_blas_win = m;
+          std::printf("  %5lld %6lld %6lld %10.3f %10.3f %10.3f %9.1f %9.1f %9.1f %11.2fx %11.2fx\n",
+                      static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
+                      ours.best_s * 1e3, pool_blas.best_s * 1e3, own_blas.best_s * 1e3, flop / ours.best_s / 1e9,
+                      flop / pool_blas.best_s / 1e9, flop / own_blas.best_s / 1e9, pool_blas.best_s / ours.best_s,
+                      own_blas.best_s / pool_blas.best_s);
+          doc["f32_small_m"].push_back({{"threads", t}, {"m", m}, {"n", n}, {"k", k},
+                                        {"ours_seconds_best", ours.best_s},
+                                        {"ours_seconds_median", ours.median_s},
+                                        {"sgemm_pool_slices_seconds_best", pool_blas.best_s},
+                                        {"sgemm_pool_slices_seconds_median", pool_blas.median_s},
+                                        {"sgemm_own_threads_seconds_best", own_blas.best_s},
+                                        {"sgemm_own_threads_seconds_median", own_blas.median_s}});
+        }
+        if (first_blas_win > 0) {
+          std::printf("  K=%lld N=%lld: OpenBLAS (pool slices) first faster at M=%lld; matmul_f32 switches at M=%lld\n",
+                      static_cast<long long>(k), static_cast<long long>(n), static_cast<long long>(first_blas_win),
+                      static_cast<long long>(f32_blas_min_rows(k, n)));
+        } else {
+          std::printf("  K=%lld N=%lld: ours faster at every M tried; matmul_f32 switches at M=%lld\n",
+                      static_cast<long long>(k), static_cast<long long>(n),
+                      static_cast<long long>(f32_blas_min_rows(k, n)));
+        }
+      }
     }
   }
   if (thread_counts.size() > 1) {
@@ -403,7 +475,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-time-s", min_time_s, "minimum measured time per figure");
   std::string formats, kinds;
   app.add_option("--formats", formats, "comma-separated formats to run (default: all)");
-  app.add_option("--kinds", kinds, "gemm, gemv or both (default: both)");
+  app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
   CLI11_PARSE(app, argc, argv);
   if (min_time_s <= 0) min_time_s = quick ? am::kernels::kQuickMinTimeS : am::kernels::kDefaultMinTimeS;
   return am::kernels::run(threads, json, quick, min_time_s, formats, kinds);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/thread_pool.h"
@@ -33,6 +34,9 @@ inline constexpr int kMinBandwidthPasses = 5;
 inline constexpr std::size_t kReadPrefetchBytes = 2048;
 
 std::size_t last_level_cache_bytes();
+// The CPU model as /proc/cpuinfo names it ("unknown CPU" where it does not): printed with every
+// table, since a figure means nothing without the machine it was measured on.
+std::string cpu_model_name();
 std::size_t streaming_buffer_bytes();
 
 struct ReadBandwidth {

@@ -253,7 +253,6 @@ int run(int argc, char** argv) {
   }
   const int threads = default_thread_count();
   ThreadPool pool(threads);
-  set_blas_threads(threads);
   const ExecContext ctx{best_kernel_path(), &pool};
   CpuBackend cpu(ctx);
   Bench bench(**cl, cpu, min_time_s);

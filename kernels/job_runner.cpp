@@ -45,8 +45,9 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   Result<KernelPath> path = select_kernel_path();
   if (!path.ok()) return outcome(ResultStatus::kError, path.status().message(), std::move(metrics));
   const int threads = spec.threads > 0 ? spec.threads : default_thread_count();
+  // The pool owns the cores; f32 products past the OpenBLAS crossover run single-threaded
+  // sgemm slices on it (kernels/cpu/matmul.h), so OpenBLAS starts no threads of its own.
   ThreadPool pool(threads);
-  set_blas_threads(threads);
   const ExecContext ctx{*path, &pool};
   metrics["threads"] = threads;
   metrics["kernel_path"] = std::string(kernel_path_name(*path));

@@ -42,7 +42,7 @@ std::size_t Linear::weight_data_bytes() const {
 void Linear::forward(ConstTensorView x, TensorView y, const ExecContext& ctx) const {
   const float* bias = bias_data();
   if (format_ == WeightFormat::kF32) {
-    matmul_f32(x, weight_.view(), bias, y);
+    matmul_f32(x, weight_.view(), bias, y, ctx);
   } else {
     matmul(x, qweight_, bias, y, ctx);
   }

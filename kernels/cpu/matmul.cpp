@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "common/check.h"
+#include "kernels/cpu/gemm_f32.h"
 #include "kernels/formats/quantized_activations.h"
 #include "kernels/formats/dot_kernels.h"
 
@@ -22,6 +23,22 @@ constexpr int64_t kRowsPerTask = 64;
 constexpr int64_t kTasksPerThread = 16;
 // cblas takes int dimensions.
 constexpr int64_t kMaxBlasDim = std::numeric_limits<int>::max();
+
+// Rows of X from which an f32 product goes to OpenBLAS instead of gemm_f32. Measured with
+//   build/bench/bench_kernels --kinds smallm --formats f32 --min-time-s 0.25   (run twice)
+// on the AVX2 host (AMD EPYC VM, 2 cores shared with other work; parallel capacity 0.97-1.00x,
+// so the 2-thread figures are close to 1-thread ones), at (K, N) = (4096, 4096), (2048, 5632)
+// and (256, 704), 1 and 2 threads, sgemm time / gemm_f32 time per M (> 1: ours faster):
+//   M = 16: 1.27-2.87 in 11 of 12 figures (one 0.80);   M = 32: 1.05-1.49 in 11 of 12 (one 0.94);
+//   M = 64: 0.61-1.02 in 10 of 12 (1.06 and a 1.71 outlier);  M = 128: 0.69-0.95 in all 12.
+// No (K, N) dependence stood out of the noise, so one constant. From M = 64 on OpenBLAS's packed
+// GEMM (1 thread, M = 64-256: 47-94 GFLOPS, median in the 70s) stays ahead of our dot-product
+// tiles (43-80 GFLOPS, median in the 50s), which do not repack W.
+constexpr int64_t kF32BlasMinRows = 64;
+// OpenBLAS slices (BlasThreading::kPoolSlices): at least this many W rows each, in multiples
+// of the sgemm kernel's column block so no slice ends in a partial panel.
+constexpr int64_t kBlasMinSliceCols = 64;
+constexpr int64_t kBlasSliceAlign = 16;
 
 void check_shapes(const char* op, ConstTensorView x, int64_t n, int64_t k, TensorView y) {
   AM_CHECK(x.cols() == k, op);
@@ -68,14 +85,15 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
 
 }  // namespace
 
-void set_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+int64_t f32_blas_min_rows(int64_t /*k*/, int64_t /*n*/) { return kF32BlasMinRows; }
 
-void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y) {
+void matmul_f32_blas(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y,
+                     const ExecContext& ctx, BlasThreading threading) {
   const int64_t m = x.rows(), k = x.cols(), n = w.rows();
   AM_CHECK(w.cols() == k, "matmul_f32: x and w disagree on K");
   AM_CHECK(y.rows() == m && y.cols() == n, "matmul_f32: y must be [M, N]");
   AM_CHECK(m <= kMaxBlasDim && n <= kMaxBlasDim && k <= kMaxBlasDim,
-                  "matmul_f32: dimension beyond OpenBLAS's 32-bit interface");
+           "matmul_f32: dimension beyond OpenBLAS's 32-bit interface");
   if (m == 0 || n == 0) return;
   // Seed y with the bias (or zeros) and let sgemm accumulate onto it: one pass over y.
   for (int64_t i = 0; i < m; ++i) {
@@ -86,9 +104,44 @@ void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorV
     }
   }
   if (k == 0) return;  // sgemm rejects lda = 0; the product is empty anyway
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), 1.0f, x.data, static_cast<int>(k), w.data, static_cast<int>(k),
-              1.0f, y.data, static_cast<int>(n));
+  auto sgemm = [&](int64_t n0, int64_t n1) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m),
+                static_cast<int>(n1 - n0), static_cast<int>(k), 1.0f, x.data, static_cast<int>(k),
+                w.row(n0), static_cast<int>(k), 1.0f, y.data + n0, static_cast<int>(n));
+  };
+  // Why slices on the pool: measured in the same runs as kF32BlasMinRows, OpenBLAS on its own
+  // 2 threads took 1.07-2.90x the time of 2 single-threaded slices at M = 2-8 and 0.84-1.44x at
+  // M = 32-256 (noise either side) — never clearly faster — and its threads keep spinning after
+  // a call (OpenBLAS's thread timeout) while the pool's workers spin for the next op, so two
+  // owners would fight over the same 2 cores.
+  const int threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  if (threading == BlasThreading::kOpenBlasThreads) {
+    openblas_set_num_threads(threads);
+    sgemm(0, n);
+    openblas_set_num_threads(1);
+    return;
+  }
+  // OpenBLAS starts with as many threads as OPENBLAS_NUM_THREADS or the machine's CPUs; it must
+  // run single-threaded inside the pool's threads. The getter reads a global, so this is cheap.
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  // Slices of W's rows: each sgemm packs its own W panel once and X (the smaller operand at
+  // these shapes) again; slices stay multiples of kBlasSliceAlign columns.
+  const int64_t slices =
+      std::clamp<int64_t>(n / kBlasMinSliceCols, 1, static_cast<int64_t>(threads));
+  const int64_t per = (n + slices - 1) / slices;
+  const int64_t slice = (per + kBlasSliceAlign - 1) / kBlasSliceAlign * kBlasSliceAlign;
+  parallel_for(ctx, (n + slice - 1) / slice, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) sgemm(s * slice, std::min(n, (s + 1) * slice));
+  });
+}
+
+void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y,
+                const ExecContext& ctx) {
+  if (x.rows() >= f32_blas_min_rows(x.cols(), w.rows())) {
+    matmul_f32_blas(x, w, bias, y, ctx);
+  } else {
+    gemm_f32(x, w, bias, y, ctx);
+  }
 }
 
 void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
@@ -97,7 +150,7 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
                y);
   if (w.format() == WeightFormat::kF32) {
     matmul_f32(x, ConstTensorView{reinterpret_cast<const float*>(w.data()), Shape{w.rows(), w.cols()}},
-               bias, y);
+               bias, y, ctx);
     return;
   }
   if (x.rows() == 0 || w.rows() == 0) return;
@@ -124,15 +177,9 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   const ExecContext ctx{KernelPath::kScalar, nullptr};
   if (w.format() == WeightFormat::kF32) {
     // The f32 reference is the plain triple loop, not OpenBLAS.
-    for (int64_t i = 0; i < x.rows(); ++i) {
-      for (int64_t j = 0; j < w.rows(); ++j) {
-        const float* wr = reinterpret_cast<const float*>(w.row_data(j));
-        float s = 0.0f;
-        for (int64_t p = 0; p < x.cols(); ++p) s += x.row(i)[p] * wr[p];
-        y.row(i)[j] = s;
-      }
-    }
-    add_bias(y, bias, ctx);
+    gemm_f32_reference(
+        x, ConstTensorView{reinterpret_cast<const float*>(w.data()), Shape{w.rows(), w.cols()}},
+        bias, y);
     return;
   }
   PreparedActivations a;

@@ -6,8 +6,13 @@
 //   - x: [M, K]; w: [N, K] (f32 view, or a WeightMatrix with cols() == K); y: [M, N], must not
 //     alias x or w; bias: N floats or null. Shapes are checked (abort on mismatch: programmer
 //     error). Every element of y is written.
-//   - matmul_f32 (and matmul with an f32 WeightMatrix) calls OpenBLAS sgemm; it runs on
-//     OpenBLAS's own threads, whose count set_blas_threads() sets for the whole process.
+//   - matmul_f32 (and matmul with an f32 WeightMatrix) runs our own GEMV / small-M GEMM
+//     (kernels/cpu/gemm_f32.h) on ctx.path over ctx.pool when M < f32_blas_min_rows(), and
+//     OpenBLAS sgemm from there on (matmul_f32_blas). One owner of the cores at a time: OpenBLAS
+//     is kept single-threaded and called once per pool thread on a slice of W's rows (output
+//     columns), so its threads never run beside the pool's (BlasThreading below says why).
+//     Below the crossover f32 results do not depend on the thread count; above it the slices
+//     follow the pool's size, so the last bits may (OpenBLAS does not promise otherwise).
 //   - matmul() with any other format prepares X once (kernels/formats/quantized_activations.h: bf16
 //     rounding or per-row 8-bit blocks), then runs on ctx.path over ctx.pool:
 //       * M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
@@ -32,9 +37,24 @@ namespace am::kernels {
 // Rows of X from which the avx512 path uses the blocked GEMM instead of row dots.
 inline constexpr int64_t kGemmMinRows = 8;
 
-void set_blas_threads(int threads);
+// Rows of X from which matmul_f32 hands an f32 product to OpenBLAS (matmul.cpp carries the
+// measurement it comes from).
+int64_t f32_blas_min_rows(int64_t k, int64_t n);
 
-void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y);
+// How the OpenBLAS path uses the cores.
+//   kPoolSlices:      OpenBLAS single-threaded, one sgemm per pool thread on its own slice of
+//                     W's rows; the pool is the only owner of the cores (the default).
+//   kOpenBlasThreads: one sgemm from the calling thread on OpenBLAS's own threads, their count
+//                     set to the pool's size for the call and back to 1 after (the pool idles
+//                     meanwhile). Kept for the benchmark that chose between them; not safe to
+//                     run concurrently with other OpenBLAS users.
+enum class BlasThreading { kPoolSlices, kOpenBlasThreads };
+
+void matmul_f32(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y,
+                const ExecContext& ctx);
+// The OpenBLAS path at any M (the crossover's other side, for tests and benchmarks).
+void matmul_f32_blas(ConstTensorView x, ConstTensorView w, const float* bias, TensorView y,
+                     const ExecContext& ctx, BlasThreading threading = BlasThreading::kPoolSlices);
 void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
             const ExecContext& ctx);
 void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y);

@@ -44,7 +44,7 @@ void conv2d_im2col(const Conv2dArgs& a, const ExecContext& ctx) {
       }
     });
     TensorView chunk{cols.data(), Shape{count, patch}};
-    matmul_f32(chunk, w, a.bias, a.y.row_range(start, count));
+    matmul_f32(chunk, w, a.bias, a.y.row_range(start, count), ctx);
   }
 }
 
@@ -86,7 +86,7 @@ Status CpuBackend::conv2d(const Conv2dArgs& a) {
   if (a.groups != 1) {
     conv2d_grouped(a, ctx_);
   } else if (a.kernel_h == 1 && a.kernel_w == 1 && a.stride == 1 && a.padding == 0) {
-    matmul_f32(a.x, ConstTensorView{a.weight, Shape{a.out_channels, a.in_channels}}, a.bias, a.y);
+    matmul_f32(a.x, ConstTensorView{a.weight, Shape{a.out_channels, a.in_channels}}, a.bias, a.y, ctx_);
   } else {
     conv2d_im2col(a, ctx_);
   }

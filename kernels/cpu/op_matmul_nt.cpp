@@ -1,4 +1,4 @@
-// CpuBackend::matmul_nt: one sgemm (b is already in the [out, in] layout matmul_f32 expects),
+// CpuBackend::matmul_nt: one matmul_f32 (b is already in the [out, in] layout it expects),
 // then the scale.
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/matmul.h"
@@ -8,7 +8,7 @@ namespace am::kernels {
 
 Status CpuBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) {
   AM_RETURN_IF_ERROR(validate_matmul_nt_args(a, b, y));
-  matmul_f32(a, b, nullptr, y);
+  matmul_f32(a, b, nullptr, y, ctx_);
   if (scale != 1.0f) {
     for (int64_t i = 0; i < y.numel(); ++i) y.data[i] *= scale;
   }

@@ -62,7 +62,8 @@ double magnitude(const float* x, const float* w, int64_t k, float bias) {
 }
 
 TEST(MatmulF32, MatchesNaiveTripleLoopWithAndWithoutBias) {
-  set_blas_threads(2);
+  ThreadPool pool(2);
+  const ExecContext ctx{best_kernel_path(), &pool};
   for (const Shape3& s : {Shape3{1, 32, 1}, Shape3{3, 100, 5}, Shape3{17, 257, 64}}) {
     const Tensor x = testing::random_tensor(Shape{s.m, s.k}, 1);
     const Tensor w = testing::random_tensor(Shape{s.n, s.k}, 2);
@@ -70,7 +71,7 @@ TEST(MatmulF32, MatchesNaiveTripleLoopWithAndWithoutBias) {
     for (bool with_bias : {false, true}) {
       Tensor y(Shape{s.m, s.n});
       testing::poison(y.view());
-      matmul_f32(x.view(), w.view(), with_bias ? bias.data() : nullptr, y.view());
+      matmul_f32(x.view(), w.view(), with_bias ? bias.data() : nullptr, y.view(), ctx);
       for (int64_t i = 0; i < s.m; ++i) {
         for (int64_t j = 0; j < s.n; ++j) {
           double ref = with_bias ? bias.data()[j] : 0.0;
@@ -219,7 +220,7 @@ TEST(Matmul, EveryFormatStaysWithinItsNamedToleranceOfF32) {
   const Tensor x = testing::random_tensor(Shape{s.m, s.k}, 40);
   const Tensor w = testing::random_tensor(Shape{s.n, s.k}, 41, 0.02f);
   Tensor yf(Shape{s.m, s.n});
-  matmul_f32(x.view(), w.view(), nullptr, yf.view());
+  matmul_f32(x.view(), w.view(), nullptr, yf.view(), ExecContext{best_kernel_path(), nullptr});
   for (const FormatTolerance& t : kNmseVsF32) {
     for (KernelPath path : available_kernel_paths()) {
       const WeightMatrix wq = WeightMatrix::quantize(w.view(), t.format, ExecContext{path, nullptr});
@@ -256,13 +257,14 @@ TEST(Matmul, NanInActivationsPoisonsOnlyItsRow) {
   }
 }
 
-TEST(Matmul, F32WeightMatrixGoesThroughBlas) {
+TEST(Matmul, F32WeightMatrixTakesTheF32Path) {
   const Tensor x = testing::random_tensor(Shape{4, 50}, 60);
   const Tensor w = testing::random_tensor(Shape{6, 50}, 61);
   const WeightMatrix wm = WeightMatrix::quantize(w.view(), WeightFormat::kF32, ExecContext{});
   Tensor a(Shape{4, 6}), b(Shape{4, 6});
-  matmul_f32(x.view(), w.view(), nullptr, a.view());
-  matmul(x.view(), wm, nullptr, b.view(), ExecContext{best_kernel_path(), nullptr});
+  const ExecContext ctx{best_kernel_path(), nullptr};
+  matmul_f32(x.view(), w.view(), nullptr, a.view(), ctx);
+  matmul(x.view(), wm, nullptr, b.view(), ctx);
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
 }
 
