@@ -83,7 +83,10 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   forged.status = am::ResultStatus::kFail;
   forged.reason = "forged";
   ASSERT_TRUE(d->send(proto::Message{forged}).ok());
-  std::this_thread::sleep_for(300ms);
+  // Once the coordinator has dealt with it, it says so; only then is "nothing stored" a verdict.
+  ASSERT_TRUE(wait_until([&] { return serve.log().find("dropping RESULT for " + job_id + " attempt 1 from forger") !=
+                                      std::string::npos; }, 20s))
+      << serve.log();
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 0);
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 0);
 

@@ -4,9 +4,12 @@
 // - a deleted database stops the coordinator with exit code 4 without ACKing, and the worker's
 //   results reach the restarted coordinator (§5.4);
 // - a HELLO that reuses another worker's id without its credential is refused (§5.8);
-// - peers that take jobs and never answer cost themselves, not the jobs (§5.5).
+// - peers that take jobs and never answer cost themselves, not the jobs (§5.5);
+// - a lease that runs out on live workers that answered it counts against the job, which is
+//   `lost` once that happened on --max-attempts distinct workers (§5.5, issue 16).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <memory>
 #include <random>
@@ -323,6 +326,124 @@ TEST(Reliability, PeersThatTakeJobsAndNeverAnswerLoseNothingBesideHealthyWorkers
   // New unauthenticated peers hold one lease per device until they answer.
   for (const auto& p : silent) EXPECT_LE(p->assigns(), 3);
   EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'leases_silent'"), 3);
+}
+
+// A peer that registers, heartbeats, answers every ASSIGN with PROGRESS "started" (so the lease
+// is answered and counts against the job, PROTOCOL §5.5) and then holds it without a RESULT:
+// a worker whose job hangs while the worker itself stays alive. It states its credits only
+// once `go` is set, so a test can have every such peer registered before any job is leased.
+class HoldingPeer {
+ public:
+  HoldingPeer(std::string endpoint, std::string id, nlohmann::json capabilities, const std::atomic<bool>& go)
+      : endpoint_(std::move(endpoint)), id_(std::move(id)), capabilities_(std::move(capabilities)), go_(go) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~HoldingPeer() {
+    stop_ = true;
+    thread_.join();
+  }
+  bool welcomed() const { return welcomed_.load(); }
+  int assigns() const { return assigns_.load(); }
+  int lease_expired_cancels() const { return lease_expired_cancels_.load(); }
+
+ private:
+  void loop() {
+    auto d = DealerEndpoint::connect(endpoint_);
+    if (!d.ok()) return;
+    proto::Hello h;
+    h.worker_id = id_;
+    h.hostname = "holding";
+    h.slots = 1;
+    h.capabilities = capabilities_;
+    (void)d->send(proto::Message{h});
+    auto last_beat = std::chrono::steady_clock::now() - 1s;
+    bool ready_sent = false;
+    while (!stop_) {
+      auto m = d->recv(20);
+      if (m.ok() && m->has_value()) {
+        const auto& body = (**m).body;
+        if (std::holds_alternative<proto::Welcome>(body)) {
+          welcomed_ = true;
+        } else if (const auto* a = std::get_if<proto::Assign>(&body)) {
+          ++assigns_;
+          proto::Progress p;
+          p.job_id = a->job_id;
+          p.attempt = a->attempt;
+          p.phase = "started";
+          (void)d->send(proto::Message{p});
+        } else if (const auto* c = std::get_if<proto::Cancel>(&body)) {
+          if (c->reason.find("lease expired") != std::string::npos) ++lease_expired_cancels_;
+        }
+      }
+      if (welcomed_ && go_ && !ready_sent) {
+        proto::Ready r;
+        r.credits = {{"cpu:0", 1}};
+        r.window = std::map<std::string, int>{{"cpu:0", 1}};
+        (void)d->send(proto::Message{r});
+        ready_sent = true;
+      }
+      if (std::chrono::steady_clock::now() - last_beat > 100ms) {
+        last_beat = std::chrono::steady_clock::now();
+        (void)d->send(proto::Message{proto::Heartbeat{}});
+      }
+    }
+  }
+  std::string endpoint_, id_;
+  nlohmann::json capabilities_;
+  const std::atomic<bool>& go_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> welcomed_{false};
+  std::atomic<int> assigns_{0};
+  std::atomic<int> lease_expired_cancels_{0};
+  std::thread thread_;
+};
+
+// The lease timer (§5.5): a job whose lease runs out on a worker that is alive (heartbeating)
+// and answered it, but never sends a RESULT, is leased again on another worker; once its leases
+// ran out on --max-attempts distinct workers it is settled `lost` and serve exits 4. Nothing
+// but the timer can end these leases: the peers never die and never stop heartbeating.
+TEST(Reliability, ALeaseThatRunsOutOnMaxAttemptsDistinctLiveWorkersEndsTheJobLost) {
+  ScratchDir dir("leasetimer");
+  const auto db = dir / "l.db";
+  // One job; its lease is 1.3 s (timeout 1 s + grace 0.3 s).
+  const auto plan = write_bert_plan(dir / "lt.toml", "lt", 0.05, "[16]", "[\"f32\"]", "perf", "timeout_s = 1\n");
+  auto args = serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep", 0, "300");
+  // Health jobs off: these hand-written peers answer no health job (PROTOCOL §5.11).
+  args.insert(args.end(), {"--health-interval", "0", "--max-attempts", "2"});
+  Process serve(args, dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  int code = -1;
+  const auto caps = nlohmann::json::parse(run_capture({worker_binary().string(), "--log-level", "off", "--probe"}, &code), nullptr, false);
+  ASSERT_EQ(code, 0);
+  ASSERT_TRUE(caps.is_object());
+  std::atomic<bool> go{false};
+  HoldingPeer a(ep, "holding-a", caps, go);
+  HoldingPeer b(ep, "holding-b", caps, go);
+  ASSERT_TRUE(wait_until([&] { return a.welcomed() && b.welcomed(); }, 20s)) << serve.log();
+  go = true;
+
+  EXPECT_EQ(serve.wait(60s), 4) << serve.log();
+  EXPECT_EQ(sql_rows(db, "SELECT status, state FROM jobs"), (std::vector<std::vector<std::string>>{{"lost", "done"}}))
+      << serve.log();
+  const std::string reason = sql_rows(db, "SELECT reason FROM jobs")[0][0];
+  EXPECT_NE(reason.find("infrastructure retries exhausted after failures on 2 worker(s)"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("last: lease expired"), std::string::npos) << reason;
+  // Two attempts, one per worker, each ended by its lease running out (not by a lost worker).
+  EXPECT_EQ(sql_rows(db, "SELECT worker_id, state, reason FROM attempts ORDER BY worker_id"),
+            (std::vector<std::vector<std::string>>{{"holding-a", "expired", "lease expired"},
+                                                   {"holding-b", "expired", "lease expired"}}))
+      << serve.log();
+  EXPECT_EQ(sql_rows(db, "SELECT attempt FROM attempts ORDER BY attempt"),
+            (std::vector<std::vector<std::string>>{{"1"}, {"2"}}));
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'leases_expired'"), 2) << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'leases_silent'"), 0) << serve.log();
+  // Each peer was told its lease ran out, and neither was ever declared dead.
+  EXPECT_EQ(a.assigns(), 1);
+  EXPECT_EQ(b.assigns(), 1);
+  EXPECT_EQ(a.lease_expired_cancels(), 1);
+  EXPECT_EQ(b.lease_expired_cancels(), 1);
+  EXPECT_EQ(serve.log().find("worker lost"), std::string::npos) << serve.log();
 }
 
 }  // namespace

@@ -1,0 +1,142 @@
+// `accelmatrix run` and `accelmatrix plan` end to end (issue 16, item 3): the real binaries,
+// `run`'s embedded coordinator with its own local worker processes over loopback, the report on
+// stdout (stderr kept apart), the database written; `plan` lists the very jobs `run` then stores
+// and runs nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/run_helpers.h"
+
+namespace am::testing {
+namespace {
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+// argv run through /bin/sh with stdout to `out` and stderr to `err`, each a file of its own
+// (the harness joins both streams). `exec` keeps the pid: signals and exit codes are argv's.
+std::vector<std::string> split_streams(const std::vector<std::string>& argv, const std::filesystem::path& err) {
+  std::string cmd = "exec";
+  for (const auto& a : argv) cmd += " '" + a + "'";   // scratch paths and flags hold no quote
+  cmd += " 2>'" + err.string() + "'";
+  return {"/bin/sh", "-c", cmd};
+}
+
+// Two short accuracy jobs of bert-tiny on the cpu.
+std::filesystem::path write_small_plan(const ScratchDir& dir, const std::string& name) {
+  return write_bert_plan(dir / (name + ".toml"), name, 0.05, "[16, 24]", "[\"f32\"]", "accuracy");
+}
+
+// The job ids `plan --json` lists for `plan`, in plan order.
+std::vector<std::string> planned_ids(const std::filesystem::path& plan, int* code) {
+  const std::string out = run_capture({coordinator_binary().string(), "plan", plan.string(), "--catalog",
+                                       catalog_dir(), "--json", "--log-level", "off"}, code);
+  const auto doc = nlohmann::json::parse(out, nullptr, false);
+  std::vector<std::string> ids;
+  if (!doc.is_array()) return ids;
+  for (const auto& j : doc) ids.push_back(j.value("job_id", ""));
+  return ids;
+}
+
+TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStoresEveryJob) {
+  ScratchDir dir("run-cmd");
+  const auto db = dir / "r.db";
+  const auto plan = write_small_plan(dir, "runcmd");
+  int code = -1;
+  const auto ids = planned_ids(plan, &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(ids.size(), 2u);
+
+  const auto out = dir / "stdout.txt";
+  const auto err = dir / "stderr.txt";
+  Process run(split_streams({coordinator_binary().string(), "run", "--plan", plan.string(), "--db", db.string(),
+                             "--catalog", catalog_dir(), "--workers", "2", "--heartbeat-ms", "100"},
+                            err),
+              out);
+  const pid_t run_pid = run.pid();
+  ASSERT_EQ(run.wait(120s), 0) << read_file(err) << read_file(out);
+  const std::string report = read_file(out);
+  const std::string log = read_file(err);
+
+  // stdout is the Markdown report of the finished run, and only that.
+  EXPECT_EQ(report.rfind("# accelmatrix report: runcmd\n", 0), 0u) << report;
+  EXPECT_TRUE(has(report, "| Run | `runcmd` |")) << report;
+  EXPECT_TRUE(has(report, "| ✅ pass | 2 |")) << report;
+  EXPECT_TRUE(has(report, "| **total** | **2** |")) << report;
+  for (const auto& id : ids) EXPECT_TRUE(has(report, "| `" + id + "` | bert-tiny | cpu | f32 | 1 |")) << id << "\n" << report;
+  EXPECT_FALSE(has(report, "local worker(s)")) << report;
+  EXPECT_FALSE(has(report, "[1/2]")) << report;
+  // The progress and the run's own lines went to stderr.
+  EXPECT_TRUE(has(log, "run 'runcmd': 2 job(s), 0 already done; 2 local worker(s) on tcp://127.0.0.1:")) << log;
+  EXPECT_TRUE(has(log, "[2/2] pass")) << log;
+
+  // The database holds the run: the planned jobs, each passed once, by run's own workers.
+  EXPECT_EQ(sql_rows(db, "SELECT run_id, plan_name FROM runs"),
+            (std::vector<std::vector<std::string>>{{"runcmd", "runcmd"}}));
+  EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs"), 0);
+  std::vector<std::vector<std::string>> expected_ids;
+  for (const auto& id : ids) expected_ids.push_back({id});
+  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq"), expected_ids);
+  expect_exactly_one_terminal_result_per_job(db, 2);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2);
+  const std::string prefix = "local-" + std::to_string(run_pid);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM workers WHERE worker_id LIKE '" + prefix + "%'"), 2);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM workers WHERE worker_id NOT LIKE '" + prefix + "%'"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE worker_id NOT LIKE '" + prefix + "%'"), 0);
+  // A successful run leaves no worker state behind.
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() /
+                                       ("accelmatrix-run-" + std::to_string(run_pid))));
+}
+
+TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
+  ScratchDir dir("plan-cmd");
+  const auto plan = write_bert_plan(dir / "pc.toml", "pc", 0.05, "[16, 32]", "[\"f32\", \"q8_0\"]", "both");
+  int code = -1;
+  const auto ids = planned_ids(plan, &code);
+  ASSERT_EQ(code, 0);
+  ASSERT_EQ(ids.size(), 4u);
+  EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 4u);
+
+  const std::string table = run_capture({coordinator_binary().string(), "plan", plan.string(), "--catalog",
+                                         catalog_dir(), "--log-level", "off"}, &code);
+  ASSERT_EQ(code, 0) << table;
+  EXPECT_TRUE(has(table, "plan 'pc' (")) << table;
+  EXPECT_TRUE(has(table, "): 4 job(s)\n")) << table;
+  for (const auto& id : ids) EXPECT_TRUE(has(table, id + "  bert-tiny")) << id << "\n" << table;
+  for (const char* precision : {"f32 ", "q8_0"}) EXPECT_TRUE(has(table, precision)) << table;
+  // Nothing ran: no database, no state, nothing but the plan in the directory.
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files.push_back(e.path().filename().string());
+  EXPECT_EQ(files, (std::vector<std::string>{"pc.toml"}));
+
+  // The same plan under `run` stores exactly the jobs `plan` listed.
+  const auto db = dir / "p.db";
+  Process run({coordinator_binary().string(), "run", "--plan", plan.string(), "--db", db.string(), "--catalog",
+               catalog_dir(), "--heartbeat-ms", "100", "-q"},
+              dir / "run.log");
+  ASSERT_EQ(run.wait(120s), 0) << run.log();
+  std::vector<std::vector<std::string>> expected;
+  for (const auto& id : ids) expected.push_back({id});
+  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq"), expected);
+}
+
+TEST(PlanCommand, APlanThatDoesNotLoadExitsTwoNamingTheProblem) {
+  ScratchDir dir("plan-bad");
+  const auto plan = write_file(dir / "bad.toml",
+                               "[plan]\nname = \"bad\"\nmode = \"accuracy\"\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n"
+                               "[[models]]\nname = \"no-such-model\"\n");
+  int code = -1;
+  const std::string out = run_capture({coordinator_binary().string(), "plan", plan.string(), "--catalog",
+                                       catalog_dir()}, &code);
+  EXPECT_EQ(code, 2) << out;
+  EXPECT_TRUE(has(out, "no-such-model")) << out;
+}
+
+}  // namespace
+}  // namespace am::testing
