@@ -494,6 +494,7 @@ Status VulkanDevice::begin_if_needed() {
 }
 
 void VulkanDevice::barrier() {
+  if (!barriers_) return;
   // Every command may read what the previous one wrote: one global memory barrier between
   // compute and transfer work in both directions.
   VkMemoryBarrier mb{};

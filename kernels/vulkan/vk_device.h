@@ -127,6 +127,11 @@ class VulkanDevice {
   // Seconds the recorded work took on the device (see the contract for the clock).
   Result<double> submit_timed();
 
+  // Off: dispatch()/copy() record no barrier after the command, so independent commands may
+  // overlap (the bench's back-to-back matrix-vector products). The caller guarantees that no
+  // command reads or writes what another one of the same batch writes. On by default.
+  void set_barriers(bool on) { barriers_ = on; }
+
   // The largest group count in one dimension (maxComputeWorkGroupCount[0]).
   uint32_t max_groups_x() const { return max_groups_x_; }
 
@@ -160,6 +165,7 @@ class VulkanDevice {
   QueryPoolHandle query_pool_;
   bool timestamps_ = false;
   bool recording_ = false;
+  bool barriers_ = true;
   uint32_t recorded_ = 0;
   uint32_t max_groups_x_ = 65535;
   Buffer staging_;

@@ -131,22 +131,37 @@ Status DeviceOps::linear_path(const DeviceLinear& w, const Buffer& x, int64_t m,
     return dev_.dispatch(*p, {x.get(), w.values.get(), bias, y.get()}, push, sizeof push, gx, gy,
                          static_cast<uint32_t>(m));
   }
-  if (m > kMaxGridZ) return too_big("linear");
   // Activations to q8 blocks first (the cpu reference's arithmetic), then the block products.
-  const int64_t blocks = w.padded;
+  AM_RETURN_IF_ERROR(quantize_activations(x, m, k));
+  return block_matmul(w, m, y);
+}
+
+Status DeviceOps::quantize_activations(const Buffer& x, int64_t m, int64_t k) {
+  const int64_t blocks = (k + kBlockValues - 1) / kBlockValues;
   const std::size_t nblocks = static_cast<std::size_t>(m * blocks);
+  if (m * blocks * kBlockValues > kMaxIndex) return too_big("linear");
   AM_RETURN_IF_ERROR(ensure(xq_, nblocks * kBlockValues));
   AM_RETURN_IF_ERROR(ensure(xd_, nblocks * sizeof(float)));
   AM_RETURN_IF_ERROR(ensure(xs_, nblocks * sizeof(int32_t)));
-  {
-    AM_ASSIGN_OR_RETURN(const Pipeline* q, dev_.pipeline("quantize_q8", 4));
-    const uint32_t push[] = {static_cast<uint32_t>(k), static_cast<uint32_t>(blocks), static_cast<uint32_t>(nblocks)};
-    uint32_t qx = 0, qy = 0;
-    groups_2d((static_cast<int64_t>(nblocks) + kQuantizeGroup - 1) / kQuantizeGroup, qx, qy);
-    AM_RETURN_IF_ERROR(dev_.dispatch(*q, {x.get(), xq_.get(), xd_.get(), xs_.get()}, push, sizeof push, qx, qy));
-  }
+  AM_ASSIGN_OR_RETURN(const Pipeline* q, dev_.pipeline("quantize_q8", 4));
+  const uint32_t push[] = {static_cast<uint32_t>(k), static_cast<uint32_t>(blocks), static_cast<uint32_t>(nblocks)};
+  uint32_t qx = 0, qy = 0;
+  groups_2d((static_cast<int64_t>(nblocks) + kQuantizeGroup - 1) / kQuantizeGroup, qx, qy);
+  return dev_.dispatch(*q, {x.get(), xq_.get(), xd_.get(), xs_.get()}, push, sizeof push, qx, qy);
+}
+
+Status DeviceOps::block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y) {
+  const int64_t n = w.rows;
+  if (m == 0 || n == 0) return Status::Ok();
+  if (m > kMaxGridZ || m * n > kMaxIndex) return too_big("linear");
+  AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
+  const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup)};
+  const int64_t rows_per_group = kMatvecGroup / kMatvecLanes;
+  uint32_t gx = 0, gy = 0;
+  groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
   AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemv_shader(w.kind), 8, spec));
-  const uint32_t push[] = {static_cast<uint32_t>(n), static_cast<uint32_t>(blocks), has_bias};
+  const uint32_t push[] = {static_cast<uint32_t>(n), static_cast<uint32_t>(w.padded), w.bias ? 1u : 0u};
+  const VkBuffer bias = w.bias ? w.bias.get() : none;
   const VkBuffer mins = w.mins ? w.mins.get() : none;
   return dev_.dispatch(*p, {xq_.get(), xd_.get(), xs_.get(), w.values.get(), w.scales.get(), mins, bias, y.get()},
                        push, sizeof push, gx, gy, static_cast<uint32_t>(m));

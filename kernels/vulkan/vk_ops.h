@@ -59,6 +59,10 @@ class DeviceOps {
   // Forces the tiled GEMM (gemm = true) or the matrix-vector path for float weights (the bench
   // measures each); linear() picks by kGemmMinRows.
   Status linear_path(const DeviceLinear& w, const Buffer& x, int64_t m, const Buffer& y, bool gemm);
+  // The two halves of a block-quantized linear: x [m, K] to q8 blocks in this object's scratch,
+  // then the block products against w (which must have K = k).
+  Status quantize_activations(const Buffer& x, int64_t m, int64_t k);
+  Status block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y);
   Status layer_norm(const Buffer& x, const Buffer& gamma, const Buffer* beta, float eps, int64_t rows,
                     int64_t cols, const Buffer& y);
   Status rms_norm(const Buffer& x, const Buffer& gamma, float eps, int64_t rows, int64_t cols, const Buffer& y);
