@@ -236,6 +236,32 @@ Status DeviceOps::gather_rows(const Buffer& table, const Buffer& ids, int64_t n,
   return dev_.dispatch(*p, {table.get(), ids.get(), y.get()}, push, sizeof push, gx, gy);
 }
 
+Status DeviceOps::attention(const AttentionShape& a, const Buffer& q, const Buffer& k, const Buffer& v,
+                            const Buffer* mask, const Buffer* bias, const Buffer& out) {
+  const int64_t groups = a.batch * a.heads * a.q_len;
+  if (groups > kMaxIndex || a.batch * a.q_len * a.heads * a.head_dim > kMaxIndex ||
+      a.batch * a.kv_len * a.kv_heads * a.head_dim > kMaxIndex || a.q_len * a.kv_len * a.heads > kMaxIndex ||
+      a.q_offset > kMaxIndex) {
+    return too_big("attention");
+  }
+  AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
+  const int32_t spec[] = {static_cast<int32_t>(kAttentionGroup)};
+  AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline("attention", 6, spec));
+  struct {
+    uint32_t groups, q_len, kv_len, heads, kv_heads, head_dim;
+    float scale;
+    uint32_t causal, q_offset, has_mask, has_bias;
+  } push{static_cast<uint32_t>(groups), static_cast<uint32_t>(a.q_len), static_cast<uint32_t>(a.kv_len),
+         static_cast<uint32_t>(a.heads), static_cast<uint32_t>(a.kv_heads), static_cast<uint32_t>(a.head_dim),
+         a.scale, a.causal ? 1u : 0u, static_cast<uint32_t>(a.q_offset), mask != nullptr ? 1u : 0u,
+         bias != nullptr ? 1u : 0u};
+  uint32_t gx = 0, gy = 0;
+  groups_2d(groups, gx, gy);
+  return dev_.dispatch(*p, {q.get(), k.get(), v.get(), out.get(), mask != nullptr ? mask->get() : none,
+                            bias != nullptr ? bias->get() : none},
+                       &push, sizeof push, gx, gy);
+}
+
 Status DeviceOps::copy_vec4(const Buffer& src, const Buffer& dst, std::size_t bytes) {
   const int64_t n = static_cast<int64_t>(bytes / 16);
   AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline("copy_vec4", 2));

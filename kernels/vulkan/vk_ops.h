@@ -45,6 +45,7 @@ inline constexpr uint32_t kMatvecLanes = 32;
 inline constexpr uint32_t kRowGroup = 256;     // row reductions (norms, softmax)
 inline constexpr uint32_t kFlatGroup = 256;    // element-wise shaders
 inline constexpr uint32_t kQuantizeGroup = 64;
+inline constexpr uint32_t kAttentionGroup = 64;  // per (sample, head, query)
 inline constexpr uint32_t kGemmTile = 128;     // gemm_f.comp's BM = BN
 // Below this many rows a float matmul runs as M matrix-vector products (each re-reads W, which
 // stays in cache for small M); from it on, the tiled GEMM.
@@ -71,12 +72,36 @@ class DeviceOps {
   Status binary(const Buffer& y, const Buffer& a, int64_t n, uint32_t op);  // 0 add, 1 mul
   Status gather_rows(const Buffer& table, const Buffer& ids, int64_t n, int64_t cols, bool accumulate,
                      const Buffer& y);
+  // Scaled dot-product attention (attention.comp) over q [batch*q_len, heads*head_dim] and
+  // k, v [batch*kv_len, kv_heads*head_dim]; `mask` (batch*kv_len int32) and `bias`
+  // ([q_len*kv_len, heads]) may be null.
+  struct AttentionShape {
+    int64_t batch, q_len, kv_len, heads, kv_heads, head_dim, q_offset;
+    float scale;
+    bool causal;
+  };
+  Status attention(const AttentionShape& a, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* mask,
+                   const Buffer* bias, const Buffer& out);
+  // Sequence and routing ops (vk_ops_sequence.cpp), the shaders named after them.
+  // rope: cs [rows][half][2] cos/sin; pairs at i * first_step and + partner.
+  Status rope(const Buffer& x, const Buffer& cs, int64_t rows, int64_t heads, int64_t head_dim, int64_t half,
+              int64_t first_step, int64_t partner);
+  Status scatter_add_rows(const Buffer& x, const Buffer& ids, const Buffer& scales, int64_t n, int64_t cols,
+                          const Buffer& y);
+  // p: scratch of rows * experts floats.
+  Status top_k(const Buffer& logits, const Buffer& p, int64_t rows, int64_t experts, int64_t k, bool renormalize,
+               const Buffer& ids, const Buffer& weights);
+  Status matmul_nt(const Buffer& a, const Buffer& b, float scale, int64_t m, int64_t n, int64_t k, const Buffer& y);
+  Status global_avg_pool(const Buffer& x, int64_t batch, int64_t positions, int64_t cols, const Buffer& y);
   Status copy_vec4(const Buffer& src, const Buffer& dst, std::size_t bytes);
 
   // Groups for `n` work-groups as (x, y) with x within the device limit.
   void groups_2d(int64_t n, uint32_t& gx, uint32_t& gy) const;
 
  private:
+  // `n` invocations of a shader with `group`-wide work-groups (split over x/y).
+  Status flat(const Pipeline& p, std::initializer_list<VkBuffer> buffers, const void* push, uint32_t push_bytes,
+              int64_t n, uint32_t group);
   Status ensure(Buffer& b, std::size_t bytes);
   Result<VkBuffer> dummy();
 

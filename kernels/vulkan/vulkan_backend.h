@@ -11,7 +11,11 @@
 //     grow); the device work itself lives in vk_ops.h (DeviceOps), which a buffer-resident seam
 //     will call without the copies.
 //   - supports(): linear with f32, f16, bf16, q8_0, q4_0, q4_1 weights; gather_rows, layer_norm,
-//     rms_norm, activation, add, mul, softmax. Every other op (attention, rope, conv, ...) and
+//     rms_norm, activation, add, mul, softmax, attention and attention_bias (bidirectional with
+//     key mask, causal with q_offset, grouped-query, cross, any head_dim; online softmax over
+//     chunks of keys); rope (cos/sin computed on the host in double, like the cpu), index_rows,
+//     scatter_add_rows, top_k, matmul_nt, global_avg_pool. Every other op (conv1d, conv2d,
+//     group_norm, pool2d, selective_scan, time_mix) and
 //     weight format (q2_k, q3_k) is Unsupported naming op, format and backend. Block-quantized
 //     weights multiply activations quantized per row to q8 blocks on the device with integer
 //     block dot products, bf16 weights multiply activations rounded to bf16: the cpu reference's
@@ -64,6 +68,15 @@ class VulkanBackend final : public Backend {
   Status add(TensorView y, ConstTensorView a) override;
   Status mul(TensorView y, ConstTensorView a) override;
   Status softmax(TensorView x) override;
+  Status attention(const AttentionArgs& args) override;
+  Status attention_bias(const AttentionArgs& args, ConstTensorView bias) override;
+  Status rope(TensorView x, const int32_t* positions, const RopeParams& params) override;
+  Status top_k(ConstTensorView logits, int64_t k, bool renormalize, int32_t* ids, float* weights) override;
+  Status index_rows(ConstTensorView x, const int32_t* ids, int64_t n, TensorView y) override;
+  Status scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
+                          TensorView y) override;
+  Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;
+  Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;
 
   const vulkan::VulkanDeviceInfo& device() const;
   void release_cached_weights();

@@ -174,7 +174,9 @@ TEST(VulkanBackend, UnsupportedFormatsAndOpsAnswerWithTheirNames) {
       EXPECT_TRUE(s.ok()) << name << ": " << s.message();
     }
   }
-  for (Op op : {Op::kGatherRows, Op::kLayerNorm, Op::kRmsNorm, Op::kActivation, Op::kAdd, Op::kMul, Op::kSoftmax}) {
+  for (Op op : {Op::kGatherRows, Op::kLayerNorm, Op::kRmsNorm, Op::kActivation, Op::kAdd, Op::kMul, Op::kSoftmax,
+                Op::kAttention, Op::kAttentionBias, Op::kRope, Op::kIndexRows, Op::kScatterAddRows, Op::kTopK,
+                Op::kMatmulNt, Op::kGlobalAvgPool}) {
     EXPECT_TRUE(be.supports(op).ok()) << op_name(op);
   }
   const Status conv = be.supports(Op::kConv2d);

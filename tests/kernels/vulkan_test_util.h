@@ -24,6 +24,7 @@ struct VulkanTolerance {
   static constexpr double kNorm = 1e-10;
   static constexpr double kFloatMatmul = 1e-10;
   static constexpr double kQuantMatmul = 1e-10;
+  static constexpr double kAttention = 1e-10;  // online softmax vs two-pass
 };
 
 // The device every test runs on, or the reason there is none (no loader, no ICD: the sanitizer
