@@ -25,6 +25,8 @@ struct VulkanTolerance {
   static constexpr double kFloatMatmul = 1e-10;
   static constexpr double kQuantMatmul = 1e-10;
   static constexpr double kAttention = 1e-10;  // online softmax vs two-pass
+  // The whole encoder: every op above, compounded through layers and LayerNorms.
+  static constexpr double kEncoder = 1e-8;
 };
 
 // The device every test runs on, or the reason there is none (no loader, no ICD: the sanitizer

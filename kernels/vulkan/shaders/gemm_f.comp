@@ -4,8 +4,10 @@
 // shared memory: a work-group of 256 invocations computes a BM x BN = 128 x 128 tile of Y, each
 // invocation an 8 x 8 block of it, walking K in steps of BK = 16. Per step every invocation loads
 // 8 elements of the X tile and 8 of the W tile (8 consecutive k of one row: one or two 16-byte
-// loads of W, since W rows are padded to KP), stores them k-major in shared memory, and does 64
-// FMAs from 16 shared loads. Edges (M, N, K not multiples of the tile) load zeros.
+// loads of W, since W rows are padded to KP), stores them k-major in shared memory, and per k
+// does 64 FMAs from four 16-byte shared loads (two of X, broadcast within half-warps, and two of
+// W): shared-memory traffic stays well below the FMA rate. Edges (M, N, K not multiples of the
+// tile) load zeros.
 // Grid: (ceil(N / BN), ceil(M / BM)).
 #include "common.glsl"
 layout(local_size_x = 256) in;
@@ -19,9 +21,10 @@ layout(std430, binding = 1) readonly buffer W { uvec4 w[]; };
 layout(std430, binding = 2) readonly buffer B { float bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P { uint M; uint N; uint K; uint KP; uint has_bias; } pc;
-// 2 x 8 KiB: within the 16 KiB every Vulkan device offers.
-shared float xs[BK][BM];
-shared float ws[BK][BN];
+// 2 x 8 KiB: within the 16 KiB every Vulkan device offers. Element m of k-row k lives in
+// component m % 4 of xs[k][m / 4].
+shared vec4 xs[BK][BM / 4u];
+shared vec4 ws[BK][BN / 4u];
 
 float load_x(uint m, uint k) {
   if (m >= pc.M || k >= pc.K) return 0.0;
@@ -39,8 +42,8 @@ void main() {
   // Loading: invocation t fills row t/2 of each tile, k half (t%2)*8 .. +8.
   const uint lrow = t / 2u;
   const uint lk = (t % 2u) * 8u;
-  // Computing: invocation t owns rows ty + 16 i and columns tx + 16 j (strided, so the 16
-  // invocations reading one k-row of a tile hit 16 different banks).
+  // Computing: invocation t owns rows 4 ty + i and 64 + 4 ty + i (i < 4) and columns 4 tx + j
+  // and 64 + 4 tx + j: two vec4 of each tile per k.
   const uint tx = t % 16u;
   const uint ty = t / 16u;
   float acc[TM][TN];
@@ -48,7 +51,7 @@ void main() {
     for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
 
   for (uint k0 = 0u; k0 < pc.K; k0 += BK) {
-    for (uint i = 0u; i < 8u; ++i) xs[lk + i][lrow] = load_x(m0 + lrow, k0 + lk + i);
+    for (uint i = 0u; i < 8u; ++i) xs[lk + i][lrow / 4u][lrow % 4u] = load_x(m0 + lrow, k0 + lk + i);
     const uint n = n0 + lrow;
     const uint kk = k0 + lk;
     float wv[8];
@@ -74,23 +77,25 @@ void main() {
     } else {
       for (uint i = 0u; i < 8u; ++i) wv[i] = 0.0;
     }
-    for (uint i = 0u; i < 8u; ++i) ws[lk + i][lrow] = kk + i < pc.K ? wv[i] : 0.0;
+    for (uint i = 0u; i < 8u; ++i) ws[lk + i][lrow / 4u][lrow % 4u] = kk + i < pc.K ? wv[i] : 0.0;
     barrier();
     for (uint k = 0u; k < BK; ++k) {
-      float a[TM];
-      float b[TN];
-      for (uint i = 0u; i < TM; ++i) a[i] = xs[k][ty + 16u * i];
-      for (uint j = 0u; j < TN; ++j) b[j] = ws[k][tx + 16u * j];
+      const vec4 a0 = xs[k][ty];
+      const vec4 a1 = xs[k][16u + ty];
+      const vec4 b0 = ws[k][tx];
+      const vec4 b1 = ws[k][16u + tx];
+      const float a[TM] = float[TM](a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
+      const float b[TN] = float[TN](b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
       for (uint i = 0u; i < TM; ++i)
         for (uint j = 0u; j < TN; ++j) acc[i][j] += a[i] * b[j];
     }
     barrier();
   }
   for (uint i = 0u; i < TM; ++i) {
-    const uint m = m0 + ty + 16u * i;
+    const uint m = m0 + (i < 4u ? 4u * ty + i : 64u + 4u * ty + (i - 4u));
     if (m >= pc.M) continue;
     for (uint j = 0u; j < TN; ++j) {
-      const uint n = n0 + tx + 16u * j;
+      const uint n = n0 + (j < 4u ? 4u * tx + j : 64u + 4u * tx + (j - 4u));
       if (n < pc.N) y[m * pc.N + n] = acc[i][j] + (pc.has_bias != 0u ? bias[n] : 0.0);
     }
   }
