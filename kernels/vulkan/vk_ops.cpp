@@ -47,6 +47,12 @@ const char* gemm_shader(WeightKind k) {
 
 }  // namespace
 
+uint32_t matvec_lanes(int64_t units) {
+  uint32_t lanes = kMatvecMinLanes;
+  while (lanes < kMatvecGroup && static_cast<int64_t>(lanes) * kMatvecUnitsPerLane < units) lanes *= 2;
+  return lanes;
+}
+
 Result<DeviceLinear> upload_linear(VulkanDevice& dev, const PackedWeight& w, const float* bias) {
   DeviceLinear d;
   d.kind = w.kind;
@@ -109,10 +115,6 @@ Status DeviceOps::linear_path(const DeviceLinear& w, const Buffer& x, int64_t m,
   AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
   const VkBuffer bias = w.bias ? w.bias.get() : none;
   const uint32_t has_bias = w.bias ? 1u : 0u;
-  const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup)};
-  const int64_t rows_per_group = kMatvecGroup / kMatvecLanes;
-  uint32_t gx = 0, gy = 0;
-  groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
   if (!is_block_kind(w.kind)) {
     if (gemm) {
       AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemm_shader(w.kind), 4));
@@ -125,6 +127,12 @@ Status DeviceOps::linear_path(const DeviceLinear& w, const Buffer& x, int64_t m,
                            static_cast<uint32_t>(tiles_n), static_cast<uint32_t>(tiles_m));
     }
     if (m > kMaxGridZ) return too_big("linear");
+    const int64_t per_chunk = w.kind == WeightKind::kF32 ? 4 : 8;
+    const uint32_t lanes = matvec_lanes((k + per_chunk - 1) / per_chunk);
+    const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes)};
+    const int64_t rows_per_group = kMatvecGroup / lanes;
+    uint32_t gx = 0, gy = 0;
+    groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
     AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemv_shader(w.kind), 4, spec));
     const uint32_t push[] = {static_cast<uint32_t>(n), static_cast<uint32_t>(k), static_cast<uint32_t>(w.padded),
                              has_bias};
@@ -155,8 +163,9 @@ Status DeviceOps::block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y
   if (m == 0 || n == 0) return Status::Ok();
   if (m > kMaxGridZ || m * n > kMaxIndex) return too_big("linear");
   AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
-  const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup)};
-  const int64_t rows_per_group = kMatvecGroup / kMatvecLanes;
+  const uint32_t lanes = matvec_lanes(w.padded);
+  const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes)};
+  const int64_t rows_per_group = kMatvecGroup / lanes;
   uint32_t gx = 0, gy = 0;
   groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
   AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemv_shader(w.kind), 8, spec));

@@ -40,8 +40,14 @@ struct DeviceLinear {
 Result<DeviceLinear> upload_linear(VulkanDevice& dev, const PackedWeight& w, const float* bias);
 
 // Work-group sizes of the shaders (specialization constants where the shader takes one).
-inline constexpr uint32_t kMatvecGroup = 128;  // gemv: 4 rows of 32 lanes
-inline constexpr uint32_t kMatvecLanes = 32;
+inline constexpr uint32_t kMatvecGroup = 128;  // gemv: WG / lanes rows per work-group
+inline constexpr uint32_t kMatvecMinLanes = 32;
+// Blocks (or 16-byte chunks) each gemv invocation reads: enough to amortise the row's reduction,
+// few enough that a long row is spread over many invocations.
+inline constexpr int64_t kMatvecUnitsPerLane = 4;
+// Invocations per row for a row of `units` blocks or chunks: units / kMatvecUnitsPerLane rounded
+// up to a power of two, within [kMatvecMinLanes, kMatvecGroup].
+uint32_t matvec_lanes(int64_t units);
 inline constexpr uint32_t kRowGroup = 256;     // row reductions (norms, softmax)
 inline constexpr uint32_t kFlatGroup = 256;    // element-wise shaders
 inline constexpr uint32_t kQuantizeGroup = 64;

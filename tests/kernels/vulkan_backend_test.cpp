@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/formats/weight_format.h"
+#include "kernels/vulkan/vk_ops.h"
 #include "kernels/vulkan/vk_weights.h"
 #include "tests/kernels/named_formats.h"
 #include "tests/kernels/test_util.h"
@@ -40,8 +41,10 @@ struct MatmulShape {
 
 // M = 1 (the matrix-vector path), M below and above the GEMM threshold, K = 32 j + r, N and M
 // not multiples of the 128 x 128 GEMM tile or of the 4 rows of a matrix-vector work-group.
-const MatmulShape kMatmulShapes[] = {{1, 32, 16}, {1, 45, 33}, {7, 45, 33}, {33, 64, 100},
-                                     {64, 130, 96}, {130, 200, 131}};
+// K = 4128 (129 blocks, 1032 f32 / 516 f16 chunks) spreads a matrix-vector row over 64 and 128
+// invocations instead of 32 (vk_ops.h, matvec_lanes).
+const MatmulShape kMatmulShapes[] = {{1, 32, 16},   {1, 45, 33},     {7, 45, 33}, {33, 64, 100},
+                                     {64, 130, 96}, {130, 200, 131}, {2, 4128, 37}};
 
 const char* const kLinearFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
 
@@ -350,6 +353,14 @@ TEST(VulkanBackend, CachesEachWeightOnceAndReleasesOnRequest) {
   EXPECT_EQ(be.cached_weight_bytes(), once);
   be.release_cached_weights();
   EXPECT_EQ(be.cached_weight_bytes(), 0u);
+}
+
+TEST(VulkanWeights, MatrixVectorRowsSpreadOverMoreInvocationsWhenLong) {
+  EXPECT_EQ(vulkan::matvec_lanes(1), 32u);
+  EXPECT_EQ(vulkan::matvec_lanes(128), 32u);   // q4_0 at K = 4096: four blocks per invocation
+  EXPECT_EQ(vulkan::matvec_lanes(129), 64u);
+  EXPECT_EQ(vulkan::matvec_lanes(448), 128u);  // K = 14336
+  EXPECT_EQ(vulkan::matvec_lanes(100000), vulkan::kMatvecGroup);
 }
 
 TEST(VulkanWeights, PackingKeepsGgufBytesAndRejectsWrongSizes) {

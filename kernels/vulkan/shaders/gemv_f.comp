@@ -4,13 +4,15 @@
 // F32, F16 or BF16 (bf16 activations are rounded to bf16 first, as the cpu reference does).
 //
 // Layout (vk_weights.h): row n of W starts at n * KP elements, KP = K rounded up to a whole
-// 16-byte chunk (4 f32 or 8 halves), zero padded. The 32 invocations of a row read every 32nd
-// chunk (neighbouring invocations, neighbouring chunks: coalesced), and a shared-memory tree sums
-// the row. Grid: (ceil(N / (WG/32)) split over x/y, M) in z.
+// 16-byte chunk (4 f32 or 8 halves), zero padded. The LANES invocations of a row read every
+// LANES-th chunk (neighbouring invocations, neighbouring chunks: coalesced), and a shared-memory tree sums
+// the row. Grid: (ceil(N / (WG/LANES)) split over x/y, M) in z.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;
-const uint LANES = 32u;
+// Invocations per row (a power of two dividing WG): the host gives each about four blocks or
+// chunks to read, so long rows spread over more invocations and keep enough loads in flight.
+layout(constant_id = 1) const uint LANES = 32;
 #if defined(F32)
 const uint PER_CHUNK = 4u;
 #else

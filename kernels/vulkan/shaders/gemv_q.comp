@@ -7,13 +7,15 @@
 // Layout (vk_weights.h): weight row n holds its blocks' quants contiguously (q8_0: 32 int8 = 2
 // uvec4 per block; q4: 16 bytes of GGUF-ordered nibbles = 1 uvec4), the scales (and q4_1 mins)
 // are halves in their own arrays, two per uint.
-// Work split: a work-group of WG invocations serves WG/32 rows; the 32 invocations of a row take
-// every 32nd block, so neighbouring invocations read neighbouring 16-byte chunks (coalesced), then
-// a shared-memory tree sums the row. Grid: (ceil(N / (WG/32)) split over x/y, M) in z.
+// Work split: a work-group of WG invocations serves WG/LANES rows; the LANES invocations of a row
+// take every LANES-th block, so neighbouring invocations read neighbouring 16-byte chunks (coalesced), then
+// a shared-memory tree sums the row. Grid: (ceil(N / (WG/LANES)) split over x/y, M) in z.
 #include "common.glsl"
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WG = 128;
-const uint LANES = 32u;
+// Invocations per row (a power of two dividing WG): the host gives each about four blocks or
+// chunks to read, so long rows spread over more invocations and keep enough loads in flight.
+layout(constant_id = 1) const uint LANES = 32;
 layout(std430, binding = 0) readonly buffer XQ { uvec4 xq[]; };
 layout(std430, binding = 1) readonly buffer XD { float xd[]; };
 layout(std430, binding = 2) readonly buffer XS { int xs[]; };
