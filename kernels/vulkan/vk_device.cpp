@@ -211,9 +211,11 @@ Result<VulkanDeviceInfo> select_vulkan_device() {
   return devices.front();
 }
 
-Result<std::unique_ptr<VulkanDevice>> VulkanDevice::create(const VulkanDeviceInfo& info) {
+Result<std::unique_ptr<VulkanDevice>> VulkanDevice::create(const VulkanDeviceInfo& info,
+                                                          const VulkanDeviceOptions& options) {
   std::unique_ptr<VulkanDevice> dev(new VulkanDevice());
   dev->info_ = info;
+  dev->options_ = options;
   AM_ASSIGN_OR_RETURN(dev->loader_, VulkanLoader::open());
   AM_ASSIGN_OR_RETURN(InstanceWithFns inst, create_instance(*dev->loader_));
   dev->ifn_ = inst.fn;
@@ -350,7 +352,7 @@ Result<Buffer> VulkanDevice::make_buffer(std::size_t bytes, bool staging) {
   b.memory = MemoryHandle(dev, mem, fn.vkFreeMemory);
   AM_RETURN_IF_ERROR(vk_check(fn.vkBindBufferMemory(dev, raw, mem, 0), "vkBindBufferMemory"));
   const VkMemoryPropertyFlags flags = memory_.memoryTypes[type].propertyFlags;
-  if ((flags & host) == host) {
+  if ((flags & host) == host && (staging || !options_.staging_transfers)) {
     // Mapped for the buffer's lifetime; vkFreeMemory unmaps.
     AM_RETURN_IF_ERROR(vk_check(fn.vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory"));
   }

@@ -99,9 +99,18 @@ struct Pipeline {
 
 enum class Timing { kTimestamps, kWallClock };
 
+struct VulkanDeviceOptions {
+  // Never map device buffers, even where their memory is host-visible (lavapipe, integrated
+  // GPUs, resizable BAR): every transfer then goes through the staging buffer and
+  // vkCmdCopyBuffer, the path of a discrete GPU's VRAM. The tests turn it on to check that path
+  // on lavapipe.
+  bool staging_transfers = false;
+};
+
 class VulkanDevice {
  public:
-  static Result<std::unique_ptr<VulkanDevice>> create(const VulkanDeviceInfo& info);
+  static Result<std::unique_ptr<VulkanDevice>> create(const VulkanDeviceInfo& info,
+                                                      const VulkanDeviceOptions& options = {});
   ~VulkanDevice();
   VulkanDevice(const VulkanDevice&) = delete;
   VulkanDevice& operator=(const VulkanDevice&) = delete;
@@ -144,6 +153,7 @@ class VulkanDevice {
   void barrier();
 
   VulkanDeviceInfo info_;
+  VulkanDeviceOptions options_;
   std::shared_ptr<const VulkanLoader> loader_;
   InstanceFns ifn_{};
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

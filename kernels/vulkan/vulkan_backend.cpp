@@ -13,8 +13,9 @@ using namespace vulkan_detail;
 VulkanBackend::VulkanBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 VulkanBackend::~VulkanBackend() = default;
 
-Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const vulkan::VulkanDeviceInfo& device) {
-  AM_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanDevice> dev, vulkan::VulkanDevice::create(device));
+Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const vulkan::VulkanDeviceInfo& device,
+                                                             const vulkan::VulkanDeviceOptions& options) {
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanDevice> dev, vulkan::VulkanDevice::create(device, options));
   // The GEMM's 256-invocation work-groups; every GPU has them, Vulkan guarantees only 128.
   if (device.max_workgroup_invocations < 256) {
     return unsupported("Vulkan device " + device.name + " allows only " +

@@ -51,7 +51,8 @@ class VulkanBackend final : public Backend {
   // worker's probe advertises for a Vulkan device.
   static Status supports_on(const VulkanTraits& device, Op op, WeightFormat format);
 
-  static Result<std::unique_ptr<VulkanBackend>> create(const vulkan::VulkanDeviceInfo& device);
+  static Result<std::unique_ptr<VulkanBackend>> create(const vulkan::VulkanDeviceInfo& device,
+                                                       const vulkan::VulkanDeviceOptions& options = {});
   ~VulkanBackend() override;
 
   std::string_view name() const override { return kName; }
