@@ -162,11 +162,7 @@ class VulkanDevice {
   // object below them.
   InstanceHandle instance_;
   LogicalDeviceHandle device_;
-
- public:
-  DeviceFns fn{};  // for the op layer's own recording (none today)
-
- private:
+  DeviceFns fn{};
   VkQueue queue_ = VK_NULL_HANDLE;
   CommandPoolHandle command_pool_;
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;
