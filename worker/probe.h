@@ -25,12 +25,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "jobs/precision.h"
 
 namespace am::worker {
 
@@ -66,6 +68,10 @@ std::unique_ptr<Probe> make_cpu_device_probe();
 std::unique_ptr<Probe> make_cpu_device_probe(const ProbeOptions& options);
 std::unique_ptr<Probe> make_opencl_probe(const ProbeOptions& options);
 std::unique_ptr<Probe> make_vulkan_probe(const ProbeOptions& options);
+// The precisions the Vulkan backend runs on a device named `name`, as its own supports()
+// answers them (kernels::VulkanBackend::supports_on); empty in a build without the Vulkan
+// backend (no glslc at configure time).
+std::vector<jobs::Precision> vulkan_precisions(const std::string& name);
 std::unique_ptr<Probe> make_cuda_probe(const ProbeOptions& options);
 std::unique_ptr<Probe> make_rocm_probe(const ProbeOptions& options);
 std::unique_ptr<Probe> make_openvino_probe(const ProbeOptions& options);

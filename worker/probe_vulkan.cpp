@@ -17,11 +17,13 @@
 //       "instance_version", "devices", "skipped_devices", optional "error"}
 //   one "devices" entry per physical device, key "vulkan:<n>": {"backend": "vulkan", "name",
 //       "vendor", "vendor_id", "device_id", "driver", "driver_version", "api_version", "type",
-//       "software", "schedulable": false, "memory_bytes" (largest device-local heap),
-//       "memory_heaps", "precisions": [], "features": {"fp16", "int8", "int_dot_product",
+//       "software", "schedulable", "memory_bytes" (largest device-local heap),
+//       "memory_heaps", "precisions", "features": {"fp16", "int8", "int_dot_product",
 //       "subgroup_size", "max_storage_buffer_range"}, "hardware_class"}
-// Vulkan devices are not schedulable: accelmatrix has no Vulkan backend yet, so they declare no
-// precisions and the coordinator never matches a job to them.
+// "precisions" are what the Vulkan backend's own supports() answers (vulkan_precisions()); a
+// device is schedulable exactly when the build has the Vulkan backend (tested on lavapipe, as
+// the OpenCL backend is on PoCL) — without it, no precisions and not schedulable. Jobs reach a
+// Vulkan device only when a plan names backend "vulkan" (the default plans do not).
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
 
@@ -33,6 +35,9 @@
 #include <vector>
 
 #include "common/log.h"
+#if defined(AM_HAVE_VULKAN)
+#include "kernels/vulkan/vulkan_backend.h"
+#endif
 #include "worker/probe.h"
 #include "worker/probe_devices.h"
 #include "worker/probe_dynlib.h"
@@ -40,6 +45,19 @@
 #include "worker/probe_json.h"
 
 namespace am::worker {
+
+std::vector<jobs::Precision> vulkan_precisions(const std::string& name) {
+#if defined(AM_HAVE_VULKAN)
+  const kernels::VulkanTraits traits{name};
+  return kernels::supported_precisions([&](kernels::Op op, kernels::WeightFormat f) {
+    return kernels::VulkanBackend::supports_on(traits, op, f);
+  });
+#else
+  (void)name;
+  return {};
+#endif
+}
+
 namespace {
 
 constexpr uint32_t kApi10 = VK_MAKE_API_VERSION(0, 1, 0, 0);
@@ -335,6 +353,9 @@ nlohmann::json device_entry(const nlohmann::json& dev) {
     if (device_local) local_memory = std::max(local_memory, size);
   }
 
+  nlohmann::json precisions = nlohmann::json::array();
+  for (jobs::Precision p : vulkan_precisions(name)) precisions.push_back(std::string(jobs::to_string(p)));
+
   nlohmann::json entry = {
       {"backend", "vulkan"},
       {"name", name},
@@ -347,10 +368,10 @@ nlohmann::json device_entry(const nlohmann::json& dev) {
       // A CPU renderer posing as a GPU is listed as what it runs on.
       {"type", software ? std::string("cpu") : device_type_name(type)},
       {"software", software},
-      {"schedulable", false},
+      {"schedulable", !precisions.empty()},
       {"memory_bytes", local_memory},
       {"memory_heaps", std::move(heaps)},
-      {"precisions", nlohmann::json::array()},
+      {"precisions", std::move(precisions)},
       {"features",
        {{"fp16", json_bool(features, "shaderFloat16", false)},
         {"int8", json_bool(features, "shaderInt8", false)},

@@ -217,7 +217,7 @@ std::optional<std::string> precision_cpu_lacks() {
   return std::nullopt;
 }
 
-TEST(MatchingRecordedMachines, DevVmRunsCpuAndPoclButNotF16VulkanOrCuda) {
+TEST(MatchingRecordedMachines, DevVmRunsCpuPoclAndLavapipeButNotF16OpenClOrCuda) {
   const auto devices = machine_devices("dev-vm-epyc-zen4");
   ASSERT_EQ(devices.size(), 3u);
   EXPECT_EQ(eligible(devices, job("cpu", "f32")), std::vector<std::string>{"cpu:0"});
@@ -236,12 +236,23 @@ TEST(MatchingRecordedMachines, DevVmRunsCpuAndPoclButNotF16VulkanOrCuda) {
   EXPECT_TRUE(contains(f16->reason, "opencl:0 pthread-skylake-avx512-AMD EPYC supports f32, bf16, q8_0, q4_0, q4_1, mixed"))
       << f16->reason;
 
-  // lavapipe is probed, but no backend runs Vulkan jobs: skipped, naming it.
-  const auto vk = settle_ineligible(job("vulkan", "f32"), devices);
-  ASSERT_TRUE(vk.has_value());
-  EXPECT_EQ(vk->status, ResultStatus::kSkipped);
-  EXPECT_TRUE(contains(vk->reason, "not schedulable")) << vk->reason;
-  EXPECT_TRUE(contains(vk->reason, "vulkan:0 llvmpipe")) << vk->reason;
+  if (worker::vulkan_precisions("llvmpipe").empty()) {
+    // A build without the Vulkan backend: lavapipe is probed but not schedulable, and named.
+    const auto vk = settle_ineligible(job("vulkan", "f32"), devices);
+    ASSERT_TRUE(vk.has_value());
+    EXPECT_EQ(vk->status, ResultStatus::kSkipped);
+    EXPECT_TRUE(contains(vk->reason, "not schedulable")) << vk->reason;
+    EXPECT_TRUE(contains(vk->reason, "vulkan:0 llvmpipe")) << vk->reason;
+  } else {
+    // With it, lavapipe runs what the Vulkan backend answers, and nothing else.
+    for (jobs::Precision precision : worker::vulkan_precisions("llvmpipe")) {
+      const std::string p(jobs::to_string(precision));
+      EXPECT_EQ(eligible(devices, job("vulkan", p)), std::vector<std::string>{"vulkan:0"}) << p;
+    }
+    const auto q2 = settle_ineligible(job("vulkan", "q2_k"), devices);
+    ASSERT_TRUE(q2.has_value());
+    EXPECT_EQ(q2->status, ResultStatus::kUnsupported) << q2->reason;
+  }
 
   const auto cuda = settle_ineligible(job("cuda", "f32"), devices);
   ASSERT_TRUE(cuda.has_value());
@@ -315,11 +326,19 @@ TEST(MatchingRecordedMachines, ALabOfAllThreeSettlesOnlyWhatNoneCanRun) {
   }
   EXPECT_FALSE(settle_ineligible(job("opencl", "f16"), lab).has_value());
   EXPECT_FALSE(settle_ineligible(job("cpu", "f32"), lab).has_value());
-  const auto vk = settle_ineligible(job("vulkan", "f16"), lab);
-  ASSERT_TRUE(vk.has_value());
-  EXPECT_EQ(vk->status, ResultStatus::kSkipped);
-  // Four Vulkan devices are named at most; the rest are counted.
-  EXPECT_TRUE(contains(vk->reason, "vulkan:0 NVIDIA GeForce RTX 4090")) << vk->reason;
+  if (worker::vulkan_precisions("x").empty()) {
+    const auto vk = settle_ineligible(job("vulkan", "f16"), lab);
+    ASSERT_TRUE(vk.has_value());
+    EXPECT_EQ(vk->status, ResultStatus::kSkipped);
+    // Four Vulkan devices are named at most; the rest are counted.
+    EXPECT_TRUE(contains(vk->reason, "vulkan:0 NVIDIA GeForce RTX 4090")) << vk->reason;
+  } else {
+    // The Vulkan backend runs f16 on every Vulkan device; q2_k on none.
+    EXPECT_FALSE(settle_ineligible(job("vulkan", "f16"), lab).has_value());
+    const auto vk = settle_ineligible(job("vulkan", "q2_k"), lab);
+    ASSERT_TRUE(vk.has_value());
+    EXPECT_EQ(vk->status, ResultStatus::kUnsupported) << vk->reason;
+  }
   const auto rocm = settle_ineligible(job("rocm", "f16"), lab);
   ASSERT_TRUE(rocm.has_value());
   EXPECT_EQ(rocm->status, ResultStatus::kSkipped);

@@ -1,5 +1,7 @@
 // The Vulkan probe on this machine: ops/setup.sh installs lavapipe (mesa-vulkan-drivers), which
-// must show up as a software Vulkan device that is not schedulable. Label: vulkan.
+// must show up as a software Vulkan device that advertises the precisions the Vulkan backend
+// runs, and is schedulable exactly when the build has that backend. Label: vulkan.
+#include <algorithm>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -33,10 +35,17 @@ TEST(LiveVulkanProbe, FindsLavapipeAsASoftwareDevice) {
   for (const auto& d : record["devices"]) {
     if (d["name"].get<std::string>().find("llvmpipe") == std::string::npos) continue;
     found = true;
+    json expected = json::array();
+    for (jobs::Precision p : vulkan_precisions(d["name"].get<std::string>())) expected.push_back(jobs::to_string(p));
     EXPECT_EQ(d["software"], true) << d.dump();
     EXPECT_EQ(d["type"], "cpu");
-    EXPECT_EQ(d["schedulable"], false);
-    EXPECT_EQ(d["precisions"], json::array());
+    EXPECT_EQ(d["schedulable"], !expected.empty());
+    EXPECT_EQ(d["precisions"], expected);
+#if defined(AM_HAVE_VULKAN)
+    for (const char* p : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
+      EXPECT_NE(std::find(expected.begin(), expected.end(), p), expected.end()) << p;
+    }
+#endif
     EXPECT_EQ(d["vendor"], "Mesa");
     EXPECT_GT(d["features"]["subgroup_size"].get<uint64_t>(), 0u);
     EXPECT_GT(d["features"]["max_storage_buffer_range"].get<uint64_t>(), 0u);

@@ -179,7 +179,9 @@ TEST(VulkanProbe, DecodesVendorDriverVersionsAndSkipsBrokenDevices) {
   EXPECT_EQ(amd["features"]["fp16"], true);
   EXPECT_EQ(amd["features"]["int8"], false);
   EXPECT_EQ(amd["features"]["int_dot_product"], false);
-  EXPECT_EQ(amd["schedulable"], false);
+  // Schedulable with the precisions the Vulkan backend runs, when this build has it.
+  EXPECT_EQ(amd["schedulable"], !vulkan_precisions("x").empty());
+  EXPECT_EQ(amd["precisions"].size(), vulkan_precisions("x").size());
   const json& swiftshader = rec["devices"][1];
   EXPECT_EQ(swiftshader["key"], "vulkan:1");
   EXPECT_EQ(swiftshader["software"], true);

@@ -1,0 +1,181 @@
+// One Vulkan compute device made ready to run the backend's shaders: instance, logical device,
+// one compute queue, device buffers, a pipeline cache, and one command buffer that records
+// dispatches until submit().
+//
+// Contract:
+//   - list_vulkan_devices(): every physical device the loader reports, with what the backend's
+//     supports() and the bench depend on. Unsupported "no Vulkan device found: <why>" without a
+//     loader, an instance or a device (VK_ICD_FILENAMES=/nonexistent/x.json gives that).
+//   - select_vulkan_device(): ACCELMATRIX_VULKAN_DEVICE=<index> (as listed; malformed or out of
+//     range is InvalidArgument naming it), else the first discrete GPU, else the first
+//     integrated GPU, else the first device (lavapipe is VK_PHYSICAL_DEVICE_TYPE_CPU: software).
+//   - Buffers: create_buffer(bytes) is device-local memory (on lavapipe and other unified-memory
+//     devices it is host-visible too and transfers are a memcpy); staging buffers are
+//     host-visible and coherent. A buffer above maxStorageBufferRange is Unsupported naming the
+//     limit (a shader could not address it).
+//   - Recording: dispatch()/copy() append to the current command buffer with a full
+//     compute/transfer barrier after each command, so commands run in the order recorded.
+//     submit() runs everything recorded and waits; upload()/download() submit pending work
+//     first, so host reads see every earlier dispatch. submit_timed() returns the recorded
+//     work's device time: timestamp queries when the queue has them, else the wall clock
+//     around the fence wait (timing() says which).
+//   - pipeline(name, bindings, spec): one VkPipeline per (shader, specialization constants),
+//     built on first use and cached for the device's lifetime. Shader `name` is a SPIR-V blob
+//     embedded at build time (vk_spirv.h); constant_id i gets spec[i]; every shader takes
+//     `bindings` storage buffers at set 0, bindings 0.., and up to kPushConstantBytes of push
+//     constants.
+//   - Single-threaded; the destructor waits for the device to go idle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/vulkan/vk_api.h"
+#include "kernels/vulkan/vk_handles.h"
+
+namespace am::kernels::vulkan {
+
+inline constexpr const char* kVulkanDeviceEnv = "ACCELMATRIX_VULKAN_DEVICE";
+// Vulkan guarantees 128 bytes of push constants on every device.
+inline constexpr uint32_t kPushConstantBytes = 128;
+// Descriptor sets per pool before the recorded work is flushed and the pool reset.
+inline constexpr uint32_t kDescriptorSetsPerPool = 1024;
+inline constexpr uint32_t kMaxBindings = 8;
+// Host<->device copies of non-mappable buffers go through a staging buffer of at most this size.
+inline constexpr std::size_t kStagingChunkBytes = std::size_t{64} << 20;
+
+struct VulkanDeviceInfo {
+  int index = 0;
+  std::string name;
+  VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+  uint32_t vendor_id = 0;
+  uint32_t api_version = 0;
+  std::string driver;            // "llvmpipe Mesa 22.3.6 (LLVM 15.0.6)"
+  bool software = false;         // a CPU renderer (lavapipe, SwiftShader)
+  bool fp16 = false;             // shaderFloat16
+  bool int8 = false;             // shaderInt8
+  uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;  // compute-stage subgroupAdd & co.
+  uint32_t timestamp_valid_bits = 0;  // of the compute queue family chosen
+  float timestamp_period_ns = 0.0f;
+  uint32_t max_shared_bytes = 0;
+  uint32_t max_workgroup_invocations = 0;
+  uint64_t max_storage_buffer_range = 0;
+  uint32_t queue_family = 0;
+
+  // "llvmpipe (LLVM 15.0.6, 256 bits) [vulkan:0, cpu]"
+  std::string label() const;
+  const char* type_name() const;
+};
+
+Result<std::vector<VulkanDeviceInfo>> list_vulkan_devices();
+Result<VulkanDeviceInfo> select_vulkan_device();
+
+// A VkBuffer with its own memory. `mapped` is non-null when the memory is host-visible.
+struct Buffer {
+  BufferHandle buffer;
+  MemoryHandle memory;
+  void* mapped = nullptr;
+  std::size_t bytes = 0;
+  VkBuffer get() const { return buffer.get(); }
+  explicit operator bool() const { return static_cast<bool>(buffer); }
+};
+
+struct Pipeline {
+  ShaderModuleHandle module;
+  DescriptorSetLayoutHandle set_layout;
+  PipelineLayoutHandle layout;
+  PipelineHandle pipeline;
+  uint32_t bindings = 0;
+  std::string name;
+};
+
+enum class Timing { kTimestamps, kWallClock };
+
+struct VulkanDeviceOptions {
+  // Never map device buffers, even where their memory is host-visible (lavapipe, integrated
+  // GPUs, resizable BAR): every transfer then goes through the staging buffer and
+  // vkCmdCopyBuffer, the path of a discrete GPU's VRAM. The tests turn it on to check that path
+  // on lavapipe.
+  bool staging_transfers = false;
+};
+
+class VulkanDevice {
+ public:
+  static Result<std::unique_ptr<VulkanDevice>> create(const VulkanDeviceInfo& info,
+                                                      const VulkanDeviceOptions& options = {});
+  ~VulkanDevice();
+  VulkanDevice(const VulkanDevice&) = delete;
+  VulkanDevice& operator=(const VulkanDevice&) = delete;
+
+  const VulkanDeviceInfo& info() const { return info_; }
+  Timing timing() const { return timestamps_ ? Timing::kTimestamps : Timing::kWallClock; }
+
+  Result<Buffer> create_buffer(std::size_t bytes);
+  Result<Buffer> create_staging(std::size_t bytes);
+  Status upload(const Buffer& dst, const void* src, std::size_t bytes, std::size_t offset = 0);
+  Status download(const Buffer& src, void* dst, std::size_t bytes, std::size_t offset = 0);
+
+  Result<const Pipeline*> pipeline(const std::string& name, uint32_t bindings,
+                                   std::span<const int32_t> spec = {});
+
+  // Records one dispatch. `buffers` bind to bindings 0.. in order (as many as the pipeline
+  // has); `push` (push_bytes <= kPushConstantBytes) is the shader's push-constant block.
+  Status dispatch(const Pipeline& p, std::initializer_list<VkBuffer> buffers, const void* push,
+                  uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  Status copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::size_t src_offset = 0,
+              std::size_t dst_offset = 0);
+  Status submit();
+  // Seconds the recorded work took on the device (see the contract for the clock).
+  Result<double> submit_timed();
+
+  // Off: dispatch()/copy() record no barrier after the command, so independent commands may
+  // overlap (the bench's back-to-back matrix-vector products). The caller guarantees that no
+  // command reads or writes what another one of the same batch writes. On by default.
+  void set_barriers(bool on) { barriers_ = on; }
+
+  // The largest group count in one dimension (maxComputeWorkGroupCount[0]).
+  uint32_t max_groups_x() const { return max_groups_x_; }
+
+ private:
+  VulkanDevice() = default;
+  Status begin_if_needed();
+  Result<Buffer> make_buffer(std::size_t bytes, bool staging);
+  Result<VkDescriptorSet> allocate_set(const Pipeline& p);
+  Result<Buffer*> staging(std::size_t bytes);
+  void barrier();
+
+  VulkanDeviceInfo info_;
+  VulkanDeviceOptions options_;
+  std::shared_ptr<const VulkanLoader> loader_;
+  InstanceFns ifn_{};
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory_{};
+  // Declaration order is destruction order in reverse: the instance and device outlive every
+  // object below them.
+  InstanceHandle instance_;
+  LogicalDeviceHandle device_;
+  DeviceFns fn{};
+  VkQueue queue_ = VK_NULL_HANDLE;
+  CommandPoolHandle command_pool_;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  FenceHandle fence_;
+  DescriptorPoolHandle descriptor_pool_;
+  QueryPoolHandle query_pool_;
+  bool timestamps_ = false;
+  bool recording_ = false;
+  bool barriers_ = true;
+  uint32_t recorded_ = 0;
+  uint32_t max_groups_x_ = 65535;
+  Buffer staging_;
+  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+};
+
+}  // namespace am::kernels::vulkan

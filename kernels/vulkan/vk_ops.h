@@ -1,0 +1,119 @@
+// The device-level layer of the Vulkan backend: ops on buffers already on the device, recorded
+// into the device's command buffer (VulkanDevice::dispatch). VulkanBackend wraps each with
+// upload -> record -> download for the host-tensor seam of backend.h; the bench drives this
+// layer directly, so it measures device-resident work; the buffer-resident seam of issue 12
+// will call it without the copies.
+//
+// Contract:
+//   - Nothing here submits: callers record a sequence and then VulkanDevice::submit() (or
+//     upload/download, which submit first).
+//   - Sizes are validated by the caller (VulkanBackend checks shapes); these check only what the
+//     shaders need: dimensions that fit the grid and 32-bit indices (Unsupported otherwise,
+//     naming the op).
+//   - Buffers hold row-major f32 unless said otherwise; `ids` are int32 already range-checked.
+//   - Single-threaded, like the device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/status.h"
+#include "kernels/vulkan/vk_device.h"
+#include "kernels/vulkan/vk_weights.h"
+
+namespace am::kernels::vulkan {
+
+// A linear layer's weight (and bias) on the device, in the vk_weights.h layout.
+struct DeviceLinear {
+  WeightKind kind = WeightKind::kF32;
+  int64_t rows = 0;    // N (out features)
+  int64_t cols = 0;    // K (in features)
+  int64_t padded = 0;  // KP or blocks per row, as PackedWeight
+  Buffer values;
+  Buffer scales;  // block kinds
+  Buffer mins;    // q4_1
+  Buffer bias;    // empty without bias
+  std::size_t weight_bytes = 0;  // values + scales + mins as the shaders read them
+  std::size_t bytes = 0;         // weight_bytes + bias
+};
+
+Result<DeviceLinear> upload_linear(VulkanDevice& dev, const PackedWeight& w, const float* bias);
+
+// Work-group sizes of the shaders (specialization constants where the shader takes one).
+inline constexpr uint32_t kMatvecGroup = 128;  // gemv: WG / lanes rows per work-group
+inline constexpr uint32_t kMatvecMinLanes = 32;
+// Blocks (or 16-byte chunks) each gemv invocation reads: enough to amortise the row's reduction,
+// few enough that a long row is spread over many invocations.
+inline constexpr int64_t kMatvecUnitsPerLane = 4;
+// Invocations per row for a row of `units` blocks or chunks: units / kMatvecUnitsPerLane rounded
+// up to a power of two, within [kMatvecMinLanes, kMatvecGroup].
+uint32_t matvec_lanes(int64_t units);
+inline constexpr uint32_t kRowGroup = 256;     // row reductions (norms, softmax)
+inline constexpr uint32_t kFlatGroup = 256;    // element-wise shaders
+inline constexpr uint32_t kQuantizeGroup = 64;
+inline constexpr uint32_t kAttentionGroup = 64;  // per (sample, head, query)
+inline constexpr uint32_t kGemmTile = 128;     // gemm_f.comp's BM = BN
+// Below this many rows a float matmul runs as M matrix-vector products (each re-reads W, which
+// stays in cache for small M); from it on, the tiled GEMM.
+inline constexpr int64_t kGemmMinRows = 8;
+
+class DeviceOps {
+ public:
+  explicit DeviceOps(VulkanDevice& dev) : dev_(dev) {}
+
+  // y[m, N] = x[m, K] · W^T + bias.
+  Status linear(const DeviceLinear& w, const Buffer& x, int64_t m, const Buffer& y);
+  // Forces the tiled GEMM (gemm = true) or the matrix-vector path for float weights (the bench
+  // measures each); linear() picks by kGemmMinRows.
+  Status linear_path(const DeviceLinear& w, const Buffer& x, int64_t m, const Buffer& y, bool gemm);
+  // The two halves of a block-quantized linear: x [m, K] to q8 blocks in this object's scratch,
+  // then the block products against w (which must have K = k).
+  Status quantize_activations(const Buffer& x, int64_t m, int64_t k);
+  Status block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y);
+  Status layer_norm(const Buffer& x, const Buffer& gamma, const Buffer* beta, float eps, int64_t rows,
+                    int64_t cols, const Buffer& y);
+  Status rms_norm(const Buffer& x, const Buffer& gamma, float eps, int64_t rows, int64_t cols, const Buffer& y);
+  Status softmax(const Buffer& x, int64_t rows, int64_t cols);
+  Status activation(const Buffer& x, int64_t n, uint32_t kind);
+  Status binary(const Buffer& y, const Buffer& a, int64_t n, uint32_t op);  // 0 add, 1 mul
+  Status gather_rows(const Buffer& table, const Buffer& ids, int64_t n, int64_t cols, bool accumulate,
+                     const Buffer& y);
+  // Scaled dot-product attention (attention.comp) over q [batch*q_len, heads*head_dim] and
+  // k, v [batch*kv_len, kv_heads*head_dim]; `mask` (batch*kv_len int32) and `bias`
+  // ([q_len*kv_len, heads]) may be null.
+  struct AttentionShape {
+    int64_t batch, q_len, kv_len, heads, kv_heads, head_dim, q_offset;
+    float scale;
+    bool causal;
+  };
+  Status attention(const AttentionShape& a, const Buffer& q, const Buffer& k, const Buffer& v, const Buffer* mask,
+                   const Buffer* bias, const Buffer& out);
+  // Sequence and routing ops (vk_ops_sequence.cpp), the shaders named after them.
+  // rope: cs [rows][half][2] cos/sin; pairs at i * first_step and + partner.
+  Status rope(const Buffer& x, const Buffer& cs, int64_t rows, int64_t heads, int64_t head_dim, int64_t half,
+              int64_t first_step, int64_t partner);
+  Status scatter_add_rows(const Buffer& x, const Buffer& ids, const Buffer& scales, int64_t n, int64_t cols,
+                          const Buffer& y);
+  // p: scratch of rows * experts floats.
+  Status top_k(const Buffer& logits, const Buffer& p, int64_t rows, int64_t experts, int64_t k, bool renormalize,
+               const Buffer& ids, const Buffer& weights);
+  Status matmul_nt(const Buffer& a, const Buffer& b, float scale, int64_t m, int64_t n, int64_t k, const Buffer& y);
+  Status global_avg_pool(const Buffer& x, int64_t batch, int64_t positions, int64_t cols, const Buffer& y);
+  Status copy_vec4(const Buffer& src, const Buffer& dst, std::size_t bytes);
+
+  // Groups for `n` work-groups as (x, y) with x within the device limit.
+  void groups_2d(int64_t n, uint32_t& gx, uint32_t& gy) const;
+
+ private:
+  // `n` invocations of a shader with `group`-wide work-groups (split over x/y).
+  Status flat(const Pipeline& p, std::initializer_list<VkBuffer> buffers, const void* push, uint32_t push_bytes,
+              int64_t n, uint32_t group);
+  Status ensure(Buffer& b, std::size_t bytes);
+  Result<VkBuffer> dummy();
+
+  VulkanDevice& dev_;
+  Buffer xq_, xd_, xs_;  // quantized activations, grown on demand
+  Buffer dummy_;         // bound where a shader's optional input is absent
+};
+
+}  // namespace am::kernels::vulkan

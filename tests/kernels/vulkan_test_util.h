@@ -1,0 +1,62 @@
+// Shared by the Vulkan tests: the device to test (the one select_vulkan_device() picks), or a
+// skip with the reason; NMSE limits of every op against the cpu scalar reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "kernels/accuracy.h"
+#include "kernels/vulkan/vk_device.h"
+#include "kernels/vulkan/vulkan_backend.h"
+
+namespace am::kernels::testing {
+
+// The shaders use the reference's formulas (the q8 activation quantization bit for bit, the
+// same int32 block sums); what remains is float summation order (trees, tiles) and the device's
+// exp/tanh and our erf (|error| < 1.2e-7), ~1e-14..1e-12 in NMSE on these shapes. The limits are
+// the OpenCL backend's: two to three decades of margin, many decades below any real defect.
+struct VulkanTolerance {
+  static constexpr double kElementwise = 1e-12;
+  static constexpr double kTranscendental = 1e-10;
+  static constexpr double kNorm = 1e-10;
+  static constexpr double kFloatMatmul = 1e-10;
+  static constexpr double kQuantMatmul = 1e-10;
+  static constexpr double kAttention = 1e-10;  // online softmax vs two-pass
+  // The whole encoder: every op above, compounded through layers and LayerNorms.
+  static constexpr double kEncoder = 1e-8;
+};
+
+// The device every test runs on, or the reason there is none (no loader, no ICD: the sanitizer
+// stage's VK_ICD_FILENAMES=/nonexistent/x.json). Any other failure is a broken installation.
+inline Result<vulkan::VulkanDeviceInfo> vulkan_device_or_reason() { return vulkan::select_vulkan_device(); }
+
+#define AM_REQUIRE_VULKAN_DEVICE(device)                                                          \
+  auto device##_result = ::am::kernels::testing::vulkan_device_or_reason();                       \
+  if (!device##_result.ok()) {                                                                     \
+    if (device##_result.status().code() != ::am::StatusCode::kUnsupported) {                       \
+      FAIL() << device##_result.status().to_string();                                              \
+    }                                                                                               \
+    GTEST_SKIP() << "no Vulkan device here (" << device##_result.status().message()                \
+                 << "); install mesa-vulkan-drivers (lavapipe; ops/setup.sh does) to run the Vulkan tests"; \
+  }                                                                                                 \
+  const ::am::kernels::vulkan::VulkanDeviceInfo& device = *device##_result;                        \
+  (void)device
+
+// One backend for the whole binary (pipelines are built once); each use drops the cached
+// weights of the previous case, whose addresses get reused.
+inline VulkanBackend& vulkan_backend_for(const vulkan::VulkanDeviceInfo& device) {
+  static std::unique_ptr<VulkanBackend> backend;
+  if (!backend) {
+    Result<std::unique_ptr<VulkanBackend>> be = VulkanBackend::create(device);
+    EXPECT_TRUE(be.ok()) << be.status().message();
+    if (!be.ok()) std::abort();
+    backend = std::move(be).value();
+  }
+  backend->release_cached_weights();
+  return *backend;
+}
+
+}  // namespace am::kernels::testing
