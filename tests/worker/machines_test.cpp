@@ -211,14 +211,58 @@ TEST(RecordedMachine, ArmLaptopReplaysOnAnyHostWithItsOwnIsa) {
   EXPECT_EQ(rec["runtimes"]["cuda"], kAbsent);
 }
 
+// Recorded on a lent cloud GPU machine (Firecracker VM, Ubuntu 24.04) with the NVIDIA driver's
+// OpenCL ICD and CUDA but no Vulkan ICD loader support: a real recording, not a constructed one.
+TEST(RecordedMachine, CloudH100VmListsTheGpuThroughOpenClWithoutFp16AndCudaUnschedulable) {
+  const json rec = replay_machine("h100-cloud-vm");
+  EXPECT_EQ(rec["host"]["os"], "Ubuntu 24.04.3 LTS");
+  EXPECT_EQ(rec["cpu"]["vendor"], "GenuineIntel");
+  EXPECT_EQ(rec["cpu"]["isa_level"], "x86-64-v4");
+  EXPECT_EQ(rec["topology"]["cores"], 16);
+  EXPECT_EQ(count_backend(rec, "cpu"), 1);
+  EXPECT_EQ(count_backend(rec, "opencl"), 1);
+  EXPECT_EQ(count_backend(rec, "cuda"), 1);
+  EXPECT_EQ(count_backend(rec, "vulkan"), 0);
+  constexpr uint64_t kHbm = 85017493504ull;
+
+  const json gpu = device_at(rec, "opencl:0");
+  EXPECT_EQ(gpu["name"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(gpu["type"], "gpu");
+  EXPECT_EQ(gpu["software"], false);
+  EXPECT_EQ(gpu["schedulable"], true);
+  EXPECT_EQ(gpu["memory_bytes"], kHbm);
+  EXPECT_EQ(gpu["compute_capability"], "9.0");
+  EXPECT_EQ(gpu["compute_units"], 132);
+  // NVIDIA's OpenCL has no cl_khr_fp16: f16 is not offered there, bf16 (stored, widened) is.
+  EXPECT_EQ(gpu["features"]["fp16"], false);
+  EXPECT_EQ(gpu["precisions"], opencl_precisions(false));
+  EXPECT_EQ(gpu["hardware_class"], expected_class("opencl|NVIDIA H100 80GB HBM3|580.159.04|sm_90|79", "opencl"));
+
+  const json cuda = device_at(rec, "cuda:0");
+  EXPECT_EQ(cuda["driver"], "580.159.04");
+  EXPECT_EQ(cuda["schedulable"], false);
+  EXPECT_EQ(cuda["features"]["tensor_cores"], true);
+
+  const json& rt = rec["runtimes"];
+  EXPECT_EQ(rt["cuda"]["driver_api_version"], "13.0");
+  // The loader is there, the driver's ICD could not be loaded: present, no devices, the reason kept.
+  EXPECT_EQ(rt["vulkan"]["present"], true);
+  EXPECT_EQ(rt["vulkan"]["devices"], 0);
+  EXPECT_NE(rt["vulkan"]["error"].get<std::string>().find("VK_ERROR_INCOMPATIBLE_DRIVER"), std::string::npos);
+  // ROCm libraries installed on an NVIDIA box: present with zero devices and hipGetDeviceCount's error.
+  EXPECT_EQ(rt["rocm"]["present"], true);
+  EXPECT_EQ(rt["rocm"]["devices"], 0);
+  EXPECT_TRUE(rt["rocm"].contains("error"));
+}
+
 TEST(RecordedMachine, ReplayIsDeterministic) {
-  for (const char* name : {"dev-vm-epyc-zen4", "rtx4090-workstation", "snapdragon-x-elite-laptop"}) {
+  for (const char* name : {"dev-vm-epyc-zen4", "rtx4090-workstation", "snapdragon-x-elite-laptop", "h100-cloud-vm"}) {
     EXPECT_EQ(replay_machine(name), replay_machine(name)) << name;
   }
 }
 
 TEST(RecordedMachine, SoftwareDevicesAreNeverGpus) {
-  for (const char* name : {"dev-vm-epyc-zen4", "rtx4090-workstation", "snapdragon-x-elite-laptop"}) {
+  for (const char* name : {"dev-vm-epyc-zen4", "rtx4090-workstation", "snapdragon-x-elite-laptop", "h100-cloud-vm"}) {
     const json rec = replay_machine(name);
     for (const auto& d : rec["devices"]) {
       if (d["software"].get<bool>()) {
