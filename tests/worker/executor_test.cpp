@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <random>
 #include <thread>
 
@@ -120,9 +123,11 @@ TEST_F(ExecutorTest, HangingJobTimesOutAndIsKilledPromptly) {
   const double took = seconds_since(t0);
   EXPECT_EQ(out.status, am::ResultStatus::kTimeout);
   EXPECT_EQ(out.reason, "exceeded 1.0 s");
+  // SIGTERM, not SIGKILL, is the proof it went at the limit and before the kill grace; the upper
+  // bound only catches a limit that was not enforced at all, so a loaded machine cannot trip it.
   EXPECT_EQ(out.signal, SIGTERM);
   EXPECT_GE(took, 1.0);
-  EXPECT_LT(took, 4.0);
+  EXPECT_LT(took, 30.0);
 }
 
 TEST_F(ExecutorTest, JobIgnoringSigtermGetsSigkillAfterTheGrace) {
@@ -133,7 +138,7 @@ TEST_F(ExecutorTest, JobIgnoringSigtermGetsSigkillAfterTheGrace) {
   EXPECT_EQ(out.reason, "exceeded 0.5 s");
   EXPECT_EQ(out.signal, SIGKILL);
   EXPECT_GE(took, 2.4);  // 0.5 s limit + 2 s grace
-  EXPECT_LT(took, 5.0);
+  EXPECT_LT(took, 30.0);  // only an unenforced limit trips this
 }
 
 TEST_F(ExecutorTest, NonZeroExitIsAnErrorWithTheCode) {
@@ -190,13 +195,17 @@ TEST_F(ExecutorTest, CancelKillsTheJobPromptly) {
     cancel.store(true);
   });
   const auto t0 = Clock::now();
-  const ExecOutcome out = execute_job(request("selftest:hang", 60.0), &cancel);
+  const ExecOutcome out = execute_job(request("selftest:hang", 600.0), &cancel);
   const double took = seconds_since(t0);
   canceller.join();
+  // The event, not a stopwatch: the job was stopped by a signal because of the cancel (status
+  // cancelled, never timeout). The only time bound is one no loaded machine comes near, a tenth
+  // of the job's timeout, so a cancel that waited for the timeout still fails.
   EXPECT_EQ(out.status, am::ResultStatus::kCancelled);
   EXPECT_EQ(out.reason, "cancelled");
+  EXPECT_TRUE(out.signal == SIGTERM || out.signal == SIGKILL) << out.signal;
   EXPECT_GE(took, 0.3);
-  EXPECT_LT(took, 1.5);
+  EXPECT_LT(took, 60.0);
 }
 
 TEST_F(ExecutorTest, BadSpecIsAnErrorWithTheMessageInTheLog) {
@@ -236,22 +245,65 @@ TEST_F(ExecutorTest, JobInheritsOnlyStdioEvenFromNonCloexecDescriptors) {
   }
 }
 
+// True once a child process of this test has `needle` in its command line (the job id is in the
+// spec file's name): the event "that job process exists", read from /proc instead of guessed.
+bool wait_for_child_with(const std::string& needle, std::chrono::seconds limit) {
+  const auto until = Clock::now() + limit;
+  const std::string self = std::to_string(::getpid());
+  while (Clock::now() < until) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+      std::ifstream stat(entry.path() / "stat");
+      std::string line;
+      if (!std::getline(stat, line)) continue;
+      const std::size_t close = line.rfind(')');   // comm may hold spaces and parentheses
+      if (close == std::string::npos) continue;
+      std::istringstream rest(line.substr(close + 1));
+      std::string state, ppid;
+      rest >> state >> ppid;
+      if (ppid != self) continue;
+      std::ifstream cmd(entry.path() / "cmdline", std::ios::binary);
+      const std::string args((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+      if (args.find(needle) != std::string::npos) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
 TEST_F(ExecutorTest, ConcurrentJobsDoNotHoldEachOthersOutput) {
-  // If the hanging job inherited the passing job's pipe, the passing job's output would never
-  // reach end of file and it would wait for the hang to time out.
-  std::thread hang([this] {
-    const ExecOutcome out = execute_job(request("selftest:hang", 3.0));
-    EXPECT_EQ(out.status, am::ResultStatus::kTimeout);
+  // The order that would go wrong: job A is running (its pipe open in this process) when job B is
+  // spawned. If B inherited A's pipe, A's output would not reach end of file when A ends, and A's
+  // execute_job would wait for B. Both are hangs ended by cancel, so every step is an event the
+  // test causes or observes: A is cancelled while B certainly runs, and A must return while B is
+  // still running (B ends only when the test cancels it afterwards).
+  std::atomic<bool> stop_a{false}, stop_b{false}, a_ended{false}, b_ended{false};
+  ExecRequest a = request("selftest:hang", 600.0);
+  a.job_id = "aaaaaaaaaaaaaaaa";
+  ExecRequest b = request("selftest:hang", 600.0);
+  b.job_id = "bbbbbbbbbbbbbbbb";
+  std::thread ta([&] {
+    EXPECT_EQ(execute_job(a, &stop_a).status, am::ResultStatus::kCancelled);
+    a_ended = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  const auto t0 = Clock::now();
-  ExecRequest req = request("selftest:pass");
-  req.job_id = "fedcba9876543210";
-  const ExecOutcome out = execute_job(req);
-  const double took = seconds_since(t0);
-  hang.join();
-  EXPECT_EQ(out.status, am::ResultStatus::kPass);
-  EXPECT_LT(took, 2.0);
+  ASSERT_TRUE(wait_for_child_with(a.job_id, std::chrono::seconds(60))) << "job A never started";
+  std::thread tb([&] {
+    EXPECT_EQ(execute_job(b, &stop_b).status, am::ResultStatus::kCancelled);
+    b_ended = true;
+  });
+  const bool b_started = wait_for_child_with(b.job_id, std::chrono::seconds(60));
+  stop_a = true;
+  // With the bug A would return only after B ends, so wait for A on a long bound, never on a join.
+  const auto until = Clock::now() + std::chrono::seconds(60);
+  while (!a_ended && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool a_returned = a_ended.load();
+  const bool b_still_running = !b_ended.load();
+  stop_b = true;
+  ta.join();
+  tb.join();
+  ASSERT_TRUE(b_started) << "job B never started";
+  EXPECT_TRUE(a_returned) << "job A did not return within 60 s of its cancel";
+  EXPECT_TRUE(b_still_running) << "job A's execute_job returned only after job B ended";
 }
 
 }  // namespace
