@@ -22,7 +22,9 @@
 //       "subgroup_size", "max_storage_buffer_range"}, "hardware_class"}
 // "precisions" are what the Vulkan backend's own supports() answers (vulkan_precisions()); a
 // device is schedulable exactly when the build has the Vulkan backend (tested on lavapipe, as
-// the OpenCL backend is on PoCL) — without it, no precisions and not schedulable. Jobs reach a
+// the OpenCL backend is on PoCL) and the backend would open it (Vulkan 1.1, enough invocations
+// per work-group; otherwise no precisions and "unschedulable_reason" says why) — without the
+// backend, no precisions and not schedulable. Jobs reach a
 // Vulkan device only when a plan names backend "vulkan" (the default plans do not).
 #define VK_NO_PROTOTYPES
 #include <vulkan/vulkan.h>
@@ -62,6 +64,11 @@ namespace {
 
 constexpr uint32_t kApi10 = VK_MAKE_API_VERSION(0, 1, 0, 0);
 constexpr uint32_t kApi11 = VK_MAKE_API_VERSION(0, 1, 1, 0);
+#if defined(AM_HAVE_VULKAN)
+constexpr uint64_t kVulkanBackendMinInvocations = kernels::VulkanBackend::kMinWorkgroupInvocations;
+#else
+constexpr uint64_t kVulkanBackendMinInvocations = 0;   // no backend: no precisions to withdraw
+#endif
 constexpr uint32_t kApi12 = VK_MAKE_API_VERSION(0, 1, 2, 0);
 constexpr uint32_t kApi13 = VK_MAKE_API_VERSION(0, 1, 3, 0);
 // The newest API the probe's structures know; asking for more would not tell it more.
@@ -355,6 +362,22 @@ nlohmann::json device_entry(const nlohmann::json& dev) {
 
   nlohmann::json precisions = nlohmann::json::array();
   for (jobs::Precision p : vulkan_precisions(name)) precisions.push_back(std::string(jobs::to_string(p)));
+  // What VulkanBackend::create and the device layer require: a device they would refuse gets no
+  // jobs (its jobs would only end in `error`), and the record says why.
+  // The live probe always records the limit; answers without it are not refused on a guess.
+  const uint64_t invocations =
+      json_u64(limits, "maxComputeWorkGroupInvocations").value_or(kVulkanBackendMinInvocations);
+  const uint64_t api = json_u64(props, "apiVersion").value_or(0);
+  std::string refused;
+  if (precisions.empty()) {
+    // no backend in this build: nothing to refuse
+  } else if (api < kApi11) {
+    refused = "Vulkan " + version_string(api) + " device; the backend needs 1.1";
+  } else if (invocations < kVulkanBackendMinInvocations) {
+    refused = std::to_string(invocations) + " invocations per work-group; the backend needs " +
+              std::to_string(kVulkanBackendMinInvocations);
+  }
+  if (!refused.empty()) precisions = nlohmann::json::array();
 
   nlohmann::json entry = {
       {"backend", "vulkan"},
@@ -379,6 +402,7 @@ nlohmann::json device_entry(const nlohmann::json& dev) {
         {"subgroup_size", json_u64(subgroup, "subgroupSize").value_or(0)},
         {"max_storage_buffer_range", json_u64(limits, "maxStorageBufferRange").value_or(0)}}},
   };
+  if (!refused.empty()) entry["unschedulable_reason"] = refused;
   if (software && type != VK_PHYSICAL_DEVICE_TYPE_CPU) entry["reported_type"] = device_type_name(type);
   return entry;
 }

@@ -70,7 +70,8 @@ struct VulkanBackend::Impl {
 
   explicit Impl(std::unique_ptr<vulkan::VulkanDevice> d) : dev(std::move(d)), ops(*dev) {}
   ~Impl() {
-    if (Status s = dev->submit(); !s.ok()) get_logger("kernels/vulkan")->warn("{}", s.message());
+    // Every buffer below is freed right after this: the device must be done with all of them.
+    if (Status s = dev->wait_idle(); !s.ok()) get_logger("kernels/vulkan")->warn("{}", s.message());
   }
 
   std::unique_ptr<vulkan::VulkanDevice> dev;

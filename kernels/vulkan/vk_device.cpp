@@ -480,7 +480,22 @@ Result<const Pipeline*> VulkanDevice::pipeline(const std::string& name, uint32_t
   return out;
 }
 
+Status VulkanDevice::fail_on_error(Status st) {
+  if (!st.ok() && failed_.ok()) failed_ = Status(st.code(), st.message() + " (the Vulkan device is unusable from here on)");
+  return st;
+}
+
+Status VulkanDevice::wait_idle() {
+  const Status submitted = submit();   // the failure, if the device already failed
+  // Waited for even then: work submitted before a fence timeout may still be running.
+  if (fn.vkDeviceWaitIdle != nullptr) {
+    AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkDeviceWaitIdle(device_.get()), "vkDeviceWaitIdle")));
+  }
+  return submitted;
+}
+
 Status VulkanDevice::begin_if_needed() {
+  AM_RETURN_IF_ERROR(failed_);
   if (recording_) return Status::Ok();
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
@@ -575,10 +590,21 @@ Status VulkanDevice::copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::si
 }
 
 Result<double> VulkanDevice::submit_timed() {
+  AM_RETURN_IF_ERROR(failed_);
   if (!recording_) return 0.0;
   if (timestamps_) fn.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_.get(), 1);
+  // A fence wait alone does not make device writes visible to the host (Vulkan spec, "Host
+  // Write Ordering" / "Memory Dependencies"): every submit ends with a barrier to host reads, so
+  // download()'s memcpy from a mapped or staging buffer sees what the commands wrote. Recorded
+  // even with barriers_ off: it orders the batch against the host, not its commands.
+  VkMemoryBarrier to_host{};
+  to_host.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+  to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  fn.vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                          VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &to_host, 0, nullptr, 0, nullptr);
   recording_ = false;
-  AM_RETURN_IF_ERROR(vk_check(fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer"));
+  AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer")));
   VkSubmitInfo si{};
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   si.commandBufferCount = 1;
@@ -586,13 +612,16 @@ Result<double> VulkanDevice::submit_timed() {
   VkDevice dev = device_.get();
   VkFence fence = fence_.get();
   const auto start = std::chrono::steady_clock::now();
-  AM_RETURN_IF_ERROR(vk_check(fn.vkQueueSubmit(queue_, 1, &si, fence), "vkQueueSubmit"));
+  AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkQueueSubmit(queue_, 1, &si, fence), "vkQueueSubmit")));
   const VkResult waited = fn.vkWaitForFences(dev, 1, &fence, VK_TRUE, kFenceTimeoutNs);
   const auto end = std::chrono::steady_clock::now();
-  AM_RETURN_IF_ERROR(vk_check(waited, "vkWaitForFences"));
-  AM_RETURN_IF_ERROR(vk_check(fn.vkResetFences(dev, 1, &fence), "vkResetFences"));
-  AM_RETURN_IF_ERROR(vk_check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer"));
-  AM_RETURN_IF_ERROR(vk_check(fn.vkResetDescriptorPool(dev, descriptor_pool_.get(), 0), "vkResetDescriptorPool"));
+  // From here an error leaves the command buffer pending or the fence in use: nothing may be
+  // recorded or submitted again (fail_on_error makes every later call answer this error).
+  AM_RETURN_IF_ERROR(fail_on_error(vk_check(waited, "vkWaitForFences")));
+  AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkResetFences(dev, 1, &fence), "vkResetFences")));
+  AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer")));
+  AM_RETURN_IF_ERROR(fail_on_error(
+      vk_check(fn.vkResetDescriptorPool(dev, descriptor_pool_.get(), 0), "vkResetDescriptorPool")));
   if (timestamps_) {
     uint64_t ticks[kTimestampQueries] = {0, 0};
     AM_RETURN_IF_ERROR(vk_check(fn.vkGetQueryPoolResults(dev, query_pool_.get(), 0, kTimestampQueries, sizeof ticks,

@@ -135,6 +135,10 @@ class VulkanDevice {
   Status submit();
   // Seconds the recorded work took on the device (see the contract for the clock).
   Result<double> submit_timed();
+  // Submits what is recorded and waits until the device has finished everything: call before
+  // freeing buffers that submitted work may still use. After a failed submit or fence wait
+  // (timeout, device lost) the device is unusable: this and every later call return that error.
+  Status wait_idle();
 
   // Off: dispatch()/copy() record no barrier after the command, so independent commands may
   // overlap (the bench's back-to-back matrix-vector products). The caller guarantees that no
@@ -147,6 +151,8 @@ class VulkanDevice {
  private:
   VulkanDevice() = default;
   Status begin_if_needed();
+  // Records `st` as the device's permanent failure when it is an error (see wait_idle()).
+  Status fail_on_error(Status st);
   Result<Buffer> make_buffer(std::size_t bytes, bool staging);
   Result<VkDescriptorSet> allocate_set(const Pipeline& p);
   Result<Buffer*> staging(std::size_t bytes);
@@ -171,6 +177,7 @@ class VulkanDevice {
   QueryPoolHandle query_pool_;
   bool timestamps_ = false;
   bool recording_ = false;
+  Status failed_ = Status::Ok();   // the first error after which the queue state is unknown
   bool barriers_ = true;
   uint32_t recorded_ = 0;
   uint32_t max_groups_x_ = 65535;

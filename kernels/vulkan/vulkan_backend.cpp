@@ -16,10 +16,11 @@ VulkanBackend::~VulkanBackend() = default;
 Result<std::unique_ptr<VulkanBackend>> VulkanBackend::create(const vulkan::VulkanDeviceInfo& device,
                                                              const vulkan::VulkanDeviceOptions& options) {
   AM_ASSIGN_OR_RETURN(std::unique_ptr<vulkan::VulkanDevice> dev, vulkan::VulkanDevice::create(device, options));
-  // The GEMM's 256-invocation work-groups; every GPU has them, Vulkan guarantees only 128.
-  if (device.max_workgroup_invocations < 256) {
+  // Every GPU has them; Vulkan guarantees only 128.
+  if (device.max_workgroup_invocations < kMinWorkgroupInvocations) {
     return unsupported("Vulkan device " + device.name + " allows only " +
-                       std::to_string(device.max_workgroup_invocations) + " invocations per work-group (256 needed)");
+                       std::to_string(device.max_workgroup_invocations) + " invocations per work-group (" +
+                       std::to_string(kMinWorkgroupInvocations) + " needed)");
   }
   return std::unique_ptr<VulkanBackend>(new VulkanBackend(std::make_unique<Impl>(std::move(dev))));
 }
@@ -32,7 +33,8 @@ std::string VulkanBackend::device_name() const {
 }
 
 void VulkanBackend::release_cached_weights() {
-  (void)impl_->dev->submit();
+  // The cached buffers are freed next; submitted work may still read them.
+  if (Status s = impl_->dev->wait_idle(); !s.ok()) get_logger("kernels/vulkan")->warn("{}", s.message());
   impl_->linears.clear();
   impl_->vectors.clear();
 }

@@ -46,6 +46,9 @@ struct VulkanTraits {
 class VulkanBackend final : public Backend {
  public:
   static constexpr std::string_view kName = "vulkan";
+  // The GEMM's work-groups are 256 invocations; Vulkan guarantees only 128. create() refuses a
+  // device below this and the worker's probe does not make it schedulable.
+  static constexpr uint32_t kMinWorkgroupInvocations = 256;
 
   // The answer supports() gives on a device with these traits, without opening it: what the
   // worker's probe advertises for a Vulkan device.

@@ -58,14 +58,23 @@ TEST(VulkanDevices, SelectsADeviceAndHonoursTheIndexVariable) {
   EXPECT_FALSE(device.name.empty());
   EXPECT_GT(device.max_storage_buffer_range, 0u);
   EXPECT_NE(device.label().find(device.name), std::string::npos);
-  if (device.type == VK_PHYSICAL_DEVICE_TYPE_CPU) EXPECT_TRUE(device.software);
+  if (device.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+    EXPECT_TRUE(device.software);
+  }
+  // The variable as the user set it, put back afterwards (a GPU machine may pick its device so).
+  const char* set_before = std::getenv(vulkan::kVulkanDeviceEnv);
+  const std::string before = set_before != nullptr ? set_before : "";
   ASSERT_EQ(setenv(vulkan::kVulkanDeviceEnv, "gpu", 1), 0);
   Result<vulkan::VulkanDeviceInfo> bad = vulkan::select_vulkan_device();
   ASSERT_EQ(setenv(vulkan::kVulkanDeviceEnv, "97", 1), 0);
   Result<vulkan::VulkanDeviceInfo> missing = vulkan::select_vulkan_device();
   ASSERT_EQ(setenv(vulkan::kVulkanDeviceEnv, std::to_string(device.index).c_str(), 1), 0);
   Result<vulkan::VulkanDeviceInfo> same = vulkan::select_vulkan_device();
-  unsetenv(vulkan::kVulkanDeviceEnv);
+  if (set_before != nullptr) {
+    setenv(vulkan::kVulkanDeviceEnv, before.c_str(), 1);
+  } else {
+    unsetenv(vulkan::kVulkanDeviceEnv);
+  }
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find(vulkan::kVulkanDeviceEnv), std::string::npos);

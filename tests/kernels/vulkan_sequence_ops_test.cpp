@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,30 @@ TEST(VulkanBackend, RoutingOpsMatchCpuWithRepeatedIds) {
       }
     }
     EXPECT_EQ(be.top_k(logits.view(), 9, false, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+
+    // A router that produced NaN (or a row of -inf, whose softmax is NaN) still routes each row to
+    // k distinct experts, and the weights carry the NaN as on the cpu backend: never duplicate ids
+    // with negative weights fed to scatter_add_rows.
+    Tensor nan_logits = random_tensor(Shape{3, 8}, 924, 2.0f);
+    for (int64_t e = 0; e < 8; ++e) nan_logits.data()[e] = NAN;
+    for (int64_t e = 0; e < 8; ++e) nan_logits.data()[8 + e] = -INFINITY;
+    nan_logits.data()[16 + 5] = NAN;
+    std::vector<int32_t> bad_ids(3 * 4, -1);
+    std::vector<float> bad_w(bad_ids.size(), 0.0f);
+    ASSERT_TRUE(be.top_k(nan_logits.view(), 4, true, bad_ids.data(), bad_w.data()).ok());
+    for (int64_t r = 0; r < 3; ++r) {
+      std::set<int32_t> distinct;
+      for (int64_t j = 0; j < 4; ++j) {
+        const int32_t id = bad_ids[static_cast<std::size_t>(r * 4 + j)];
+        EXPECT_TRUE(id >= 0 && id < 8) << "row " << r << " id " << id;
+        distinct.insert(id);
+        // Rows 0 and 1 are NaN throughout; row 2 has one NaN logit, which may or may not be chosen.
+        if (r < 2) {
+          EXPECT_TRUE(std::isnan(bad_w[static_cast<std::size_t>(r * 4 + j)])) << "row " << r << " slot " << j;
+        }
+      }
+      EXPECT_EQ(distinct.size(), 4u) << "row " << r;
+    }
 
     const Tensor x = random_tensor(Shape{11, 37}, 921);
     std::vector<int32_t> pick = {3, 3, 0, 10, 7};

@@ -30,8 +30,19 @@ struct VulkanTolerance {
 };
 
 // The device every test runs on, or the reason there is none (no loader, no ICD: the sanitizer
-// stage's VK_ICD_FILENAMES=/nonexistent/x.json). Any other failure is a broken installation.
-inline Result<vulkan::VulkanDeviceInfo> vulkan_device_or_reason() { return vulkan::select_vulkan_device(); }
+// stage's VK_ICD_FILENAMES=/nonexistent/x.json; or a device the backend refuses, e.g. one with
+// fewer than 256 invocations per work-group). Any other failure is a broken installation.
+inline Result<vulkan::VulkanDeviceInfo> vulkan_device_or_reason() {
+  Result<vulkan::VulkanDeviceInfo> device = vulkan::select_vulkan_device();
+  if (!device.ok()) return device;
+  // Asked once per test binary: can the backend run on it at all?
+  static const Status usable = [&] {
+    Result<std::unique_ptr<VulkanBackend>> be = VulkanBackend::create(*device);
+    return be.ok() ? Status::Ok() : be.status();
+  }();
+  if (!usable.ok()) return usable;
+  return device;
+}
 
 #define AM_REQUIRE_VULKAN_DEVICE(device)                                                          \
   auto device##_result = ::am::kernels::testing::vulkan_device_or_reason();                       \

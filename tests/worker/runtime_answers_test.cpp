@@ -190,6 +190,28 @@ TEST(VulkanProbe, DecodesVendorDriverVersionsAndSkipsBrokenDevices) {
   EXPECT_EQ(rec["runtimes"]["vulkan"]["skipped_devices"].size(), 2u);
 }
 
+TEST(VulkanProbe, ADeviceTheBackendWouldRefuseGetsNoJobsAndSaysWhy) {
+  if (vulkan_precisions("x").empty()) GTEST_SKIP() << "this build has no Vulkan backend: nothing is schedulable";
+  json small = vk_device("Tiny GPU", 1, 0x13B5, 1);
+  small["limits"]["maxComputeWorkGroupInvocations"] = 128;   // Vulkan's guaranteed minimum
+  json old = vk_device("Old GPU", 2, 0x10DE, 1);
+  old["properties"]["apiVersion"] = (1u << 22) | 0u;        // Vulkan 1.0
+  json fine = vk_device("Fine GPU", 2, 0x10DE, 1);
+  fine["limits"]["maxComputeWorkGroupInvocations"] = 1024;
+  AnswersReplay replay;
+  const json rec = replay.run(make_vulkan_probe, "vulkan",
+                              {{"library", loaded("libvulkan.so.1")}, {"instance_status", 0},
+                               {"devices", {small, old, fine}}});
+  ASSERT_EQ(rec["devices"].size(), 3u);
+  EXPECT_EQ(rec["devices"][0]["schedulable"], false);
+  EXPECT_EQ(rec["devices"][0]["precisions"], json::array());
+  EXPECT_NE(rec["devices"][0]["unschedulable_reason"].get<std::string>().find("128 invocations"), std::string::npos);
+  EXPECT_EQ(rec["devices"][1]["schedulable"], false);
+  EXPECT_NE(rec["devices"][1]["unschedulable_reason"].get<std::string>().find("needs 1.1"), std::string::npos);
+  EXPECT_EQ(rec["devices"][2]["schedulable"], true);
+  EXPECT_FALSE(rec["devices"][2].contains("unschedulable_reason"));
+}
+
 TEST(VulkanProbe, NoDriverIsAnErrorOfAPresentLoader) {
   AnswersReplay replay;
   const json rec = replay.run(make_vulkan_probe, "vulkan",

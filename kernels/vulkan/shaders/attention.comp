@@ -66,7 +66,7 @@ void main() {
     const float m_new = max(m, group_max(cmax));
     // While every key so far is masked (m_new = -inf) subtract 0 instead, so that every p and
     // the correction are exp(-inf) = 0 rather than NaN.
-    const float m_sub = isinf(m_new) ? 0.0 : m_new;
+    const float m_sub = (isinf(m_new) && m_new < 0.0) ? 0.0 : m_new;
     const float correction = exp(m - m_sub);  // 0 while m is still -inf
     float psum = 0.0;
     for (uint j = t; j < cn; j += WG) {

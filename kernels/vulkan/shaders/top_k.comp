@@ -10,6 +10,7 @@ layout(std430, binding = 1) buffer Pb { float p[]; };
 layout(std430, binding = 2) writeonly buffer I { int ids[]; };
 layout(std430, binding = 3) buffer W { float weights[]; };
 layout(push_constant) uniform P { uint rows; uint experts; uint k; uint renormalize; } pc;
+const float kTaken = -2.0;  // every p is >= 0 or NaN: -2 marks an expert already chosen
 
 void main() {
   const uint r = flat_group() * 64u + gl_LocalInvocationID.x;
@@ -24,18 +25,22 @@ void main() {
   }
   float chosen = 0.0;
   for (uint j = 0u; j < pc.k; ++j) {
-    uint best = 0u;
-    float best_p = -1.0;  // every p >= 0; a taken expert is marked -2
+    // The first expert not taken yet, then any larger one: the ids stay distinct even when a
+    // row is NaN (NaN compares false; the weights then carry the NaN, as on the cpu backend).
+    uint best = pc.experts;
+    float best_p = 0.0;
     for (uint e = 0u; e < pc.experts; ++e) {
-      if (p[l + e] > best_p) {
-        best_p = p[l + e];
+      const float v = p[l + e];
+      if (v == kTaken) continue;
+      if (best == pc.experts || v > best_p) {
+        best_p = v;
         best = e;
       }
     }
     ids[r * pc.k + j] = int(best);
     weights[r * pc.k + j] = best_p;
     chosen += best_p;
-    p[l + best] = -2.0;
+    p[l + best] = kTaken;
   }
   const float denom = pc.renormalize != 0u ? chosen : sum;
   for (uint j = 0u; j < pc.k; ++j) weights[r * pc.k + j] /= denom;
