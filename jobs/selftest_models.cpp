@@ -11,7 +11,7 @@ constexpr std::array<SelftestMode, 14> kModes = {{
     {"nan", "produces an output holding NaN values; the accuracy check stores it as fail"},
     {"inf", "produces an output holding +/-Inf values; the accuracy check stores it as fail"},
     {"noisy", "prints 100 KiB of numbered lines to stdout and stderr, then passes"},
-    {"fds", "passes, reporting the file descriptors the job process inherited"},
+    {"fds", "passes, reporting the file descriptors and device-selection variables the job process inherited"},
     {"segv", "dies of SIGSEGV (stored as crash)"},
     {"abort", "calls abort(): SIGABRT (stored as crash)"},
     {"sigkill", "dies of SIGKILL, as the kernel's OOM killer would kill it"},

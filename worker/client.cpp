@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -19,6 +20,7 @@
 #include "common/transport.h"
 #include "worker/credit_window.h"
 #include "worker/deliverable_result.h"
+#include "worker/device_selection.h"
 #include "worker/executor.h"
 
 namespace am::worker {
@@ -106,6 +108,7 @@ struct WorkerClient::Impl {
   ClientOptions opt;
   const std::atomic<bool>* stop_flag = nullptr;   // run()'s, for stopped_with_us()
   std::vector<std::string> device_keys;
+  std::map<std::string, std::vector<std::string>> device_env;   // device key -> job process env
   CreditWindow credit_window{{}};                    // our window as the coordinator knows it
   std::optional<DealerEndpoint> endpoint;
   bool registered = false;
@@ -136,6 +139,7 @@ struct WorkerClient::Impl {
         if (!d.is_object() || !d.contains("key") || !d["key"].is_string()) continue;
         if (d.contains("schedulable") && d["schedulable"].is_boolean() && !d["schedulable"].get<bool>()) continue;
         device_keys.push_back(d["key"].get<std::string>());
+        device_env[d["key"].get<std::string>()] = device_selection_env(d);
       }
     }
     credit_window = CreditWindow(device_keys);
@@ -267,6 +271,8 @@ struct WorkerClient::Impl {
     req.memory_limit_mb = a.spec.value("memory_limit_mb", int64_t{0});
     req.worker_binary = opt.worker_binary;
     req.scratch_dir = opt.scratch_dir;
+    // The job opens the device it was leased for, not its backend's default choice.
+    if (auto env = device_env.find(a.device); env != device_env.end()) req.env = env->second;
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     RunningJob job;
     job.cancel = cancel;

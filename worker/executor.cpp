@@ -278,7 +278,9 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
 
     const bool record_host = measures_latency(req.spec);
     const std::optional<HostSample> host_start = record_host ? read_host_sample() : std::nullopt;
-    auto spawned = ChildProcess::spawn(argv);
+    SpawnOptions spawn_options;
+    spawn_options.env = req.env;
+    auto spawned = ChildProcess::spawn(argv, spawn_options);
     if (!spawned.ok()) return fail(spawned.status().message());
     ChildProcess child = std::move(spawned).value();
     const int64_t started_steady = steady_ms();

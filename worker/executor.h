@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -42,6 +43,8 @@ struct ExecRequest {
   int64_t memory_limit_mb = 0;              // 0 = none
   std::filesystem::path worker_binary;      // path of accelmatrix-worker
   std::filesystem::path scratch_dir;        // where spec/result files go (created if needed)
+  // "NAME=value" set in the job process only: which device it opens (device_selection.h).
+  std::vector<std::string> env;
 };
 
 struct ExecOutcome {

@@ -328,6 +328,8 @@ class OpenClProbe final : public Probe {
           continue;
         }
         nlohmann::json entry = device_entry(devices[d], platform_name);
+        // The value of ACCELMATRIX_OPENCL_DEVICE that opens this device (worker/device_selection.h).
+        entry["selector"] = std::to_string(p) + ":" + std::to_string(d);
         const std::string key = add_device(record, entry);
         log->debug("{}: {} ({}{})", key, entry["name"].get<std::string>(), entry["type"].get<std::string>(),
                    entry["software"].get<bool>() ? ", software" : "");

@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -40,6 +41,7 @@
 #if defined(AM_HAVE_VULKAN)
 #include "kernels/vulkan/vulkan_backend.h"
 #endif
+#include "worker/device_selection.h"
 #include "worker/probe.h"
 #include "worker/probe_devices.h"
 #include "worker/probe_dynlib.h"
@@ -65,6 +67,8 @@ namespace {
 constexpr uint32_t kApi10 = VK_MAKE_API_VERSION(0, 1, 0, 0);
 constexpr uint32_t kApi11 = VK_MAKE_API_VERSION(0, 1, 1, 0);
 #if defined(AM_HAVE_VULKAN)
+static_assert(std::string_view(kernels::vulkan::kVulkanDeviceEnv) == kVulkanDeviceVariable,
+              "the worker sets the variable the Vulkan backend reads");
 constexpr uint64_t kVulkanBackendMinInvocations = kernels::VulkanBackend::kMinWorkgroupInvocations;
 #else
 constexpr uint64_t kVulkanBackendMinInvocations = 0;   // no backend: no precisions to withdraw
@@ -443,6 +447,8 @@ class VulkanProbe final : public Probe {
         continue;
       }
       nlohmann::json entry = device_entry(devices[i]);
+      // The value of ACCELMATRIX_VULKAN_DEVICE that opens this device (worker/device_selection.h).
+      entry["selector"] = std::to_string(i);
       const std::string key = add_device(record, entry);
       ++listed;
       log->debug("{}: {} ({}{})", key, entry["name"].get<std::string>(), entry["type"].get<std::string>(),

@@ -17,7 +17,9 @@
 
 #include "jobs/selftest_models.h"
 #include "kernels/accuracy.h"
+#include "kernels/opencl/cl_device.h"
 #include "kernels/tolerances.h"
+#include "worker/device_selection.h"
 
 namespace am::worker {
 namespace {
@@ -153,6 +155,12 @@ SelftestEnd run_selftest_job(const jobs::JobSpec& spec, int64_t memory_limit_mb)
   if (mode == "fds") {
     kernels::JobOutcome o = outcome(ResultStatus::kPass, "", spec);
     o.metrics["open_fds"] = open_fds();
+    // The device-selection variables the worker set for this job (worker/device_selection.h).
+    nlohmann::json device_env = nlohmann::json::object();
+    for (const char* name : {kernels::opencl::kOpenClDeviceEnv, kVulkanDeviceVariable}) {
+      if (const char* v = std::getenv(name); v != nullptr) device_env[name] = v;
+    }
+    o.metrics["device_env"] = std::move(device_env);
     return {std::move(o), 0};
   }
   if (mode == "exit3") return {std::nullopt, 3};

@@ -271,6 +271,17 @@ bool wait_for_child_with(const std::string& needle, std::chrono::seconds limit) 
   return false;
 }
 
+TEST_F(ExecutorTest, TheDeviceVariablesReachTheJobProcessOnly) {
+  unsetenv("ACCELMATRIX_VULKAN_DEVICE");
+  unsetenv("ACCELMATRIX_OPENCL_DEVICE");
+  ExecRequest req = request("selftest:fds");
+  req.env = {"ACCELMATRIX_VULKAN_DEVICE=3"};
+  const ExecOutcome out = execute_job(req);
+  ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << out.log_tail;
+  EXPECT_EQ(out.metrics.at("device_env"), json({{"ACCELMATRIX_VULKAN_DEVICE", "3"}}));
+  EXPECT_EQ(std::getenv("ACCELMATRIX_VULKAN_DEVICE"), nullptr) << "set in the worker itself";
+}
+
 TEST_F(ExecutorTest, ConcurrentJobsDoNotHoldEachOthersOutput) {
   // The order that would go wrong: job A is running (its pipe open in this process) when job B is
   // spawned. If B inherited A's pipe, A's output would not reach end of file when A ends, and A's

@@ -156,6 +156,12 @@ TEST(RecordedMachine, WorkstationListsTheRtx4090ThroughOpenClVulkanAndCuda) {
   EXPECT_EQ(vk["memory_bytes"], kVram);
   EXPECT_EQ(vk["features"]["subgroup_size"], 32);
   EXPECT_EQ(device_at(rec, "vulkan:1")["software"], true);
+  // Each device names the value of its backend's device variable that opens it (the loader's
+  // order): a job leased for PoCL or lavapipe opens that, not the first GPU.
+  EXPECT_EQ(gpu["selector"], "0:0");
+  EXPECT_EQ(pocl["selector"], "1:0");
+  EXPECT_EQ(vk["selector"], "0");
+  EXPECT_EQ(device_at(rec, "vulkan:1")["selector"], "1");
 
   const json cuda = device_at(rec, "cuda:0");
   EXPECT_EQ(cuda["name"], "NVIDIA GeForce RTX 4090");
