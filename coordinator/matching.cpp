@@ -167,7 +167,7 @@ std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std
     }
     std::string why;
     if (!any_commands) {
-      why = "no registered worker runs commands (start one with accelmatrix-worker --allow-commands)";
+      why = "no registered worker runs commands (start one with accelmatrix-worker --allow-commands, or use accelmatrix run --allow-commands)";
     } else if (!commands_with_backend) {
       why = "no worker that runs commands has a '" + spec.backend + "' device (registered backends: " + join(backends) + ")";
     } else {
