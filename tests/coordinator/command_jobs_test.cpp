@@ -8,6 +8,7 @@
 
 #include "coordinator/matching.h"
 #include "coordinator/matrix.h"
+#include "coordinator/report_markdown.h"
 
 namespace am::coord {
 namespace {
@@ -131,6 +132,21 @@ TEST(CommandMatrix, WithoutABuiltInBaselineACommandShowsItsLatencyOnly) {
     EXPECT_EQ(c.rating, Rating::kNoBaseline) << c.backend;
     EXPECT_TRUE(c.median_ms.has_value());
   }
+}
+
+TEST(CommandMatrix, TheMarkdownReportNamesTheCommandOfACell) {
+  RunRecord run;
+  run.run_id = "r";
+  const std::string md = render_markdown(
+      run, {row("a", builtin("cpu", jobs::Precision::kF32), {10, 10, 10}),
+            row("b", command_spec("cpu", "bert-tiny", jobs::Precision::kExternal), {5, 5, 5})});
+  const auto line = md.find("| bert-tiny | external | external |");
+  ASSERT_NE(line, std::string::npos) << md;
+  const std::string row_text = md.substr(line, md.find('\n', line) - line);
+  EXPECT_NE(row_text.find("command bench"), std::string::npos) << row_text;
+  const auto base = md.find("| bert-tiny | encoder-only | f32 |");
+  ASSERT_NE(base, std::string::npos) << md;
+  EXPECT_EQ(md.substr(base, md.find('\n', base) - base).find("command"), std::string::npos);
 }
 
 }  // namespace
