@@ -46,20 +46,20 @@ std::vector<std::string> worker_argv(const std::string& ep, const ScratchDir& di
 }
 
 // A script that checks its environment and working directory, then writes its result file.
-constexpr const char* kPassScript = R"(#!/bin/sh
+constexpr const char* kPassScript = R"sh(#!/bin/sh
 echo "bench starting in $(pwd)"
 echo "this line is noise" >&2
 if [ -n "$(ls -A)" ]; then echo "working dir not empty"; exit 7; fi
 case "$ACCELMATRIX_JOB_ID" in ????????????????) ;; *) echo "bad job id"; exit 8 ;; esac
 [ "$ACCELMATRIX_ATTEMPT" = 1 ] || exit 9
 printf '{"status": "pass", "latency_ms": [2.5, 3.5, 3.0], "throughput": {"value": 120, "unit": "items/s"}, "notes": "device=%s"}\n' "$ACCELMATRIX_DEVICE" > "$ACCELMATRIX_RESULT_FILE"
-)";
+)sh";
 
 // The same schema printed on stdout by python3, after other output.
-constexpr const char* kStdoutScript = R"(import json, sys
+constexpr const char* kStdoutScript = R"py(import json, sys
 print("warm-up done")
 print(json.dumps({"status": "pass", "latency_ms": [10.0, 12.0, 11.0], "accuracy": {"nmse": 1e-7, "cosine": 0.9999}}))
-)";
+)py";
 
 TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   ScratchDir dir("command-run");

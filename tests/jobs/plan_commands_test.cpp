@@ -175,8 +175,12 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST_F(CommandPlan, CommandsMustBeAnArrayOfTables) {
-  EXPECT_NE(error_of(std::string(kHeader) + "commands = \"x\"\n").find("'commands' must be an array of tables"),
-            std::string::npos);
+  // At the top level, before [plan]: after it the key would be [plan]'s own (unknown) key.
+  const std::string error = error_of("commands = \"x\"\n" + std::string(kHeader));
+  EXPECT_NE(error.find("cmd.toml:1:"), std::string::npos) << error;
+  EXPECT_NE(error.find("'commands' must be an array of tables ([[commands]]), got string"), std::string::npos) << error;
+  const std::string empty = error_of("commands = []\n" + std::string(kHeader));
+  EXPECT_NE(empty.find("commands: empty list"), std::string::npos) << empty;
 }
 
 TEST_F(CommandPlan, APlanNeedsAModelOrACommand) {
