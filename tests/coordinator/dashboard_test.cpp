@@ -278,7 +278,8 @@ TEST_F(Dashboard, PageEmbedsTheDataAndNoTextFromWorkersEscapesIntoTheMarkup) {
 TEST_F(Dashboard, AnExternalCommandGetsItsOwnColumnWithoutBitsPerWeight) {
   // A plain run lists the precision table only: no "external" column nobody fills.
   fill_run();
-  for (const json& p : data()["precisions"]) EXPECT_NE(p["name"], "external");
+  const json plain = data();   // named: a range-for over data()["precisions"] would outlive data()
+  for (const json& p : plain["precisions"]) EXPECT_NE(p["name"], "external");
 
   // A [[commands]] job whose precision is none of ours ("Q4_K_M") is labelled "external".
   jobs::JobSpec cmd = make_spec("bert-tiny", "external", "cpu", "f32");
