@@ -26,8 +26,9 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 3;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
-                                          // 1.3: CONTROL/REPLY (admin clients, §5.10)
+inline constexpr int kVersionMinor = 4;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
+                                          // 1.3: CONTROL/REPLY (admin clients, §5.10);
+                                          // 1.4: HELLO.commands, ASSIGN.spec.command
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
@@ -76,6 +77,10 @@ struct Hello {
   // its state dir). Without CURVE, a worker id is bound to the secret of its first WELCOME and
   // a later HELLO for that id must carry the same secret (docs/PROTOCOL.md §5.8). Empty = none.
   std::string secret;
+  // Since 1.4: the worker runs external command jobs (accelmatrix-worker --allow-commands). A
+  // coordinator sends a job whose spec has `command` only to a worker that said true here;
+  // absent (older workers) means false.
+  bool commands = false;
 };
 
 struct Welcome {

@@ -280,6 +280,7 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   lw.state_dir = std::filesystem::temp_directory_path() / ("accelmatrix-run-" + std::to_string(self));
   lw.log_level = args.worker_log_level;
   lw.heartbeat_interval_ms = serve.server.heartbeat_interval_ms;
+  lw.allow_commands = args.allow_commands;
   auto workers = LocalWorkers::start(lw);
   if (!workers.ok()) return fail(workers.status().message(), kExitInfrastructure);
 

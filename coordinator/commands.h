@@ -39,6 +39,9 @@ struct RunArgs {
   ServeArgs serve;                     // bind defaults to tcp://127.0.0.1:* (loopback only)
   int workers = 1;
   std::string worker_log_level = "warn";
+  // The local workers run the plan's [[commands]] (accelmatrix-worker --allow-commands). Off by
+  // default even here: a plan's commands are programs, and running them is a decision.
+  bool allow_commands = false;
 };
 
 struct ReportArgs {

@@ -374,6 +374,13 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
                           {"group", std::string(p.group)},
                           {"bits", p.format ? json(jobs::bits_per_weight(*p.format)) : json(nullptr)}});
   }
+  // Command jobs whose precision is none of ours carry the "external" label: its own column.
+  for (const MatrixCell& c : matrix.cells) {
+    if (c.precision != jobs::Precision::kExternal) continue;
+    const jobs::PrecisionInfo& p = jobs::precision_info(c.precision);
+    precisions.push_back({{"name", std::string(p.name)}, {"group", std::string(p.group)}, {"bits", nullptr}});
+    break;
+  }
 
   return {{"schema", kDashboardSchema},
           {"generated_at", format_utc(generated_at_ms)},

@@ -13,7 +13,8 @@
 //       {"id", "label" (coordinator/hardware_label.h), "backend", "software", "jobs",
 //        "workers": [...], "device": {...}, "cpu": {"model", "vendor", "arch", "isa_level",
 //        "isa": [flags that are true]}, "topology": {...}, "host": {...}} ],
-//    "precisions": [{"name", "group", "bits"}] (every precision of the table, table order),
+//    "precisions": [{"name", "group", "bits"}] (every precision of the table, table order, then
+//       {"external", "external", null} when a command cell carries that label: bits may be null),
 //    "overview": [ the JSON report's overview cells, plus "best_rating" (rating key of the
 //       best-rated cell) and "hardware_classes" ],
 //    "cells": [ the JSON report's matrix cells (same fields: the speed-up's interval, the noisy

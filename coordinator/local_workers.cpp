@@ -58,6 +58,9 @@ Result<LocalWorkers> LocalWorkers::start(const LocalWorkerOptions& o) {
       args.push_back("--heartbeat-ms");
       args.push_back(std::to_string(o.heartbeat_interval_ms));
     }
+    if (o.allow_commands) {
+      args.push_back("--allow-commands");
+    }
     SpawnOptions spawn;
     spawn.output = SpawnOptions::Output::kFile;
     spawn.output_file = o.state_dir / ("worker-" + std::to_string(i) + ".log");

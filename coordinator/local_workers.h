@@ -29,6 +29,7 @@ struct LocalWorkerOptions {
   std::filesystem::path state_dir;
   std::string log_level = "info";
   int64_t heartbeat_interval_ms = 0;   // 0 = worker default
+  bool allow_commands = false;         // pass --allow-commands (run --allow-commands)
 };
 
 class LocalWorkers {

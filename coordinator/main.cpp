@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--workers", run.workers, "Local worker processes")
       ->check(CLI::Range(1, 64))->capture_default_str();
   run_cmd->add_option("--bind", run.serve.server.bind, "Endpoint to bind")->capture_default_str();
+  run_cmd->add_flag("--allow-commands", run.allow_commands,
+                    "Let the local workers run the plan's [[commands]] (external programs)");
   add_server_flags(run_cmd, run.serve);
   run_cmd->footer(am::exit_code_help());
 

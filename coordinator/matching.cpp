@@ -61,7 +61,8 @@ bool lists_precision(const DeviceInfo& device, jobs::Precision precision) {
 
 }  // namespace
 
-std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities, const Tags& worker_tags) {
+std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities, const Tags& worker_tags,
+                                                  bool runs_commands) {
   std::vector<DeviceInfo> out;
   if (!capabilities.is_object()) return out;
   auto it = capabilities.find("devices");
@@ -100,6 +101,7 @@ std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabili
     if (auto s = d.find("software"); s != d.end() && s->is_boolean()) info.software = s->get<bool>();
     if (auto s = d.find("schedulable"); s != d.end() && s->is_boolean()) info.schedulable = s->get<bool>();
     info.worker_tags = worker_tags;
+    info.runs_commands = runs_commands;
     out.push_back(std::move(info));
   }
   return out;
@@ -113,6 +115,12 @@ std::optional<int64_t> estimated_job_bytes(const jobs::JobSpec& spec) {
 
 std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec) {
   const Tags& required_tags = spec.required_tags;
+  if (spec.command) {
+    if (!device.runs_commands) return "the worker of " + device.key + " does not run commands (--allow-commands)";
+    if (device.backend != spec.backend) return "device " + device.key + " has backend " + device.backend;
+    if (!has_tags(device, required_tags)) return "the worker of " + device.key + " lacks tags " + describe_tags(required_tags);
+    return std::nullopt;
+  }
   if (!device.schedulable) return "device " + device.key + " is not schedulable";
   if (device.backend != spec.backend) return "device " + device.key + " has backend " + device.backend;
   if (!has_tags(device, required_tags)) {
@@ -149,6 +157,24 @@ std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std
     if (lists_precision(d, spec.precision)) with_precision.push_back(&d);
   }
   const auto nothing = [](const DeviceInfo&) { return std::string(); };
+  if (spec.command) {
+    // What a command needs that no registered worker offers, most fundamental first.
+    bool any_commands = false;
+    bool commands_with_backend = false;
+    for (const auto& d : devices) {
+      any_commands = any_commands || d.runs_commands;
+      commands_with_backend = commands_with_backend || (d.runs_commands && d.backend == spec.backend);
+    }
+    std::string why;
+    if (!any_commands) {
+      why = "no registered worker runs commands (start one with accelmatrix-worker --allow-commands, or use accelmatrix run --allow-commands)";
+    } else if (!commands_with_backend) {
+      why = "no worker that runs commands has a '" + spec.backend + "' device (registered backends: " + join(backends) + ")";
+    } else {
+      why = "no worker that runs commands and has a '" + spec.backend + "' device has tags " + describe_tags(required_tags);
+    }
+    return Settlement{ResultStatus::kSkipped, "no eligible hardware: " + why};
+  }
   if (with_backend.empty()) {
     return Settlement{ResultStatus::kSkipped, "no eligible hardware: no registered device has backend '" + spec.backend +
                                      "' (registered backends: " + join(backends) + ")"};

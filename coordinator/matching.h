@@ -9,6 +9,11 @@
 //   4. the device lists the job's precision,
 //   5. the device's memory is at least the job's estimated memory (estimated_job_bytes), when
 //      both are known.
+// An external command job (spec.command) is matched differently: the device's worker must run
+// commands (HELLO.commands, --allow-commands), the backend must be the job's, the worker must
+// carry the required tags; the device need not be schedulable by our own backends (a probed
+// CUDA GPU runs a command that brings its own runtime), and precision and memory are labels the
+// command declares, not requirements we can check.
 // When no registered device is eligible, settle_ineligible() says how the job is settled:
 //   - "skipped"     no eligible hardware: no registered device has the job's backend, or those
 //                   that do are not schedulable, or none of their workers has the required tags;
@@ -45,11 +50,13 @@ struct DeviceInfo {
   bool software = false;        // runs on the CPU (PoCL, lavapipe): not a GPU
   bool schedulable = true;
   Tags worker_tags;             // the tags of the worker the device belongs to
+  bool runs_commands = false;   // its worker announced --allow-commands (HELLO.commands)
 };
 
 // Devices of a capability record, each carrying `worker_tags`; malformed entries are skipped.
 std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities,
-                                                  const Tags& worker_tags = {});
+                                                  const Tags& worker_tags = {},
+                                                  bool runs_commands = false);
 
 // The device memory the job needs, in bytes, or std::nullopt when its architecture or
 // model_config is not understood — then memory does not limit matching. Delegates to

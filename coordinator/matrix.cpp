@@ -141,7 +141,7 @@ void reduce_shapes(CellBuilder& b) {
 void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) {
   MatrixCell& cell = b.cell;
   const MatrixCell* baseline = baseline_builder ? &baseline_builder->cell : nullptr;
-  const bool is_base = is_baseline(cell.backend, cell.precision);
+  const bool is_base = cell.command.empty() && is_baseline(cell.backend, cell.precision);
   const ShapeLatency* representative = nullptr;
   if (baseline && !is_base && is_measured_status(baseline->status)) {
     for (ShapeLatency& shape : cell.shapes) {
@@ -241,16 +241,21 @@ std::optional<HostLoad> host_load(const nlohmann::json& metrics) {
 Matrix build_matrix(const std::vector<ReportRow>& rows) {
   Matrix m;
   std::vector<CellBuilder> builders;
-  std::map<std::tuple<std::string, std::string, jobs::Precision>, std::size_t> index;
+  std::map<std::tuple<std::string, std::string, jobs::Precision, std::string>, std::size_t> index;
   for (const ReportRow& row : rows) {
     remember(m.architectures, row.architecture);
     remember(m.models, row.model);
     remember(m.backends, row.backend);
     remember(m.precisions, row.precision);
-    auto key = std::make_tuple(row.model, row.backend, row.precision);
+    std::string command;
+    if (auto c = row.spec.find("command"); c != row.spec.end() && c->is_object()) {
+      command = c->value("name", std::string("?"));
+    }
+    auto key = std::make_tuple(row.model, row.backend, row.precision, command);
     auto [it, inserted] = index.emplace(key, builders.size());
     if (inserted) {
       CellBuilder b;
+      b.cell.command = command;
       b.cell.model = row.model;
       b.cell.architecture = row.architecture;
       b.cell.backend = row.backend;
@@ -261,7 +266,7 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
   }
   for (CellBuilder& b : builders) reduce_shapes(b);
   for (CellBuilder& b : builders) {
-    auto base = index.find({b.cell.model, std::string(kBaselineBackend), kBaselinePrecision});
+    auto base = index.find({b.cell.model, std::string(kBaselineBackend), kBaselinePrecision, std::string()});
     const CellBuilder* baseline = base != index.end() ? &builders[base->second] : nullptr;
     compare_with_baseline(b, baseline);
   }
@@ -284,10 +289,15 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
 
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
                             jobs::Precision precision) {
+  // A built-in job's cell first; a command cell only where no built-in one has the same key.
+  const MatrixCell* command_cell = nullptr;
   for (const MatrixCell& cell : matrix.cells) {
-    if (cell.model == model && cell.backend == backend && cell.precision == precision) return &cell;
+    if (cell.model == model && cell.backend == backend && cell.precision == precision) {
+      if (cell.command.empty()) return &cell;
+      if (command_cell == nullptr) command_cell = &cell;
+    }
   }
-  return nullptr;
+  return command_cell;
 }
 
 const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,

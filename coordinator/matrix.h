@@ -17,6 +17,7 @@
 // over every terminal job of the cell that reported it (largest NMSE, smallest cosine and
 // top-1 agreement). Orders (models, backends, precisions, architectures) follow the first
 // appearance in the rows, i.e. plan order. Thread-safe (no shared state).
+// Command jobs (spec.command) form cells of their own (see MatrixCell::command).
 #pragma once
 
 #include <map>
@@ -48,6 +49,10 @@ struct MatrixCell {
   std::string backend;
   jobs::Precision precision = jobs::Precision::kF32;
   bool scaled = false;                   // any job of the cell ran a scaled-down model
+  // The external command behind the cell ([[commands]] name), empty for our own jobs. A command
+  // cell is never a baseline and never merges with a built-in job's cell; its speed-up is taken
+  // against the built-in cpu f32 cell of the same model label and shape when that exists.
+  std::string command;
   std::optional<ResultStatus> status;    // most severe terminal status; nullopt when none is
   std::map<ResultStatus, int> status_counts;   // per terminal job status
   int pending = 0;                       // jobs not terminal yet

@@ -111,6 +111,7 @@ json matrix_cell_json(const MatrixCell& c) {
           {"architecture", repair_utf8(c.architecture)},
           {"backend", repair_utf8(c.backend)},
           {"precision", std::string(jobs::to_string(c.precision))},
+          {"command", c.command.empty() ? json(nullptr) : json(repair_utf8(c.command))},
           {"scaled", c.scaled},
           {"status", status_name(c.status)},
           {"status_counts", std::move(counts)},

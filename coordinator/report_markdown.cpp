@@ -81,6 +81,7 @@ std::string percent(double fraction) { return fmt::format("{:.0f}%", fraction * 
 
 std::string notes(const MatrixCell& cell) {
   std::vector<std::string> parts;
+  if (!cell.command.empty()) parts.push_back("command " + cell.command);   // [[commands]] name
   if (cell.scaled) parts.push_back("scaled");
   if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported ||
       cell.status == ResultStatus::kSkipped) {

@@ -472,7 +472,7 @@ struct Server::Impl {
     s.identity = identity;
     s.worker_id = h.worker_id;
     s.hostname = h.hostname;
-    s.devices = devices_from_capabilities(h.capabilities, h.tags);
+    s.devices = devices_from_capabilities(h.capabilities, h.tags, h.commands);
     s.slots = h.slots;
     s.credits = CreditLedger(h.slots);
     s.authenticated = opt.curve.has_value();
@@ -778,7 +778,9 @@ struct Server::Impl {
           ++held;
           ++on_device;
         }
-        if (!health.may_run_jobs(s.worker_id, device.key)) continue;
+        // A device our backends cannot run (a probed CUDA GPU) has no health job of ours; it
+        // takes command jobs only (device_can_run), which bring their own runtime.
+        if (device.schedulable && !health.may_run_jobs(s.worker_id, device.key)) continue;
         while (s.credits.available(device.key, held) > 0 &&
                (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
           JobEntry* j = pick_job(s, device);

@@ -879,7 +879,7 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     r.architecture = stmt.column_text("architecture");
     r.backend = stmt.column_text("backend");
     const std::string precision = stmt.column_text("precision");
-    const std::optional<jobs::Precision> p = jobs::parse_precision(precision);
+    const std::optional<jobs::Precision> p = jobs::parse_precision_label(precision);
     if (!p) return internal_error("unknown precision '" + precision + "' of " + what + " in the store");
     r.precision = *p;
     AM_ASSIGN_OR_RETURN(r.state, stored_job_state(stmt.column_text("state"), what));

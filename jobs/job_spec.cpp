@@ -102,10 +102,10 @@ Status read_name(const json& doc, std::string_view key, bool (*known)(std::strin
   return Status::Ok();
 }
 
-Status read_precision(const json& doc, Precision& out) {
+Status read_precision(const json& doc, bool command, Precision& out) {
   std::string value;
   AM_RETURN_IF_ERROR(read_string(doc, "precision", /*required=*/true, value));
-  std::optional<Precision> p = parse_precision(value);
+  std::optional<Precision> p = command ? parse_precision_label(value) : parse_precision(value);
   if (!p) {
     return field_error("precision", "unknown precision '" + value + "' (expected one of " +
                                         precision_names() + ")");
@@ -163,6 +163,7 @@ json to_json(const JobSpec& spec) {
   doc["memory_limit_mb"] = spec.memory_limit_mb;
   doc["threads"] = spec.threads;
   if (!spec.required_tags.empty()) doc["required_tags"] = spec.required_tags;
+  if (spec.command) doc["command"] = command_to_json(*spec.command);
   return doc;
 }
 
@@ -174,8 +175,21 @@ Result<JobSpec> job_spec_from_json(const json& doc) {
   JobSpec s;
   AM_RETURN_IF_ERROR(read_string(doc, "model", true, s.model));
   if (s.model.empty()) return field_error("model", "empty");
-  AM_RETURN_IF_ERROR(read_name(doc, "architecture", is_known_architecture, "architecture",
-                               known_architectures(), s.architecture));
+  if (auto command = doc.find("command"); command != doc.end()) {
+    AM_ASSIGN_OR_RETURN(CommandSpec c, command_from_json(*command));
+    s.command = std::move(c);
+  }
+  if (s.command) {
+    // A command runs no graph of ours: its architecture is the "external" label.
+    AM_RETURN_IF_ERROR(read_string(doc, "architecture", true, s.architecture));
+    if (s.architecture != kExternalArchitecture) {
+      return field_error("architecture", "a command job's architecture is '" +
+                                             std::string(kExternalArchitecture) + "', got '" + s.architecture + "'");
+    }
+  } else {
+    AM_RETURN_IF_ERROR(read_name(doc, "architecture", is_known_architecture, "architecture",
+                                 known_architectures(), s.architecture));
+  }
   if (auto it = doc.find("model_config"); it != doc.end()) {
     AM_RETURN_IF_ERROR(validate_model_config(*it));
     AM_RETURN_IF_ERROR(check_model_config(*it, "spec.model_config"));
@@ -183,7 +197,7 @@ Result<JobSpec> job_spec_from_json(const json& doc) {
   }
   AM_RETURN_IF_ERROR(read_bool(doc, "scaled", false, s.scaled));
   AM_RETURN_IF_ERROR(read_name(doc, "backend", is_known_backend, "backend", known_backends(), s.backend));
-  AM_RETURN_IF_ERROR(read_precision(doc, s.precision));
+  AM_RETURN_IF_ERROR(read_precision(doc, s.command.has_value(), s.precision));
   AM_RETURN_IF_ERROR(read_int(doc, "batch", true, 1, kMaxBatch, s.batch));
   AM_RETURN_IF_ERROR(read_int(doc, "seq_len", true, 1, kMaxSeqLen, s.seq_len));
   AM_RETURN_IF_ERROR(read_name(doc, "mode", is_known_mode, "mode", known_modes(), s.mode));

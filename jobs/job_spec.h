@@ -12,7 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+
 #include "common/status.h"
+#include "jobs/command_spec.h"
 #include "jobs/precision.h"
 
 namespace am::jobs {
@@ -51,6 +54,11 @@ struct JobSpec {
   // Worker tags a device must carry to run the job (plan key `tags`, workers' --tag KEY=VALUE).
   // Part of the job's identity only when non-empty, so jobs without tags keep their ids.
   std::map<std::string, std::string> required_tags;
+  // Set for an external command job ([[commands]]): the worker runs this program instead of a
+  // model of ours. `model` is then the plan's free-text label (or the command's name),
+  // `architecture` is "external", and `precision` is one of ours or Precision::kExternal.
+  // Part of the job's identity (name, argv, reader), so a changed command is a new job.
+  std::optional<CommandSpec> command;
 };
 
 nlohmann::json to_json(const JobSpec& spec);

@@ -409,6 +409,8 @@ std::optional<Estimate> rag(Keys& k, const JobSpec& s) {
 }  // namespace
 
 std::optional<int64_t> estimate_job_bytes(const JobSpec& spec) {
+  // A command's memory is its own business: nothing of ours to estimate.
+  if (spec.command) return std::nullopt;
   // Attention, embedding and output tensors are stored in one format and feed-forward tensors in
   // another only under the mixed policy; format_for_role() answers for every precision.
   const double high = jobs::bits_per_weight(format_for_role(spec.precision, TensorRole::kAttention));

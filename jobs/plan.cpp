@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "jobs/catalog.h"
 #include "jobs/names.h"
+#include "jobs/plan_commands.h"
 #include "jobs/plan_settings.h"
 #include "jobs/selftest_models.h"
 #include "jobs/suggest.h"
@@ -37,7 +38,7 @@ constexpr uint64_t kDerivedSeedMask = (uint64_t{1} << kDerivedSeedBits) - 1;
 
 constexpr const char* kCatalogEnv = "ACCELMATRIX_CATALOG";
 
-const std::vector<std::string> kRootKeys = {"plan", "defaults", "models"};
+const std::vector<std::string> kRootKeys = {"plan", "defaults", "models", "commands"};
 const std::vector<std::string> kPlanKeys = {"name", "description", "mode", "seed", "time_budget_s"};
 
 struct PlanHeader {
@@ -333,15 +334,25 @@ class Expander {
     }
   }
 
+  // One [[commands]] entry is one job; `where` is its table, for messages.
+  void add_command(JobSpec spec, const toml::node& where) {
+    spec.seed = 0;   // a command brings its own inputs
+    const std::string what = "command '" + spec.command->name + "'";
+    add_checked(std::move(spec), where, what);
+  }
+
   std::vector<PlannedJob> take() { return std::move(jobs_); }
 
  private:
   bool add(const ModelRequest& m, JobSpec spec) {
+    return add_checked(std::move(spec), *m.table, "model '" + m.name + "'");
+  }
+
+  bool add_checked(JobSpec spec, const toml::node& where, const std::string& what) {
     // The plan checks above should make this unreachable; it guarantees that a plan can never
     // hand the scheduler a spec a worker would refuse.
     if (auto checked = job_spec_from_json(to_json(spec)); !checked.ok()) {
-      errors_.add(*m.table, "model '" + m.name + "' expands to an invalid job: " +
-                                checked.status().message());
+      errors_.add(where, what + " expands to an invalid job: " + checked.status().message());
       return false;
     }
     std::string id = compute_job_id(header_.name, spec);
@@ -381,7 +392,7 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
         errors.add(value, "'" + std::string(k) + "' must be a table ([" + std::string(k) +
                               "]), got " + std::string(detail::type_name(value)));
       }
-    } else if (k != "models") {
+    } else if (k != "models" && k != "commands") {
       report_unknown_key(key, "the plan", kRootKeys, errors);
     }
   }
@@ -414,8 +425,21 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
         }
       }
     }
-  } else {
-    errors.add_unplaced("no [[models]] entries: a plan names at least one model");
+  } else if (!root.contains("commands")) {
+    errors.add_unplaced("no [[models]] or [[commands]] entries: a plan names at least one model or command");
+  }
+  std::vector<JobSpec> command_specs;
+  const toml::array* command_tables = nullptr;
+  if (const toml::node* commands = root.get("commands")) {
+    command_tables = commands->as_array();
+    if (command_tables == nullptr) {
+      errors.add(*commands, "'commands' must be an array of tables ([[commands]]), got " +
+                                std::string(detail::type_name(*commands)));
+    } else if (command_tables->empty()) {
+      errors.add(*commands, "commands: empty list (name at least one command, or leave the key out)");
+    } else {
+      command_specs = detail::read_command_tables(*command_tables, header.mode, defaults, errors);
+    }
   }
 
   const std::filesystem::path catalog_dir =
@@ -472,6 +496,9 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
     if (!apply_overrides(m, entry, errors, config, scaled)) continue;
     if (!check_settings(m, config, errors)) continue;
     if (errors.empty()) expander.expand(m, entry, config, scaled);
+  }
+  if (errors.empty()) {
+    for (JobSpec& spec : command_specs) expander.add_command(std::move(spec), *command_tables);
   }
 
   AM_RETURN_IF_ERROR(errors.status());

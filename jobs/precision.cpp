@@ -33,6 +33,11 @@ constexpr std::array<PrecisionInfo, 9> kPrecisions = {{
     {Precision::kMixed, "mixed", FormatKind::kPolicy, std::nullopt, "4-bit mixed"},
 }};
 
+// Outside the table on purpose: see Precision::kExternal. Its "format" stands for nothing; the
+// memory estimate and the kernels never see a command job.
+constexpr PrecisionInfo kExternalInfo = {Precision::kExternal, "external", FormatKind::kPolicy,
+                                         std::nullopt, "external"};
+
 constexpr std::array<TensorRole, 5> kRoles = {TensorRole::kAttention, TensorRole::kFeedForward,
                                               TensorRole::kEmbedding, TensorRole::kOutput,
                                               TensorRole::kOther};
@@ -44,6 +49,7 @@ std::span<const WeightFormatInfo> all_weight_formats() { return kFormats; }
 std::span<const TensorRole> all_tensor_roles() { return kRoles; }
 
 const PrecisionInfo& precision_info(Precision p) {
+  if (p == Precision::kExternal) return kExternalInfo;
   for (const PrecisionInfo& i : kPrecisions) {
     if (i.precision == p) return i;
   }
@@ -83,6 +89,11 @@ std::optional<Precision> parse_precision(std::string_view name) {
     if (i.name == name) return i.precision;
   }
   return std::nullopt;
+}
+
+std::optional<Precision> parse_precision_label(std::string_view name) {
+  if (name == kExternalInfo.name) return Precision::kExternal;
+  return parse_precision(name);
 }
 
 std::optional<WeightFormat> parse_weight_format(std::string_view name) {

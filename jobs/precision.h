@@ -35,7 +35,10 @@ namespace am::jobs {
 enum class WeightFormat : uint8_t { kF32, kQ8_0, kF16, kBF16, kQ4_0, kQ4_1, kQ2_K, kQ3_K };
 
 // A job's precision: a format for all weights, or the mixed per-role policy.
-enum class Precision : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ3_K, kQ2_K, kMixed };
+// kExternal is the label of an external command job whose precision is none of ours
+// (jobs/command_spec.h). It is not in all_precisions() and parse_precision() never returns it:
+// no backend supports it and no plan may ask for it outside [[commands]].
+enum class Precision : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ3_K, kQ2_K, kMixed, kExternal };
 
 // Where a weight tensor sits in a model; the mixed policy is defined over these.
 enum class TensorRole { kAttention, kFeedForward, kEmbedding, kOutput, kOther };
@@ -75,6 +78,9 @@ std::string_view to_string(Precision p);
 std::string_view to_string(WeightFormat f);
 std::string_view to_string(TensorRole r);     // "attention", "feed-forward", ...
 std::optional<Precision> parse_precision(std::string_view name);
+// parse_precision(), plus "external" (Precision::kExternal): for stored and received specs,
+// where a command job's label may appear.
+std::optional<Precision> parse_precision_label(std::string_view name);
 std::optional<WeightFormat> parse_weight_format(std::string_view name);
 
 // The precision that stores every tensor in `f` (f32 -> Precision::kF32, ...).

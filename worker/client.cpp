@@ -137,7 +137,9 @@ struct WorkerClient::Impl {
     if (opt.capabilities.contains("devices") && opt.capabilities["devices"].is_array()) {
       for (const auto& d : opt.capabilities["devices"]) {
         if (!d.is_object() || !d.contains("key") || !d["key"].is_string()) continue;
-        if (d.contains("schedulable") && d["schedulable"].is_boolean() && !d["schedulable"].get<bool>()) continue;
+        const bool schedulable = !(d.contains("schedulable") && d["schedulable"].is_boolean() && !d["schedulable"].get<bool>());
+        // A probed-only device (CUDA, ROCm) can run a command that brings its own runtime.
+        if (!schedulable && !opt.allow_commands) continue;
         device_keys.push_back(d["key"].get<std::string>());
         device_env[d["key"].get<std::string>()] = device_selection_env(d);
       }
@@ -198,6 +200,7 @@ struct WorkerClient::Impl {
     h.capabilities = opt.capabilities;
     h.tags = opt.tags;
     h.slots = opt.slots;
+    h.commands = opt.allow_commands;
     h.secret = opt.secret;
     // Parse the attempt keys back: both running jobs and un-ACKed results are held.
     auto hold = [&](const std::string& key) {
@@ -263,7 +266,20 @@ struct WorkerClient::Impl {
                      a.device, free_slots(), draining);
       return;
     }
+    if (a.spec.is_object() && a.spec.contains("command") && !opt.allow_commands) {
+      // A coordinator should never send this (HELLO said no); refuse it as a result, so the
+      // attempt closes at once instead of waiting for its lease.
+      logger()->warn("refusing command job {}: this worker runs no commands (--allow-commands)", key);
+      ExecOutcome refused;
+      refused.status = ResultStatus::kError;
+      refused.reason = "this worker does not run command jobs (start it with --allow-commands)";
+      refused.started_at_ms = refused.finished_at_ms = now_epoch_ms();
+      std::lock_guard lock(finished_mu);
+      finished.push_back({a.job_id, a.attempt, std::move(refused)});
+      return;
+    }
     ExecRequest req;
+    req.device = a.device;
     req.job_id = a.job_id;
     req.attempt = a.attempt;
     req.spec = a.spec;

@@ -46,6 +46,10 @@ struct ClientOptions {
   int64_t reconnect_max_ms = reliability::kReconnectMaxMs;
   int64_t drain_wait_ms = 10'000;           // after DRAIN, how long to wait for ACKs when idle
   std::optional<CurveClientConfig> curve;   // CURVE keys; absent = plain TCP
+  // --allow-commands: run external command jobs (code from the plan). Announced in HELLO
+  // (`commands`, protocol 1.4); such a worker also takes jobs on devices that are probed but
+  // not schedulable by our own backends (a CUDA GPU), since only command jobs go there.
+  bool allow_commands = false;
 };
 
 // Reads `<state_dir>/worker-id`, creating it with a fresh random id when absent.

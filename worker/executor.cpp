@@ -253,15 +253,17 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     const std::string stem = file_stem(req);
     const auto spec_file = req.scratch_dir / (stem + ".spec.json");
     const auto result_file = req.scratch_dir / (stem + ".result.json");
+    const auto work_dir = req.scratch_dir / (stem + ".work");
     // Files are removed on every path out, including an early return.
     struct Cleanup {
-      std::filesystem::path a, b;
+      std::filesystem::path a, b, dir;
       ~Cleanup() {
         std::error_code ignored;
         std::filesystem::remove(a, ignored);
         std::filesystem::remove(b, ignored);
+        std::filesystem::remove_all(dir, ignored);
       }
-    } cleanup{spec_file, result_file};
+    } cleanup{spec_file, result_file, work_dir};
     // A result left by an earlier run of the same attempt must not pass for this one's.
     std::filesystem::remove(result_file, ec);
 
@@ -274,6 +276,17 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     if (req.memory_limit_mb > 0) {
       argv.push_back("--memory-limit-mb");
       argv.push_back(std::to_string(req.memory_limit_mb));
+    }
+    if (req.spec.is_object() && req.spec.contains("command")) {
+      // A command gets a fresh, empty working directory: nothing of an earlier attempt is left.
+      std::filesystem::remove_all(work_dir, ec);
+      std::filesystem::create_directories(work_dir, ec);
+      if (ec) return fail("cannot create the command's working dir " + work_dir.string() + ": " + ec.message());
+      for (const std::string& a : {std::string("--job-id"), req.job_id, std::string("--attempt"),
+                                   std::to_string(req.attempt), std::string("--device"), req.device,
+                                   std::string("--work-dir"), work_dir.string()}) {
+        argv.push_back(a);
+      }
     }
 
     const bool record_host = measures_latency(req.spec);

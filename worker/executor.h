@@ -17,6 +17,9 @@
 // the status — and, for a job whose mode measures latency (perf, both) on a host that exposes
 // /proc, "host": the host's load and steal time over the job (worker/host_load.h).
 //
+// External command jobs (spec.command set): the job process is the command runner
+// (worker/command_job.h); it starts the command in a fresh, empty working directory
+// <scratch_dir>/<job>-<attempt>.work that is removed afterwards, whatever happened.
 // Diagnostic jobs: a spec whose model is "selftest:<mode>" (pass, fail, noisy, fds, segv, abort,
 // sigkill, hang, stubborn, exit3, noresult, alloc) makes the job process misbehave on purpose
 // instead of running the inference core — see worker/selftest_job.h. Tests and the integration
@@ -32,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result_status.h"
+#include "worker/command_job.h"
 
 namespace am::worker {
 
@@ -43,6 +47,7 @@ struct ExecRequest {
   int64_t memory_limit_mb = 0;              // 0 = none
   std::filesystem::path worker_binary;      // path of accelmatrix-worker
   std::filesystem::path scratch_dir;        // where spec/result files go (created if needed)
+  std::string device;                       // the device key of the ASSIGN (command jobs see it)
   // "NAME=value" set in the job process only: which device it opens (device_selection.h).
   std::vector<std::string> env;
 };
@@ -65,7 +70,8 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel 
 // Returns the process exit code: 0 when a result was written, kExitOutOfMemory when an
 // allocation failed, 2 for a bad spec file.
 inline constexpr int kExitOutOfMemory = 75;
+// `command` (job id, attempt, device, working directory) is read by command jobs only.
 int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
-                 int64_t memory_limit_mb);
+                 int64_t memory_limit_mb, const CommandContext& command = {});
 
 }  // namespace am::worker

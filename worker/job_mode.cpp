@@ -15,6 +15,7 @@
 #include "common/atomic_file.h"
 #include "jobs/job_spec.h"
 #include "kernels/job_runner.h"
+#include "worker/command_job.h"
 #include "worker/executor.h"
 #include "worker/selftest_job.h"
 
@@ -65,7 +66,7 @@ Status write_result(const std::filesystem::path& file, const kernels::JobOutcome
 }
 
 int run(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
-        int64_t memory_limit_mb) {
+        int64_t memory_limit_mb, const CommandContext& command) {
   auto spec = read_spec(spec_file);
   if (!spec.ok()) {
     std::cerr << "accelmatrix-worker --run-job: bad spec: " << spec.status().to_string() << '\n';
@@ -75,6 +76,8 @@ int run(const std::filesystem::path& spec_file, const std::filesystem::path& res
     std::cerr << "accelmatrix-worker --run-job: " << s.to_string() << '\n';
     return kExitNoResult;
   }
+
+  if (spec->command) return run_command_job(*spec, command, result_file);
 
   kernels::JobOutcome outcome;
   if (is_selftest_model(spec->model)) {
@@ -95,10 +98,10 @@ int run(const std::filesystem::path& spec_file, const std::filesystem::path& res
 }  // namespace
 
 int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
-                 int64_t memory_limit_mb) {
+                 int64_t memory_limit_mb, const CommandContext& command) {
   int code = kExitNoResult;
   try {
-    code = run(spec_file, result_file, memory_limit_mb);
+    code = run(spec_file, result_file, memory_limit_mb, command);
   } catch (const std::bad_alloc&) {
     // The memory limit (or the machine) said no: the parent reports "oom". Writing a message
     // needs no allocation.

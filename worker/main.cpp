@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
   std::string curve_key_file, curve_server_file;
   std::string run_job_spec, result_file;
   int64_t memory_limit_mb = 0;
+  bool allow_commands = false;
+  am::worker::CommandContext command_ctx;
 
   app.add_option("--coordinator", coordinator, "Coordinator endpoint: " + am::expected_endpoint_forms(am::EndpointUse::kConnect));
   app.add_flag("--probe", probe, "Print this machine's capability record as JSON and exit");
@@ -115,6 +117,13 @@ int main(int argc, char** argv) {
   app.add_option("--run-job", run_job_spec, "(internal) run the job spec in FILE and exit")->group("");
   app.add_option("--result-file", result_file, "(internal) where job mode writes its result")->group("");
   app.add_option("--memory-limit-mb", memory_limit_mb, "(internal) job memory limit")->group("");
+  app.add_option("--job-id", command_ctx.job_id, "(internal) the job's id, for command jobs")->group("");
+  app.add_option("--attempt", command_ctx.attempt, "(internal) the attempt, for command jobs")->group("");
+  app.add_option("--device", command_ctx.device, "(internal) the device key, for command jobs")->group("");
+  app.add_option("--work-dir", command_ctx.work_dir, "(internal) a command job's working directory")->group("");
+  app.add_flag("--allow-commands", allow_commands,
+               "Run external command jobs ([[commands]] in a plan): programs the plan names, run as this user. "
+               "Without it the coordinator never sends this worker a command job");
 
   app.footer("Exit codes: 0 stopped cleanly (SIGINT, SIGTERM, or drained by the coordinator); 2 usage error\n"
              "(bad flag, an endpoint that can never be valid, refused by the coordinator); 4 infrastructure\n"
@@ -134,7 +143,7 @@ int main(int argc, char** argv) {
       std::cerr << "--run-job needs --result-file\n";
       return am::kExitUsage;
     }
-    return am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb);
+    return am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb, command_ctx);
   }
 
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {
@@ -159,6 +168,7 @@ int main(int argc, char** argv) {
   am::worker::ClientOptions opt;
   opt.coordinator = coordinator;
   opt.slots = slots;
+  opt.allow_commands = allow_commands;
   opt.heartbeat_interval_ms = heartbeat_ms;
   opt.heartbeat_liveness = liveness;
   opt.reconnect_max_ms = reconnect_max_ms;

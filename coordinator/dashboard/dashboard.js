@@ -261,6 +261,9 @@
   }
 
   // ---- quantization matrix ------------------------------------------------------------------
+  // A cell of an external command ([[commands]]) is named by its command as well: its precision
+  // is the command's own label, often "external" (which has no bits per weight: bits is null).
+  function precisionLabel(c) { return c.command ? c.precision + ' · ' + c.command : c.precision; }
   function drawQuantization(d) {
     const body = sectionBody('quantization');
     const cells = d.cells.filter(cellMatches);
@@ -287,7 +290,7 @@
             td.append(el('span', {class: 'q-item r-' + c.rating, 'data-model': c.model, 'data-backend': c.backend,
                                   'data-precision': c.precision, 'data-rating': c.rating,
                                   title: c.reason || (c.speedup !== null ? speedupText(c) + ' vs baseline' : ''),
-                                  text: c.precision + ' ' + ratingText(c) +
+                                  text: precisionLabel(c) + ' ' + ratingText(c) +
                                     (c.nmse_max !== null ? ' · NMSE ' + fmt(c.nmse_max, 2) : '')}));
           }
           return td;
@@ -360,7 +363,7 @@
        cell: function (c) { return el('span', {}, [c.model, c.scaled ? el('span', {class: 'badge', text: 'scaled'}) : null]); }},
       {key: 'architecture', label: 'architecture', value: function (c) { return c.architecture; }},
       {key: 'backend', label: 'backend', value: function (c) { return c.backend; }},
-      {key: 'precision', label: 'precision', value: function (c) { return c.precision; }},
+      {key: 'precision', label: 'precision', value: function (c) { return precisionLabel(c); }},
       {key: 'status', label: 'status', value: function (c) { return c.status; }},
       {key: 'rating', label: 'rating', value: function (c) { return ratingRank(c.rating); }, cell: ratingCell},
       {key: 'shape', label: 'shape', value: function (c) { return c.representative_shape ? c.representative_shape.batch * 1e6 + c.representative_shape.seq_len : null; },
@@ -496,7 +499,7 @@
       if (chart) lat.append(chart);
     }
     body.append(el('h3', {text: 'Accuracy against fp32 by bits per weight'}),
-                el('p', {class: 'note', text: 'Worst NMSE of each cell (an exact 0 is drawn at 1e-12); mixed precision has no single bits-per-weight and is left out.'}),
+                el('p', {class: 'note', text: 'Worst NMSE of each cell (an exact 0 is drawn at 1e-12); mixed precision and the "external" label of commands have no single bits-per-weight and are left out.'}),
                 acc.childNodes.length ? acc : el('p', {text: 'No accuracy measured yet.'}), more || '',
                 el('h3', {text: 'Latency per hardware class'}),
                 lat.childNodes.length ? lat : el('p', {text: 'No latency measured yet.'}));

@@ -215,6 +215,30 @@ TEST(ProtocolRoundTrip, MinorVersionMayDiffer) {
   EXPECT_EQ(std::get<Hello>(back->body).version_minor, kVersionMinor + 7);
 }
 
+TEST(ProtocolRoundTrip, HelloCommandsIsSentOnlyWhenTrue) {
+  // 1.4: a worker started with --allow-commands says so; an older one sends nothing (= false).
+  Hello h;
+  h.worker_id = "w1";
+  h.commands = true;
+  const Frames f = encode(Message{h});
+  auto doc = msgpack_to_json(f.body);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ((*doc)["commands"], true);
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(std::get<Hello>(back->body).commands);
+
+  h.commands = false;
+  doc = msgpack_to_json(encode(Message{h}).body);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_FALSE(doc->contains("commands"));
+
+  auto wrong = decode("HELLO", json_to_msgpack({{"version_major", 1}, {"version_minor", 4},
+                                                {"worker_id", "w1"}, {"slots", 1}, {"commands", "yes"}}));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("HELLO.commands"), std::string::npos) << wrong.status().message();
+}
+
 TEST(ProtocolRoundTrip, WelcomeRunIdMayBeEmpty) {
   Welcome w;
   w.heartbeat_interval_ms = 1000;

@@ -147,7 +147,7 @@ inline std::vector<Message> sample_messages(uint64_t seed) {
 inline ::testing::AssertionResult bodies_equal(const Hello& a, const Hello& b) {
   AM_FIELD_EQ(version_major) AM_FIELD_EQ(version_minor) AM_FIELD_EQ(worker_id)
   AM_FIELD_EQ(hostname) AM_FIELD_EQ(build) AM_FIELD_EQ(capabilities) AM_FIELD_EQ(tags)
-  AM_FIELD_EQ(slots) AM_FIELD_EQ(held) AM_FIELD_EQ(secret)
+  AM_FIELD_EQ(slots) AM_FIELD_EQ(held) AM_FIELD_EQ(secret) AM_FIELD_EQ(commands)
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Welcome& a, const Welcome& b) {

@@ -13,6 +13,8 @@
 #include "coordinator/hardware_label.h"
 #include "coordinator/report_html.h"
 #include "coordinator/report_json.h"
+#include "jobs/command_spec.h"
+#include "jobs/precision.h"
 #include "tests/coordinator/store_fixture.h"
 
 namespace am::coord::testing {
@@ -271,6 +273,68 @@ TEST_F(Dashboard, PageEmbedsTheDataAndNoTextFromWorkersEscapesIntoTheMarkup) {
   bool reason_kept = false;
   for (const json& s : back["strings"]) reason_kept |= s.get<std::string>().find("alert(1)") != std::string::npos;
   EXPECT_TRUE(reason_kept) << "the reason is data, shown as text by the page";
+}
+
+TEST_F(Dashboard, AnExternalCommandGetsItsOwnColumnWithoutBitsPerWeight) {
+  // A plain run lists the precision table only: no "external" column nobody fills.
+  fill_run();
+  const json plain = data();   // named: a range-for over data()["precisions"] would outlive data()
+  for (const json& p : plain["precisions"]) EXPECT_NE(p["name"], "external");
+
+  // A [[commands]] job whose precision is none of ours ("Q4_K_M") is labelled "external".
+  jobs::JobSpec cmd = make_spec("bert-tiny", "external", "cpu", "f32");
+  cmd.precision = jobs::Precision::kExternal;
+  cmd.model_config = json::object();
+  cmd.command = jobs::CommandSpec{"llama", {"llama-bench", "-o", "json"}, "llama-bench", "Q4_K_M"};
+  run_job(cmd, "pass", "", metrics_with_samples({3, 3, 3, 3, 3}, 0));
+  const json d = data();
+  const json report = render_json(run_record(), rows());
+
+  // One "external" entry after the table's, with bits null, whose group the command cell uses.
+  std::size_t table = 0, external = 0;
+  for (const json& p : d["precisions"]) {
+    if (p["name"] == "external") {
+      ++external;
+      EXPECT_EQ(p["group"], "external");
+      EXPECT_TRUE(p["bits"].is_null());
+    } else {
+      EXPECT_EQ(external, 0u) << "the external column comes after the table's";
+      ++table;
+    }
+  }
+  EXPECT_EQ(table, jobs::all_precisions().size());
+  EXPECT_EQ(external, 1u);
+
+  const json* cell = nullptr;
+  for (const json& c : d["cells"]) {
+    if (c["command"] == "llama") cell = &c;
+  }
+  ASSERT_NE(cell, nullptr);
+  EXPECT_EQ((*cell)["precision"], "external");
+  EXPECT_EQ((*cell)["group"], "external");
+  EXPECT_TRUE((*cell)["bits"].is_null());
+  EXPECT_DOUBLE_EQ((*cell)["median_ms"].get<double>(), 3.0);
+  // Its own cell, not the built-in cpu f32 baseline's, rated against that baseline (14 ms).
+  ASSERT_EQ(d["cells"].size(), report["matrix"].size());
+  for (std::size_t i = 0; i < d["cells"].size(); ++i) {
+    EXPECT_EQ(d["cells"][i]["command"], report["matrix"][i]["command"]) << i;
+    if (d["cells"][i]["precision"] == "f32" && d["cells"][i]["backend"] == "cpu" &&
+        d["cells"][i]["model"] == "bert-tiny") {
+      EXPECT_TRUE(d["cells"][i]["command"].is_null());
+      EXPECT_EQ(d["cells"][i]["rating"], "baseline");
+    }
+  }
+  ASSERT_TRUE((*cell)["speedup"].is_number());
+  EXPECT_GT((*cell)["speedup"].get<double>(), 1.0);
+  // The job's row says "external" and points at the command's cell.
+  const std::size_t last = d["job_count"].get<std::size_t>() - 1;
+  EXPECT_EQ(d["strings"][d["jobs"]["precision"][last].get<std::size_t>()], "external");
+  EXPECT_EQ(&d["cells"][d["jobs"]["cell"][last].get<std::size_t>()], cell);
+
+  // The page renders it.
+  auto page = render_html(run_record(), rows(), {});
+  ASSERT_TRUE(page.ok()) << page.status().to_string();
+  EXPECT_EQ(embedded_data(*page)["precisions"].back()["name"], "external");
 }
 
 TEST_F(Dashboard, AnEmptyRunStillRenders) {

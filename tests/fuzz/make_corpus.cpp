@@ -54,6 +54,11 @@ void protocol_corpus() {
   future.version_major = 2;
   future.worker_id = "w-future";
   put("protocol_decode", "hello-major2", std::string(1, 0) + encode(Message{future}).body);
+  // 1.4: a worker that runs external commands (HELLO.commands).
+  Hello commands = std::get<Hello>(am::proto::testing::sample_messages(1)[0].body);
+  commands.version_minor = 4;
+  commands.commands = true;
+  put("protocol_decode", "hello-commands", std::string(1, 0) + encode(Message{commands}).body);
   json ack = {{"job_id", "0123456789abcdef"}, {"attempt", 1}, {"extra", {1, 2, 3}}, {"nothing", nullptr}};
   put("protocol_decode", "ack-extra-fields", std::string(1, static_cast<char>(MsgType::kAck)) + json_to_msgpack(ack));
   json bad = {{"job_id", "0123456789abcdef"}, {"attempt", "1"}};
@@ -101,6 +106,14 @@ void plan_corpus() {
   put("plan", "errors.toml",
       "[plan]\nname = \"broken\"\nunknown = 1\n\n[defaults]\nprecisions = [\"q5\"]\nbatch = [0]\n\n"
       "[[models]]\nname = \"bert-tny\"\n\n[[models]]\nname = \"bert-tiny\"\noverrides = { layers = \"two\" }\n");
+  put("plan", "commands-errors.toml",
+      "[plan]\nname = \"cmds\"\n\n[defaults]\nbackends = [\"cpu\"]\n\n"
+      "[[commands]]\nname = \"a\"\nbackend = \"cpu\"\nargv = [\"true\"]\nprecision = \"Q4_K_M\"\n"
+      "requires_tags = [\"gpu=a100\", \"gpu=h100\"]\n\n"
+      "[[commands]]\nname = \"a\"\nbackend = \"cuda\"\nargv = [\"sh\", \"-c\", \"echo {}\"]\n"
+      "output = \"llama-bench\"\nbatch = 0\ntimeout_s = -1\n\n"
+      "[[commands]]\nname = \"no argv\"\nargs = \"x\"\nbackend = \"gpu\"\n\n"
+      "[[commands]]\nname = \"b\"\nbackend = \"cpu\"\nargv = []\noutput = \"csv\"\n");
   put("plan", "selftest.toml",
       "[plan]\nname = \"diagnostics\"\nmode = \"accuracy\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
       "precisions = [\"f32\"]\n\n[[models]]\nname = \"selftest:nan\"\n\n[[models]]\nname = \"selftest:pass\"\n");

@@ -678,7 +678,7 @@ name = "tiny-a"
 name = "x"
 )");
   ASSERT_FALSE(no_models.ok());
-  EXPECT_NE(no_models.status().message().find("no [[models]] entries"), std::string::npos);
+  EXPECT_NE(no_models.status().message().find("no [[models]] or [[commands]] entries"), std::string::npos);
   expect_error_at(R"(
 [plan]
 name = "x"

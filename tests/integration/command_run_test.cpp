@@ -1,0 +1,191 @@
+// External command jobs ([[commands]], docs/PLANS.md) through the whole system: a real
+// coordinator, a real worker started with --allow-commands, the commands run as real processes
+// by the worker's job executor, results in the real store and the JSON report. And a worker
+// without --allow-commands never receives one.
+#include <sys/stat.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/harness.h"
+
+namespace am::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string wait_endpoint(const std::filesystem::path& ep_file, Process& serve) {
+  std::string ep;
+  EXPECT_TRUE(wait_until([&] {
+    ep = read_file(ep_file);
+    while (!ep.empty() && (ep.back() == '\n' || ep.back() == '\r')) ep.pop_back();
+    return !ep.empty();
+  }, 20s)) << serve.log();
+  return ep;
+}
+
+Process start_serve(const ScratchDir& dir, const std::filesystem::path& plan, const std::filesystem::path& db) {
+  return Process({coordinator_binary().string(), "--log-level", "info", "serve", "--plan", plan.string(),
+                  "--db", db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog",
+                  (source_dir() / "jobs/models").string(), "--exit-when-done", "--endpoint-file",
+                  (dir / "endpoint").string(), "--expect-workers", "1", "--heartbeat-ms", "100",
+                  "--liveness", "5"},
+                 dir / "serve.log");
+}
+
+std::vector<std::string> worker_argv(const std::string& ep, const ScratchDir& dir, bool allow_commands) {
+  std::vector<std::string> argv = {worker_binary().string(), "--coordinator", ep, "--id", "cmd-w",
+                                   "--state-dir", (dir / "state").string(), "--heartbeat-ms", "100",
+                                   "--liveness", "5", "--log-level", "info"};
+  if (allow_commands) argv.push_back("--allow-commands");
+  return argv;
+}
+
+// A script that checks its environment and working directory, then writes its result file.
+constexpr const char* kPassScript = R"sh(#!/bin/sh
+echo "bench starting in $(pwd)"
+echo "this line is noise" >&2
+if [ -n "$(ls -A)" ]; then echo "working dir not empty"; exit 7; fi
+case "$ACCELMATRIX_JOB_ID" in ????????????????) ;; *) echo "bad job id"; exit 8 ;; esac
+[ "$ACCELMATRIX_ATTEMPT" = 1 ] || exit 9
+printf '{"status": "pass", "latency_ms": [2.5, 3.5, 3.0], "throughput": {"value": 120, "unit": "items/s"}, "notes": "device=%s"}\n' "$ACCELMATRIX_DEVICE" > "$ACCELMATRIX_RESULT_FILE"
+)sh";
+
+// The same schema printed on stdout by python3, after other output.
+constexpr const char* kStdoutScript = R"py(import json, sys
+print("warm-up done")
+print(json.dumps({"status": "pass", "latency_ms": [10.0, 12.0, 11.0], "accuracy": {"nmse": 1e-7, "cosine": 0.9999}}))
+)py";
+
+TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
+  ScratchDir dir("command-run");
+  const auto db = dir / "d.db";
+  const auto pass_script = write_file(dir / "bench.sh", kPassScript);
+  ::chmod(pass_script.c_str(), 0755);
+  const auto py_script = write_file(dir / "bench.py", kStdoutScript);
+  const std::string llama_sample = (source_dir() / "tests/data/commands/llama-bench-tinyllama-q4_0.json").string();
+  const auto plan = write_file(dir / "cmd.toml",
+      "[plan]\nname = \"cmdrun\"\nmode = \"perf\"\n\n"
+      "[[commands]]\nname = \"sh-pass\"\nargv = [\"" + pass_script.string() + "\"]\nbackend = \"cpu\"\n"
+      "model = \"ext-model\"\nprecision = \"f16\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"py-pass\"\nargv = [\"python3\", \"" + py_script.string() + "\"]\nbackend = \"cpu\"\n"
+      "timeout_s = 30\n\n"
+      "[[commands]]\nname = \"segv\"\nargv = [\"sh\", \"-c\", \"kill -SEGV $$\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"hang\"\nargv = [\"sleep\", \"60\"]\nbackend = \"cpu\"\ntimeout_s = 1\n\n"
+      "[[commands]]\nname = \"garbage\"\nargv = [\"sh\", \"-c\", \"echo all good, no JSON here\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"bad-schema\"\nargv = [\"sh\", \"-c\", \"echo '{\\\"status\\\": \\\"pass\\\", \\\"latency_ms\\\": [1, \\\"fast\\\"]}'\"]\n"
+      "backend = \"cpu\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"exit3\"\nargv = [\"sh\", \"-c\", \"exit 3\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"missing\"\nargv = [\"/nonexistent/accelmatrix-bench\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"llama\"\nargv = [\"cat\", \"" + llama_sample + "\"]\nbackend = \"cpu\"\n"
+      "output = \"llama-bench\"\nmodel = \"TinyLlama-1.1B\"\nprecision = \"q4_0\"\ntimeout_s = 30\n");
+
+  Process serve = start_serve(dir, plan, db);
+  const std::string ep = wait_endpoint(dir / "endpoint", serve);
+  ASSERT_FALSE(ep.empty());
+  Process worker(worker_argv(ep, dir, /*allow_commands=*/true), dir / "worker.log");
+
+  const int code = serve.wait(120s);
+  ASSERT_GE(code, 0) << "coordinator did not finish\n" << serve.log() << worker.log();
+  EXPECT_EQ(code, 1) << "crash/timeout/error jobs make exit code 1\n" << serve.log();
+
+  std::map<std::string, std::vector<std::string>> by_model;
+  for (auto& r : sql_rows(db, "SELECT model, status, reason, backend, precision, job_id FROM jobs")) {
+    by_model[r[0]] = r;
+  }
+  ASSERT_EQ(by_model.size(), 9u) << serve.log();
+  EXPECT_EQ(by_model["ext-model"][1], "pass") << by_model["ext-model"][2] << "\n" << worker.log();
+  EXPECT_EQ(by_model["ext-model"][3], "cpu");
+  EXPECT_EQ(by_model["ext-model"][4], "f16");
+  EXPECT_EQ(by_model["py-pass"][1], "pass") << by_model["py-pass"][2];
+  EXPECT_EQ(by_model["py-pass"][4], "external");
+  EXPECT_EQ(by_model["segv"][1], "crash");
+  EXPECT_NE(by_model["segv"][2].find("SIGSEGV"), std::string::npos) << by_model["segv"][2];
+  EXPECT_EQ(by_model["hang"][1], "timeout") << by_model["hang"][2];
+  EXPECT_EQ(by_model["garbage"][1], "error");
+  EXPECT_NE(by_model["garbage"][2].find("no line of its stdout starts with '{'"), std::string::npos)
+      << by_model["garbage"][2];
+  EXPECT_EQ(by_model["bad-schema"][1], "error");
+  EXPECT_NE(by_model["bad-schema"][2].find("latency_ms[1]: expected a finite number > 0"), std::string::npos)
+      << by_model["bad-schema"][2];
+  EXPECT_EQ(by_model["exit3"][1], "error");
+  EXPECT_NE(by_model["exit3"][2].find("command exited with code 3"), std::string::npos) << by_model["exit3"][2];
+  EXPECT_EQ(by_model["missing"][1], "error");
+  EXPECT_NE(by_model["missing"][2].find("cannot start"), std::string::npos) << by_model["missing"][2];
+  EXPECT_EQ(by_model["TinyLlama-1.1B"][1], "pass") << by_model["TinyLlama-1.1B"][2];
+
+  // The stored metrics: the pass script's latency, throughput and what it saw of its device.
+  const auto metrics_of = [&](const std::string& model) {
+    auto rows = sql_rows(db, "SELECT a.metrics_json FROM attempts a JOIN jobs j ON a.job_id = j.job_id "
+                             "WHERE j.model = '" + model + "'");
+    return rows.empty() ? nlohmann::json() : nlohmann::json::parse(rows[0][0], nullptr, false);
+  };
+  const auto m = metrics_of("ext-model");
+  ASSERT_TRUE(m.is_object()) << serve.log();
+  EXPECT_DOUBLE_EQ(m["latency_ms"]["median"].get<double>(), 3.0);
+  EXPECT_EQ(m["latency_ms"]["count"].get<int>(), 3);
+  EXPECT_DOUBLE_EQ(m["throughput"]["samples_per_s"].get<double>(), 120.0);
+  EXPECT_EQ(m["notes"], "device=cpu:0");
+  EXPECT_EQ(m["command"]["name"], "sh-pass");
+  EXPECT_DOUBLE_EQ(metrics_of("py-pass")["accuracy"]["nmse"].get<double>(), 1e-7);
+  const auto llama = metrics_of("TinyLlama-1.1B");
+  EXPECT_DOUBLE_EQ(llama["throughput"]["tokens_per_s"].get<double>(), 18710.96);
+  EXPECT_EQ(llama["latency_ms"]["count"].get<int>(), 5);
+  // The log tail keeps the command's stdout and stderr.
+  auto tail = sql_rows(db, "SELECT a.log_tail FROM attempts a JOIN jobs j ON a.job_id = j.job_id WHERE j.model = 'ext-model'");
+  ASSERT_FALSE(tail.empty());
+  EXPECT_NE(tail[0][0].find("bench starting in"), std::string::npos) << tail[0][0];
+  EXPECT_NE(tail[0][0].find("this line is noise"), std::string::npos) << tail[0][0];
+
+  // The report: command cells under the backend they declared, with their latency and no
+  // speed-up (no built-in cpu f32 job of their model ran).
+  int rc = -1;
+  const auto out = dir / "report.json";
+  const std::string log = run_capture({coordinator_binary().string(), "report", "--db", db.string(),
+                                       "--format", "json", "--output", out.string()}, &rc);
+  ASSERT_EQ(rc, 0) << log;
+  const auto report = nlohmann::json::parse(read_file(out), nullptr, false);
+  ASSERT_TRUE(report.is_object());
+  bool found = false;
+  for (const auto& cell : report["matrix"]) {
+    if (cell["model"] != "ext-model") continue;
+    found = true;
+    EXPECT_EQ(cell["backend"], "cpu");
+    EXPECT_EQ(cell["precision"], "f16");
+    EXPECT_EQ(cell["command"], "sh-pass");
+    EXPECT_TRUE(cell["speedup"].is_null()) << cell.dump();
+  }
+  EXPECT_TRUE(found) << report.dump(1);
+}
+
+TEST(CommandRun, AWorkerWithoutAllowCommandsNeverGetsOne) {
+  ScratchDir dir("command-refused");
+  const auto db = dir / "d.db";
+  const auto plan = write_file(dir / "cmd.toml",
+      "[plan]\nname = \"cmdref\"\nmode = \"accuracy\"\n\n"
+      "[[models]]\nname = \"selftest:pass\"\ntimeout_s = 30\n\n"
+      "[[commands]]\nname = \"touch\"\nargv = [\"touch\", \"" + (dir / "ran").string() + "\"]\nbackend = \"cpu\"\ntimeout_s = 30\n");
+  Process serve = start_serve(dir, plan, db);
+  const std::string ep = wait_endpoint(dir / "endpoint", serve);
+  ASSERT_FALSE(ep.empty());
+  Process worker(worker_argv(ep, dir, /*allow_commands=*/false), dir / "worker.log");
+
+  const int code = serve.wait(120s);
+  ASSERT_GE(code, 0) << serve.log();
+  EXPECT_EQ(code, 0) << "a skipped job is a finding, not a failure\n" << serve.log();
+  auto rows = sql_rows(db, "SELECT status, reason, attempts FROM jobs WHERE model = 'touch'");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "skipped");
+  EXPECT_NE(rows[0][1].find("--allow-commands"), std::string::npos) << rows[0][1];
+  EXPECT_EQ(rows[0][2], "0");
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j ON a.job_id = j.job_id WHERE j.model = 'touch'"), 0);
+  EXPECT_FALSE(std::filesystem::exists(dir / "ran"));
+  EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs WHERE model = 'selftest:pass'")[0][0], "pass");
+}
+
+}  // namespace
+}  // namespace am::testing

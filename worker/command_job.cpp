@@ -1,0 +1,164 @@
+// The command runner stays between the executor and the command for one reason: the executor
+// sees one output stream (stdout and stderr together, for the log tail), but a reader needs the
+// command's stdout alone. Everything else (limits, kills) passes through it unchanged: the
+// memory limit set on this process is inherited across exec, the command stays in this process
+// group, and its death by a signal is repeated on this process.
+#include "worker/command_job.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "common/atomic_file.h"
+#include "common/unique_fd.h"
+#include "worker/command_output.h"
+#include "worker/executor.h"
+
+extern char** environ;
+
+namespace am::worker {
+namespace {
+
+constexpr int kExitNoResult = 1;
+constexpr std::size_t kReadChunkBytes = 64 * 1024;
+
+Status write_result(const std::filesystem::path& file, ResultStatus status, const std::string& reason,
+                    const nlohmann::json& metrics) {
+  const nlohmann::json doc = {{"status", std::string(to_string(status))}, {"reason", reason}, {"metrics", metrics}};
+  return write_file_atomically(file, doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::vector<std::string> command_env(const CommandContext& ctx, const std::filesystem::path& result_path) {
+  const std::string names[] = {"ACCELMATRIX_JOB_ID=", "ACCELMATRIX_ATTEMPT=", "ACCELMATRIX_DEVICE=",
+                               "ACCELMATRIX_RESULT_FILE="};
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    bool ours = false;
+    for (const std::string& n : names) ours = ours || std::strncmp(*e, n.c_str(), n.size()) == 0;
+    if (!ours) env.emplace_back(*e);
+  }
+  env.push_back(names[0] + ctx.job_id);
+  env.push_back(names[1] + std::to_string(ctx.attempt));
+  env.push_back(names[2] + ctx.device);
+  env.push_back(names[3] + result_path.string());
+  return env;
+}
+
+// Reads the whole file when it exists; nullopt when it does not.
+std::optional<std::string> read_if_present(const std::filesystem::path& path, std::string& error) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return std::nullopt;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxCommandStdoutBytes) {
+    error = "$ACCELMATRIX_RESULT_FILE is unreadable or larger than 16 MiB";
+    return std::string();
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+[[noreturn]] void die_like(int sig) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::signal(sig, SIG_DFL);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, sig);
+  ::sigprocmask(SIG_UNBLOCK, &set, nullptr);
+  ::kill(::getpid(), sig);
+  // Only signals whose default is not to terminate get here (SIGCHLD-like): call it a crash.
+  ::_exit(128 + sig);
+}
+
+}  // namespace
+
+int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
+                    const std::filesystem::path& result_file) {
+  const jobs::CommandSpec& cmd = *spec.command;
+  nlohmann::json metrics = {{"command", {{"name", cmd.name}, {"output", cmd.output}}}};
+  auto error = [&](const std::string& reason) {
+    return write_result(result_file, ResultStatus::kError, reason, metrics).ok() ? 0 : kExitNoResult;
+  };
+  const std::filesystem::path result_path = std::filesystem::absolute(ctx.work_dir / "accelmatrix-result.json");
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return error(std::string("pipe: ") + std::strerror(errno));
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, write_end.get(), STDOUT_FILENO);
+  posix_spawn_file_actions_addchdir_np(&actions, ctx.work_dir.c_str());
+  std::vector<std::string> env = command_env(ctx, result_path);
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = cmd.argv;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = ::posix_spawnp(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
+  write_end.reset();
+  if (rc != 0) return error("cannot start '" + cmd.argv[0] + "': " + std::strerror(rc));
+
+  std::string captured;
+  bool truncated = false;
+  char buf[kReadChunkBytes];
+  while (true) {
+    const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::fwrite(buf, 1, static_cast<std::size_t>(n), stdout);
+    std::fflush(stdout);
+    if (captured.size() + static_cast<std::size_t>(n) <= kMaxCommandStdoutBytes) {
+      captured.append(buf, static_cast<std::size_t>(n));
+    } else {
+      truncated = true;
+    }
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0) {
+    if (errno != EINTR) return error(std::string("waitpid: ") + std::strerror(errno));
+  }
+  if (WIFSIGNALED(wstatus)) die_like(WTERMSIG(wstatus));
+  const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : kExitNoResult;
+  metrics["command"]["exit_code"] = code;
+  if (code == kExitOutOfMemory) return kExitOutOfMemory;
+  if (code != 0) return error("command exited with code " + std::to_string(code));
+  if (truncated) return error("command stdout exceeded 16 MiB");
+
+  Result<CommandResult> parsed = invalid_argument("no reader");
+  if (cmd.output == jobs::kOutputLlamaBench) {
+    parsed = read_llama_bench(captured);
+    if (!parsed.ok()) parsed = parsed.status().with_context("llama-bench reader");
+  } else {
+    std::string file_error;
+    std::optional<std::string> file_text = read_if_present(result_path, file_error);
+    if (!file_error.empty()) return error("malformed command result: " + file_error);
+    if (file_text) {
+      parsed = read_result_document(*file_text);
+      if (!parsed.ok()) parsed = parsed.status().with_context("$ACCELMATRIX_RESULT_FILE");
+    } else {
+      parsed = read_result_from_stdout(captured);
+    }
+  }
+  if (!parsed.ok()) return error("malformed command result: " + parsed.status().message());
+  nlohmann::json out = std::move(parsed->metrics);
+  out["command"] = metrics["command"];
+  return write_result(result_file, parsed->status, parsed->reason, out).ok() ? 0 : kExitNoResult;
+}
+
+}  // namespace am::worker

@@ -1,0 +1,38 @@
+// The job process's side of an external command job (docs/PLANS.md, "External commands").
+//
+// Contract: run_command_job() runs in the job process that execute_job() spawned (so the
+// executor's timeout, memory limit, log tail and process-group kill apply to the command too):
+// it starts spec.command->argv with posix_spawnp (PATH searched, no shell) in `work_dir` with
+// ACCELMATRIX_JOB_ID, ACCELMATRIX_ATTEMPT, ACCELMATRIX_DEVICE and ACCELMATRIX_RESULT_FILE set,
+// copies the command's stdout to its own (the log tail keeps it) while keeping up to
+// kMaxCommandStdoutBytes for the reader, and waits for it. Then:
+//   - killed by signal S: re-raises S on itself, so the executor classifies it exactly as a
+//     model job's death (crash, or oom for SIGKILL);
+//   - exited kExitOutOfMemory: exits with it too (oom);
+//   - exited non-zero otherwise: result `error`, "command exited with code N";
+//   - exited 0: the reader named by spec.command->output turns the output into the result; a
+//     document that does not parse is `error` naming what was wrong.
+// The result document goes to `result_file` and the return value is the job process's exit code.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "jobs/job_spec.h"
+
+namespace am::worker {
+
+inline constexpr std::size_t kMaxCommandStdoutBytes = 16u << 20;
+
+struct CommandContext {
+  std::string job_id;
+  int attempt = 0;
+  std::string device;
+  std::filesystem::path work_dir;      // fresh and empty; the command's working directory
+};
+
+int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
+                    const std::filesystem::path& result_file);
+
+}  // namespace am::worker
