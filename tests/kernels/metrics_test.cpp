@@ -129,9 +129,11 @@ TEST(Latency, RunsWarmupThenUntilMinRepsAndMinTime) {
   EXPECT_EQ(s->samples_ms.size(), 4u);
   EXPECT_EQ(calls, 7);
 
-  // min_time_s keeps it going past min_reps...
+  // min_time_s keeps it going past min_reps... (0.2 s of 2 ms runs: even at 40 ms a sleep on a
+  // loaded machine, min_reps alone could not cover it)
   o.warmup = 0;
-  o.min_time_s = 0.03;
+  o.min_time_s = 0.2;
+  o.max_reps = 1000;
   calls = 0;
   s = measure_latency(
       [&] {
@@ -144,7 +146,7 @@ TEST(Latency, RunsWarmupThenUntilMinRepsAndMinTime) {
   EXPECT_GT(s->samples_ms.size(), 4u);
   double total = 0;
   for (double v : s->samples_ms) total += v;
-  EXPECT_GE(total, 30.0);
+  EXPECT_GE(total, 200.0);
   // ...but max_reps caps it.
   o.min_time_s = 10.0;
   o.max_reps = 6;
