@@ -11,9 +11,13 @@
 // same ones:
 //   encoder-only: {"batch", "seq", "token_ids", "token_type_ids", "attention_mask"} (batch*seq each)
 //       output [batch*seq, hidden]: the final hidden states (EncoderOnlyGraph's output)
-//   decoder-only: {"batch", "prompt_len", "prompt" (batch*prompt_len), "forced" (batch*steps)}
+//   decoder-only, mixture-of-experts (Mixtral): {"batch", "prompt_len", "prompt" (batch*prompt_len), "forced" (batch*steps)}
 //       steps = config decode_steps; output [batch*(steps+1), vocab]: the logits after the prompt
 //       and after each cached decode step (DecoderLmGraph's output)
+//   encoder-decoder (T5): {"batch", "src_len", "src", "src_mask" (batch*src_len; 1 = token),
+//       "forced" (batch*steps)}; output [batch*(steps+1), vocab]: the decoder's logits after the
+//       start token and after each cached step, cross-attending to the masked source
+//       (EncDecGraph's output, which passes no mask)
 // Exit 0 on success, 1 with the error on stderr otherwise.
 #include <chrono>
 #include <cstdint>
@@ -31,6 +35,8 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/models/decoder_only_checkpoint.h"
+#include "kernels/models/encoder_decoder.h"
+#include "kernels/models/encoder_decoder_checkpoint.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/format_plan.h"
@@ -71,9 +77,10 @@ Result<Tensor> run_encoder_only(const nlohmann::json& config, const nlohmann::js
   return model.forward(input, be);
 }
 
-Result<Tensor> run_decoder_only(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
-  AM_ASSIGN_OR_RETURN(DecoderLmConfig c, decoder_lm_config_from_json(config, "decoder-only"));
-  AM_ASSIGN_OR_RETURN(std::string path, checkpoint_of(config, "decoder-only"));
+Result<Tensor> run_decoder_lm(const std::string& family, const nlohmann::json& config, const nlohmann::json& in,
+                              const ExecContext& ctx) {
+  AM_ASSIGN_OR_RETURN(DecoderLmConfig c, decoder_lm_config_from_json(config, family));
+  AM_ASSIGN_OR_RETURN(std::string path, checkpoint_of(config, family));
   AM_ASSIGN_OR_RETURN(DecoderLm model, load_llama_checkpoint(path, c, format_plan_for(Precision::kF32), ctx));
   const int64_t batch = in.at("batch").get<int64_t>(), prompt_len = in.at("prompt_len").get<int64_t>();
   const int64_t steps = c.decode_steps;
@@ -92,6 +99,27 @@ Result<Tensor> run_decoder_only(const nlohmann::json& config, const nlohmann::js
   return logits;
 }
 
+Result<Tensor> run_encoder_decoder(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_ASSIGN_OR_RETURN(EncDecConfig c, enc_dec_config_from_json(config, "encoder-decoder"));
+  AM_ASSIGN_OR_RETURN(std::string path, checkpoint_of(config, "encoder-decoder"));
+  AM_ASSIGN_OR_RETURN(EncDecModel model, load_t5_checkpoint(path, c, format_plan_for(Precision::kF32), ctx));
+  const int64_t batch = in.at("batch").get<int64_t>(), src_len = in.at("src_len").get<int64_t>();
+  const auto src = in.at("src").get<std::vector<int32_t>>();
+  const auto src_mask = in.at("src_mask").get<std::vector<int32_t>>();
+  const auto forced = in.at("forced").get<std::vector<int32_t>>();
+  if (static_cast<int64_t>(src_mask.size()) != batch * src_len ||
+      static_cast<int64_t>(forced.size()) != batch * c.decode_steps) {
+    return invalid_argument("src_mask must hold batch*src_len values and forced batch*decode_steps");
+  }
+  // What EncDecGraph::run() does, with a source padding mask (the job's graph has none).
+  Tensor logits(Shape{batch * (c.decode_steps + 1), c.vocab});
+  PhaseTimes phases;
+  CpuBackend be(ctx);
+  AM_RETURN_IF_ERROR(model.generate(be, batch, src, src_len, src_mask.data(), forced, std::chrono::steady_clock::now(),
+                                    logits, phases));
+  return logits;
+}
+
 Status run(const std::string& family, const std::string& config_path, const std::string& input_path,
            const std::string& output_path) {
   AM_ASSIGN_OR_RETURN(nlohmann::json config, read_json(config_path));
@@ -103,7 +131,9 @@ Status run(const std::string& family, const std::string& config_path, const std:
   Result<Tensor> out = unsupported("no reference runner for family '" + family + "'");
   try {
     if (family == "encoder-only") out = run_encoder_only(config, input, ctx);
-    if (family == "decoder-only") out = run_decoder_only(config, input, ctx);
+    if (family == "encoder-decoder") out = run_encoder_decoder(config, input, ctx);
+    // Mixtral is a decoder LM with experts (mixture_of_experts.cpp builds it the same way).
+    if (family == "decoder-only" || family == "mixture-of-experts") out = run_decoder_lm(family, config, input, ctx);
   } catch (const nlohmann::json::exception& e) {
     return invalid_argument(input_path + ": " + e.what());
   }
@@ -120,7 +150,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: am_reference_run <encoder-only|decoder-only> <config.json> <input.json> <output.f32>\n";
+    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts> <config.json> <input.json> <output.f32>\n";
     return 2;
   }
   const am::Status s = am::kernels::run(argv[1], argv[2], argv[3], argv[4]);

@@ -82,10 +82,17 @@ def rope_interleaved(x, pos, theta):
     return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
 
 
+def llama_mlp(w, p, x):
+    """LlamaMLP: down_proj(SiLU(gate_proj(x)) * up_proj(x)), no biases."""
+    lin = lambda t, n: t @ w[p + n + ".weight"].T
+    return lin(torch.nn.functional.silu(lin(x, "mlp.gate_proj")) * lin(x, "mlp.up_proj"), "mlp.down_proj")
+
+
 def llama_logits(w, cfg, tokens, *, rope=rope_half_split, eps=None, theta=None, kv_map="repeat_interleave",
-                 decode_shift=0):
+                 decode_shift=0, ffn=llama_mlp):
     """Logits [B, S, vocab] of LlamaForCausalLM in float64, one uncached causal pass. The keyword
-    arguments only build the deliberately wrong variants; defaults are the published model."""
+    arguments only build the deliberately wrong variants (and `ffn` Mixtral's sparse block);
+    defaults are the published model."""
     eps = cfg["norm_eps"] if eps is None else eps
     theta = cfg["rope_theta"] if theta is None else theta
     B, S = tokens.shape
@@ -112,7 +119,7 @@ def llama_logits(w, cfg, tokens, *, rope=rope_half_split, eps=None, theta=None, 
         ctx = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(B, S, nh * hd)
         x = x + lin(ctx, p + "self_attn.o_proj")
         f = rms(x, w[p + "post_attention_layernorm.weight"])
-        x = x + lin(torch.nn.functional.silu(lin(f, p + "mlp.gate_proj")) * lin(f, p + "mlp.up_proj"), p + "mlp.down_proj")
+        x = x + ffn(w, p, f)
     x = rms(x, w["model.norm.weight"])
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
     return x @ head.T
