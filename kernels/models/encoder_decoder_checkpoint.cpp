@@ -57,14 +57,19 @@ Result<StackTensors> read_t5_stack(const SafetensorsFile& file, const StackConfi
   return t;
 }
 
+Status check_t5_style(const EncDecConfig& c) {
+  if (c.bart || c.encoder.experts > 0 || c.decoder.experts > 0) {
+    return unsupported(c.encoder.family + ": only T5-style checkpoints are read (not BART or Switch Transformers)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<EncDecModel> load_t5_checkpoint(const SafetensorsFile& file, const EncDecConfig& c, const FormatPlan& f,
                                        const ExecContext& ctx) {
   const std::string& family = c.encoder.family;
-  if (c.bart || c.encoder.experts > 0 || c.decoder.experts > 0) {
-    return unsupported(family + ": only T5-style checkpoints are read (not BART or Switch Transformers)");
-  }
+  AM_RETURN_IF_ERROR(check_t5_style(c));
   AM_RETURN_IF_ERROR(check_weight_budget(family, EncDecModel::estimate_bytes(c, f)));
   const int64_t h = c.encoder.hidden;
   const std::string shared = file.contains("shared.weight") ? "shared.weight" : "encoder.embed_tokens.weight";
@@ -89,6 +94,7 @@ Result<EncDecModel> load_t5_checkpoint(const SafetensorsFile& file, const EncDec
 
 Result<EncDecModel> load_t5_checkpoint(const std::string& path, const EncDecConfig& config, const FormatPlan& formats,
                                        const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(check_t5_style(config));  // before the file: the refusal names the reason
   AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
   return load_t5_checkpoint(file, config, formats, ctx);
 }

@@ -331,6 +331,51 @@ TEST(SafetensorsLlamaFile, MixtralExpertsRoundTripThroughTheMixtureOfExpertsGrap
   std::remove(cut.c_str());
 }
 
+// The T5 and ViT loaders are held to PyTorch by tests/reference/ (check_t5.py, check_vit.py);
+// here: the graphs of a job read weights_path, and refuse what they cannot honour.
+TEST(SafetensorsGraphs, EncoderDecoderVisionAndMixtureGraphsReadWeightsPath) {
+  ExecContext ctx;
+  const std::string missing = temp_path("no_such_checkpoint.safetensors");
+  struct Case {
+    const char* architecture;
+    nlohmann::json config;
+    StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"encoder-decoder", {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}},
+       StatusCode::kNotFound},
+      {"encoder-decoder",
+       {{"style", "bart"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
+        {"max_positions", 32}},
+       StatusCode::kUnsupported},
+      {"vision",
+       {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
+        {"num_classes", 5}},
+       StatusCode::kNotFound},
+      {"vision",
+       {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
+        {"num_classes", 5}, {"distillation", true}},
+       StatusCode::kUnsupported},
+      {"mixture-of-experts",
+       {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32},
+        {"experts", 4}},
+       StatusCode::kNotFound},
+      {"mixture-of-experts",
+       {{"layers", 1}, {"decoder_layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
+        {"experts", 4}},
+       StatusCode::kUnsupported},
+  };
+  for (const Case& c : cases) {
+    jobs::JobSpec spec = llama_spec();
+    spec.architecture = c.architecture;
+    spec.model_config = c.config;
+    ASSERT_TRUE(build_graph(spec, Precision::kF32, ctx).ok()) << c.architecture << " " << c.config.dump();
+    spec.model_config["weights_path"] = missing;
+    const Status s = build_graph(spec, Precision::kF32, ctx).status();
+    EXPECT_EQ(s.code(), c.want) << c.architecture << " " << c.config.dump() << ": " << s.to_string();
+  }
+}
+
 TEST(SafetensorsLlamaFile, Bf16CheckpointHoldsEachWeightRoundedToBf16) {
   const DecoderLmConfig config = tiny_llama();
   ExecContext ctx;

@@ -18,7 +18,10 @@
 //       "forced" (batch*steps)}; output [batch*(steps+1), vocab]: the decoder's logits after the
 //       start token and after each cached step, cross-attending to the masked source
 //       (EncDecGraph's output, which passes no mask)
+//   vision (ViT): {"batch", "pixels" (batch*image*image*channels, channels-last: pixel-major,
+//       the layout seeded_pixels() gives the job's graph)}; output [batch, num_classes] logits
 // Exit 0 on success, 1 with the error on stderr otherwise.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -40,6 +43,7 @@
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/format_plan.h"
+#include "kernels/models/vision.h"
 #include "kernels/thread_pool.h"
 #include "kernels/weights/checkpoints.h"
 
@@ -120,6 +124,22 @@ Result<Tensor> run_encoder_decoder(const nlohmann::json& config, const nlohmann:
   return logits;
 }
 
+Result<Tensor> run_vision(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_ASSIGN_OR_RETURN(VitClassifierConfig c, vit_classifier_config_from_json(config));
+  AM_ASSIGN_OR_RETURN(std::string path, checkpoint_of(config, "vision"));
+  AM_ASSIGN_OR_RETURN(VitClassifier model, load_vit_checkpoint(path, c, format_plan_for(Precision::kF32), ctx));
+  const int64_t batch = in.at("batch").get<int64_t>();
+  const auto pixels = in.at("pixels").get<std::vector<float>>();
+  const int64_t image = c.tower.image_size, channels = c.tower.channels;
+  if (static_cast<int64_t>(pixels.size()) != batch * image * image * channels) {
+    return invalid_argument("pixels must hold batch*image_size*image_size*channels values");
+  }
+  Tensor x(Shape{batch * image * image, channels});
+  std::copy(pixels.begin(), pixels.end(), x.data());
+  CpuBackend be(ctx);
+  return model.logits(be, x.view(), batch);  // what VitClassifierGraph::run() does
+}
+
 Status run(const std::string& family, const std::string& config_path, const std::string& input_path,
            const std::string& output_path) {
   AM_ASSIGN_OR_RETURN(nlohmann::json config, read_json(config_path));
@@ -132,6 +152,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
   try {
     if (family == "encoder-only") out = run_encoder_only(config, input, ctx);
     if (family == "encoder-decoder") out = run_encoder_decoder(config, input, ctx);
+    if (family == "vision") out = run_vision(config, input, ctx);
     // Mixtral is a decoder LM with experts (mixture_of_experts.cpp builds it the same way).
     if (family == "decoder-only" || family == "mixture-of-experts") out = run_decoder_lm(family, config, input, ctx);
   } catch (const nlohmann::json::exception& e) {
@@ -150,7 +171,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts> <config.json> <input.json> <output.f32>\n";
+    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|vision> <config.json> <input.json> <output.f32>\n";
     return 2;
   }
   const am::Status s = am::kernels::run(argv[1], argv[2], argv[3], argv[4]);
