@@ -2,12 +2,17 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "kernels/models/decoder_only_lm.h"
 #include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
+#include "kernels/weights/checkpoints.h"
+#include "kernels/weights/safetensors.h"
 
 namespace am::kernels {
 namespace {
@@ -91,6 +96,52 @@ class MambaLm final : public RecurrentLm {
       m->layers_.push_back(std::move(l));
     }
     m->final_norm_ = src.normal(Shape{c.hidden}, 1.0f, kNormNoiseStd);
+    m->head_ = tied_head(m->embed_, 1.0f, f.output, ctx);
+    return m;
+  }
+
+  // HF MambaForCausalLM names: backbone.embeddings.weight, backbone.norm_f.weight and per layer
+  // backbone.layers.N.norm.weight, .mixer.{in_proj.weight [2*inner, hidden] (x then z),
+  // conv1d.weight [inner, 1, kernel], conv1d.bias, x_proj.weight [dt_rank + 2*state, inner] (dt, B,
+  // C), dt_proj.weight, dt_proj.bias, A_log [inner, state] (A = -exp(A_log)), D [inner],
+  // out_proj.weight}; the head is tied to the embeddings (tie_word_embeddings, Mamba's default).
+  static Result<std::unique_ptr<MambaLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
+                                               const ExecContext& ctx) {
+    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    auto m = std::make_unique<MambaLm>();
+    m->c_ = c;
+    AM_ASSIGN_OR_RETURN(m->embed_, file.read_f32("backbone.embeddings.weight", Shape{c.vocab, c.hidden}));
+    // Rows [first, first + count) of a [rows, cols] tensor, as a Linear.
+    auto rows = [&](const Tensor& w, int64_t first, int64_t count, WeightFormat fmt) {
+      Tensor part(Shape{count, w.cols()});
+      std::memcpy(part.data(), w.row(first), static_cast<std::size_t>(count * w.cols()) * sizeof(float));
+      return Linear::create(std::move(part), Tensor(), fmt, ctx);
+    };
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string b = "backbone.layers." + std::to_string(i) + ".";
+      const std::string x = b + "mixer.";
+      Layer l;
+      AM_ASSIGN_OR_RETURN(l.norm, file.read_f32(b + "norm.weight", Shape{c.hidden}));
+      AM_ASSIGN_OR_RETURN(Tensor in_proj, file.read_f32(x + "in_proj.weight", Shape{2 * c.inner, c.hidden}));
+      l.in_x = rows(in_proj, 0, c.inner, f.attention);
+      l.in_z = rows(in_proj, c.inner, c.inner, f.attention);
+      AM_ASSIGN_OR_RETURN(l.conv_w, file.read_f32(x + "conv1d.weight", Shape{c.inner, 1, c.kernel}));
+      AM_ASSIGN_OR_RETURN(l.conv_b, file.read_f32(x + "conv1d.bias", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(Tensor x_proj, file.read_f32(x + "x_proj.weight", Shape{c.dt_rank + 2 * c.state, c.inner}));
+      l.x_dt = rows(x_proj, 0, c.dt_rank, f.attention);
+      l.x_b = rows(x_proj, c.dt_rank, c.state, f.attention);
+      l.x_c = rows(x_proj, c.dt_rank + c.state, c.state, f.attention);
+      AM_ASSIGN_OR_RETURN(Tensor dt_w, file.read_f32(x + "dt_proj.weight", Shape{c.inner, c.dt_rank}));
+      l.dt_proj = Linear::create(std::move(dt_w), Tensor(), f.attention, ctx);
+      AM_ASSIGN_OR_RETURN(l.dt_bias, file.read_f32(x + "dt_proj.bias", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(l.a, file.read_f32(x + "A_log", Shape{c.inner, c.state}));
+      for (int64_t k = 0; k < l.a.numel(); ++k) l.a.data()[k] = -std::exp(l.a.data()[k]);
+      AM_ASSIGN_OR_RETURN(l.d, file.read_f32(x + "D", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(Tensor out_w, file.read_f32(x + "out_proj.weight", Shape{c.hidden, c.inner}));
+      l.out = Linear::create(std::move(out_w), Tensor(), f.feed_forward, ctx);
+      m->layers_.push_back(std::move(l));
+    }
+    AM_ASSIGN_OR_RETURN(m->final_norm_, file.read_f32("backbone.norm_f.weight", Shape{c.hidden}));
     m->head_ = tied_head(m->embed_, 1.0f, f.output, ctx);
     return m;
   }
@@ -448,6 +499,13 @@ class RecurrentGraph final : public ModelGraph {
 
 Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, Precision precision,
                                                             const ExecContext& ctx) {
+  return build_state_space_graph_on(spec, precision, ctx, nullptr, nullptr);
+}
+
+Result<std::unique_ptr<ModelGraph>> build_state_space_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                               const ExecContext& ctx,
+                                                               const std::vector<int32_t>* prompt,
+                                                               const std::vector<int32_t>* forced) {
   ConfigReader cfg(spec.model_config, "state-space");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "mamba"));
   const FormatPlan formats = format_plan_for(precision);
@@ -463,17 +521,36 @@ Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec&
     AM_ASSIGN_OR_RETURN(c.state, cfg.dim("state_size"));
     AM_ASSIGN_OR_RETURN(c.kernel, cfg.dim("conv_kernel"));
     AM_ASSIGN_OR_RETURN(c.dt_rank, cfg.dim("dt_rank"));
-    AM_ASSIGN_OR_RETURN(lm, MambaLm::create(c, formats, spec.seed, ctx));
+    // model_config "weights_path" names a Mamba safetensors checkpoint; without it, seeded weights.
+    AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "state-space"));
+    if (checkpoint) {
+      AM_ASSIGN_OR_RETURN(lm, MambaLm::load(c, formats, *checkpoint, ctx));
+    } else {
+      AM_ASSIGN_OR_RETURN(lm, MambaLm::create(c, formats, spec.seed, ctx));
+    }
   } else if (variant == "rwkv") {
+    if (spec.model_config.contains(kWeightsPathKey)) {
+      return unsupported("state-space: RWKV checkpoints are not read yet ('weights_path')");
+    }
     RwkvLm::Cfg c{layers, hidden, intermediate, vocab, static_cast<float>(eps)};
     AM_ASSIGN_OR_RETURN(lm, RwkvLm::create(c, formats, spec.seed, ctx));
   } else {
     return cfg.error("'variant' must be \"mamba\" or \"rwkv\", got \"" + variant + "\"");
   }
   const int64_t batch = spec.batch, prompt_len = spec.seq_len;
+  if ((prompt && static_cast<int64_t>(prompt->size()) != batch * prompt_len) ||
+      (forced && static_cast<int64_t>(forced->size()) != batch * steps)) {
+    return invalid_argument("state-space: given tokens must be batch*seq_len (prompt) and batch*decode_steps (forced)");
+  }
+  for (const std::vector<int32_t>* ids : {prompt, forced}) {
+    for (std::size_t i = 0; ids && i < ids->size(); ++i) {
+      if ((*ids)[i] < 0 || (*ids)[i] >= vocab) return invalid_argument("state-space: token id out of range");
+    }
+  }
   return std::unique_ptr<ModelGraph>(std::make_unique<RecurrentGraph>(
-      std::move(lm), batch, prompt_len, steps, seeded_token_ids(batch * prompt_len, vocab, spec.seed, kPromptStream),
-      seeded_token_ids(batch * steps, vocab, spec.seed, kForcedStream)));
+      std::move(lm), batch, prompt_len, steps,
+      prompt ? *prompt : seeded_token_ids(batch * prompt_len, vocab, spec.seed, kPromptStream),
+      forced ? *forced : seeded_token_ids(batch * steps, vocab, spec.seed, kForcedStream)));
 }
 
 }  // namespace am::kernels

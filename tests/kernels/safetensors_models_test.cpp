@@ -331,9 +331,9 @@ TEST(SafetensorsLlamaFile, MixtralExpertsRoundTripThroughTheMixtureOfExpertsGrap
   std::remove(cut.c_str());
 }
 
-// The T5 and ViT loaders are held to PyTorch by tests/reference/ (check_t5.py, check_vit.py);
+// The T5, ViT and Mamba loaders are held to PyTorch by tests/reference/ (check_t5.py, ...);
 // here: the graphs of a job read weights_path, and refuse what they cannot honour.
-TEST(SafetensorsGraphs, EncoderDecoderVisionAndMixtureGraphsReadWeightsPath) {
+TEST(SafetensorsGraphs, EncoderDecoderVisionMixtureAndStateSpaceGraphsReadWeightsPath) {
   ExecContext ctx;
   const std::string missing = temp_path("no_such_checkpoint.safetensors");
   struct Case {
@@ -363,6 +363,12 @@ TEST(SafetensorsGraphs, EncoderDecoderVisionAndMixtureGraphsReadWeightsPath) {
       {"mixture-of-experts",
        {{"layers", 1}, {"decoder_layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
         {"experts", 4}},
+       StatusCode::kUnsupported},
+      {"state-space",
+       {{"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"state_size", 8}, {"conv_kernel", 4}, {"dt_rank", 4},
+        {"vocab", 50}},
+       StatusCode::kNotFound},
+      {"state-space", {{"variant", "rwkv"}, {"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"vocab", 50}},
        StatusCode::kUnsupported},
   };
   for (const Case& c : cases) {

@@ -18,6 +18,7 @@
 //       "forced" (batch*steps)}; output [batch*(steps+1), vocab]: the decoder's logits after the
 //       start token and after each cached step, cross-attending to the masked source
 //       (EncDecGraph's output, which passes no mask)
+//   state-space (Mamba): as decoder-only; the job's RecurrentGraph on the given tokens
 //   vision (ViT): {"batch", "pixels" (batch*image*image*channels, channels-last: pixel-major,
 //       the layout seeded_pixels() gives the job's graph)}; output [batch, num_classes] logits
 // Exit 0 on success, 1 with the error on stderr otherwise.
@@ -43,6 +44,7 @@
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/format_plan.h"
+#include "kernels/models/state_space.h"
 #include "kernels/models/vision.h"
 #include "kernels/thread_pool.h"
 #include "kernels/weights/checkpoints.h"
@@ -140,6 +142,23 @@ Result<Tensor> run_vision(const nlohmann::json& config, const nlohmann::json& in
   return model.logits(be, x.view(), batch);  // what VitClassifierGraph::run() does
 }
 
+Result<Tensor> run_state_space(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(checkpoint_of(config, "state-space").status());
+  jobs::JobSpec spec;
+  spec.architecture = "state-space";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = in.at("prompt_len").get<int>();
+  const auto prompt = in.at("prompt").get<std::vector<int32_t>>();
+  const auto forced = in.at("forced").get<std::vector<int32_t>>();
+  // The job's own graph (config reader, checkpoint loader, prefill + decode loop) on these tokens.
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph,
+                      build_state_space_graph_on(spec, Precision::kF32, ctx, &prompt, &forced));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+  return std::move(out.output);
+}
+
 Status run(const std::string& family, const std::string& config_path, const std::string& input_path,
            const std::string& output_path) {
   AM_ASSIGN_OR_RETURN(nlohmann::json config, read_json(config_path));
@@ -153,6 +172,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
     if (family == "encoder-only") out = run_encoder_only(config, input, ctx);
     if (family == "encoder-decoder") out = run_encoder_decoder(config, input, ctx);
     if (family == "vision") out = run_vision(config, input, ctx);
+    if (family == "state-space") out = run_state_space(config, input, ctx);
     // Mixtral is a decoder LM with experts (mixture_of_experts.cpp builds it the same way).
     if (family == "decoder-only" || family == "mixture-of-experts") out = run_decoder_lm(family, config, input, ctx);
   } catch (const nlohmann::json::exception& e) {
@@ -171,7 +191,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|vision> <config.json> <input.json> <output.f32>\n";
+    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|state-space|vision> <config.json> <input.json> <output.f32>\n";
     return 2;
   }
   const am::Status s = am::kernels::run(argv[1], argv[2], argv[3], argv[4]);

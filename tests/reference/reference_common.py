@@ -106,7 +106,7 @@ class Check:
             self.failures.append(f"{case}: relative error {err:.3g} > tolerance {TOLERANCE:g}")
         for name, out in variants.items():
             verr = rel_frobenius(ours, out)
-            missed = verr > TOLERANCE
+            missed = not verr <= TOLERANCE  # NaN/Inf from a variant counts as missed
             self.rows.append((case, name, verr, "ok (missed, as it must)" if missed else "FAIL (within tolerance)"))
             if not missed:
                 self.failures.append(f"{case}: wrong variant '{name}' passes ({verr:.3g} <= {TOLERANCE:g}): "
