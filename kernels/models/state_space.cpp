@@ -305,6 +305,62 @@ class RwkvLm final : public RecurrentLm {
     return m;
   }
 
+  // HF RwkvForCausalLM (RWKV-4) names: rwkv.embeddings.weight, rwkv.blocks.0.pre_ln.*,
+  // rwkv.blocks.N.{ln1,ln2}.{weight,bias}, rwkv.blocks.N.attention.{time_decay, time_first,
+  // time_mix_key, time_mix_value, time_mix_receptance, key, value, receptance, output},
+  // rwkv.blocks.N.feed_forward.{time_mix_key, time_mix_receptance, key, receptance, value},
+  // rwkv.ln_out.*, head.weight. time_decay is stored raw (the WKV op applies -exp).
+  static Result<std::unique_ptr<RwkvLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
+                                              const ExecContext& ctx) {
+    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    const int64_t C = c.hidden;
+    auto m = std::make_unique<RwkvLm>();
+    m->c_ = c;
+    auto read = [&](const std::string& name, const Shape& shape, Tensor& dst) -> Status {
+      AM_ASSIGN_OR_RETURN(dst, file.read_f32(name, shape));
+      return Status::Ok();
+    };
+    auto linear = [&](const std::string& name, int64_t in, int64_t out, WeightFormat fmt, Linear& dst) -> Status {
+      AM_ASSIGN_OR_RETURN(Tensor w, file.read_f32(name + ".weight", Shape{out, in}));
+      dst = Linear::create(std::move(w), Tensor(), fmt, ctx);
+      return Status::Ok();
+    };
+    AM_RETURN_IF_ERROR(read("rwkv.embeddings.weight", Shape{c.vocab, C}, m->embed_));
+    AM_RETURN_IF_ERROR(read("rwkv.blocks.0.pre_ln.weight", Shape{C}, m->ln0_g_));
+    AM_RETURN_IF_ERROR(read("rwkv.blocks.0.pre_ln.bias", Shape{C}, m->ln0_b_));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string b = "rwkv.blocks." + std::to_string(i) + ".";
+      const std::string a = b + "attention.", ff = b + "feed_forward.";
+      Layer l;
+      Tensor mk, mv, mr, fmk, fmr;
+      AM_RETURN_IF_ERROR(read(b + "ln1.weight", Shape{C}, l.ln1_g));
+      AM_RETURN_IF_ERROR(read(b + "ln1.bias", Shape{C}, l.ln1_b));
+      AM_RETURN_IF_ERROR(read(b + "ln2.weight", Shape{C}, l.ln2_g));
+      AM_RETURN_IF_ERROR(read(b + "ln2.bias", Shape{C}, l.ln2_b));
+      AM_RETURN_IF_ERROR(read(a + "time_decay", Shape{C}, l.decay));
+      AM_RETURN_IF_ERROR(read(a + "time_first", Shape{C}, l.first));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_key", Shape{1, 1, C}, mk));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_value", Shape{1, 1, C}, mv));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_receptance", Shape{1, 1, C}, mr));
+      AM_RETURN_IF_ERROR(read(ff + "time_mix_key", Shape{1, 1, C}, fmk));
+      AM_RETURN_IF_ERROR(read(ff + "time_mix_receptance", Shape{1, 1, C}, fmr));
+      l.att_mix = mixes({&mk, &mv, &mr});
+      l.ffn_mix = mixes({&fmk, &fmr});
+      AM_RETURN_IF_ERROR(linear(a + "key", C, C, f.attention, l.att_k));
+      AM_RETURN_IF_ERROR(linear(a + "value", C, C, f.attention, l.att_v));
+      AM_RETURN_IF_ERROR(linear(a + "receptance", C, C, f.attention, l.att_r));
+      AM_RETURN_IF_ERROR(linear(a + "output", C, C, f.attention, l.att_o));
+      AM_RETURN_IF_ERROR(linear(ff + "key", C, c.intermediate, f.feed_forward, l.ffn_k));
+      AM_RETURN_IF_ERROR(linear(ff + "receptance", C, C, f.feed_forward, l.ffn_r));
+      AM_RETURN_IF_ERROR(linear(ff + "value", c.intermediate, C, f.feed_forward, l.ffn_v));
+      m->layers_.push_back(std::move(l));
+    }
+    AM_RETURN_IF_ERROR(read("rwkv.ln_out.weight", Shape{C}, m->lnf_g_));
+    AM_RETURN_IF_ERROR(read("rwkv.ln_out.bias", Shape{C}, m->lnf_b_));
+    AM_RETURN_IF_ERROR(linear("head", C, c.vocab, f.output, m->head_));
+    return m;
+  }
+
   State fresh_state(int64_t batch) const override {
     State s;
     const int64_t C = c_.hidden;
@@ -529,11 +585,14 @@ Result<std::unique_ptr<ModelGraph>> build_state_space_graph_on(const jobs::JobSp
       AM_ASSIGN_OR_RETURN(lm, MambaLm::create(c, formats, spec.seed, ctx));
     }
   } else if (variant == "rwkv") {
-    if (spec.model_config.contains(kWeightsPathKey)) {
-      return unsupported("state-space: RWKV checkpoints are not read yet ('weights_path')");
-    }
     RwkvLm::Cfg c{layers, hidden, intermediate, vocab, static_cast<float>(eps)};
-    AM_ASSIGN_OR_RETURN(lm, RwkvLm::create(c, formats, spec.seed, ctx));
+    // model_config "weights_path" names an RWKV-4 safetensors checkpoint; without it, seeded weights.
+    AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "state-space"));
+    if (checkpoint) {
+      AM_ASSIGN_OR_RETURN(lm, RwkvLm::load(c, formats, *checkpoint, ctx));
+    } else {
+      AM_ASSIGN_OR_RETURN(lm, RwkvLm::create(c, formats, spec.seed, ctx));
+    }
   } else {
     return cfg.error("'variant' must be \"mamba\" or \"rwkv\", got \"" + variant + "\"");
   }

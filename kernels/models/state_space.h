@@ -17,8 +17,8 @@
 // the layer-dependent decay / bonus / mix schedules). Output: logits [batch*(steps+1), vocab]
 // (row b*(steps+1)+t: sample b's t-th prediction), logits=true; PhaseTimes filled.
 //
-// Checkpoints: a Mamba config may name a Hugging Face MambaForCausalLM safetensors file
-// (weights_path; names in state_space.cpp, MambaLm::load); RWKV with weights_path is Unsupported.
+// Checkpoints: weights_path may name a Hugging Face MambaForCausalLM or RwkvForCausalLM (RWKV-4)
+// safetensors file (names in state_space.cpp, MambaLm::load and RwkvLm::load).
 #pragma once
 
 #include <cstdint>

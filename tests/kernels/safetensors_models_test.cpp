@@ -369,7 +369,7 @@ TEST(SafetensorsGraphs, EncoderDecoderVisionMixtureAndStateSpaceGraphsReadWeight
         {"vocab", 50}},
        StatusCode::kNotFound},
       {"state-space", {{"variant", "rwkv"}, {"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"vocab", 50}},
-       StatusCode::kUnsupported},
+       StatusCode::kNotFound},
   };
   for (const Case& c : cases) {
     jobs::JobSpec spec = llama_spec();

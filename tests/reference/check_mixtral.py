@@ -90,6 +90,8 @@ def main():
     print(f"smallest gap between the chosen and the next expert's router probability: {min(margins):.2e}")
     check.compare(CASE, ours, reference, {
         "top-k weights not renormalised": run(renormalize=False),
+        "RMSNorm eps 1e-6 instead of 1e-5": generated_rows(llama_logits(w, cfg, tokens, eps=1e-6,
+                                                                        ffn=sparse_moe(cfg))),
         "top-1 routing instead of top-2": run(top_k=1),
         "w1/w3 swapped (gate and up)": run(swap_w1_w3=True),
     })
