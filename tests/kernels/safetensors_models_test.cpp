@@ -333,7 +333,7 @@ TEST(SafetensorsLlamaFile, MixtralExpertsRoundTripThroughTheMixtureOfExpertsGrap
 
 // The T5, ViT and Mamba loaders are held to PyTorch by tests/reference/ (check_t5.py, ...);
 // here: the graphs of a job read weights_path, and refuse what they cannot honour.
-TEST(SafetensorsGraphs, EncoderDecoderVisionMixtureAndStateSpaceGraphsReadWeightsPath) {
+TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
   ExecContext ctx;
   const std::string missing = temp_path("no_such_checkpoint.safetensors");
   struct Case {
@@ -370,6 +370,12 @@ TEST(SafetensorsGraphs, EncoderDecoderVisionMixtureAndStateSpaceGraphsReadWeight
        StatusCode::kNotFound},
       {"state-space", {{"variant", "rwkv"}, {"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"vocab", 50}},
        StatusCode::kNotFound},
+      {"speech", {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"n_mels", 8}},
+       StatusCode::kNotFound},
+      {"speech",
+       {{"style", "wav2vec2"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"conv_dim", 16},
+        {"pos_conv_kernel", 4}, {"pos_conv_groups", 4}},
+       StatusCode::kUnsupported},
   };
   for (const Case& c : cases) {
     jobs::JobSpec spec = llama_spec();

@@ -19,6 +19,8 @@
 //       start token and after each cached step, cross-attending to the masked source
 //       (EncDecGraph's output, which passes no mask)
 //   state-space (Mamba): as decoder-only; the job's RecurrentGraph on the given tokens
+//   speech (Whisper): {"batch", "seq_len" (encoder positions), "features" (batch*2*seq_len*n_mels,
+//       channels-last), "prompt" (batch*4), "forced"}; the job's WhisperGraph on these inputs
 //   vision (ViT): {"batch", "pixels" (batch*image*image*channels, channels-last: pixel-major,
 //       the layout seeded_pixels() gives the job's graph)}; output [batch, num_classes] logits
 // Exit 0 on success, 1 with the error on stderr otherwise.
@@ -44,6 +46,7 @@
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/format_plan.h"
+#include "kernels/models/speech.h"
 #include "kernels/models/state_space.h"
 #include "kernels/models/vision.h"
 #include "kernels/thread_pool.h"
@@ -159,6 +162,23 @@ Result<Tensor> run_state_space(const nlohmann::json& config, const nlohmann::jso
   return std::move(out.output);
 }
 
+Result<Tensor> run_speech(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(checkpoint_of(config, "speech").status());
+  jobs::JobSpec spec;
+  spec.architecture = "speech";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = in.at("seq_len").get<int>();
+  SpeechInputs given;
+  given.features = in.at("features").get<std::vector<float>>();
+  given.prompt = in.at("prompt").get<std::vector<int32_t>>();
+  given.forced = in.at("forced").get<std::vector<int32_t>>();
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_speech_graph_on(spec, Precision::kF32, ctx, &given));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+  return std::move(out.output);
+}
+
 Status run(const std::string& family, const std::string& config_path, const std::string& input_path,
            const std::string& output_path) {
   AM_ASSIGN_OR_RETURN(nlohmann::json config, read_json(config_path));
@@ -173,6 +193,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
     if (family == "encoder-decoder") out = run_encoder_decoder(config, input, ctx);
     if (family == "vision") out = run_vision(config, input, ctx);
     if (family == "state-space") out = run_state_space(config, input, ctx);
+    if (family == "speech") out = run_speech(config, input, ctx);
     // Mixtral is a decoder LM with experts (mixture_of_experts.cpp builds it the same way).
     if (family == "decoder-only" || family == "mixture-of-experts") out = run_decoder_lm(family, config, input, ctx);
   } catch (const nlohmann::json::exception& e) {
@@ -191,7 +212,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|state-space|vision> <config.json> <input.json> <output.f32>\n";
+    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|speech|state-space|vision> <config.json> <input.json> <output.f32>\n";
     return 2;
   }
   const am::Status s = am::kernels::run(argv[1], argv[2], argv[3], argv[4]);
