@@ -4,7 +4,8 @@
 #   ops/setup.sh            install + configure + build
 #   ops/setup.sh --tests    the same, plus the test-only packages (what `ctest` and .ci/run need
 #                           beyond a user's build: clang + libFuzzer for the sanitizer/fuzz build,
-#                           Chromium, Slurm + munge with their services disabled)
+#                           Chromium, Slurm + munge with their services disabled, PyTorch for
+#                           the reference checks)
 #   JOBS=N ops/setup.sh     build parallelism (default: 2)
 set -euo pipefail
 
@@ -12,7 +13,7 @@ with_tests=0
 for arg in "$@"; do
   case "$arg" in
     --tests) with_tests=1 ;;
-    -h|--help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "setup: unknown argument '$arg' (expected --tests)" >&2; exit 2 ;;
   esac
 done
@@ -46,13 +47,15 @@ packages=(
 #                             (tests/deploy/; 8 packages, 3.6 MB download, 13 MB installed, 18 s
 #                             here); the test starts and stops its own daemons, so the packages'
 #                             services are disabled below
-# >>> Later issues append their test-only packages here (one line each, with why). Measured on
-# >>> Debian 12 with --no-install-recommends: python3-torch pulls 171 packages, 146 MB download
-# >>> (620 MB installed).
+#   python3-torch python3-numpy  the float64 PyTorch references that tests/reference/ holds each
+#                             family's f32 graph to (Debian's 1.13; 171 packages, 146 MB download,
+#                             620 MB installed with --no-install-recommends)
+# >>> Later issues append their test-only packages here (one line each, with why).
 test_packages=(
   clang libclang-rt-14-dev llvm-14
   chromium python3
   slurm-wlm munge
+  python3-torch python3-numpy
 )
 # The services those packages bring. Debian's postinst enables all three and starts munged at
 # once (slurmd and slurmctld wait for an /etc/slurm/slurm.conf). The tests run their own

@@ -11,16 +11,17 @@ namespace am::kernels {
 namespace {
 
 constexpr const char* kHeadName = "lm_head.weight";
+constexpr const char* kMoeBlock = "block_sparse_moe.";  // Mixtral's feed-forward, under model.layers.N.
 
 std::string layer_base(int64_t i) { return "model.layers." + std::to_string(i) + "."; }
 
 Status check_llama_style(const DecoderLmConfig& c) {
   const StackConfig& s = c.stack;
-  if (s.norm != NormKind::kRms || s.ffn != FfnKind::kGated || c.learned_positions || s.experts > 0 || s.cross ||
-      s.positions != PositionKind::kRope || s.o_bias || s.ffn_bias) {
+  if (s.norm != NormKind::kRms || s.ffn != FfnKind::kGated || c.learned_positions || s.cross ||
+      s.positions != PositionKind::kRope || s.o_bias || s.ffn_bias || (s.experts > 0 && s.moe_every != 1)) {
     return unsupported(s.family +
                        ": LLaMA-family checkpoints need a llama-style config (RMSNorm, gated feed-forward, RoPE, no "
-                       "learned positions, experts, output or feed-forward biases)");
+                       "learned positions, output or feed-forward biases; experts in every layer, as Mixtral)");
   }
   return Status::Ok();
 }
@@ -52,9 +53,23 @@ Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const Decod
     AM_RETURN_IF_ERROR(proj("self_attn.v_proj", h, kv_cols, s.v_bias, l.v_w, l.v_b));
     AM_RETURN_IF_ERROR(proj("self_attn.o_proj", q_cols, h, false, l.o_w, l.o_b));
     AM_ASSIGN_OR_RETURN(l.norm_ffn_g, file.read_f32(b + "post_attention_layernorm.weight", Shape{h}));
-    AM_RETURN_IF_ERROR(proj("mlp.gate_proj", h, s.intermediate, false, l.gate_w, l.gate_b));
-    AM_RETURN_IF_ERROR(proj("mlp.up_proj", h, s.intermediate, false, l.up_w, l.up_b));
-    AM_RETURN_IF_ERROR(proj("mlp.down_proj", s.intermediate, h, false, l.down_w, l.down_b));
+    if (s.experts > 0) {
+      // Mixtral: w1 = gate, w3 = up, w2 = down (HF MixtralBlockSparseTop2MLP).
+      Tensor no_bias;
+      AM_RETURN_IF_ERROR(proj(kMoeBlock + std::string("gate"), h, s.experts, false, l.router_w, no_bias));
+      l.experts.resize(static_cast<std::size_t>(s.experts));
+      for (int64_t e = 0; e < s.experts; ++e) {
+        const std::string x = kMoeBlock + std::string("experts.") + std::to_string(e) + ".";
+        StackFfnTensors& ft = l.experts[static_cast<std::size_t>(e)];
+        AM_RETURN_IF_ERROR(proj(x + "w1", h, s.intermediate, false, ft.gate_w, ft.gate_b));
+        AM_RETURN_IF_ERROR(proj(x + "w3", h, s.intermediate, false, ft.up_w, ft.up_b));
+        AM_RETURN_IF_ERROR(proj(x + "w2", s.intermediate, h, false, ft.down_w, ft.down_b));
+      }
+    } else {
+      AM_RETURN_IF_ERROR(proj("mlp.gate_proj", h, s.intermediate, false, l.gate_w, l.gate_b));
+      AM_RETURN_IF_ERROR(proj("mlp.up_proj", h, s.intermediate, false, l.up_w, l.up_b));
+      AM_RETURN_IF_ERROR(proj("mlp.down_proj", s.intermediate, h, false, l.down_w, l.down_b));
+    }
     t.stack.layers.push_back(std::move(l));
   }
   AM_ASSIGN_OR_RETURN(t.stack.final_g, file.read_f32("model.norm.weight", Shape{h}));
@@ -96,6 +111,13 @@ Status save_llama_checkpoint(const DecoderLm& model, const std::string& path, Sa
     add(b + "mlp.gate_proj.weight", l.gate_w);
     add(b + "mlp.up_proj.weight", l.up_w);
     add(b + "mlp.down_proj.weight", l.down_w);
+    add(b + kMoeBlock + "gate.weight", l.router_w);
+    for (std::size_t e = 0; e < l.experts.size(); ++e) {
+      const std::string x = b + kMoeBlock + "experts." + std::to_string(e) + ".";
+      add(x + "w1.weight", l.experts[e].gate_w);
+      add(x + "w3.weight", l.experts[e].up_w);
+      add(x + "w2.weight", l.experts[e].down_w);
+    }
   }
   add("model.norm.weight", t.stack.final_g);
   add(kHeadName, t.head);

@@ -7,6 +7,9 @@
 //     model.embed_tokens.weight, model.norm.weight, lm_head.weight (absent: tied to the tokens)
 //     model.layers.N.self_attn.{q,k,v,o}_proj.weight, model.layers.N.mlp.{gate,up,down}_proj.weight
 //     model.layers.N.input_layernorm.weight, model.layers.N.post_attention_layernorm.weight
+//   Mixtral (config with experts, in every layer): instead of mlp.*,
+//     model.layers.N.block_sparse_moe.gate.weight [experts, hidden] (the router),
+//     model.layers.N.block_sparse_moe.experts.E.{w1,w3,w2}.weight (gate, up, down)
 //   HF stores q/k projections for the rotate-half ("neox") RoPE layout, the decoder's default.
 //
 //
@@ -33,8 +36,8 @@
 
 namespace am::kernels {
 
-// Needs a llama-style config (RMSNorm, gated feed-forward, no learned positions, no experts);
-// Unsupported otherwise.
+// Needs a llama-style config (RMSNorm, gated feed-forward, no learned positions; experts only in
+// every layer, as Mixtral); Unsupported otherwise.
 Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const DecoderLmConfig& config,
                                         const FormatPlan& formats, const ExecContext& ctx);
 Result<DecoderLm> load_llama_checkpoint(const std::string& path, const DecoderLmConfig& config,

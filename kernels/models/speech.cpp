@@ -1,8 +1,11 @@
 #include "kernels/models/speech.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -10,6 +13,8 @@
 #include "kernels/models/transformer_stack.h"
 #include "kernels/models/families.h"
 #include "kernels/rng.h"
+#include "kernels/weights/checkpoints.h"
+#include "kernels/weights/safetensors.h"
 
 namespace am::kernels {
 namespace {
@@ -115,8 +120,78 @@ class WhisperGraph final : public ModelGraph {
   std::vector<int32_t> prompt, forced;
 };
 
+// One Whisper stack from HF WhisperForConditionalGeneration names under `side` ("model.encoder" or
+// "model.decoder"): layers.N.{self_attn.{q,k,v,out}_proj (k without bias), self_attn_layer_norm,
+// encoder_attn.* and encoder_attn_layer_norm (decoder), fc1, fc2, final_layer_norm}, layer_norm.
+Result<StackTensors> read_whisper_stack(const SafetensorsFile& file, const StackConfig& s, const std::string& side) {
+  const int64_t h = s.hidden;
+  StackTensors t;
+  for (int64_t i = 0; i < s.layers; ++i) {
+    const std::string b = side + ".layers." + std::to_string(i) + ".";
+    StackLayerTensors l;
+    auto read = [&](const std::string& name, const Shape& shape, Tensor& dst) -> Status {
+      AM_ASSIGN_OR_RETURN(dst, file.read_f32(b + name, shape));
+      return Status::Ok();
+    };
+    auto linear = [&](const std::string& name, int64_t in, int64_t out, bool bias, Tensor& w, Tensor& bt) -> Status {
+      AM_RETURN_IF_ERROR(read(name + ".weight", Shape{out, in}, w));
+      return bias ? read(name + ".bias", Shape{out}, bt) : Status::Ok();
+    };
+    auto norm = [&](const std::string& name, Tensor& g, Tensor& bt) -> Status {
+      AM_RETURN_IF_ERROR(read(name + ".weight", Shape{h}, g));
+      return read(name + ".bias", Shape{h}, bt);
+    };
+    AM_RETURN_IF_ERROR(norm("self_attn_layer_norm", l.norm_self_g, l.norm_self_b));
+    AM_RETURN_IF_ERROR(linear("self_attn.q_proj", h, h, true, l.q_w, l.q_b));
+    AM_RETURN_IF_ERROR(linear("self_attn.k_proj", h, h, false, l.k_w, l.k_b));
+    AM_RETURN_IF_ERROR(linear("self_attn.v_proj", h, h, true, l.v_w, l.v_b));
+    AM_RETURN_IF_ERROR(linear("self_attn.out_proj", h, h, true, l.o_w, l.o_b));
+    if (s.cross) {
+      AM_RETURN_IF_ERROR(norm("encoder_attn_layer_norm", l.norm_cross_g, l.norm_cross_b));
+      AM_RETURN_IF_ERROR(linear("encoder_attn.q_proj", h, h, true, l.cross_q_w, l.cross_q_b));
+      AM_RETURN_IF_ERROR(linear("encoder_attn.k_proj", h, h, false, l.cross_k_w, l.cross_k_b));
+      AM_RETURN_IF_ERROR(linear("encoder_attn.v_proj", h, h, true, l.cross_v_w, l.cross_v_b));
+      AM_RETURN_IF_ERROR(linear("encoder_attn.out_proj", h, h, true, l.cross_o_w, l.cross_o_b));
+    }
+    AM_RETURN_IF_ERROR(norm("final_layer_norm", l.norm_ffn_g, l.norm_ffn_b));
+    AM_RETURN_IF_ERROR(linear("fc1", h, s.intermediate, true, l.up_w, l.up_b));
+    AM_RETURN_IF_ERROR(linear("fc2", s.intermediate, h, true, l.down_w, l.down_b));
+    t.layers.push_back(std::move(l));
+  }
+  AM_ASSIGN_OR_RETURN(t.final_g, file.read_f32(side + ".layer_norm.weight", Shape{h}));
+  AM_ASSIGN_OR_RETURN(t.final_b, file.read_f32(side + ".layer_norm.bias", Shape{h}));
+  return t;
+}
+
+// The weights of a Whisper graph from a checkpoint: conv stem model.encoder.conv{1,2}.{weight,
+// bias}, model.encoder.embed_positions.weight (the sinusoids, as stored), the two stacks,
+// model.decoder.embed_tokens.weight and embed_positions.weight; the head is tied (proj_out).
+Status load_whisper(const std::string& path, const WhisperConfig& w, const FormatPlan& f, const ExecContext& ctx,
+                    WhisperGraph& g) {
+  AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  const int64_t h = w.encoder.hidden;
+  auto conv = [&](const std::string& name, int64_t in, int64_t stride, ConvLayer& c) -> Status {
+    c = ConvLayer{.in = in, .out = h, .kernel = 3, .stride = stride, .pad_left = 1, .pad_right = 1, .groups = 1};
+    AM_ASSIGN_OR_RETURN(c.weight, file.read_f32(name + ".weight", Shape{h, in, 3}));
+    AM_ASSIGN_OR_RETURN(c.bias, file.read_f32(name + ".bias", Shape{h}));
+    return Status::Ok();
+  };
+  AM_RETURN_IF_ERROR(conv("model.encoder.conv1", w.n_mels, 1, g.conv1));
+  AM_RETURN_IF_ERROR(conv("model.encoder.conv2", h, 2, g.conv2));
+  AM_ASSIGN_OR_RETURN(g.encoder_positions, file.read_f32("model.encoder.embed_positions.weight", Shape{w.max_source, h}));
+  AM_ASSIGN_OR_RETURN(StackTensors enc, read_whisper_stack(file, w.encoder, "model.encoder"));
+  AM_ASSIGN_OR_RETURN(StackTensors dec, read_whisper_stack(file, w.decoder, "model.decoder"));
+  AM_ASSIGN_OR_RETURN(g.encoder, TransformerStack::from_tensors(w.encoder, f, std::move(enc), ctx));
+  AM_ASSIGN_OR_RETURN(g.decoder, TransformerStack::from_tensors(w.decoder, f, std::move(dec), ctx));
+  AM_ASSIGN_OR_RETURN(g.embedding.tokens, file.read_f32("model.decoder.embed_tokens.weight", Shape{w.vocab, h}));
+  AM_ASSIGN_OR_RETURN(g.embedding.positions, file.read_f32("model.decoder.embed_positions.weight", Shape{w.max_target, h}));
+  g.head = tied_head(g.embedding.tokens, 1.0f, f.output, ctx);
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<ModelGraph>> build_whisper(const ConfigReader& cfg, const jobs::JobSpec& spec,
-                                                  const FormatPlan& f, const ExecContext& ctx) {
+                                                  const FormatPlan& f, const ExecContext& ctx,
+                                                  const SpeechInputs* given) {
   WhisperConfig w;
   StackConfig& e = w.encoder;
   e.family = "speech";
@@ -159,21 +234,38 @@ Result<std::unique_ptr<ModelGraph>> build_whisper(const ConfigReader& cfg, const
 
   auto g = std::make_unique<WhisperGraph>();
   g->config = w;
-  SeededWeights src(spec.seed, kWeightStream, ctx);
-  g->conv1 = make_conv(src, w.n_mels, h, 3, 1, 1, 1, 1, true);
-  g->conv2 = make_conv(src, h, h, 3, 2, 1, 1, 1, true);
-  g->encoder_positions = sinusoid_table(w.max_source, h);
-  AM_ASSIGN_OR_RETURN(g->encoder, TransformerStack::create(w.encoder, f, src));
-  AM_ASSIGN_OR_RETURN(g->decoder, TransformerStack::create(w.decoder, f, src));
-  g->embedding.tokens = src.normal(Shape{w.vocab, h}, 0.0f, kInitStd);
-  g->embedding.positions = src.normal(Shape{w.max_target, h}, 0.0f, kInitStd);
-  g->head = tied_head(g->embedding.tokens, 1.0f, f.output, ctx);
+  // model_config "weights_path" names a Whisper safetensors checkpoint; without it, seeded weights.
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "speech"));
+  if (checkpoint) {
+    AM_RETURN_IF_ERROR(load_whisper(*checkpoint, w, f, ctx, *g));
+  } else {
+    SeededWeights src(spec.seed, kWeightStream, ctx);
+    g->conv1 = make_conv(src, w.n_mels, h, 3, 1, 1, 1, 1, true);
+    g->conv2 = make_conv(src, h, h, 3, 2, 1, 1, 1, true);
+    g->encoder_positions = sinusoid_table(w.max_source, h);
+    AM_ASSIGN_OR_RETURN(g->encoder, TransformerStack::create(w.encoder, f, src));
+    AM_ASSIGN_OR_RETURN(g->decoder, TransformerStack::create(w.decoder, f, src));
+    g->embedding.tokens = src.normal(Shape{w.vocab, h}, 0.0f, kInitStd);
+    g->embedding.positions = src.normal(Shape{w.max_target, h}, 0.0f, kInitStd);
+    g->head = tied_head(g->embedding.tokens, 1.0f, f.output, ctx);
+  }
   g->batch = spec.batch;
   g->frames = 2 * spec.seq_len;
   g->mel = Tensor(Shape{g->batch * g->frames, w.n_mels});
-  fill_normal(g->mel.data(), g->mel.numel(), 0.0f, kMelStd, derive_seed(spec.seed, kAudioStream), ctx);
   g->prompt = seeded_token_ids(g->batch * kWhisperPromptTokens, w.vocab, spec.seed, kPromptStream);
   g->forced = seeded_token_ids(g->batch * w.steps, w.vocab, spec.seed, kForcedStream);
+  if (given) {
+    if (static_cast<int64_t>(given->features.size()) != g->mel.numel() ||
+        given->prompt.size() != g->prompt.size() || given->forced.size() != g->forced.size()) {
+      return invalid_argument("speech: given features must be batch*2*seq_len*n_mels, prompt batch*4, forced "
+                              "batch*decode_steps");
+    }
+    std::copy(given->features.begin(), given->features.end(), g->mel.data());
+    g->prompt = given->prompt;
+    g->forced = given->forced;
+  } else {
+    fill_normal(g->mel.data(), g->mel.numel(), 0.0f, kMelStd, derive_seed(spec.seed, kAudioStream), ctx);
+  }
   return std::unique_ptr<ModelGraph>(std::move(g));
 }
 
@@ -327,12 +419,20 @@ Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, cons
 
 Result<std::unique_ptr<ModelGraph>> build_speech_graph(const jobs::JobSpec& spec, Precision precision,
                                                        const ExecContext& ctx) {
+  return build_speech_graph_on(spec, precision, ctx, nullptr);
+}
+
+Result<std::unique_ptr<ModelGraph>> build_speech_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                          const ExecContext& ctx, const SpeechInputs* given) {
   if (!spec.model_config.is_object()) return invalid_argument("speech config must be a JSON object");
   ConfigReader cfg(spec.model_config, "speech");
   AM_ASSIGN_OR_RETURN(std::string style, cfg.text("style", "whisper"));
   const FormatPlan formats = format_plan_for(precision);
   if (spec.batch < 1 || spec.seq_len < 1) return invalid_argument("speech: batch and seq_len must be positive");
-  if (style == "whisper") return build_whisper(cfg, spec, formats, ctx);
+  if (style == "whisper") return build_whisper(cfg, spec, formats, ctx, given);
+  if (given || spec.model_config.contains(kWeightsPathKey)) {
+    return unsupported("speech: Wav2Vec2 checkpoints and given inputs are not supported yet");
+  }
   if (style == "wav2vec2") return build_wav2vec2(cfg, spec.model_config, spec, formats, ctx);
   return cfg.error("'style' must be \"whisper\" or \"wav2vec2\", not \"" + style + "\"");
 }

@@ -17,6 +17,27 @@
 //     Input: seeded normalised audio with exactly the samples that give seq_len frames;
 //     output = final hidden states [batch * seq_len, hidden].
 // Convolution weights are drawn with He (fan-in) scaling; transformer weights N(0, 0.02).
+// Checkpoints: a Whisper config may name a Hugging Face WhisperForConditionalGeneration
+// safetensors file (weights_path; names in speech.cpp, load_whisper); Wav2Vec2 with weights_path
+// is Unsupported.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "kernels/models/model.h"
+
+namespace am::kernels {
+
+// Whisper inputs given instead of the job's seeded ones (reference checks, tests/reference/):
+// log-mel features [batch * 2*seq_len frames, n_mels] channels-last, the 4-token prompt
+// [batch*4] and the forced tokens [batch*decode_steps].
+struct SpeechInputs {
+  std::vector<float> features;
+  std::vector<int32_t> prompt, forced;
+};
+// The speech graph of `spec` over `given` inputs (null = seeded, as build_speech_graph()).
+Result<std::unique_ptr<ModelGraph>> build_speech_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                          const ExecContext& ctx, const SpeechInputs* given);
+
+}  // namespace am::kernels

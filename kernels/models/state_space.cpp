@@ -2,12 +2,17 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "common/clock.h"
 #include "kernels/models/decoder_only_lm.h"
 #include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
+#include "kernels/weights/checkpoints.h"
+#include "kernels/weights/safetensors.h"
 
 namespace am::kernels {
 namespace {
@@ -91,6 +96,52 @@ class MambaLm final : public RecurrentLm {
       m->layers_.push_back(std::move(l));
     }
     m->final_norm_ = src.normal(Shape{c.hidden}, 1.0f, kNormNoiseStd);
+    m->head_ = tied_head(m->embed_, 1.0f, f.output, ctx);
+    return m;
+  }
+
+  // HF MambaForCausalLM names: backbone.embeddings.weight, backbone.norm_f.weight and per layer
+  // backbone.layers.N.norm.weight, .mixer.{in_proj.weight [2*inner, hidden] (x then z),
+  // conv1d.weight [inner, 1, kernel], conv1d.bias, x_proj.weight [dt_rank + 2*state, inner] (dt, B,
+  // C), dt_proj.weight, dt_proj.bias, A_log [inner, state] (A = -exp(A_log)), D [inner],
+  // out_proj.weight}; the head is tied to the embeddings (tie_word_embeddings, Mamba's default).
+  static Result<std::unique_ptr<MambaLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
+                                               const ExecContext& ctx) {
+    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    auto m = std::make_unique<MambaLm>();
+    m->c_ = c;
+    AM_ASSIGN_OR_RETURN(m->embed_, file.read_f32("backbone.embeddings.weight", Shape{c.vocab, c.hidden}));
+    // Rows [first, first + count) of a [rows, cols] tensor, as a Linear.
+    auto rows = [&](const Tensor& w, int64_t first, int64_t count, WeightFormat fmt) {
+      Tensor part(Shape{count, w.cols()});
+      std::memcpy(part.data(), w.row(first), static_cast<std::size_t>(count * w.cols()) * sizeof(float));
+      return Linear::create(std::move(part), Tensor(), fmt, ctx);
+    };
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string b = "backbone.layers." + std::to_string(i) + ".";
+      const std::string x = b + "mixer.";
+      Layer l;
+      AM_ASSIGN_OR_RETURN(l.norm, file.read_f32(b + "norm.weight", Shape{c.hidden}));
+      AM_ASSIGN_OR_RETURN(Tensor in_proj, file.read_f32(x + "in_proj.weight", Shape{2 * c.inner, c.hidden}));
+      l.in_x = rows(in_proj, 0, c.inner, f.attention);
+      l.in_z = rows(in_proj, c.inner, c.inner, f.attention);
+      AM_ASSIGN_OR_RETURN(l.conv_w, file.read_f32(x + "conv1d.weight", Shape{c.inner, 1, c.kernel}));
+      AM_ASSIGN_OR_RETURN(l.conv_b, file.read_f32(x + "conv1d.bias", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(Tensor x_proj, file.read_f32(x + "x_proj.weight", Shape{c.dt_rank + 2 * c.state, c.inner}));
+      l.x_dt = rows(x_proj, 0, c.dt_rank, f.attention);
+      l.x_b = rows(x_proj, c.dt_rank, c.state, f.attention);
+      l.x_c = rows(x_proj, c.dt_rank + c.state, c.state, f.attention);
+      AM_ASSIGN_OR_RETURN(Tensor dt_w, file.read_f32(x + "dt_proj.weight", Shape{c.inner, c.dt_rank}));
+      l.dt_proj = Linear::create(std::move(dt_w), Tensor(), f.attention, ctx);
+      AM_ASSIGN_OR_RETURN(l.dt_bias, file.read_f32(x + "dt_proj.bias", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(l.a, file.read_f32(x + "A_log", Shape{c.inner, c.state}));
+      for (int64_t k = 0; k < l.a.numel(); ++k) l.a.data()[k] = -std::exp(l.a.data()[k]);
+      AM_ASSIGN_OR_RETURN(l.d, file.read_f32(x + "D", Shape{c.inner}));
+      AM_ASSIGN_OR_RETURN(Tensor out_w, file.read_f32(x + "out_proj.weight", Shape{c.hidden, c.inner}));
+      l.out = Linear::create(std::move(out_w), Tensor(), f.feed_forward, ctx);
+      m->layers_.push_back(std::move(l));
+    }
+    AM_ASSIGN_OR_RETURN(m->final_norm_, file.read_f32("backbone.norm_f.weight", Shape{c.hidden}));
     m->head_ = tied_head(m->embed_, 1.0f, f.output, ctx);
     return m;
   }
@@ -251,6 +302,62 @@ class RwkvLm final : public RecurrentLm {
     m->lnf_g_ = src.normal(Shape{C}, 1.0f, kNormNoiseStd);
     m->lnf_b_ = src.normal(Shape{C}, 0.0f, kNormNoiseStd);
     m->head_ = src.linear(C, c.vocab, kLinearStd, false, 0.0f, f.output);
+    return m;
+  }
+
+  // HF RwkvForCausalLM (RWKV-4) names: rwkv.embeddings.weight, rwkv.blocks.0.pre_ln.*,
+  // rwkv.blocks.N.{ln1,ln2}.{weight,bias}, rwkv.blocks.N.attention.{time_decay, time_first,
+  // time_mix_key, time_mix_value, time_mix_receptance, key, value, receptance, output},
+  // rwkv.blocks.N.feed_forward.{time_mix_key, time_mix_receptance, key, receptance, value},
+  // rwkv.ln_out.*, head.weight. time_decay is stored raw (the WKV op applies -exp).
+  static Result<std::unique_ptr<RwkvLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
+                                              const ExecContext& ctx) {
+    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    const int64_t C = c.hidden;
+    auto m = std::make_unique<RwkvLm>();
+    m->c_ = c;
+    auto read = [&](const std::string& name, const Shape& shape, Tensor& dst) -> Status {
+      AM_ASSIGN_OR_RETURN(dst, file.read_f32(name, shape));
+      return Status::Ok();
+    };
+    auto linear = [&](const std::string& name, int64_t in, int64_t out, WeightFormat fmt, Linear& dst) -> Status {
+      AM_ASSIGN_OR_RETURN(Tensor w, file.read_f32(name + ".weight", Shape{out, in}));
+      dst = Linear::create(std::move(w), Tensor(), fmt, ctx);
+      return Status::Ok();
+    };
+    AM_RETURN_IF_ERROR(read("rwkv.embeddings.weight", Shape{c.vocab, C}, m->embed_));
+    AM_RETURN_IF_ERROR(read("rwkv.blocks.0.pre_ln.weight", Shape{C}, m->ln0_g_));
+    AM_RETURN_IF_ERROR(read("rwkv.blocks.0.pre_ln.bias", Shape{C}, m->ln0_b_));
+    for (int64_t i = 0; i < c.layers; ++i) {
+      const std::string b = "rwkv.blocks." + std::to_string(i) + ".";
+      const std::string a = b + "attention.", ff = b + "feed_forward.";
+      Layer l;
+      Tensor mk, mv, mr, fmk, fmr;
+      AM_RETURN_IF_ERROR(read(b + "ln1.weight", Shape{C}, l.ln1_g));
+      AM_RETURN_IF_ERROR(read(b + "ln1.bias", Shape{C}, l.ln1_b));
+      AM_RETURN_IF_ERROR(read(b + "ln2.weight", Shape{C}, l.ln2_g));
+      AM_RETURN_IF_ERROR(read(b + "ln2.bias", Shape{C}, l.ln2_b));
+      AM_RETURN_IF_ERROR(read(a + "time_decay", Shape{C}, l.decay));
+      AM_RETURN_IF_ERROR(read(a + "time_first", Shape{C}, l.first));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_key", Shape{1, 1, C}, mk));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_value", Shape{1, 1, C}, mv));
+      AM_RETURN_IF_ERROR(read(a + "time_mix_receptance", Shape{1, 1, C}, mr));
+      AM_RETURN_IF_ERROR(read(ff + "time_mix_key", Shape{1, 1, C}, fmk));
+      AM_RETURN_IF_ERROR(read(ff + "time_mix_receptance", Shape{1, 1, C}, fmr));
+      l.att_mix = mixes({&mk, &mv, &mr});
+      l.ffn_mix = mixes({&fmk, &fmr});
+      AM_RETURN_IF_ERROR(linear(a + "key", C, C, f.attention, l.att_k));
+      AM_RETURN_IF_ERROR(linear(a + "value", C, C, f.attention, l.att_v));
+      AM_RETURN_IF_ERROR(linear(a + "receptance", C, C, f.attention, l.att_r));
+      AM_RETURN_IF_ERROR(linear(a + "output", C, C, f.attention, l.att_o));
+      AM_RETURN_IF_ERROR(linear(ff + "key", C, c.intermediate, f.feed_forward, l.ffn_k));
+      AM_RETURN_IF_ERROR(linear(ff + "receptance", C, C, f.feed_forward, l.ffn_r));
+      AM_RETURN_IF_ERROR(linear(ff + "value", c.intermediate, C, f.feed_forward, l.ffn_v));
+      m->layers_.push_back(std::move(l));
+    }
+    AM_RETURN_IF_ERROR(read("rwkv.ln_out.weight", Shape{C}, m->lnf_g_));
+    AM_RETURN_IF_ERROR(read("rwkv.ln_out.bias", Shape{C}, m->lnf_b_));
+    AM_RETURN_IF_ERROR(linear("head", C, c.vocab, f.output, m->head_));
     return m;
   }
 
@@ -448,6 +555,13 @@ class RecurrentGraph final : public ModelGraph {
 
 Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, Precision precision,
                                                             const ExecContext& ctx) {
+  return build_state_space_graph_on(spec, precision, ctx, nullptr, nullptr);
+}
+
+Result<std::unique_ptr<ModelGraph>> build_state_space_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                               const ExecContext& ctx,
+                                                               const std::vector<int32_t>* prompt,
+                                                               const std::vector<int32_t>* forced) {
   ConfigReader cfg(spec.model_config, "state-space");
   AM_ASSIGN_OR_RETURN(std::string variant, cfg.text("variant", "mamba"));
   const FormatPlan formats = format_plan_for(precision);
@@ -463,17 +577,39 @@ Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec&
     AM_ASSIGN_OR_RETURN(c.state, cfg.dim("state_size"));
     AM_ASSIGN_OR_RETURN(c.kernel, cfg.dim("conv_kernel"));
     AM_ASSIGN_OR_RETURN(c.dt_rank, cfg.dim("dt_rank"));
-    AM_ASSIGN_OR_RETURN(lm, MambaLm::create(c, formats, spec.seed, ctx));
+    // model_config "weights_path" names a Mamba safetensors checkpoint; without it, seeded weights.
+    AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "state-space"));
+    if (checkpoint) {
+      AM_ASSIGN_OR_RETURN(lm, MambaLm::load(c, formats, *checkpoint, ctx));
+    } else {
+      AM_ASSIGN_OR_RETURN(lm, MambaLm::create(c, formats, spec.seed, ctx));
+    }
   } else if (variant == "rwkv") {
     RwkvLm::Cfg c{layers, hidden, intermediate, vocab, static_cast<float>(eps)};
-    AM_ASSIGN_OR_RETURN(lm, RwkvLm::create(c, formats, spec.seed, ctx));
+    // model_config "weights_path" names an RWKV-4 safetensors checkpoint; without it, seeded weights.
+    AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "state-space"));
+    if (checkpoint) {
+      AM_ASSIGN_OR_RETURN(lm, RwkvLm::load(c, formats, *checkpoint, ctx));
+    } else {
+      AM_ASSIGN_OR_RETURN(lm, RwkvLm::create(c, formats, spec.seed, ctx));
+    }
   } else {
     return cfg.error("'variant' must be \"mamba\" or \"rwkv\", got \"" + variant + "\"");
   }
   const int64_t batch = spec.batch, prompt_len = spec.seq_len;
+  if ((prompt && static_cast<int64_t>(prompt->size()) != batch * prompt_len) ||
+      (forced && static_cast<int64_t>(forced->size()) != batch * steps)) {
+    return invalid_argument("state-space: given tokens must be batch*seq_len (prompt) and batch*decode_steps (forced)");
+  }
+  for (const std::vector<int32_t>* ids : {prompt, forced}) {
+    for (std::size_t i = 0; ids && i < ids->size(); ++i) {
+      if ((*ids)[i] < 0 || (*ids)[i] >= vocab) return invalid_argument("state-space: token id out of range");
+    }
+  }
   return std::unique_ptr<ModelGraph>(std::make_unique<RecurrentGraph>(
-      std::move(lm), batch, prompt_len, steps, seeded_token_ids(batch * prompt_len, vocab, spec.seed, kPromptStream),
-      seeded_token_ids(batch * steps, vocab, spec.seed, kForcedStream)));
+      std::move(lm), batch, prompt_len, steps,
+      prompt ? *prompt : seeded_token_ids(batch * prompt_len, vocab, spec.seed, kPromptStream),
+      forced ? *forced : seeded_token_ids(batch * steps, vocab, spec.seed, kForcedStream)));
 }
 
 }  // namespace am::kernels

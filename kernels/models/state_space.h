@@ -16,7 +16,13 @@
 // dt ~ logU(1e-3, 1e-1), A_log = log(1..N), D = 1, out_proj scaled by 1/sqrt(layers); RWKV-4:
 // the layer-dependent decay / bonus / mix schedules). Output: logits [batch*(steps+1), vocab]
 // (row b*(steps+1)+t: sample b's t-th prediction), logits=true; PhaseTimes filled.
+//
+// Checkpoints: weights_path may name a Hugging Face MambaForCausalLM or RwkvForCausalLM (RWKV-4)
+// safetensors file (names in state_space.cpp, MambaLm::load and RwkvLm::load).
 #pragma once
+
+#include <cstdint>
+#include <vector>
 
 #include "kernels/models/model.h"
 
@@ -24,5 +30,11 @@ namespace am::kernels {
 
 Result<std::unique_ptr<ModelGraph>> build_state_space_graph(const jobs::JobSpec& spec, Precision precision,
                                                             const ExecContext& ctx);
+// The same graph over given tokens (prompt [batch*seq_len], forced [batch*decode_steps]; null =
+// the job's seeded ones), for the reference checks (tests/reference/).
+Result<std::unique_ptr<ModelGraph>> build_state_space_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                               const ExecContext& ctx,
+                                                               const std::vector<int32_t>* prompt,
+                                                               const std::vector<int32_t>* forced);
 
 }  // namespace am::kernels

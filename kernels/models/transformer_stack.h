@@ -81,14 +81,25 @@ struct StackConfig {
 // Every weight of a dense self-attention stack as f32 tensors in the reference (PyTorch) layout:
 // linear weights [out, in], biases [out] (empty where the config has none), norm gamma/beta
 // [hidden] (beta empty for RMSNorm). The exchange format with checkpoints (kernels/weights/).
+// A mixture-of-experts layer (experts > 0 and the layer is one of every moe_every) has no dense
+// feed-forward: its router [experts, hidden] (no bias) and one feed-forward per expert instead.
+struct StackFfnTensors {
+  Tensor gate_w, gate_b, up_w, up_b, down_w, down_b;  // gate only for gated feed-forwards
+};
 struct StackLayerTensors {
   Tensor norm_self_g, norm_self_b, norm_ffn_g, norm_ffn_b;
   Tensor q_w, q_b, k_w, k_b, v_w, v_b, o_w, o_b;
+  // Cross-attention (config.cross only): its norm and projections, with the self-attention's biases.
+  Tensor norm_cross_g, norm_cross_b;
+  Tensor cross_q_w, cross_q_b, cross_k_w, cross_k_b, cross_v_w, cross_v_b, cross_o_w, cross_o_b;
   Tensor gate_w, gate_b, up_w, up_b, down_w, down_b;  // gate only for gated feed-forwards
+  Tensor router_w;                      // mixture-of-experts layers only
+  std::vector<StackFfnTensors> experts;  // mixture-of-experts layers only
 };
 struct StackTensors {
   std::vector<StackLayerTensors> layers;
   Tensor final_g, final_b;  // empty without a final norm
+  Tensor rel_table;         // [rel_buckets, heads] for relative-bias stacks (T5), shared by every layer
 };
 
 // Per-run state of a stack: the self-attention KV cache and the projected cross memory.
@@ -106,12 +117,12 @@ class TransformerStack {
   static Result<TransformerStack> create(StackConfig config, const FormatPlan& formats, SeededWeights& src);
   // A stack over given f32 tensors (kernels/models/transformer_stack_tensors.cpp): shapes are
   // checked against `config` (InvalidArgument naming layer and tensor), linear weights stored in
-  // the format `formats` gives their role, exactly as create() stores seeded ones. Stacks with
-  // cross-attention, experts or relative position bias are Unsupported here.
+  // the format `formats` gives their role, exactly as create() stores seeded ones (the router in
+  // formats.other).
   static Result<TransformerStack> from_tensors(StackConfig config, const FormatPlan& formats, StackTensors tensors,
                                                const ExecContext& ctx);
   // Copies of every weight as f32 (the inverse of from_tensors()); FailedPrecondition unless
-  // every linear weight is f32, Unsupported for the stacks from_tensors() refuses.
+  // every linear weight is f32.
   Result<StackTensors> tensors() const;
   // Stored bytes the stack would take, without creating it.
   static std::size_t estimate_bytes(const StackConfig& config, const FormatPlan& formats);

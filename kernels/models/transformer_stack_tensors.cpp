@@ -11,10 +11,8 @@ namespace {
 std::string layer_name(std::size_t i, const char* what) { return "layer " + std::to_string(i) + " " + what; }
 
 Status check_supported(const StackConfig& c) {
-  if (c.cross || c.experts > 0 || c.positions == PositionKind::kRelativeBias) {
-    return unsupported(c.family +
-                       ": weights from tensors are implemented for dense self-attention stacks only (no "
-                       "cross-attention, experts or relative position bias)");
+  if (c.experts > 0 && (c.experts_per_token < 1 || c.experts_per_token > c.experts || c.moe_every < 1)) {
+    return invalid_argument(c.family + ": experts_per_token must be in [1, experts] and moe_every >= 1");
   }
   return Status::Ok();
 }
@@ -77,15 +75,55 @@ Result<TransformerStack> TransformerStack::from_tensors(StackConfig c, const For
     AM_RETURN_IF_ERROR(lin("k", src.k_w, src.k_b, h, kv_cols, c.k_bias, f.attention, l.self.k));
     AM_RETURN_IF_ERROR(lin("v", src.v_w, src.v_b, h, kv_cols, c.v_bias, f.attention, l.self.v));
     AM_RETURN_IF_ERROR(lin("o", src.o_w, src.o_b, q_cols, h, c.o_bias, f.attention, l.self.o));
+    if (c.cross) {
+      AM_RETURN_IF_ERROR(take_norm(c, owner, layer_name(i, "cross-attention norm"), src.norm_cross_g,
+                                   src.norm_cross_b, l.norm_cross_g, l.norm_cross_b));
+      AM_RETURN_IF_ERROR(lin("cross q", src.cross_q_w, src.cross_q_b, h, q_cols, c.q_bias, f.attention, l.cross.q));
+      AM_RETURN_IF_ERROR(lin("cross k", src.cross_k_w, src.cross_k_b, h, kv_cols, c.k_bias, f.attention, l.cross.k));
+      AM_RETURN_IF_ERROR(lin("cross v", src.cross_v_w, src.cross_v_b, h, kv_cols, c.v_bias, f.attention, l.cross.v));
+      AM_RETURN_IF_ERROR(lin("cross o", src.cross_o_w, src.cross_o_b, q_cols, h, c.o_bias, f.attention, l.cross.o));
+    } else if (!src.cross_q_w.empty() || !src.norm_cross_g.empty()) {
+      return invalid_argument(owner + ": " + layer_name(i, "cross-attention") + " given, but the config has none");
+    }
     AM_RETURN_IF_ERROR(take_norm(c, owner, layer_name(i, "feed-forward norm"), src.norm_ffn_g, src.norm_ffn_b,
                                  l.norm_ffn_g, l.norm_ffn_b));
-    if (c.ffn == FfnKind::kGated) {
-      AM_RETURN_IF_ERROR(lin("gate", src.gate_w, src.gate_b, h, c.intermediate, c.ffn_bias, f.feed_forward, l.ffn.gate));
-    } else if (!src.gate_w.empty()) {
-      return invalid_argument(owner + ": " + layer_name(i, "gate") + " given, but the feed-forward is not gated");
+    auto ffn = [&](const std::string& prefix, StackFfnTensors ft, Ffn& dst) -> Status {
+      const std::string gate = prefix + "gate", up = prefix + "up", down = prefix + "down";
+      if (c.ffn == FfnKind::kGated) {
+        AM_RETURN_IF_ERROR(lin(gate.c_str(), ft.gate_w, ft.gate_b, h, c.intermediate, c.ffn_bias, f.feed_forward, dst.gate));
+      } else if (!ft.gate_w.empty()) {
+        return invalid_argument(owner + ": " + layer_name(i, gate.c_str()) + " given, but the feed-forward is not gated");
+      }
+      AM_RETURN_IF_ERROR(lin(up.c_str(), ft.up_w, ft.up_b, h, c.intermediate, c.ffn_bias, f.feed_forward, dst.up));
+      return lin(down.c_str(), ft.down_w, ft.down_b, c.intermediate, h, c.ffn_bias, f.feed_forward, dst.down);
+    };
+    // The same rule as create(): which layers route to experts.
+    l.moe = c.experts > 0 && static_cast<int64_t>(i) % c.moe_every == c.moe_every - 1;
+    if (l.moe) {
+      if (static_cast<int64_t>(src.experts.size()) != c.experts) {
+        return invalid_argument(owner + ": " + layer_name(i, "") + std::to_string(src.experts.size()) +
+                                " experts given, config has " + std::to_string(c.experts));
+      }
+      Tensor no_bias;
+      AM_RETURN_IF_ERROR(lin("router", src.router_w, no_bias, h, c.experts, false, f.other, l.router));
+      l.experts.resize(src.experts.size());
+      for (std::size_t e = 0; e < src.experts.size(); ++e) {
+        AM_RETURN_IF_ERROR(ffn("expert " + std::to_string(e) + " ", std::move(src.experts[e]), l.experts[e]));
+      }
+    } else {
+      if (!src.experts.empty() || !src.router_w.empty()) {
+        return invalid_argument(owner + ": " + layer_name(i, "experts") + " given, but the layer is dense");
+      }
+      AM_RETURN_IF_ERROR(ffn("", {std::move(src.gate_w), std::move(src.gate_b), std::move(src.up_w), std::move(src.up_b),
+                                  std::move(src.down_w), std::move(src.down_b)},
+                             l.ffn));
     }
-    AM_RETURN_IF_ERROR(lin("up", src.up_w, src.up_b, h, c.intermediate, c.ffn_bias, f.feed_forward, l.ffn.up));
-    AM_RETURN_IF_ERROR(lin("down", src.down_w, src.down_b, c.intermediate, h, c.ffn_bias, f.feed_forward, l.ffn.down));
+  }
+  if (c.positions == PositionKind::kRelativeBias) {
+    AM_RETURN_IF_ERROR(check_tensor_shape(owner, "relative position bias", t.rel_table, Shape{c.rel_buckets, c.heads}));
+    s.rel_table_ = std::move(t.rel_table);
+  } else if (!t.rel_table.empty()) {
+    return invalid_argument(owner + ": relative position bias given, but the config has none");
   }
   if (c.final_norm) {
     AM_RETURN_IF_ERROR(take_norm(c, owner, "final norm", t.final_g, t.final_b, s.final_g_, s.final_b_));
@@ -102,6 +140,7 @@ Result<StackTensors> TransformerStack::tensors() const {
   StackTensors t;
   t.final_g = final_g_.clone();
   t.final_b = final_b_.clone();
+  t.rel_table = rel_table_.clone();
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     StackLayerTensors d;
@@ -117,11 +156,38 @@ Result<StackTensors> TransformerStack::tensors() const {
     AM_RETURN_IF_ERROR(take("k", l.self.k, d.k_w, d.k_b));
     AM_RETURN_IF_ERROR(take("v", l.self.v, d.v_w, d.v_b));
     AM_RETURN_IF_ERROR(take("o", l.self.o, d.o_w, d.o_b));
+    if (config_.cross) {
+      d.norm_cross_g = l.norm_cross_g.clone();
+      d.norm_cross_b = l.norm_cross_b.clone();
+      AM_RETURN_IF_ERROR(take("cross q", l.cross.q, d.cross_q_w, d.cross_q_b));
+      AM_RETURN_IF_ERROR(take("cross k", l.cross.k, d.cross_k_w, d.cross_k_b));
+      AM_RETURN_IF_ERROR(take("cross v", l.cross.v, d.cross_v_w, d.cross_v_b));
+      AM_RETURN_IF_ERROR(take("cross o", l.cross.o, d.cross_o_w, d.cross_o_b));
+    }
     d.norm_ffn_g = l.norm_ffn_g.clone();
     d.norm_ffn_b = l.norm_ffn_b.clone();
-    if (config_.ffn == FfnKind::kGated) AM_RETURN_IF_ERROR(take("gate", l.ffn.gate, d.gate_w, d.gate_b));
-    AM_RETURN_IF_ERROR(take("up", l.ffn.up, d.up_w, d.up_b));
-    AM_RETURN_IF_ERROR(take("down", l.ffn.down, d.down_w, d.down_b));
+    auto take_ffn = [&](const std::string& prefix, const Ffn& x, StackFfnTensors& ft) -> Status {
+      if (config_.ffn == FfnKind::kGated) AM_RETURN_IF_ERROR(take((prefix + "gate").c_str(), x.gate, ft.gate_w, ft.gate_b));
+      AM_RETURN_IF_ERROR(take((prefix + "up").c_str(), x.up, ft.up_w, ft.up_b));
+      return take((prefix + "down").c_str(), x.down, ft.down_w, ft.down_b);
+    };
+    if (l.moe) {
+      Tensor no_bias;
+      AM_RETURN_IF_ERROR(take("router", l.router, d.router_w, no_bias));
+      d.experts.resize(l.experts.size());
+      for (std::size_t e = 0; e < l.experts.size(); ++e) {
+        AM_RETURN_IF_ERROR(take_ffn("expert " + std::to_string(e) + " ", l.experts[e], d.experts[e]));
+      }
+    } else {
+      StackFfnTensors ft;
+      AM_RETURN_IF_ERROR(take_ffn("", l.ffn, ft));
+      d.gate_w = std::move(ft.gate_w);
+      d.gate_b = std::move(ft.gate_b);
+      d.up_w = std::move(ft.up_w);
+      d.up_b = std::move(ft.up_b);
+      d.down_w = std::move(ft.down_w);
+      d.down_b = std::move(ft.down_b);
+    }
     t.layers.push_back(std::move(d));
   }
   return t;

@@ -8,9 +8,44 @@
 // `batch` of them (seq_len does not apply). Output: class logits [batch, num_classes], logits=true.
 #pragma once
 
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "kernels/models/model.h"
+#include "kernels/models/vision_tower.h"
 
 namespace am::kernels {
+
+// A ViT/DeiT classifier's config: the tower's keys plus num_classes and distillation.
+struct VitClassifierConfig {
+  VitTowerConfig tower;
+  int64_t classes = 0;
+};
+Result<VitClassifierConfig> vit_classifier_config_from_json(const nlohmann::json& doc);
+
+// The classifier: logits = head(class token) (+ head_dist(distillation token) for DeiT).
+struct VitClassifier {
+  VitTower tower;
+  Linear head, head_dist;  // head_dist only when distilled
+
+  bool distilled() const { return tower.config().extra_tokens == 2; }
+  std::vector<std::pair<Op, WeightFormat>> required_ops() const;
+  std::size_t weights_bytes() const;
+  // pixels [batch*image*image, channels] (channels-last) -> logits [batch, classes].
+  Result<Tensor> logits(Backend& be, ConstTensorView pixels, int64_t batch) const;
+};
+
+// vision_checkpoint.cpp: a ViT classifier from a Hugging Face ViTForImageClassification
+// safetensors checkpoint (vit.embeddings.{cls_token, position_embeddings,
+// patch_embeddings.projection}, vit.encoder.layer.N.{layernorm_before, attention.attention.{query,
+// key,value}, attention.output.dense, layernorm_after, intermediate.dense, output.dense},
+// vit.layernorm, classifier), quantized on load; the same contract as the other *_checkpoint.h
+// loaders (NotFound / InvalidArgument naming the tensor). Distilled DeiT is Unsupported here.
+Result<VitClassifier> load_vit_checkpoint(const std::string& path, const VitClassifierConfig& config,
+                                          const FormatPlan& formats, const ExecContext& ctx);
 
 Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSpec& spec, Precision precision,
                                                                const ExecContext& ctx);

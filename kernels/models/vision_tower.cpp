@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/rng.h"
+#include "kernels/weights/linear_tensors.h"
 
 namespace am::kernels {
 namespace {
@@ -75,6 +76,33 @@ Result<VitTower> VitTower::create(const VitTowerConfig& c, const FormatPlan& for
                                                                           c.final_norm),
                                                          formats, src));
   return t;
+}
+
+Result<VitTower> VitTower::from_tensors(const VitTowerConfig& c, const FormatPlan& formats, VitTowerTensors t,
+                                        const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(check_weight_budget(c.family, estimate_bytes(c, formats)));
+  const std::string owner = c.family + " weights";
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "patch embedding", t.patch_w, Shape{c.hidden, c.channels, c.patch, c.patch}));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "patch embedding bias", t.patch_b, Shape{c.hidden}));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "extra tokens", t.extra, Shape{c.extra_tokens, c.hidden}));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "position embeddings", t.positions, Shape{c.tokens(), c.hidden}));
+  if (c.pre_norm) {
+    AM_RETURN_IF_ERROR(check_tensor_shape(owner, "pre-encoder norm gamma", t.pre_g, Shape{c.hidden}));
+    AM_RETURN_IF_ERROR(check_tensor_shape(owner, "pre-encoder norm beta", t.pre_b, Shape{c.hidden}));
+  }
+  VitTower v;
+  v.config_ = c;
+  v.patch_w_ = std::move(t.patch_w);
+  v.patch_b_ = std::move(t.patch_b);
+  v.extra_ = std::move(t.extra);
+  v.positions_ = std::move(t.positions);
+  v.pre_g_ = std::move(t.pre_g);
+  v.pre_b_ = std::move(t.pre_b);
+  AM_ASSIGN_OR_RETURN(v.stack_, TransformerStack::from_tensors(vit_stack_config(c.family, c.layers, c.hidden, c.heads,
+                                                                                c.intermediate, c.activation, c.eps,
+                                                                                c.final_norm),
+                                                               formats, std::move(t.stack), ctx));
+  return v;
 }
 
 std::size_t VitTower::estimate_bytes(const VitTowerConfig& c, const FormatPlan& formats) {

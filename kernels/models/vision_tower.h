@@ -50,9 +50,21 @@ Result<VitTowerConfig> vit_tower_config_from(const ConfigReader& cfg, const std:
 StackConfig vit_stack_config(const std::string& family, int64_t layers, int64_t hidden, int64_t heads,
                              int64_t intermediate, Activation act, float eps, bool final_norm);
 
+// Every weight of a VitTower as f32: patch conv [hidden, channels, patch, patch] + bias [hidden],
+// extra tokens [extra_tokens, hidden], positions [tokens, hidden], pre-norm pair (CLIP) or empty,
+// and the encoder stack (StackTensors).
+struct VitTowerTensors {
+  Tensor patch_w, patch_b, extra, positions, pre_g, pre_b;
+  StackTensors stack;
+};
+
 class VitTower {
  public:
   static Result<VitTower> create(const VitTowerConfig& config, const FormatPlan& formats, SeededWeights& src);
+  // A tower over given f32 tensors (checkpoints): shapes checked against `config`
+  // (InvalidArgument naming the tensor), linear weights stored as create() stores seeded ones.
+  static Result<VitTower> from_tensors(const VitTowerConfig& config, const FormatPlan& formats, VitTowerTensors tensors,
+                                       const ExecContext& ctx);
   static std::size_t estimate_bytes(const VitTowerConfig& config, const FormatPlan& formats);
 
   const VitTowerConfig& config() const { return config_; }

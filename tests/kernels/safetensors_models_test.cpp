@@ -284,6 +284,110 @@ TEST(SafetensorsLlamaFile, QwenStyleBiasesRoundTripThroughTheDecoderGraph) {
   std::remove(path.c_str());
 }
 
+TEST(SafetensorsLlamaFile, MixtralExpertsRoundTripThroughTheMixtureOfExpertsGraph) {
+  nlohmann::json doc = {{"layers", 2}, {"hidden", 32}, {"heads", 4}, {"kv_heads", 2}, {"intermediate", 48},
+                        {"vocab", 64}, {"max_positions", 64}, {"decode_steps", 3}, {"experts", 4},
+                        {"experts_per_token", 2}};
+  auto config = decoder_lm_config_from_json(doc, "mixture-of-experts");
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  ExecContext ctx;
+  auto f32 = plan_named("f32");
+  auto q8 = plan_named("q8_0");
+  ASSERT_TRUE(f32.ok() && q8.ok());
+  auto synthetic = DecoderLm::create_synthetic(*config, *f32, kSeed, ctx);
+  ASSERT_TRUE(synthetic.ok());
+  const std::string path = temp_path("tiny_mixtral.safetensors");
+  ASSERT_TRUE(save_llama_checkpoint(*synthetic, path).ok());
+  auto file = SafetensorsFile::open(path);
+  ASSERT_TRUE(file.ok());
+  EXPECT_TRUE(file->contains("model.layers.1.block_sparse_moe.gate.weight"));
+  EXPECT_TRUE(file->contains("model.layers.1.block_sparse_moe.experts.3.w2.weight"));
+  EXPECT_FALSE(file->contains("model.layers.0.mlp.gate_proj.weight"));
+  for (const Precision precision : {Precision::kF32, Precision::kQ8_0}) {
+    jobs::JobSpec spec = llama_spec();
+    spec.architecture = "mixture-of-experts";
+    spec.model_config = doc;
+    spec.model_config["weights_path"] = path;
+    auto graph = build_graph(spec, precision, ctx);
+    ASSERT_TRUE(graph.ok()) << graph.status().to_string();
+    CpuBackend be(ctx);
+    auto out = (*graph)->run(be);
+    ASSERT_TRUE(out.ok());
+    auto reference = DecoderLm::create_synthetic(*config, precision == Precision::kF32 ? *f32 : *q8, kSeed, ctx);
+    ASSERT_TRUE(reference.ok());
+    auto want = llama_logits(std::move(*reference));
+    ASSERT_TRUE(want.ok());
+    expect_bitwise_equal(out->output, *want);
+  }
+  // A missing expert is named.
+  const std::string cut = temp_path("tiny_mixtral_cut.safetensors");
+  rewrite(path, cut, [](const std::string& n) {
+    return n == "model.layers.0.block_sparse_moe.experts.2.w3.weight" ? std::string() : n;
+  });
+  Status s = load_llama_checkpoint(cut, *config, *f32, ctx).status();
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("experts.2.w3.weight"), std::string::npos) << s.message();
+  std::remove(path.c_str());
+  std::remove(cut.c_str());
+}
+
+// The T5, ViT and Mamba loaders are held to PyTorch by tests/reference/ (check_t5.py, ...);
+// here: the graphs of a job read weights_path, and refuse what they cannot honour.
+TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
+  ExecContext ctx;
+  const std::string missing = temp_path("no_such_checkpoint.safetensors");
+  struct Case {
+    const char* architecture;
+    nlohmann::json config;
+    StatusCode want;
+  };
+  const std::vector<Case> cases = {
+      {"encoder-decoder", {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}},
+       StatusCode::kNotFound},
+      {"encoder-decoder",
+       {{"style", "bart"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
+        {"max_positions", 32}},
+       StatusCode::kUnsupported},
+      {"vision",
+       {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
+        {"num_classes", 5}},
+       StatusCode::kNotFound},
+      {"vision",
+       {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
+        {"num_classes", 5}, {"distillation", true}},
+       StatusCode::kUnsupported},
+      {"mixture-of-experts",
+       {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32},
+        {"experts", 4}},
+       StatusCode::kNotFound},
+      {"mixture-of-experts",
+       {{"layers", 1}, {"decoder_layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
+        {"experts", 4}},
+       StatusCode::kUnsupported},
+      {"state-space",
+       {{"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"state_size", 8}, {"conv_kernel", 4}, {"dt_rank", 4},
+        {"vocab", 50}},
+       StatusCode::kNotFound},
+      {"state-space", {{"variant", "rwkv"}, {"layers", 1}, {"hidden", 32}, {"intermediate", 64}, {"vocab", 50}},
+       StatusCode::kNotFound},
+      {"speech", {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"n_mels", 8}},
+       StatusCode::kNotFound},
+      {"speech",
+       {{"style", "wav2vec2"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"conv_dim", 16},
+        {"pos_conv_kernel", 4}, {"pos_conv_groups", 4}},
+       StatusCode::kUnsupported},
+  };
+  for (const Case& c : cases) {
+    jobs::JobSpec spec = llama_spec();
+    spec.architecture = c.architecture;
+    spec.model_config = c.config;
+    ASSERT_TRUE(build_graph(spec, Precision::kF32, ctx).ok()) << c.architecture << " " << c.config.dump();
+    spec.model_config["weights_path"] = missing;
+    const Status s = build_graph(spec, Precision::kF32, ctx).status();
+    EXPECT_EQ(s.code(), c.want) << c.architecture << " " << c.config.dump() << ": " << s.to_string();
+  }
+}
+
 TEST(SafetensorsLlamaFile, Bf16CheckpointHoldsEachWeightRoundedToBf16) {
   const DecoderLmConfig config = tiny_llama();
   ExecContext ctx;

@@ -1,0 +1,123 @@
+"""Shared pieces of the PyTorch reference checks (tests/reference/README.md).
+
+Each check writes a safetensors checkpoint of seeded weights under the Hugging Face names our
+loader accepts, runs our f32 graph on it through am_reference_run, computes the same outputs in
+float64 with a module written from the published architecture, and holds the two to TOLERANCE.
+Every check also runs deliberately wrong variants of the reference, which must MISS the tolerance:
+a check that cannot fail proves nothing.
+
+No transformers or safetensors Python packages (Debian 12 ships neither): the safetensors writer
+is the format's few lines (an 8-byte little-endian header length, a JSON header, the raw data).
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77  # CTest SKIP_RETURN_CODE
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # CI installs python3-torch (ops/setup.sh --tests)
+    print(f"SKIPPED: PyTorch or NumPy is not importable ({e}); "
+          "install python3-torch python3-numpy (ops/setup.sh --tests)")
+    sys.exit(SKIP)
+
+torch.set_default_dtype(torch.float64)
+
+# The binding tolerance (DECISIONS.md "Correctness references"): relative Frobenius error of our
+# f32 output against the float64 reference.
+TOLERANCE = 1e-5
+
+
+def rel_frobenius(ours, ref):
+    ours = torch.as_tensor(ours, dtype=torch.float64)
+    ref = torch.as_tensor(ref, dtype=torch.float64)
+    return float(torch.linalg.norm(ours - ref) / torch.linalg.norm(ref))
+
+
+def write_safetensors(path, tensors, metadata=None):
+    """tensors: name -> float64/float32 torch tensor, written as F32."""
+    header = {}
+    blobs = []
+    offset = 0
+    for name, t in tensors.items():
+        data = t.detach().to(torch.float32).contiguous().numpy().astype("<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    if metadata:
+        header["__metadata__"] = metadata
+    raw = json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(raw)))
+        f.write(raw)
+        for b in blobs:
+            f.write(b)
+
+
+def as_stored(tensors):
+    """The checkpoint's values as our loader sees them (rounded to f32), in float64: the reference
+    computes on exactly the weights our graph holds, so the comparison measures computation only."""
+    return {k: v.to(torch.float32).to(torch.float64) for k, v in tensors.items()}
+
+
+class Check:
+    """One family's check: runs ours, compares with the reference and the wrong variants."""
+
+    def __init__(self, runner, family, title):
+        self.runner = runner
+        self.family = family
+        self.title = title
+        self.tmp = tempfile.TemporaryDirectory(prefix="am_reference_")
+        self.failures = []
+        self.rows = []
+
+    def run_ours(self, case, config, tensors, inputs, rows, cols):
+        d = self.tmp.name
+        ckpt = os.path.join(d, f"{case}.safetensors")
+        write_safetensors(ckpt, tensors, {"format": "pt"})
+        cfg = dict(config, weights_path=ckpt)
+        paths = {k: os.path.join(d, f"{case}.{k}") for k in ("config.json", "input.json", "out.f32")}
+        with open(paths["config.json"], "w") as f:
+            json.dump(cfg, f)
+        with open(paths["input.json"], "w") as f:
+            json.dump(inputs, f)
+        proc = subprocess.run([self.runner, self.family, paths["config.json"], paths["input.json"], paths["out.f32"]],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"am_reference_run failed ({proc.returncode}): {proc.stderr.strip()}")
+        out = np.fromfile(paths["out.f32"], dtype="<f4")
+        if out.size != rows * cols:
+            raise RuntimeError(f"am_reference_run wrote {out.size} floats, expected {rows}x{cols}")
+        return torch.from_numpy(out.astype(np.float64)).reshape(rows, cols)
+
+    def compare(self, case, ours, reference, variants):
+        """reference: the float64 output; variants: name -> output of a deliberately wrong reference."""
+        err = rel_frobenius(ours, reference)
+        ok = err <= TOLERANCE
+        self.rows.append((case, "reference", err, "ok" if ok else "FAIL (above tolerance)"))
+        if not ok:
+            self.failures.append(f"{case}: relative error {err:.3g} > tolerance {TOLERANCE:g}")
+        for name, out in variants.items():
+            verr = rel_frobenius(ours, out)
+            missed = not verr <= TOLERANCE  # NaN/Inf from a variant counts as missed
+            self.rows.append((case, name, verr, "ok (missed, as it must)" if missed else "FAIL (within tolerance)"))
+            if not missed:
+                self.failures.append(f"{case}: wrong variant '{name}' passes ({verr:.3g} <= {TOLERANCE:g}): "
+                                     "the check cannot see that mistake")
+
+    def finish(self):
+        print(f"{self.title}: tolerance {TOLERANCE:g} (relative Frobenius, ours f32 vs PyTorch float64)")
+        for case, name, err, verdict in self.rows:
+            print(f"  {case:<28} {name:<50} {err:10.3e}  {verdict}")
+        self.tmp.cleanup()
+        if self.failures:
+            print("FAILED:\n  " + "\n  ".join(self.failures))
+            return 1
+        return 0
