@@ -9,7 +9,7 @@ namespace {
 constexpr std::size_t kHalfBytes = 2;
 
 Status size_mismatch(WeightKind kind, int64_t rows, int64_t cols, std::size_t expected, std::size_t bytes) {
-  return invalid_argument(std::string("vulkan: ") + weight_kind_name(kind) + " weight of " + std::to_string(rows) +
+  return invalid_argument("vulkan: " + weight_kind_name(kind) + " weight of " + std::to_string(rows) +
                           "x" + std::to_string(cols) + " should hold " + std::to_string(expected) +
                           " bytes, holds " + std::to_string(bytes));
 }
@@ -43,17 +43,19 @@ bool is_block_kind(WeightKind k) {
   return k == WeightKind::kQ8_0 || k == WeightKind::kQ4_0 || k == WeightKind::kQ4_1;
 }
 
-const char* weight_kind_name(WeightKind k) {
+WeightFormat weight_format_of(WeightKind k) {
   switch (k) {
-    case WeightKind::kF32: return "f32";
-    case WeightKind::kF16: return "f16";
-    case WeightKind::kBF16: return "bf16";
-    case WeightKind::kQ8_0: return "q8_0";
-    case WeightKind::kQ4_0: return "q4_0";
-    case WeightKind::kQ4_1: return "q4_1";
+    case WeightKind::kF32: return WeightFormat::kF32;
+    case WeightKind::kF16: return WeightFormat::kF16;
+    case WeightKind::kBF16: return WeightFormat::kBF16;
+    case WeightKind::kQ8_0: return WeightFormat::kQ8_0;
+    case WeightKind::kQ4_0: return WeightFormat::kQ4_0;
+    case WeightKind::kQ4_1: return WeightFormat::kQ4_1;
   }
-  return "?";
+  return WeightFormat::kF32;
 }
+
+std::string weight_kind_name(WeightKind k) { return std::string(weight_format_name(weight_format_of(k))); }
 
 Result<PackedWeight> pack_weight(WeightKind kind, const void* raw, std::size_t bytes, int64_t rows, int64_t cols) {
   PackedWeight out;

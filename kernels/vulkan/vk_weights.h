@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -29,7 +30,9 @@ enum class WeightKind { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
 
 std::optional<WeightKind> weight_kind_for(WeightFormat format);
 bool is_block_kind(WeightKind k);
-const char* weight_kind_name(WeightKind k);
+// The format a kind stores, and its name from the precision vocabulary (jobs/precision.h).
+WeightFormat weight_format_of(WeightKind k);
+std::string weight_kind_name(WeightKind k);
 
 inline constexpr int64_t kBlockValues = 32;
 inline constexpr int64_t kChunkBytes = 16;
