@@ -87,7 +87,7 @@ struct Encoder {
   msgpack::sbuffer& out;
   Packer pk{out};
   void operator()(const Hello& m) {
-    pk.pack_map(9 + (m.secret.empty() ? 0 : 1) + (m.commands ? 1 : 0));
+    pk.pack_map(9 + (m.secret.empty() ? 0 : 1) + (m.commands ? 1 : 0) + (m.host_id.empty() ? 0 : 1));
     put(out, "version_major", m.version_major);
     put(out, "version_minor", m.version_minor);
     put(out, "worker_id", m.worker_id);
@@ -99,6 +99,7 @@ struct Encoder {
     put_map(out, "held", m.held);
     if (!m.secret.empty()) put(out, "secret", m.secret);
     if (m.commands) put(out, "commands", true);
+    if (!m.host_id.empty()) put(out, "host_id", m.host_id);
   }
   void operator()(const Welcome& m) {
     pk.pack_map(6);
@@ -435,6 +436,7 @@ Result<Message> decode_hello(const FieldReader& r) {
   AM_RETURN_IF_ERROR(r.int_map("held", Need::kOptional, 1, kInt32Max, m.held));
   AM_RETURN_IF_ERROR(r.id("secret", Need::kOptional, m.secret));
   AM_RETURN_IF_ERROR(r.boolean("commands", Need::kOptional, m.commands));
+  AM_RETURN_IF_ERROR(r.id("host_id", Need::kOptional, m.host_id));
   if (!m.secret.empty() && m.secret.size() < kMinSecretBytes) {
     return r.error("secret", "expected at least " + std::to_string(kMinSecretBytes) +
                                  " characters, got " + std::to_string(m.secret.size()));

@@ -26,9 +26,10 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 4;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
+inline constexpr int kVersionMinor = 5;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
                                           // 1.3: CONTROL/REPLY (admin clients, §5.10);
-                                          // 1.4: HELLO.commands, ASSIGN.spec.command
+                                          // 1.4: HELLO.commands, ASSIGN.spec.command;
+                                          // 1.5: HELLO.host_id, ASSIGN.spec.placement (§5.12)
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
@@ -81,6 +82,10 @@ struct Hello {
   // coordinator sends a job whose spec has `command` only to a worker that said true here;
   // absent (older workers) means false.
   bool commands = false;
+  // Since 1.5: the machine the worker runs on (/etc/machine-id, docs/PROTOCOL.md §5.12). Workers
+  // on one machine send the same id, so the coordinator knows that their cpu and software
+  // devices share cores (exclusive perf jobs). Empty = unknown: the worker counts as its own host.
+  std::string host_id;
 };
 
 struct Welcome {

@@ -188,14 +188,13 @@ Result<std::string> render(const std::filesystem::path& db, const std::string& f
     if (!run) return not_found("no run '" + run_id + "' in " + db.string());
   }
   AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
-  if (format == "json") return render_json(*run, rows).dump(2) + "\n";
   if (format == "csv") return render_csv(*run, rows);
   if (format == "junit") return render_junit(*run, rows);
-  if (format == "html") {
-    AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
-    return render_html(*run, rows, workers);
-  }
-  return render_markdown(*run, rows);
+  // The capability records name the hardware classes the matrix's columns are.
+  AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
+  if (format == "json") return render_json(*run, rows, workers).dump(2) + "\n";
+  if (format == "html") return render_html(*run, rows, workers);
+  return render_markdown(*run, rows, workers);
 }
 
 // The dashboard beside the database, named after it: accelmatrix.db -> accelmatrix.html. A
@@ -548,15 +547,20 @@ int cmd_plan(const PlanArgs& args) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("plan '%s' (%s): %zu job(s)\n", plan->name.c_str(), plan->source.c_str(),
-              plan->jobs.size());
-  std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5s  %6s  %-8s  %s\n", "job_id", "model",
-              "architecture", "backend", "prec", "batch", "seq", "mode", "notes");
+  std::printf("plan '%s' (%s): %zu job(s)", plan->name.c_str(), plan->source.c_str(), plan->jobs.size());
+  std::size_t placed = 0;
+  for (const auto& j : plan->jobs) placed += j.spec.placement != jobs::Placement::kAny;
+  // docs/PLANS.md "Placement": each-class/each-device jobs are made per class/device at run time.
+  if (placed > 0) std::printf(", %zu of them run once per hardware class or device (placement)", placed);
+  std::printf("\n");
+  std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5s  %6s  %-8s  %-11s  %s\n", "job_id", "model",
+              "architecture", "backend", "prec", "batch", "seq", "mode", "placement", "notes");
   for (const auto& j : plan->jobs) {
     const auto& s = j.spec;
-    std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5d  %6d  %-8s  %s\n", j.job_id.c_str(),
+    std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5d  %6d  %-8s  %-11s  %s\n", j.job_id.c_str(),
                 s.model.c_str(), s.architecture.c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
-                s.batch, s.seq_len, s.mode.c_str(), s.scaled ? "scaled" : "");
+                s.batch, s.seq_len, s.mode.c_str(), std::string(jobs::to_string(s.placement)).c_str(),
+                s.scaled ? "scaled" : "");
   }
   return kExitOk;
 }

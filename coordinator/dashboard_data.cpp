@@ -249,14 +249,14 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
     cells.push_back(std::move(cell));
   }
 
-  // Overview, with the best rating of each architecture × backend.
+  // Overview, with the best rating of each architecture × column (backend × hardware class).
   json overview = json::array();
   for (const OverviewCell& o : matrix.overview) {
     json cell = overview_cell_json(o);
     std::optional<Rating> best;
     std::set<std::string> classes;
     for (const MatrixCell& c : matrix.cells) {
-      if (c.architecture != o.architecture || c.backend != o.backend) continue;
+      if (c.architecture != o.architecture || c.backend != o.backend || c.hardware_class != o.hardware_class) continue;
       if (!best || rating_rank(c.rating) < rating_rank(*best)) best = c.rating;
       classes.insert(c.hardware_classes.begin(), c.hardware_classes.end());
     }

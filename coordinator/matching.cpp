@@ -47,6 +47,12 @@ std::string name_devices(const std::vector<const DeviceInfo*>& devices, Describe
   return out;
 }
 
+bool lists_precision(const DeviceInfo& device, jobs::Precision precision) {
+  return std::find(device.precisions.begin(), device.precisions.end(), precision) != device.precisions.end();
+}
+
+}  // namespace
+
 bool has_tags(const DeviceInfo& device, const Tags& required) {
   for (const auto& [k, v] : required) {
     auto it = device.worker_tags.find(k);
@@ -54,12 +60,6 @@ bool has_tags(const DeviceInfo& device, const Tags& required) {
   }
   return true;
 }
-
-bool lists_precision(const DeviceInfo& device, jobs::Precision precision) {
-  return std::find(device.precisions.begin(), device.precisions.end(), precision) != device.precisions.end();
-}
-
-}  // namespace
 
 std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabilities, const Tags& worker_tags,
                                                   bool runs_commands) {
@@ -78,7 +78,11 @@ std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabili
     info.backend = str("backend");
     info.name = str("name");
     info.hardware_class = str("hardware_class");
-    if (info.key.empty() || info.backend.empty()) continue;
+    // Keys are "<backend>:<n>"; one with a '/' could not be told apart from its worker id in a
+    // device target ("device:<worker>/<key>", jobs/placement.h).
+    if (info.key.empty() || info.backend.empty() || info.key.find('/') != std::string::npos) continue;
+    // A device without a fingerprint still has a column of its own, per backend.
+    if (info.hardware_class.empty()) info.hardware_class = info.backend + "-unclassified";
     if (auto p = d.find("precisions"); p != d.end() && p->is_array()) {
       for (const auto& v : *p) {
         if (!v.is_string()) continue;
@@ -100,6 +104,9 @@ std::vector<DeviceInfo> devices_from_capabilities(const nlohmann::json& capabili
     }
     if (auto s = d.find("software"); s != d.end() && s->is_boolean()) info.software = s->get<bool>();
     if (auto s = d.find("schedulable"); s != d.end() && s->is_boolean()) info.schedulable = s->get<bool>();
+    // Records before host_cores (protocol < 1.5): the cpu and software devices are the host's cores.
+    info.host_cores = info.backend == "cpu" || info.software;
+    if (auto s = d.find("host_cores"); s != d.end() && s->is_boolean()) info.host_cores = s->get<bool>();
     info.worker_tags = worker_tags;
     info.runs_commands = runs_commands;
     out.push_back(std::move(info));

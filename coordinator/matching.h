@@ -48,6 +48,7 @@ struct DeviceInfo {
   std::vector<jobs::Precision> precisions;   // names this build does not know are dropped
   int64_t memory_bytes = 0;     // 0: unknown (never limits matching)
   bool software = false;        // runs on the CPU (PoCL, lavapipe): not a GPU
+  bool host_cores = false;      // computes on the host's CPU cores (cpu, software devices)
   bool schedulable = true;
   Tags worker_tags;             // the tags of the worker the device belongs to
   bool runs_commands = false;   // its worker announced --allow-commands (HELLO.commands)
@@ -68,6 +69,9 @@ std::optional<int64_t> estimated_job_bytes(const jobs::JobSpec& spec);
 std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::JobSpec& spec);
 
 bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec);
+
+// Whether the device's worker carries every tag in `required`.
+bool has_tags(const DeviceInfo& device, const Tags& required);
 
 struct Settlement {
   ResultStatus status;  // skipped | unsupported

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -173,13 +174,17 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
   if (!cell.status) cell.reason = "pending";
 }
 
-OverviewCell summarize(const std::string& architecture, const std::string& backend,
+OverviewCell summarize(const std::string& architecture, const MatrixColumn& column,
                        const std::vector<MatrixCell>& cells) {
   OverviewCell o;
   o.architecture = architecture;
-  o.backend = backend;
+  o.backend = column.backend;
+  o.hardware_class = column.hardware_class;
   for (const MatrixCell& cell : cells) {
-    if (cell.architecture != architecture || cell.backend != backend) continue;
+    if (cell.architecture != architecture || cell.backend != column.backend ||
+        cell.hardware_class != column.hardware_class) {
+      continue;
+    }
     ++o.cells;
     if (is_measured_status(cell.status)) {
       ++o.working;
@@ -238,20 +243,63 @@ std::optional<HostLoad> host_load(const nlohmann::json& metrics) {
   return out;
 }
 
+// The cpu class whose f32 cells are the baselines of each column (see the contract): a cpu
+// column's own class; for another backend, the cpu class of the workers that ran the column.
+std::map<std::pair<std::string, std::string>, std::string> baseline_classes(const std::vector<ReportRow>& rows) {
+  std::map<std::string, std::map<std::string, int>> cpu_classes_of_worker;
+  std::set<std::string> cpu_classes;
+  for (const ReportRow& r : rows) {
+    if (r.backend != kBaselineBackend || r.hardware_class.empty()) continue;
+    cpu_classes.insert(r.hardware_class);
+    if (!r.worker_id.empty()) ++cpu_classes_of_worker[r.worker_id][r.hardware_class];
+  }
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
+  for (const ReportRow& r : rows) {
+    const auto key = std::make_pair(r.backend, r.hardware_class);
+    if (r.backend == kBaselineBackend) {
+      if (!r.hardware_class.empty()) votes[key][r.hardware_class] += 1;
+      continue;
+    }
+    auto w = cpu_classes_of_worker.find(r.worker_id);
+    if (w == cpu_classes_of_worker.end()) {
+      votes[key];   // known column, no vote
+      continue;
+    }
+    for (const auto& [cls, n] : w->second) votes[key][cls] += n;
+  }
+  std::map<std::pair<std::string, std::string>, std::string> out;
+  for (const auto& [column, counts] : votes) {
+    std::string best;
+    int best_n = 0;
+    for (const auto& [cls, n] : counts) {
+      if (n > best_n) {
+        best = cls;
+        best_n = n;
+      }
+    }
+    if (best.empty() && cpu_classes.size() == 1) best = *cpu_classes.begin();
+    out[column] = best;
+  }
+  return out;
+}
+
 Matrix build_matrix(const std::vector<ReportRow>& rows) {
   Matrix m;
   std::vector<CellBuilder> builders;
-  std::map<std::tuple<std::string, std::string, jobs::Precision, std::string>, std::size_t> index;
+  using CellKey = std::tuple<std::string, std::string, std::string, jobs::Precision, std::string>;
+  std::map<CellKey, std::size_t> index;
+  std::vector<MatrixColumn> columns;   // first appearance
   for (const ReportRow& row : rows) {
     remember(m.architectures, row.architecture);
     remember(m.models, row.model);
     remember(m.backends, row.backend);
     remember(m.precisions, row.precision);
+    remember(columns, MatrixColumn{row.backend, row.hardware_class});
     std::string command;
     if (auto c = row.spec.find("command"); c != row.spec.end() && c->is_object()) {
       command = c->value("name", std::string("?"));
     }
-    auto key = std::make_tuple(row.model, row.backend, row.precision, command);
+    auto key = std::make_tuple(row.model, row.backend, row.hardware_class, row.precision, command);
     auto [it, inserted] = index.emplace(key, builders.size());
     if (inserted) {
       CellBuilder b;
@@ -259,28 +307,40 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
       b.cell.model = row.model;
       b.cell.architecture = row.architecture;
       b.cell.backend = row.backend;
+      b.cell.hardware_class = row.hardware_class;
       b.cell.precision = row.precision;
       builders.push_back(std::move(b));
     }
     add_row(builders[it->second], row);
   }
+  for (const std::string& backend : m.backends) {
+    for (const MatrixColumn& c : columns) {
+      if (c.backend == backend) m.columns.push_back(c);
+    }
+  }
+  const auto baselines = baseline_classes(rows);
   for (CellBuilder& b : builders) reduce_shapes(b);
   for (CellBuilder& b : builders) {
-    auto base = index.find({b.cell.model, std::string(kBaselineBackend), kBaselinePrecision, std::string()});
-    const CellBuilder* baseline = base != index.end() ? &builders[base->second] : nullptr;
+    const CellBuilder* baseline = nullptr;
+    auto cls = baselines.find({b.cell.backend, b.cell.hardware_class});
+    if (cls != baselines.end() && !cls->second.empty()) {
+      b.cell.baseline_class = cls->second;
+      auto base = index.find({b.cell.model, std::string(kBaselineBackend), cls->second, kBaselinePrecision, std::string()});
+      if (base != index.end()) baseline = &builders[base->second];
+    }
     compare_with_baseline(b, baseline);
   }
   m.cells.reserve(builders.size());
   for (CellBuilder& b : builders) m.cells.push_back(std::move(b.cell));
   std::stable_sort(m.cells.begin(), m.cells.end(), [&](const MatrixCell& a, const MatrixCell& b) {
-    return std::make_tuple(position(m.backends, a.backend), position(m.models, a.model),
-                           position(m.precisions, a.precision)) <
-           std::make_tuple(position(m.backends, b.backend), position(m.models, b.model),
-                           position(m.precisions, b.precision));
+    const MatrixColumn ca{a.backend, a.hardware_class};
+    const MatrixColumn cb{b.backend, b.hardware_class};
+    return std::make_tuple(position(m.columns, ca), position(m.models, a.model), position(m.precisions, a.precision)) <
+           std::make_tuple(position(m.columns, cb), position(m.models, b.model), position(m.precisions, b.precision));
   });
   for (const std::string& architecture : m.architectures) {
-    for (const std::string& backend : m.backends) {
-      OverviewCell o = summarize(architecture, backend, m.cells);
+    for (const MatrixColumn& column : m.columns) {
+      OverviewCell o = summarize(architecture, column, m.cells);
       if (o.cells > 0) m.overview.push_back(std::move(o));
     }
   }
@@ -300,10 +360,33 @@ const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::s
   return command_cell;
 }
 
+const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, const MatrixColumn& column,
+                            jobs::Precision precision) {
+  const MatrixCell* command_cell = nullptr;
+  for (const MatrixCell& cell : matrix.cells) {
+    if (cell.model == model && cell.backend == column.backend && cell.hardware_class == column.hardware_class &&
+        cell.precision == precision) {
+      if (cell.command.empty()) return &cell;
+      if (command_cell == nullptr) command_cell = &cell;
+    }
+  }
+  return command_cell;
+}
+
 const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
                                   std::string_view backend) {
   for (const OverviewCell& o : matrix.overview) {
     if (o.architecture == architecture && o.backend == backend) return &o;
+  }
+  return nullptr;
+}
+
+const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
+                                  const MatrixColumn& column) {
+  for (const OverviewCell& o : matrix.overview) {
+    if (o.architecture == architecture && o.backend == column.backend && o.hardware_class == column.hardware_class) {
+      return &o;
+    }
   }
   return nullptr;
 }

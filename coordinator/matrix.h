@@ -1,16 +1,24 @@
 // Compatibility matrices derived from stored results — never typed in.
 //
 // Contract: build_matrix() is a pure function of the report rows of one run (Store::report_rows):
-//   - cells: one per model × backend × precision that has at least one job, with the cell's
+//   - columns: one per backend × hardware class that has a job (docs/PLANS.md "Placement": a
+//     job made for a class, or the class its attempt ran on). Jobs that never reached hardware —
+//     not leased yet, or settled for want of hardware — form the backend's column with an
+//     empty class;
+//   - cells: one per model × column × precision that has at least one job, with the cell's
 //     status and rating (rules in coordinator/ratings.h), latency, accuracy, and the ids of the
 //     jobs behind it;
-//   - overview: one per architecture × backend that has at least one job.
+//   - overview: one per architecture × column that has at least one job.
 // Latency comes from jobs that ran (pass or degraded) and reported latency_ms.median. Jobs of
 // the same shape (batch, seq_len) are combined by the median of their medians. A cell's
 // speed-up is taken at its representative shape: the smallest (batch, then seq_len) shape for
 // which both the cell and the cpu f32 cell of the same model have a latency; without such a
 // shape, the cell's smallest measured shape is shown with no speed-up. The cell's speed-up and
 // its interval come from the raw samples of that shape's jobs, pooled per side
+// The baseline of a cell is the cpu f32 cell of the same model on the cpu class of the host the
+// cell's jobs ran on: the cell's own class for a cpu column; for another backend's column the
+// cpu class of the workers that ran it (the most common one, when they differ), or the run's only
+// cpu class. A cell without such a baseline shows its latency and no speed-up.
 // (estimate_speedup, ratings.h); the per-shape speed-ups in `shapes` are ratios of medians.
 // Host load: jobs whose metrics.host says the host was busy (host_busy, ratings.h) are counted
 // per cell, and for the baseline's jobs at the representative shape. Accuracy is the worst
@@ -43,10 +51,18 @@ struct ShapeLatency {
   std::optional<double> speedup;         // baseline_ms / median_ms
 };
 
+// A column of the matrix: a backend on one hardware class.
+struct MatrixColumn {
+  std::string backend;
+  std::string hardware_class;            // "" for jobs that reached no hardware
+  bool operator==(const MatrixColumn&) const = default;
+};
+
 struct MatrixCell {
   std::string model;
   std::string architecture;
   std::string backend;
+  std::string hardware_class;            // the cell's column (MatrixColumn)
   jobs::Precision precision = jobs::Precision::kF32;
   bool scaled = false;                   // any job of the cell ran a scaled-down model
   // The external command behind the cell ([[commands]] name), empty for our own jobs. A command
@@ -73,13 +89,15 @@ struct MatrixCell {
   std::optional<double> cosine_min;
   std::optional<double> top1_min;
   std::vector<std::string> job_ids;      // the result rows behind the cell, in job order
-  std::vector<std::string> hardware_classes;
+  std::vector<std::string> hardware_classes;   // {hardware_class}, or empty (kept for readers)
+  std::string baseline_class;            // the cpu class whose f32 cell is the baseline; "" = none
 };
 
 // How well an architecture runs on a backend, over all its cells.
 struct OverviewCell {
   std::string architecture;
   std::string backend;
+  std::string hardware_class;
   int cells = 0;
   int working = 0;          // cells that ran (pass/degraded)
   int degraded = 0;         // of which degraded
@@ -99,17 +117,24 @@ struct Matrix {
   std::vector<std::string> architectures;
   std::vector<std::string> models;
   std::vector<std::string> backends;
+  std::vector<MatrixColumn> columns;     // grouped by backend (in backend order), then first appearance
   std::vector<jobs::Precision> precisions;
-  std::vector<MatrixCell> cells;         // ordered by backend, model, precision
-  std::vector<OverviewCell> overview;    // ordered by architecture, backend
+  std::vector<MatrixCell> cells;         // ordered by column, model, precision
+  std::vector<OverviewCell> overview;    // ordered by architecture, column
 };
 
 Matrix build_matrix(const std::vector<ReportRow>& rows);
 
+// The first cell of (model, backend, precision) in any column; and the one of a given column.
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,
                             jobs::Precision precision);
+const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, const MatrixColumn& column,
+                            jobs::Precision precision);
+// The overview cell of (architecture, backend) in the first column of that backend; and of a column.
 const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
                                   std::string_view backend);
+const OverviewCell* find_overview(const Matrix& matrix, std::string_view architecture,
+                                  const MatrixColumn& column);
 
 // metrics.host of a perf job (worker/host_load.h); nullopt when the job recorded none.
 std::optional<HostLoad> host_load(const nlohmann::json& metrics);

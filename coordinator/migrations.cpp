@@ -171,11 +171,40 @@ CREATE TABLE device_events (
 CREATE INDEX device_events_by_worker ON device_events(worker_id, device, at);
 )sql";
 
+// Version 5: placement (issue 11, docs/PLANS.md "Placement"). plan_jobs holds a run's plan jobs
+// placed each-class / each-device, which become jobs as hardware registers; until one does, such a
+// plan job is listed (runs, reports) as unplaced. jobs.target is the placement target a job was
+// made for ('' for an `any` job, and for the stand-in of a plan job no registered hardware could
+// take), jobs.plan_job_id the plan job it was made from (its own id for `any` jobs and stand-ins;
+// '' on rows from before version 5), jobs.hardware_class the class it was made for (so a job
+// settled unsupported for a class before any attempt still shows under that class).
+// attempts.exclusive says the attempt held its hardware alone (a perf job: nothing else on the
+// device or on any device sharing its host's cores). workers.host_id is the machine the worker
+// runs on (HELLO host_id), which tells which workers' devices share cores.
+constexpr const char* kSchemaV5 = R"sql(
+CREATE TABLE plan_jobs (
+  run_id     TEXT NOT NULL REFERENCES runs(run_id),
+  job_id     TEXT NOT NULL,
+  seq        INTEGER NOT NULL,
+  spec_json  TEXT NOT NULL,
+  placement  TEXT NOT NULL,
+  created_at INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, job_id)
+);
+ALTER TABLE jobs ADD COLUMN target TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN plan_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE jobs ADD COLUMN hardware_class TEXT NOT NULL DEFAULT '';
+CREATE INDEX jobs_by_plan_job ON jobs(run_id, plan_job_id);
+ALTER TABLE attempts ADD COLUMN exclusive INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE workers ADD COLUMN host_id TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
     {4, kSchemaV4},
+    {5, kSchemaV5},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

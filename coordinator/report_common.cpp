@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "coordinator/hardware_label.h"
+
 namespace am::coord {
 namespace {
 
@@ -46,6 +48,35 @@ RunSummary summarize_run(const std::vector<ReportRow>& rows) {
     ++it->jobs;
   }
   return s;
+}
+
+std::map<std::string, ClassInfo> hardware_class_info(const std::vector<WorkerRecord>& workers) {
+  std::map<std::string, ClassInfo> out;
+  for (const WorkerRecord& w : workers) {
+    const nlohmann::json& caps = w.capabilities;
+    if (!caps.is_object() || !caps.contains("devices") || !caps["devices"].is_array()) continue;
+    const nlohmann::json empty = nlohmann::json::object();
+    const nlohmann::json& cpu = caps.contains("cpu") ? caps["cpu"] : empty;
+    const nlohmann::json& topology = caps.contains("topology") ? caps["topology"] : empty;
+    for (const nlohmann::json& d : caps["devices"]) {
+      if (!d.is_object() || !d.contains("hardware_class") || !d["hardware_class"].is_string()) continue;
+      const std::string id = d["hardware_class"].get<std::string>();
+      if (id.empty() || out.count(id)) continue;
+      ClassInfo info;
+      info.label = repair_utf8(hardware_class_label(d, cpu, topology));
+      info.software = d.contains("software") && d["software"].is_boolean() && d["software"].get<bool>();
+      out.emplace(id, std::move(info));
+    }
+  }
+  return out;
+}
+
+std::string column_heading(const std::string& backend, const std::string& hardware_class,
+                           const std::map<std::string, ClassInfo>& classes) {
+  if (hardware_class.empty()) return backend + " · unplaced";
+  auto it = classes.find(hardware_class);
+  if (it == classes.end() || it->second.label.empty()) return backend + " · " + hardware_class;
+  return backend + " · " + it->second.label + (it->second.software ? " · software" : "");
 }
 
 std::string format_utc(int64_t epoch_ms) {

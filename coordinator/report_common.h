@@ -36,6 +36,21 @@ struct RunSummary {
 
 RunSummary summarize_run(const std::vector<ReportRow>& rows);
 
+// What the reports show of a hardware class: its readable label (coordinator/hardware_label.h)
+// and whether it is a software device (PoCL, lavapipe: the host CPU, not a GPU).
+struct ClassInfo {
+  std::string label;
+  bool software = false;
+};
+// Every class the workers' stored capability records name (the first record naming it wins;
+// records come from peers, so anything malformed is skipped).
+std::map<std::string, ClassInfo> hardware_class_info(const std::vector<WorkerRecord>& workers);
+
+// A matrix column's heading: "<backend> · <label>" (the class id when no record names it),
+// "· software" for a software device; "<backend> · unplaced" for jobs that reached no hardware.
+std::string column_heading(const std::string& backend, const std::string& hardware_class,
+                           const std::map<std::string, ClassInfo>& classes);
+
 // "2024-05-01T12:34:56.789Z" (UTC); "" for 0.
 std::string format_utc(int64_t epoch_ms);
 

@@ -86,7 +86,9 @@ json result_json(const ReportRow& r) {
           {"finished_at_ms", r.finished_at_ms},
           {"metrics", r.metrics.is_object() ? r.metrics : json::object()},
           {"log_tail", utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis)},
-          {"spec", r.spec.is_object() ? r.spec : json::object()}};
+          {"spec", r.spec.is_object() ? r.spec : json::object()},
+          {"target", repair_utf8(r.target)},
+          {"exclusive", r.exclusive}};
 }
 
 }  // namespace
@@ -135,12 +137,15 @@ json matrix_cell_json(const MatrixCell& c) {
           {"top1_min", number_or_null(c.top1_min)},
           {"shapes", std::move(shapes)},
           {"job_ids", strings(c.job_ids)},
-          {"hardware_classes", strings(c.hardware_classes)}};
+          {"hardware_classes", strings(c.hardware_classes)},
+          {"hardware_class", repair_utf8(c.hardware_class)},
+          {"baseline_class", repair_utf8(c.baseline_class)}};
 }
 
 json overview_cell_json(const OverviewCell& o) {
   return {{"architecture", repair_utf8(o.architecture)},
           {"backend", repair_utf8(o.backend)},
+          {"hardware_class", repair_utf8(o.hardware_class)},
           {"support", o.support},
           {"cells", o.cells},
           {"working", o.working},
@@ -167,9 +172,18 @@ json rating_rules_json() {
           {"busy_steal_fraction", kBusyStealFraction}};
 }
 
-json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
+json render_json(const RunRecord& run, const std::vector<ReportRow>& rows, const std::vector<WorkerRecord>& workers) {
   const RunSummary summary = summarize_run(rows);
   const Matrix matrix = build_matrix(rows);
+  const auto classes = hardware_class_info(workers);
+  json columns = json::array();
+  for (const MatrixColumn& c : matrix.columns) {
+    auto info = classes.find(c.hardware_class);
+    columns.push_back({{"backend", repair_utf8(c.backend)},
+                       {"hardware_class", repair_utf8(c.hardware_class)},
+                       {"label", repair_utf8(column_heading(c.backend, c.hardware_class, classes))},
+                       {"software", info != classes.end() && info->second.software}});
+  }
 
   json by_status = json::object();
   for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
@@ -202,6 +216,7 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows) {
             {"host_busy_jobs", host_busy_jobs}}},
           {"rating_rules", rating_rules_json()},
           {"results", std::move(results)},
+          {"columns", std::move(columns)},
           {"matrix", std::move(cells)},
           {"overview", std::move(overview)}};
 }

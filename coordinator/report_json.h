@@ -1,11 +1,13 @@
 // The JSON export of one run, with a stable schema (version kReportJsonSchema).
 //
 // Contract: render_json() is a pure function of the run and its report rows
-// (Store::report_rows). Schema 2 (schema 1 lacked summary.host_*, the rating_rules after
+// (Store::report_rows). Schema 3 (schema 2 lacked "columns", the cells' and overview's
+// hardware_class, the cells' baseline_class and the results' target and exclusive: its matrix
+// was by backend, not by hardware class; schema 1 lacked summary.host_*, the rating_rules after
 // moderate_min_speedup, results' host_busy and the cells' speedup_ci_*, speedup_samples and
 // *host_busy* fields, and had no "noisy" rating):
 //   {
-//     "schema": 1,
+//     "schema": 3,
 //     "run": {"run_id", "plan_name", "plan_path", "description", "created_at_ms",
 //             "finished_at_ms" (0 while running), "created_at", "finished_at" (UTC ISO 8601 or
 //             ""), "workers": [{"worker_id", "hostname", "build", "hardware_classes": [...],
@@ -23,8 +25,10 @@
 //        "attempts", "worker", "hostname", "hardware_class", "device", "build",
 //        "started_at_ms", "finished_at_ms", "metrics": {...} (the stored document),
 //        "log_tail" (at most kJsonLogTailBytes, tail end), "spec": {...},
-//        "host_busy": true | false | null (no metrics.host)} ],
-//     "matrix": [ one per model × backend × precision cell:
+//        "host_busy": true | false | null (no metrics.host), "target" (the placement target the
+//        job was made for, "" for an `any` job, docs/PLANS.md "Placement"), "exclusive" (its
+//        attempt held its hardware alone)} ],
+//     "matrix": [ one per model × column × precision cell:
 //       {"model", "architecture", "backend", "precision", "scaled", "status", "status_counts",
 //        "rating" (machine key, see ratings.h rating_key; "noisy" when the speed-up's interval
 //        straddles a threshold or a side had too few samples), "rating_label" ("≈ 1.15–1.62×"
@@ -37,9 +41,14 @@
 //        "baseline_host_busy" (a baseline job at the representative shape did),
 //        "nmse_max", "cosine_min", "top1_min" (number | null),
 //        "shapes": [{"batch", "seq_len", "median_ms", "p90_ms", "tokens_per_s", "baseline_ms",
-//                    "speedup"}], "job_ids": [...], "hardware_classes": [...]} ],
-//     "overview": [ one per architecture × backend:
-//       {"architecture", "backend", "support" (full|partial|none|not run), "cells", "working",
+//                    "speedup"}], "job_ids": [...], "hardware_classes": [...],
+//        "hardware_class" (the cell's column), "baseline_class" (the cpu class of its baseline,
+//        "" without one)} ],
+//     "columns": [ one per backend × hardware class (matrix.h), in report order:
+//       {"backend", "hardware_class" ("" = jobs that reached no hardware), "label" (readable:
+//        "cpu · AMD EPYC · 2 cores · AVX2", from the capability records), "software"} ],
+//     "overview": [ one per architecture × column:
+//       {"architecture", "backend", "hardware_class", "support" (full|partial|none|not run), "cells", "working",
 //        "degraded", "failed", "unsupported", "not_run", "working_precisions": [...],
 //        "best_speedup" | null, "best_precision", "best_model"} ]
 //   }
@@ -57,11 +66,15 @@
 
 namespace am::coord {
 
-inline constexpr int kReportJsonSchema = 2;   // 2 added the speed-up interval and host load fields
+inline constexpr int kReportJsonSchema = 3;   // 2 added the speed-up interval and host load fields;
+                                              // 3 the hardware-class columns, targets, exclusive
 // Log tails are for diagnosing a failure; the end of the output is what says why.
 inline constexpr std::size_t kJsonLogTailBytes = 4096;
 
-nlohmann::json render_json(const RunRecord& run, const std::vector<ReportRow>& rows);
+// `workers` (Store::list_workers) name the hardware classes in "columns"; without them a column's
+// label is its class id.
+nlohmann::json render_json(const RunRecord& run, const std::vector<ReportRow>& rows,
+                           const std::vector<WorkerRecord>& workers = {});
 
 // The pieces of the document above, for exporters that carry the same objects (the dashboard).
 nlohmann::json matrix_cell_json(const MatrixCell& cell);       // an element of "matrix"

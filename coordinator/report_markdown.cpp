@@ -1,7 +1,10 @@
 #include "coordinator/report_markdown.h"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <sstream>
+#include <tuple>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -75,6 +78,12 @@ std::string speedup_with_interval(const MatrixCell& cell) {
   const auto& s = cell.speedup_interval;
   if (s && s->has_interval()) text += " [" + fixed(s->low, 2) + "–" + fixed(s->high, 2) + "]";
   return text;
+}
+
+using ClassLabels = std::map<std::string, ClassInfo>;
+
+std::string heading(const MatrixColumn& c, const ClassLabels& classes) {
+  return cell_text(column_heading(c.backend, c.hardware_class, classes));
 }
 
 std::string percent(double fraction) { return fmt::format("{:.0f}%", fraction * 100.0); }
@@ -207,21 +216,21 @@ void write_host_warning(std::ostringstream& out, const std::vector<ReportRow>& r
       busy, measured, kBusyOtherLoadPerCpu * 100, kBusyStealFraction * 100);
 }
 
-void write_overview(std::ostringstream& out, const Matrix& m) {
-  out << "## Overview: architecture × backend\n\n";
+void write_overview(std::ostringstream& out, const Matrix& m, const ClassLabels& classes) {
+  out << "## Overview: architecture × hardware\n\n";
   if (m.overview.empty()) {
     out << "No jobs.\n\n";
     return;
   }
   out << "| Architecture |";
-  for (const std::string& b : m.backends) out << " " << cell_text(b) << " |";
+  for (const MatrixColumn& c : m.columns) out << " " << heading(c, classes) << " |";
   out << "\n|---|";
-  for (std::size_t i = 0; i < m.backends.size(); ++i) out << "---|";
+  for (std::size_t i = 0; i < m.columns.size(); ++i) out << "---|";
   out << "\n";
   for (const std::string& a : m.architectures) {
     out << "| " << cell_text(a) << " |";
-    for (const std::string& b : m.backends) {
-      const OverviewCell* o = find_overview(m, a, b);
+    for (const MatrixColumn& c : m.columns) {
+      const OverviewCell* o = find_overview(m, a, c);
       out << " " << (o ? overview_text(*o) : std::string(kMissing)) << " |";
     }
     out << "\n";
@@ -233,19 +242,22 @@ void write_overview(std::ostringstream& out, const Matrix& m) {
       "{4:.1f}×, **Poor** < {4:.1f}×, each only when the whole {5:.0f}% bootstrap interval of the "
       "speed-up (shown in brackets) lies in the band; **≈ LOW–HIGH×** (noisy) when the interval "
       "crosses a threshold or a side has fewer than {6} raw samples; ❌ failed or unsupported "
-      "(reason in the notes); *not run* where nothing was measured.\n\n",
+      "(reason in the notes); *not run* where nothing was measured. A column is a backend on one "
+      "hardware class; a cell's baseline is the {0} {1} cell on the CPU of the host it ran on.\n\n",
       kBaselineBackend, jobs::to_string(kBaselinePrecision), kExcellentMinSpeedup, kGoodMinSpeedup,
       kModerateMinSpeedup, kSpeedupConfidence * 100, kMinIntervalSamples);
 }
 
-void write_backend_tables(std::ostringstream& out, const Matrix& m) {
-  for (const std::string& backend : m.backends) {
-    out << "## Backend: " << cell_text(backend) << "\n\n";
+void write_column_tables(std::ostringstream& out, const Matrix& m, const ClassLabels& classes) {
+  for (const MatrixColumn& column : m.columns) {
+    out << "## " << heading(column, classes);
+    if (!column.hardware_class.empty()) out << " (" << code(column.hardware_class) << ")";
+    out << "\n\n";
     out << "| Model | Architecture | Precision | Status | Rating | Median ms | Speed-up | NMSE | "
            "Cosine | Notes |\n";
     out << "|---|---|---|---|---|---:|---:|---:|---:|---|\n";
     for (const MatrixCell& cell : m.cells) {
-      if (cell.backend != backend) continue;
+      if (cell.backend != column.backend || cell.hardware_class != column.hardware_class) continue;
       const std::string speedup = speedup_with_interval(cell);
       out << "| " << cell_text(cell.model) << " | " << cell_text(cell.architecture) << " | "
           << precision_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
@@ -255,6 +267,52 @@ void write_backend_tables(std::ostringstream& out, const Matrix& m) {
     }
     out << "\n";
   }
+}
+
+// Measured memory, not estimates: the largest peak RSS of the job processes of each model ×
+// precision on each class (metrics.memory.peak_rss_bytes, or the worker's view of the process).
+void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, const Matrix& m,
+                  const ClassLabels& classes) {
+  using Key = std::tuple<std::string, jobs::Precision, std::string, std::string>;   // model, precision, backend, class
+  std::map<Key, double> peak;
+  std::vector<std::pair<std::string, jobs::Precision>> lines;
+  for (const ReportRow& r : rows) {
+    if (!r.status || r.hardware_class.empty()) continue;
+    std::optional<double> bytes = metric_number(r.metrics, "memory", "peak_rss_bytes");
+    if (!bytes) bytes = metric_number(r.metrics, "process", "peak_rss_bytes");
+    if (!bytes || *bytes <= 0) continue;
+    double& slot = peak[{r.model, r.precision, r.backend, r.hardware_class}];
+    slot = std::max(slot, *bytes);
+    if (std::find(lines.begin(), lines.end(), std::make_pair(r.model, r.precision)) == lines.end()) {
+      lines.emplace_back(r.model, r.precision);
+    }
+  }
+  if (peak.empty()) return;
+  std::vector<MatrixColumn> columns;
+  for (const MatrixColumn& c : m.columns) {
+    for (const auto& [key, bytes] : peak) {
+      if (std::get<2>(key) == c.backend && std::get<3>(key) == c.hardware_class) {
+        columns.push_back(c);
+        break;
+      }
+    }
+  }
+  out << "## Memory: measured peak RSS (MiB)\n\n| Model | Precision |";
+  for (const MatrixColumn& c : columns) out << " " << heading(c, classes) << " |";
+  out << "\n|---|---|";
+  for (std::size_t i = 0; i < columns.size(); ++i) out << "---:|";
+  out << "\n";
+  for (const auto& [model, precision] : lines) {
+    out << "| " << cell_text(model) << " | " << precision_text(precision) << " |";
+    for (const MatrixColumn& c : columns) {
+      auto it = peak.find({model, precision, c.backend, c.hardware_class});
+      out << " " << (it == peak.end() ? std::string(kMissing) : fmt::format("{:.1f}", it->second / (1024.0 * 1024.0)))
+          << " |";
+    }
+    out << "\n";
+  }
+  out << "\nThe largest peak resident set of the job processes (the whole process: weights, "
+         "activations, runtime; device memory of a GPU is not in it).\n\n";
 }
 
 void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
@@ -287,17 +345,20 @@ void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
 
 }  // namespace
 
-std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows) {
+std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
+                            const std::vector<WorkerRecord>& workers) {
   const RunSummary summary = summarize_run(rows);
   const Matrix matrix = build_matrix(rows);
+  const ClassLabels classes = hardware_class_info(workers);
   std::ostringstream out;
   out << "# accelmatrix report: " << cell_text(run.plan_name.empty() ? run.run_id : run.plan_name)
       << "\n\n";
   write_provenance(out, run, summary);
   write_summary(out, summary);
   write_host_warning(out, rows);
-  write_overview(out, matrix);
-  write_backend_tables(out, matrix);
+  write_overview(out, matrix, classes);
+  write_column_tables(out, matrix, classes);
+  write_memory(out, rows, matrix, classes);
   write_jobs(out, rows);
   return out.str();
 }

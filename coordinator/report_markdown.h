@@ -1,14 +1,19 @@
 // The Markdown report of one run, in the layout of a hardware compatibility report.
 //
-// Contract: render_markdown() is a pure function of the run and its report rows
-// (Store::report_rows) and returns GitHub-flavoured Markdown:
+// Contract: render_markdown() is a pure function of the run, its report rows
+// (Store::report_rows) and the workers' stored capability records (Store::list_workers, for the
+// readable names of hardware classes; without them a column is named by its class id), and
+// returns GitHub-flavoured Markdown:
 //   1. title and run provenance (run id, plan, created/finished, workers with their hostnames
 //      and hardware classes, builds);
 //   2. summary counts by status;
-//   3. overview table architecture × backend, and the rating rules;
-//   4. one table per backend: model × precision rows with status, rating, median latency (ms),
-//      speed-up vs cpu f32, NMSE, cosine and notes (scaled models, reasons of ❌, pending jobs);
-//   5. a per-job table (job id, model, backend, precision, batch, seq_len, status, attempt,
+//   3. overview table architecture × hardware (a column per backend × hardware class, matrix.h),
+//      and the rating rules;
+//   4. one table per column: model × precision rows with status, rating, median latency (ms),
+//      speed-up vs cpu f32 on the same host, NMSE, cosine and notes (scaled models, reasons of ❌,
+//      pending jobs);
+//   5. measured memory: the largest peak RSS per model × precision × column;
+//   6. a per-job table (job id, model, backend, precision, batch, seq_len, status, attempt,
 //      worker, median ms, p90 ms, tokens/s, NMSE, cosine, top-1).
 // Text from workers is made valid UTF-8 and table-safe ('|' escaped, newlines folded). Numbers
 // that were not measured print as "—". Thread-safe.
@@ -21,6 +26,7 @@
 
 namespace am::coord {
 
-std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows);
+std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
+                            const std::vector<WorkerRecord>& workers = {});
 
 }  // namespace am::coord

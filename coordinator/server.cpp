@@ -15,9 +15,11 @@
 #include "common/transport.h"
 #include "coordinator/credit_ledger.h"
 #include "coordinator/device_health.h"
+#include "coordinator/exclusivity.h"
 #include "coordinator/health_job.h"
 #include "coordinator/matching.h"
 #include "coordinator/peer_standing.h"
+#include "coordinator/placement.h"
 #include "coordinator/store.h"
 
 #include <sodium.h>
@@ -68,6 +70,23 @@ struct JobEntry {
   std::set<std::string> lost_on;     // workers on which an attempt ended without a result
   std::set<std::string> failed_on;   // of those: the ones that had answered (counted, §5.5)
   int infra_failures = 0;            // answered leases that ended without a result
+  PlacedTarget placed;               // the class or device it was made for (any: every device)
+  std::string plan_job_id;           // the plan job it was made from (its own id when any)
+  bool lease_exclusive = false;      // the current lease holds its hardware alone (§5.12)
+};
+
+// A plan job whose placement is each-class or each-device: the coordinator makes one job of it
+// per class or device of its backend as they register (docs/PLANS.md "Placement"). Until one
+// exists it is unplaced; a run with unplaced jobs is not complete. When none can ever be made
+// (no registered hardware has the backend, or the run was closed) a stand-in job under the plan
+// job's own id is settled instead, so the run's report says why.
+struct PlanJob {
+  std::string run_id;
+  std::string job_id;                // compute_job_id(run, spec): the stand-in's id
+  jobs::JobSpec spec;
+  std::string canonical;             // to_json(spec).dump(), for job_id_of()
+  int placed = 0;                    // jobs made of it for classes or devices
+  bool stand_in = false;             // its stand-in is in `jobs`
 };
 
 struct WorkerSession {
@@ -84,6 +103,7 @@ struct WorkerSession {
   bool draining = false;             // `accelmatrix drain`: no new jobs; DRAIN sent
   int64_t registered_at_ms = 0;      // epoch ms of this session's WELCOME
   std::string build;
+  std::string host_key;              // exclusivity.h host_key_of(HELLO.host_id, worker id)
 };
 
 // A health job out on a device (PROTOCOL §5.11). Not a run's job: nothing of it is stored but
@@ -143,6 +163,13 @@ struct Server::Impl {
 
   std::map<std::string, JobEntry> jobs;            // job id -> entry
   std::vector<std::string> order;                  // job ids in submission order
+  std::map<std::string, PlanJob> plan_jobs;        // each-class / each-device plan jobs by id
+  std::vector<std::string> plan_job_order;
+  std::set<std::string> workers_seen;              // worker ids registered in this session
+  std::map<std::string, std::string> classes_seen; // hardware classes registered in this session -> backend
+  std::set<std::string> backends_planned;          // the backends of every run's jobs
+  std::set<std::string> closed_runs;               // take no new placements (budget spent, cancelled)
+  std::string last_served;                         // routing identity of the last ASSIGN's worker
   std::set<std::string> runs;
   // Runs that had work when submitted (or were never finished): only these get a new
   // "finished" time, so a rerun with nothing to do leaves the run's record as it was.
@@ -226,6 +253,10 @@ struct Server::Impl {
   Progress snapshot() const {
     Progress p;
     p.total = static_cast<int>(jobs.size());
+    // A plan job not placed yet is work to come: counted as queued.
+    const int waiting = unplaced_plan_jobs();
+    p.total += waiting;
+    p.queued += waiting;
     for (const auto& [id, j] : jobs) {
       if (j.state == JobState::kDone) {
         ++p.done;
@@ -244,9 +275,35 @@ struct Server::Impl {
     return p;
   }
 
+  int unplaced_plan_jobs(const std::string* run_id = nullptr) const {
+    int n = 0;
+    for (const auto& [id, pj] : plan_jobs) {
+      n += pj.placed == 0 && !pj.stand_in && (run_id == nullptr || pj.run_id == *run_id);
+    }
+    return n;
+  }
+
+  // The hardware classes registered in this session that the runs can use: a class counts toward
+  // --expect-classes when some run has jobs of its backend (a PoCL device beside the cpu is no
+  // second class for a cpu-only plan).
+  int classes_in_use() const {
+    int n = 0;
+    for (const auto& [cls, backend] : classes_seen) n += backends_planned.count(backend) > 0;
+    return n;
+  }
+
+  // Enough of the fleet has registered to close a run (--expect-workers, --expect-classes).
+  bool expectations_met() const {
+    return static_cast<int>(workers_seen.size()) >= opt.expect_workers && classes_in_use() >= opt.expect_classes;
+  }
+
+  // Every job terminal and every plan job placed (or settled by its stand-in); while a run of
+  // this session is open, also the expected workers and classes registered (PLANS.md
+  // "Placement": when a run is complete). A rerun with nothing to do is done at once.
   bool all_done() const {
-    return std::all_of(jobs.begin(), jobs.end(),
-                       [](const auto& kv) { return kv.second.state == JobState::kDone; });
+    const bool jobs_done = std::all_of(jobs.begin(), jobs.end(),
+                                       [](const auto& kv) { return kv.second.state == JobState::kDone; });
+    return jobs_done && unplaced_plan_jobs() == 0 && (runs_to_finish.empty() || expectations_met());
   }
 
   // ---- job state transitions --------------------------------------------------------------
@@ -479,6 +536,7 @@ struct Server::Impl {
     s.last_seen_ms = steady_ms();
     s.registered_at_ms = now_epoch_ms();
     s.build = h.build;
+    s.host_key = host_key_of(h.host_id, h.worker_id);
     if (!standing.proven(h.worker_id)) {
       auto answered = store->worker_has_results(h.worker_id);
       if (answered.ok() && *answered) standing.mark_proven(h.worker_id);
@@ -495,6 +553,7 @@ struct Server::Impl {
     rec.capabilities = h.capabilities;
     rec.tags = nlohmann::json::object();
     for (const auto& [k, v] : h.tags) rec.tags[k] = v;
+    rec.host_id = h.host_id;
 
     proto::Welcome w;
     w.heartbeat_interval_ms = opt.heartbeat_interval_ms;
@@ -522,19 +581,152 @@ struct Server::Impl {
                    /*reclaimed=*/true);
       }
     }
+    workers_seen.insert(h.worker_id);
+    for (const auto& d : sessions[identity].devices) {
+      if (d.schedulable || d.runs_commands) classes_seen.emplace(d.hardware_class, d.backend);
+    }
+    place_plan_jobs(sessions[identity]);
     settle_ineligible_jobs();
     assign_dirty = true;
     notify();
   }
 
+  // ---- placement (docs/PLANS.md "Placement") -------------------------------------------------
+  // A run takes new placements while it is open: it has work in this session and was neither
+  // closed (time budget spent, cancelled) nor finished.
+  bool run_open(const std::string& run_id) const {
+    return runs_to_finish.count(run_id) > 0 && closed_runs.count(run_id) == 0;
+  }
+
+  JobEntry& add_entry(const std::string& run_id, const jobs::PlannedJob& job, nlohmann::json spec_doc,
+                      const PlacedTarget& placed, const std::string& plan_job_id) {
+    JobEntry j;
+    j.run_id = run_id;
+    j.job_id = job.job_id;
+    j.spec_doc = std::move(spec_doc);
+    j.spec = job.spec;
+    j.placed = placed;
+    j.plan_job_id = plan_job_id;
+    order.push_back(job.job_id);
+    return jobs[job.job_id] = std::move(j);
+  }
+
+  // Makes the jobs a newly registered worker's devices are owed: for each plan job of an open run,
+  // one per class (each-class) or per device (each-device) of the job's backend that has none yet.
+  // A job made for hardware that cannot run it (a precision it lacks, too little memory) is
+  // settled at once for that class: a finding of the matrix, not a failure.
+  void place_plan_jobs(const WorkerSession& s) {
+    if (plan_jobs.empty() || fatal) return;
+    struct Made {
+      jobs::PlannedJob job;
+      PlacedTarget placed;
+      const DeviceInfo* device;
+      std::string plan_job_id;
+    };
+    std::map<std::string, std::vector<Made>> by_run;
+    std::set<std::string> made_ids;
+    for (const std::string& pid : plan_job_order) {
+      const PlanJob& pj = plan_jobs[pid];
+      if (!run_open(pj.run_id)) continue;
+      for (const DeviceInfo& d : s.devices) {
+        std::optional<PlacedTarget> placed = placement_for(pj.spec, s.worker_id, d);
+        if (!placed) continue;
+        std::string id = jobs::job_id_of(pj.run_id, pj.canonical, placed->target);
+        if (jobs.count(id) || !made_ids.insert(id).second) continue;
+        by_run[pj.run_id].push_back(Made{jobs::PlannedJob{std::move(id), pj.spec, placed->target}, *placed, &d, pid});
+      }
+    }
+    for (auto& [run_id, made] : by_run) {
+      std::vector<jobs::PlannedJob> batch;
+      std::vector<std::string> classes;
+      std::vector<std::string> plan_job_ids;
+      for (const Made& m : made) {
+        batch.push_back(m.job);
+        classes.push_back(m.placed.hardware_class);
+        plan_job_ids.push_back(m.plan_job_id);
+      }
+      if (auto added = store->add_jobs(run_id, batch, classes, plan_job_ids); !added.ok()) {
+        storage_fault("placing " + std::to_string(batch.size()) + " job(s) of run " + run_id, added.status());
+        return;
+      }
+      for (const Made& m : made) {
+        JobEntry& j = add_entry(run_id, m.job, jobs::to_json(m.job.spec), m.placed, m.plan_job_id);
+        PlanJob& pj = plan_jobs[m.plan_job_id];
+        ++pj.placed;
+        logger()->debug("job {} made for {} ({})", j.job_id, m.placed.target, describe(j));
+        if (pj.stand_in) remove_stand_in(pj);
+        if (!device_can_run(*m.device, j.spec)) {
+          std::optional<Settlement> why = settle_ineligible(j.spec, {*m.device});
+          settle(j, why ? why->status : ResultStatus::kUnsupported,
+                 (why ? why->reason : std::string("the device cannot run it")) + " [" + m.placed.target + "]");
+        }
+        if (fatal) return;
+      }
+      logger()->info("run {}: {} job(s) made for the devices of worker {}", run_id, made.size(), s.worker_id);
+    }
+  }
+
+  // Hardware that can take the plan job arrived after its stand-in was settled: the stand-in
+  // (never leased, so it has no attempt and no result) gives way to the real jobs.
+  void remove_stand_in(PlanJob& pj) {
+    if (Status st = store->remove_unattempted_job(pj.run_id, pj.job_id); !st.ok()) {
+      storage_fault("removing the stand-in " + pj.job_id, st);
+      return;
+    }
+    jobs.erase(pj.job_id);
+    order.erase(std::remove(order.begin(), order.end(), pj.job_id), order.end());
+    pj.stand_in = false;
+    runs_dirty = true;
+  }
+
+  // Settles every unplaced plan job of `run_id` (all runs when empty) by a stand-in: with `status`
+  // and `reason` when given, else with why no registered device can take it (no device of its
+  // backend, none with its tags, none running commands).
+  void settle_unplaced(const std::string& run_id, std::optional<ResultStatus> status, const std::string& reason) {
+    std::vector<DeviceInfo> all;
+    if (!status) {
+      for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
+    }
+    std::map<std::string, std::vector<PlanJob*>> by_run;
+    for (const std::string& pid : plan_job_order) {
+      PlanJob& pj = plan_jobs[pid];
+      if (pj.placed > 0 || pj.stand_in || (!run_id.empty() && pj.run_id != run_id)) continue;
+      by_run[pj.run_id].push_back(&pj);
+    }
+    for (auto& [run, pending] : by_run) {
+      std::vector<jobs::PlannedJob> batch;
+      for (PlanJob* pj : pending) batch.push_back(jobs::PlannedJob{pj->job_id, pj->spec, ""});
+      if (auto added = store->add_jobs(run, batch); !added.ok()) {
+        storage_fault("settling " + std::to_string(batch.size()) + " unplaced job(s) of run " + run, added.status());
+        return;
+      }
+      for (PlanJob* pj : pending) {
+        JobEntry& j = add_entry(run, jobs::PlannedJob{pj->job_id, pj->spec, ""}, jobs::to_json(pj->spec), PlacedTarget{},
+                                pj->job_id);
+        pj->stand_in = true;
+        if (status) {
+          settle(j, *status, reason);
+        } else {
+          std::optional<Settlement> why = settle_ineligible(pj->spec, all);
+          settle(j, why ? why->status : ResultStatus::kSkipped,
+                 why ? why->reason : "no eligible hardware registered for " + pj->spec.backend);
+        }
+        if (fatal) return;
+      }
+    }
+  }
+
   // Jobs no registered device could ever run are settled at once instead of waiting forever.
   void settle_ineligible_jobs() {
     if (opt.expect_workers <= 0 || static_cast<int>(sessions.size()) < opt.expect_workers) return;
+    // Plan jobs no registered hardware took: once the expected classes are here too.
+    if (classes_in_use() >= opt.expect_classes) settle_unplaced("", std::nullopt, "");
     std::vector<DeviceInfo> all;
     for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
-      if (j.state != JobState::kQueued) continue;
+      // A job made for a class or a device was settled when made, if that hardware cannot run it.
+      if (j.state != JobState::kQueued || !j.placed.target.empty()) continue;
       if (auto settlement = settle_ineligible(j.spec, all)) {
         settle(j, settlement->status, settlement->reason);
       }
@@ -732,11 +924,17 @@ struct Server::Impl {
   }
 
   // ---- scheduling ------------------------------------------------------------------------
+  // The job may run on this device of this worker: the device can run it and it is one of the
+  // devices the job was made for (any device, its class, or itself).
+  static bool fits(const JobEntry& j, const WorkerSession& s, const DeviceInfo& device) {
+    return admits(j.placed, s.worker_id, device) && device_can_run(device, j.spec);
+  }
+
   bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
     for (const auto& [id, s] : sessions) {
       if (s.worker_id == worker_id || j.lost_on.count(s.worker_id)) continue;
       for (const auto& d : s.devices) {
-        if (device_can_run(d, j.spec)) return true;
+        if (fits(j, s, d)) return true;
       }
     }
     return false;
@@ -746,7 +944,7 @@ struct Server::Impl {
     JobEntry* fallback = nullptr;
     for (const auto& id : order) {
       JobEntry& j = jobs[id];
-      if (j.state != JobState::kQueued || !device_can_run(device, j.spec)) continue;
+      if (j.state != JobState::kQueued || !fits(j, s, device)) continue;
       // Infrastructure retries go to a different worker when one could take them.
       if (j.lost_on.count(s.worker_id) && someone_else_could_run(j, s.worker_id)) continue;
       if (!j.lost_on.count(s.worker_id)) return &j;
@@ -755,12 +953,76 @@ struct Server::Impl {
     return fallback;
   }
 
+  static const DeviceInfo* device_of(const WorkerSession& s, const std::string& key) {
+    for (const auto& d : s.devices) {
+      if (d.key == key) return &d;
+    }
+    return nullptr;
+  }
+
+  // Who holds which hardware now (exclusivity.h): every lease out whose job still runs, and every
+  // health job. A lease of a worker not connected (a restart before it reconnects) holds nothing
+  // the scheduler could hand out anyway.
+  Occupancy current_occupancy() const {
+    Occupancy occ;
+    for (const auto& [id, j] : jobs) {
+      if (j.state != JobState::kLeased || j.result_pending) continue;
+      const WorkerSession* s = session_of_const(j.lease_worker);
+      const DeviceInfo* d = s ? device_of(*s, j.lease_device) : nullptr;
+      if (d) occ.hold(slot_of(s->host_key, s->worker_id, *d), j.lease_exclusive);
+    }
+    for (const auto& [id, h] : health_leases) {
+      const WorkerSession* s = session_of_const(h.worker_id);
+      const DeviceInfo* d = s ? device_of(*s, h.device) : nullptr;
+      if (d) occ.hold(slot_of(s->host_key, s->worker_id, *d), false);
+    }
+    return occ;
+  }
+
+  const WorkerSession* session_of_const(const std::string& worker_id) const {
+    auto it = identity_of.find(worker_id);
+    if (it == identity_of.end()) return nullptr;
+    auto s = sessions.find(it->second);
+    return s == sessions.end() ? nullptr : &s->second;
+  }
+
+  bool takes_work(const WorkerSession& s, int64_t now) const {
+    return !s.draining && !standing.quarantined(s.worker_id, now);
+  }
+
+  // A job that measures speed and must wait for its hardware to empty reserves it, so no shared
+  // job starts there meanwhile (exclusivity.h): the first job each device would take decides.
+  void reserve_for_waiting_perf_jobs(Occupancy& occupancy, int64_t now) {
+    for (auto& [identity, s] : sessions) {
+      if (!takes_work(s, now)) continue;
+      for (const auto& device : s.devices) {
+        if (device.schedulable && !health.may_run_jobs(s.worker_id, device.key)) continue;
+        const HardwareSlot slot = slot_of(s.host_key, s.worker_id, device);
+        const JobEntry* head = pick_job(s, device);
+        if (head && measures_speed(head->spec) && !occupancy.can_start(slot, /*exclusive=*/true)) {
+          occupancy.reserve(slot);
+        }
+      }
+    }
+  }
+
   void assign_jobs() {
     if (!assign_dirty) return;
     assign_dirty = false;
     const int64_t now = steady_ms();
-    for (auto& [identity, s] : sessions) {
-      if (s.draining || standing.quarantined(s.worker_id, now)) continue;
+    Occupancy occupancy = current_occupancy();
+    reserve_for_waiting_perf_jobs(occupancy, now);
+    // Round robin: the pass starts after the worker served first last time, so workers that
+    // share hardware take turns at exclusive jobs instead of the first in map order taking all.
+    std::vector<std::pair<const std::string, WorkerSession>*> turn;
+    for (auto& kv : sessions) turn.push_back(&kv);
+    auto first = std::upper_bound(turn.begin(), turn.end(), last_served,
+                                  [](const std::string& id, const auto* kv) { return id < kv->first; });
+    std::rotate(turn.begin(), first, turn.end());
+    for (auto* kv : turn) {
+      const std::string& identity = kv->first;
+      WorkerSession& s = kv->second;
+      if (!takes_work(s, now)) continue;
       // Without CURVE nothing vouches for a new worker id: until it has returned a result it
       // holds at most kUnprovenLeasesPerDevice leases per device.
       const bool bounded = !s.authenticated && !standing.proven(s.worker_id);
@@ -769,12 +1031,15 @@ struct Server::Impl {
       int held = leases_held_by(s.worker_id);
       for (const auto& device : s.devices) {
         int on_device = bounded ? leases_on_device(s.worker_id, device.key) : 0;
+        const HardwareSlot slot = slot_of(s.host_key, s.worker_id, device);
         // A due health job goes first; until a device's first one passes, and while it is
         // quarantined, it runs nothing else. A device no queued job could use is not checked
         // (an OpenCL device on a cpu-only plan would pay a kernel compile for nothing).
         if (health.health_due(s.worker_id, device.key, now) && s.credits.available(device.key, held) > 0 &&
-            (!bounded || on_device < reliability::kUnprovenLeasesPerDevice) && has_queued_job_for(device)) {
+            (!bounded || on_device < reliability::kUnprovenLeasesPerDevice) && has_queued_job_for(s, device) &&
+            occupancy.can_start(slot, /*exclusive=*/false)) {
           issue_health_job(s, device);
+          occupancy.hold(slot, /*exclusive=*/false);
           ++held;
           ++on_device;
         }
@@ -785,6 +1050,10 @@ struct Server::Impl {
                (!bounded || on_device < reliability::kUnprovenLeasesPerDevice)) {
           JobEntry* j = pick_job(s, device);
           if (!j) break;
+          // A perf job waits until it can have the hardware to itself; the device takes nothing
+          // else meanwhile (its first job in plan order decides, so none is starved).
+          const bool exclusive = measures_speed(j->spec);
+          if (!occupancy.can_start(slot, exclusive)) break;
           const int attempt = j->attempts + 1;
           const int64_t lease_ms =
               static_cast<int64_t>(j->spec.timeout_s * 1000.0) + opt.lease_grace_ms;
@@ -805,6 +1074,7 @@ struct Server::Impl {
           lease.hardware_class = device.hardware_class;
           lease.leased_at_ms = now_epoch_ms();
           lease.lease_expires_at_ms = lease.leased_at_ms + lease_ms;
+          lease.exclusive = exclusive;
           if (Status st = store->record_lease(lease); !st.ok()) {
             storage_fault("recording the lease of " + j->job_id, st);
             return;
@@ -817,6 +1087,8 @@ struct Server::Impl {
           j->lease_started_ms = lease.leased_at_ms;
           j->lease_answered = false;
           j->lease_device = device.key;
+          j->lease_exclusive = exclusive;
+          occupancy.hold(slot, exclusive);
           s.credits.on_assign(device.key);
           ++held;
           ++on_device;
@@ -827,6 +1099,7 @@ struct Server::Impl {
           a.device = device.key;
           a.spec = j->spec_doc;
           send(identity, std::move(a));
+          last_served = identity;
           logger()->debug("assigned {} attempt {} to {}", j->job_id, attempt, s.worker_id);
         }
       }
@@ -936,9 +1209,9 @@ struct Server::Impl {
     assign_dirty = true;
   }
 
-  bool has_queued_job_for(const DeviceInfo& device) const {
+  bool has_queued_job_for(const WorkerSession& s, const DeviceInfo& device) const {
     for (const auto& [id, j] : jobs) {
-      if (j.state == JobState::kQueued && device_can_run(device, j.spec)) return true;
+      if (j.state == JobState::kQueued && fits(j, s, device)) return true;
     }
     return false;
   }
@@ -976,11 +1249,16 @@ struct Server::Impl {
     if (!runs_dirty) return;
     runs_dirty = false;
     std::map<std::string, bool> complete;
-    for (const auto& run_id : runs_to_finish) complete[run_id] = true;
+    const bool fleet_ready = expectations_met();
+    for (const auto& run_id : runs_to_finish) complete[run_id] = fleet_ready;
     for (const auto& [id, j] : jobs) {
       if (j.state != JobState::kDone) {
         if (auto c = complete.find(j.run_id); c != complete.end()) c->second = false;
       }
+    }
+    for (const auto& [id, pj] : plan_jobs) {
+      if (pj.placed > 0 || pj.stand_in) continue;
+      if (auto c = complete.find(pj.run_id); c != complete.end()) c->second = false;
     }
     for (const auto& [run_id, done] : complete) {
       if (!done) continue;
@@ -1148,8 +1426,12 @@ struct Server::Impl {
     const std::string reason = "cancelled by an administrator" +
                                (env.user_id.empty() ? std::string() : " (key " + env.user_id + ")");
     if (runs.count(id)) {
-      int cancelled = 0;
+      int cancelled = unplaced_plan_jobs(&id);
       int running = 0;
+      // Classes registering from now on get no share of it; plan jobs not placed yet end here.
+      closed_runs.insert(id);
+      settle_unplaced(id, ResultStatus::kCancelled, reason);
+      if (fatal) return *fatal;
       for (const auto& job_id : order) {
         JobEntry& j = jobs[job_id];
         if (j.run_id != id) continue;
@@ -1292,6 +1574,12 @@ struct Server::Impl {
         ++c.queued;
       }
     }
+    // Plan jobs not placed on any class or device yet are work to come (queued).
+    for (const auto& [id, pj] : plan_jobs) {
+      if (pj.placed > 0 || pj.stand_in) continue;
+      ++counts[pj.run_id].total;
+      ++counts[pj.run_id].queued;
+    }
     doc["runs"] = nlohmann::json::array();
     for (const auto& run_id : runs) {
       const Counts& c = counts[run_id];
@@ -1312,6 +1600,8 @@ struct Server::Impl {
         r["eta_s"] = nullptr;
       }
       r["time_budget_s"] = budget_s.count(run_id) ? nlohmann::json(budget_s.at(run_id)) : nlohmann::json(nullptr);
+      r["unplaced"] = unplaced_plan_jobs(&run_id);
+      r["open"] = run_open(run_id);
       doc["runs"].push_back(std::move(r));
     }
     doc["workers"] = nlohmann::json::array();
@@ -1369,6 +1659,15 @@ struct Server::Impl {
   }
 
   // ---- submission (Server::submit, CONTROL submit) ------------------------------------------
+  // The plan job a stored job was made from: its own id when it has no target (an `any` job, or
+  // a stand-in), else the id of its spec without the target.
+  static std::string plan_job_id_of(const std::string& run_id, const JobRow& row) {
+    if (!row.plan_job_id.empty()) return row.plan_job_id;
+    if (row.target.empty()) return row.job_id;
+    auto spec = jobs::job_spec_from_json(row.spec);
+    return spec.ok() ? jobs::compute_job_id(run_id, *spec) : row.job_id;
+  }
+
   Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
     Impl& m = *this;
     RunRecord run;
@@ -1384,8 +1683,8 @@ struct Server::Impl {
       AM_RETURN_IF_ERROR(m.store->upsert_run(run));
     } else if (existing->plan_hash != run.plan_hash) {
       AM_ASSIGN_OR_RETURN(std::vector<JobRow> stored, m.store->load_jobs(run_id));
-      std::set<std::string> stored_ids;
-      for (const JobRow& row : stored) stored_ids.insert(row.job_id);
+      std::set<std::string> stored_ids;   // the plan jobs they were made from
+      for (const JobRow& row : stored) stored_ids.insert(plan_job_id_of(run_id, row));
       std::set<std::string> plan_ids;
       for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
       std::size_t only_plan = 0;
@@ -1409,9 +1708,32 @@ struct Server::Impl {
       }
       AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
     }
-    AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, plan.jobs));
+    // Jobs placed `any` are made now; the others when hardware of their backend registers (they
+    // are stored as plan jobs meanwhile, so `runs` and reports list them).
+    std::vector<jobs::PlannedJob> any_jobs;
+    std::vector<jobs::PlannedJob> placed_jobs;
+    for (const jobs::PlannedJob& job : plan.jobs) {
+      m.backends_planned.insert(job.spec.backend);
+      if (job.spec.placement == jobs::Placement::kAny) {
+        any_jobs.push_back(job);
+        continue;
+      }
+      placed_jobs.push_back(job);
+      if (!m.plan_jobs.count(job.job_id)) {
+        PlanJob pj;
+        pj.run_id = run_id;
+        pj.job_id = job.job_id;
+        pj.spec = job.spec;
+        pj.canonical = jobs::to_json(job.spec).dump();
+        m.plan_jobs[job.job_id] = std::move(pj);
+        m.plan_job_order.push_back(job.job_id);
+      }
+    }
+    AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
+    AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, any_jobs));
     AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
-    logger()->info("run {}: {} job(s), {} new", run_id, rows.size(), added);
+    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device", run_id,
+                   rows.size(), added, plan.jobs.size() - any_jobs.size());
     for (const JobRow& row : rows) {
       if (m.jobs.count(row.job_id)) continue;
       JobEntry j;
@@ -1423,23 +1745,40 @@ struct Server::Impl {
       j.status = row.status;
       if (j.state != JobState::kDone) had_work = true;
       auto spec = jobs::job_spec_from_json(row.spec);
+      std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
       m.order.push_back(row.job_id);
-      if (!spec.ok()) {
+      if (!spec.ok() || !placed) {
         m.jobs[row.job_id] = std::move(j);
-        m.settle(m.jobs[row.job_id], ResultStatus::kError, "stored job spec is invalid: " + spec.status().message());
+        m.settle(m.jobs[row.job_id], ResultStatus::kError,
+                 !spec.ok() ? "stored job spec is invalid: " + spec.status().message()
+                            : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         continue;
       }
       j.spec = std::move(spec).value();
+      j.placed = *placed;
+      j.plan_job_id = plan_job_id_of(run_id, row);
+      if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
+        if (row.target.empty()) {
+          pj->second.stand_in = true;   // settled before for want of hardware
+        } else {
+          ++pj->second.placed;
+        }
+      }
       if (j.state == JobState::kLeased) {
         j.lease_worker = row.lease_worker;
         j.lease_host = row.lease_host;
         j.lease_attempt = row.attempts;
         j.lease_expires_at_ms = row.lease_expires_at_ms;
+        j.lease_exclusive = measures_speed(j.spec);   // its worker may still be measuring
       }
       m.jobs[row.job_id] = std::move(j);
     }
     m.runs.insert(run_id);
+    if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);
+    // A live coordinator: the workers already here get their share of the new run at once.
+    for (const auto& [identity, session] : m.sessions) m.place_plan_jobs(session);
+    if (m.fatal) return *m.fatal;
     if (plan.time_budget_s > 0) {
       m.budget_s[run_id] = plan.time_budget_s;
       m.budget_from_ms[run_id] = steady_ms();
@@ -1498,10 +1837,14 @@ struct Server::Impl {
       if (now - from < static_cast<int64_t>(budget * 1000.0)) continue;
       const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
       if (budget_spent.insert(run_id).second) {
-        int queued = 0;
+        int queued = unplaced_plan_jobs(&run_id);
         for (const auto& [id, j] : jobs) queued += (j.run_id == run_id && j.state == JobState::kQueued);
         logger()->warn("run {}: time budget of {:g} s ran out; no new job starts, {} job(s) not started are skipped",
                        run_id, budget, queued);
+        // No class registering from now on gets a share of it.
+        closed_runs.insert(run_id);
+        settle_unplaced(run_id, ResultStatus::kSkipped, reason);
+        if (fatal) return;
       }
       for (const auto& id : order) {
         JobEntry& j = jobs[id];

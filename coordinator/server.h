@@ -5,7 +5,9 @@
 // Contract:
 // - create() opens (or migrates) the store and binds the endpoint; errors name which.
 // - submit() records a run and its jobs (idempotent: a plan submitted twice adds nothing) and
-//   loads every job of the run that is not terminal into the queue. A job leased before a
+//   loads every job of the run that is not terminal into the queue. Plan jobs placed
+//   each-class / each-device become jobs per class or device as workers register (those already
+//   registered get theirs at once); `any` jobs are made here. A job leased before a
 //   restart keeps its lease until it expires; its worker may still deliver the result.
 //   The run keeps its plan's hash (jobs::plan_hash): a different plan under the same run id is
 //   refused (kFailedPrecondition, naming --run and --extend) unless SubmitOptions::extend.
@@ -59,8 +61,11 @@ struct ServerOptions {
   int64_t lease_grace_ms = reliability::kLeaseGraceMs;
   int max_infra_attempts = reliability::kMaxInfraAttempts;   // distinct workers (PROTOCOL §5.5)
   // Jobs that no registered device can run are settled (skipped/unsupported) once this many
-  // workers have registered. 0 = never settle them; they wait for a capable worker.
+  // workers have registered. 0 = never settle them; they wait for a capable worker. A run of
+  // this session is complete only once this many workers and `expect_classes` hardware classes
+  // of backends the runs use have registered (docs/PLANS.md "Placement").
   int expect_workers = 1;
+  int expect_classes = 0;
   bool exit_when_done = false;
   // CURVE encryption with a ZAP allow-list of worker keys; absent = plain TCP.
   std::optional<CurveServerConfig> curve;

@@ -131,7 +131,8 @@ std::string render_runs_text(const std::vector<RunRecord>& runs, const std::vect
     if (c != nullptr) {
       for (const auto& [status, n] : c->by_status) detail += (detail.empty() ? "" : ", ") + std::to_string(n) + " " + status;
       if (c->leased > 0) detail += (detail.empty() ? "" : ", ") + std::to_string(c->leased) + " leased";
-      if (c->queued > 0) detail += (detail.empty() ? "" : ", ") + std::to_string(c->queued) + " queued";
+      if (c->queued > c->unplaced) detail += (detail.empty() ? "" : ", ") + std::to_string(c->queued - c->unplaced) + " queued";
+      if (c->unplaced > 0) detail += (detail.empty() ? "" : ", ") + std::to_string(c->unplaced) + " not placed yet";
     }
     out += fmt::format("{:<24} {:<24} {:<19} {:<19} {:>6}  {}\n", r.run_id, r.plan_name, when(r.created_at_ms),
                        r.finished_at_ms > 0 ? when(r.finished_at_ms) : std::string("open"), c ? c->total : 0,
@@ -155,6 +156,7 @@ json render_runs_json(const std::vector<RunRecord>& runs, const std::vector<RunC
                    {"jobs", c ? c->total : 0},
                    {"queued", c ? c->queued : 0},
                    {"leased", c ? c->leased : 0},
+                   {"unplaced", c ? c->unplaced : 0},
                    {"by_status", c ? json(c->by_status) : json::object()}});
   }
   return out;

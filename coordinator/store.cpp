@@ -1,7 +1,9 @@
 #include "coordinator/store.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
+#include <iterator>
 #include <fstream>
 #include <system_error>
 #include <utility>
@@ -353,8 +355,16 @@ Status Store::mark_run_finished(const std::string& run_id, int64_t at_ms) {
 // ---------------------------------------------------------------------------------------------
 // Jobs
 
-Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs) {
+Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,
+                            const std::vector<std::string>& hardware_classes,
+                            const std::vector<std::string>& plan_job_ids) {
   if (run_id.empty()) return invalid_argument("empty run id");
+  if ((!hardware_classes.empty() && hardware_classes.size() != jobs.size()) ||
+      (!plan_job_ids.empty() && plan_job_ids.size() != jobs.size())) {
+    return invalid_argument("add_jobs: " + std::to_string(hardware_classes.size()) + " hardware classes and " +
+                            std::to_string(plan_job_ids.size()) + " plan job ids for " + std::to_string(jobs.size()) +
+                            " jobs");
+  }
   AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
   AM_ASSIGN_OR_RETURN(auto run, get_run(run_id));
   if (!run) {
@@ -370,12 +380,13 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
   }
   AM_ASSIGN_OR_RETURN(auto insert, Statement::prepare(db_, R"sql(
       INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision,
-                       batch, seq_len, created_at)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       batch, seq_len, created_at, target, hardware_class, plan_job_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
   const int64_t now = now_epoch_ms();
   int inserted = 0;
-  for (const jobs::PlannedJob& job : jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const jobs::PlannedJob& job = jobs[i];
     if (job.job_id.empty()) return invalid_argument("empty job id in run '" + run_id + "'");
     insert.reset();
     insert.bind(1, run_id)
@@ -388,7 +399,10 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
         .bind(8, jobs::to_string(job.spec.precision))
         .bind(9, job.spec.batch)
         .bind(10, job.spec.seq_len)
-        .bind(11, now);
+        .bind(11, now)
+        .bind(12, job.target)
+        .bind(13, hardware_classes.empty() ? std::string() : hardware_classes[i])
+        .bind(14, plan_job_ids.empty() ? job.job_id : plan_job_ids[i]);
     AM_RETURN_IF_ERROR(insert.run());
     if (insert.changes() > 0) {
       ++inserted;
@@ -399,12 +413,65 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
   return inserted;
 }
 
+Result<int> Store::add_plan_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& plan_jobs) {
+  if (run_id.empty()) return invalid_argument("empty run id");
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  int64_t next_seq = 0;
+  {
+    AM_ASSIGN_OR_RETURN(auto max_seq, Statement::prepare(
+                                          db_, "SELECT coalesce(max(seq), 0) AS max_seq FROM plan_jobs WHERE run_id = ?"));
+    max_seq.bind(1, run_id);
+    AM_ASSIGN_OR_RETURN(bool row, max_seq.step());
+    next_seq = (row ? max_seq.column_int64("max_seq") : 0) + 1;
+  }
+  AM_ASSIGN_OR_RETURN(auto insert, Statement::prepare(db_, R"sql(
+      INSERT INTO plan_jobs(run_id, job_id, seq, spec_json, placement, created_at) VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
+  const int64_t now = now_epoch_ms();
+  int inserted = 0;
+  for (const jobs::PlannedJob& job : plan_jobs) {
+    if (job.job_id.empty()) return invalid_argument("empty plan job id in run '" + run_id + "'");
+    insert.reset();
+    insert.bind(1, run_id)
+        .bind(2, job.job_id)
+        .bind(3, next_seq)
+        .bind(4, dump_json(jobs::to_json(job.spec)))
+        .bind(5, jobs::to_string(job.spec.placement))
+        .bind(6, now);
+    AM_RETURN_IF_ERROR(insert.run());
+    if (insert.changes() > 0) {
+      ++inserted;
+      ++next_seq;
+    }
+  }
+  AM_RETURN_IF_ERROR(tx.commit());
+  AM_RETURN_IF_ERROR(check_file_identity());
+  return inserted;
+}
+
+Status Store::remove_unattempted_job(const std::string& run_id, const std::string& job_id) {
+  AM_RETURN_IF_ERROR(require_ids(run_id, job_id));
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto count, Statement::prepare(
+                                      db_, "SELECT count(*) AS n FROM attempts WHERE run_id = ?1 AND job_id = ?2"));
+  count.bind(1, run_id).bind(2, job_id);
+  AM_ASSIGN_OR_RETURN(bool row, count.step());
+  if (row && count.column_int64("n") > 0) {
+    return failed_precondition(job_name(run_id, job_id) + " has attempts; results are never removed");
+  }
+  AM_ASSIGN_OR_RETURN(auto del, Statement::prepare(db_, "DELETE FROM jobs WHERE run_id = ?1 AND job_id = ?2"));
+  del.bind(1, run_id).bind(2, job_id);
+  AM_RETURN_IF_ERROR(del.run());
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
+}
+
 Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
   // The outstanding lease is the highest attempt still in state 'leased'.
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT j.job_id, j.spec_json, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
              coalesce(a.worker_id, '') AS lease_worker, coalesce(a.hostname, '') AS lease_host,
-             coalesce(a.lease_expires_at, 0) AS lease_expires_at
+             coalesce(a.lease_expires_at, 0) AS lease_expires_at, j.target, j.hardware_class, j.plan_job_id
       FROM jobs j
       LEFT JOIN attempts a
         ON j.state = :job_leased AND a.run_id = j.run_id AND a.job_id = j.job_id
@@ -431,6 +498,9 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
     job.lease_worker = stmt.column_text("lease_worker");
     job.lease_host = stmt.column_text("lease_host");
     job.lease_expires_at_ms = stmt.column_int64("lease_expires_at");
+    job.target = stmt.column_text("target");
+    job.hardware_class = stmt.column_text("hardware_class");
+    job.plan_job_id = stmt.column_text("plan_job_id");
     rows.push_back(std::move(job));
   }
   return rows;
@@ -453,15 +523,16 @@ Status Store::record_lease(const LeaseRecord& lease) {
   // result is history and is not revived (the scheduler issues a new attempt number instead).
   AM_ASSIGN_OR_RETURN(auto upsert, prepare(db_, R"sql(
       INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, device,
-                           hardware_class, leased_at, lease_expires_at, state)
+                           hardware_class, leased_at, lease_expires_at, state, exclusive)
       VALUES (?1, ?2, ?3, ?4,
               coalesce((SELECT hostname FROM workers WHERE worker_id = ?4), ''),
               coalesce((SELECT build FROM workers WHERE worker_id = ?4), ''),
-              ?5, ?6, ?7, ?8, :attempt_leased)
+              ?5, ?6, ?7, ?8, :attempt_leased, ?9)
       ON CONFLICT(run_id, job_id, attempt) DO UPDATE SET
         worker_id = excluded.worker_id, hostname = excluded.hostname, build = excluded.build,
         device = excluded.device, hardware_class = excluded.hardware_class,
-        leased_at = excluded.leased_at, lease_expires_at = excluded.lease_expires_at
+        leased_at = excluded.leased_at, lease_expires_at = excluded.lease_expires_at,
+        exclusive = excluded.exclusive
       WHERE attempts.state = :attempt_leased)sql"));
   upsert.bind(1, lease.run_id)
       .bind(2, lease.job_id)
@@ -470,7 +541,8 @@ Status Store::record_lease(const LeaseRecord& lease) {
       .bind(5, lease.device)
       .bind(6, lease.hardware_class)
       .bind(7, lease.leased_at_ms != 0 ? lease.leased_at_ms : now_epoch_ms())
-      .bind(8, lease.lease_expires_at_ms);
+      .bind(8, lease.lease_expires_at_ms)
+      .bind(9, lease.exclusive ? 1 : 0);
   AM_RETURN_IF_ERROR(upsert.run());
   if (upsert.changes() == 0) {
     return failed_precondition("attempt " + std::to_string(lease.attempt) + " of " +
@@ -690,25 +762,28 @@ Status Store::upsert_worker(const WorkerRecord& worker) {
   if (worker.worker_id.empty()) return invalid_argument("empty worker id");
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
       INSERT INTO workers(worker_id, hostname, build, capabilities_json, tags_json, first_seen,
-                          last_seen)
-      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                          last_seen, host_id)
+      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, ?7)
       ON CONFLICT(worker_id) DO UPDATE SET
         hostname = excluded.hostname, build = excluded.build,
         capabilities_json = excluded.capabilities_json, tags_json = excluded.tags_json,
-        last_seen = excluded.last_seen)sql"));
+        last_seen = excluded.last_seen, host_id = excluded.host_id)sql"));
   stmt.bind(1, worker.worker_id)
       .bind(2, worker.hostname)
       .bind(3, worker.build)
       .bind(4, dump_json(worker.capabilities))
       .bind(5, dump_json(worker.tags))
-      .bind(6, worker.last_seen_at_ms != 0 ? worker.last_seen_at_ms : now_epoch_ms());
+      .bind(6, worker.last_seen_at_ms != 0 ? worker.last_seen_at_ms : now_epoch_ms())
+      .bind(7, worker.host_id);
   return stmt.run();
 }
 
 Result<std::vector<WorkerRecord>> Store::list_workers() {
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
-      SELECT worker_id, hostname, build, capabilities_json, tags_json, last_seen FROM workers
-      ORDER BY worker_id)sql"));
+  // host_id exists since schema 5; a reader of an older file reads it as "".
+  const std::string host_id = schema_version() >= 5 ? "host_id" : "'' AS host_id";
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_,
+      "SELECT worker_id, hostname, build, capabilities_json, tags_json, last_seen, " + host_id +
+      " FROM workers ORDER BY worker_id"));
   std::vector<WorkerRecord> out;
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
@@ -722,6 +797,7 @@ Result<std::vector<WorkerRecord>> Store::list_workers() {
     AM_ASSIGN_OR_RETURN(w.tags, parse_stored_json(stmt.column_text("tags_json"),
                                                   "tags of worker '" + w.worker_id + "'"));
     w.last_seen_at_ms = stmt.column_int64("last_seen");
+    w.host_id = stmt.column_text("host_id");
     out.push_back(std::move(w));
   }
   return out;
@@ -794,6 +870,27 @@ Result<std::vector<RunCounts>> Store::run_counts() {
     else if (state == JobState::kLeased) c.leased += n;
     else c.by_status[stmt.column_text("status")] += n;
   }
+  if (schema_version() < 5) return out;
+  // Plan jobs no job was made from yet (placement, schema 5) are waiting too.
+  AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(
+      SELECT p.run_id, count(*) AS n FROM plan_jobs p
+      WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id)
+      GROUP BY p.run_id)sql"));
+  for (;;) {
+    AM_ASSIGN_OR_RETURN(bool row, unplaced.step());
+    if (!row) break;
+    const std::string run_id = unplaced.column_text("run_id");
+    const int n = static_cast<int>(unplaced.column_int64("n"));
+    auto it = std::find_if(out.begin(), out.end(), [&](const RunCounts& c) { return c.run_id == run_id; });
+    if (it == out.end()) {
+      out.push_back(RunCounts{run_id});
+      it = std::prev(out.end());
+    }
+    it->total += n;
+    it->queued += n;
+    it->unplaced += n;
+  }
+  std::sort(out.begin(), out.end(), [](const RunCounts& a, const RunCounts& b) { return a.run_id < b.run_id; });
   return out;
 }
 
@@ -848,8 +945,14 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
   // The attempt shown is the terminal one, or the latest issued while the job is not terminal
   // (and for jobs settled without a result, e.g. lost). Provenance snapshotted on the attempt
   // wins over the worker's current registry entry.
+  // Placement columns exist since schema 5; a reader of an older file reads them as empty.
+  const bool placed = schema_version() >= 5;
+  const std::string placement_columns =
+      placed ? "j.target AS target, j.hardware_class AS job_class, coalesce(a.exclusive, 0) AS exclusive"
+             : "'' AS target, '' AS job_class, 0 AS exclusive";
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
-      SELECT j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
+      SELECT )sql" + placement_columns + R"sql(,
+             j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
              j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at AS job_finished_at,
              a.attempt IS NOT NULL AS has_attempt, coalesce(a.worker_id, '') AS worker_id,
              coalesce(nullif(a.hostname, ''), w.hostname, '') AS hostname,
@@ -894,6 +997,9 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     r.hostname = stmt.column_text("hostname");
     r.build = stmt.column_text("build");
     r.hardware_class = stmt.column_text("hardware_class");
+    if (r.hardware_class.empty()) r.hardware_class = stmt.column_text("job_class");
+    r.target = stmt.column_text("target");
+    r.exclusive = stmt.column_int("exclusive") != 0;
     r.device = stmt.column_text("device");
     AM_ASSIGN_OR_RETURN(r.metrics, parse_stored_json(stmt.column_text("metrics_json"), "metrics of " + what));
     r.log_tail = stmt.column_text("log_tail");
@@ -904,6 +1010,32 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     if (r.reason.empty() && has_attempt && r.state != JobState::kDone) {
       r.reason = stmt.column_text("attempt_reason");
     }
+    rows.push_back(std::move(r));
+  }
+  if (!placed) return rows;
+  // Plan jobs no job was made from yet: waiting for hardware, in no column of any class.
+  AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(
+      SELECT p.job_id, p.spec_json FROM plan_jobs p
+      WHERE p.run_id = ?1
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id)
+      ORDER BY p.seq)sql"));
+  unplaced.bind(1, run_id);
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, unplaced.step());
+    if (!row) break;
+    ReportRow r;
+    r.run_id = run_id;
+    r.job_id = unplaced.column_text("job_id");
+    const std::string what = "plan job '" + r.job_id + "' of run '" + run_id + "'";
+    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(unplaced.column_text("spec_json"), "spec of " + what));
+    auto spec = jobs::job_spec_from_json(r.spec);
+    if (!spec.ok()) return internal_error("invalid spec of " + what + " in the store: " + spec.status().message());
+    r.model = spec->model;
+    r.architecture = spec->architecture;
+    r.backend = spec->backend;
+    r.precision = spec->precision;
+    r.state = JobState::kQueued;
+    r.reason = "not placed yet: no hardware of its backend has registered";
     rows.push_back(std::move(r));
   }
   return rows;

@@ -51,8 +51,8 @@ struct sqlite3;
 
 namespace am::coord {
 
-inline constexpr int kSchemaVersion = 4;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
-                                          // 4: device_events
+inline constexpr int kSchemaVersion = 5;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+                                          // 4: device_events; 5: placement targets, exclusive attempts, host ids
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
 // version 1, except runs.plan_hash (3), which is read only where the column exists.
@@ -83,6 +83,9 @@ struct JobRow {
   std::string lease_worker;
   std::string lease_host;          // the worker's hostname when the lease was recorded
   int64_t lease_expires_at_ms = 0;
+  std::string target;              // placement target (jobs/placement.h); "" for any
+  std::string hardware_class;      // the class the job was made for; "" for any
+  std::string plan_job_id;         // the plan job it was made from ("" before schema 5)
 };
 
 struct LeaseRecord {
@@ -94,6 +97,9 @@ struct LeaseRecord {
   std::string hardware_class;
   int64_t leased_at_ms = 0;
   int64_t lease_expires_at_ms = 0;
+  // The attempt holds its hardware alone: nothing else runs on the device or, for a device
+  // that shares its host's cores, on any such device of the same host (a perf job).
+  bool exclusive = false;
 };
 
 struct ResultRecord {
@@ -135,6 +141,7 @@ struct WorkerRecord {
   nlohmann::json capabilities = nlohmann::json::object();
   nlohmann::json tags = nlohmann::json::object();
   int64_t last_seen_at_ms = 0;
+  std::string host_id;             // HELLO host_id; "" from workers before protocol 1.5
 };
 
 // Health and quarantine history of a device (schema 4). `device` is "" for an event about the
@@ -150,8 +157,9 @@ struct DeviceEvent {
 // A run's jobs by where they stand, for `accelmatrix runs`.
 struct RunCounts {
   std::string run_id;
-  int total = 0;
-  int queued = 0;
+  int total = 0;                   // jobs, and plan jobs not placed yet
+  int queued = 0;                  // of which waiting, unplaced ones included
+  int unplaced = 0;                // plan jobs not yet made for any class or device
   int leased = 0;
   std::map<std::string, int> by_status;   // terminal jobs per status name
 };
@@ -171,12 +179,14 @@ struct ReportRow {
   std::string worker_id;
   std::string hostname;
   std::string build;
-  std::string hardware_class;
+  std::string hardware_class;      // of the attempt shown; else the class the job was made for
   std::string device;
   nlohmann::json metrics = nlohmann::json::object();
   std::string log_tail;
   int64_t started_at_ms = 0;
   int64_t finished_at_ms = 0;
+  std::string target;              // placement target; "" for any (and before schema 5)
+  bool exclusive = false;          // the attempt shown held its hardware alone (schema 5)
 };
 
 class Store {
@@ -203,7 +213,18 @@ class Store {
   Result<std::vector<RunCounts>> run_counts();
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
-  Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs);
+  // `hardware_classes`, when given, has one entry per job: the class it is made for; `plan_job_ids`
+  // likewise the plan job each was made from (default: the job's own id).
+  Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,
+                       const std::vector<std::string>& hardware_classes = {},
+                       const std::vector<std::string>& plan_job_ids = {});
+  // Plan jobs placed each-class / each-device (docs/PLANS.md "Placement"): stored so that runs and
+  // reports list those not yet made into jobs. Idempotent like add_jobs(); returns how many were new.
+  Result<int> add_plan_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& plan_jobs);
+  // Removes a job that never had an attempt (the stand-in settled `skipped` for a plan job no
+  // registered hardware could take, once hardware that can take it arrives). kFailedPrecondition
+  // when the job has attempts: results are never deleted.
+  Status remove_unattempted_job(const std::string& run_id, const std::string& job_id);
   Result<std::vector<JobRow>> load_jobs(const std::string& run_id);
 
   // Leases: records attempt `attempt` as leased and the job as state=leased.
@@ -256,7 +277,8 @@ class Store {
   // Opened read-only with `immutable=1` (read-only directory, no writer); for messages and tests.
   bool immutable() const { return immutable_; }
 
-  // Reports: one row per job of the run, in job order.
+  // Reports: one row per job of the run, in job order, then one per plan job not placed yet
+  // (state queued, no class: it reached no hardware).
   Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
 
  private:

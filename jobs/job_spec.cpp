@@ -164,6 +164,7 @@ json to_json(const JobSpec& spec) {
   doc["threads"] = spec.threads;
   if (!spec.required_tags.empty()) doc["required_tags"] = spec.required_tags;
   if (spec.command) doc["command"] = command_to_json(*spec.command);
+  if (spec.placement != Placement::kAny) doc["placement"] = std::string(to_string(spec.placement));
   return doc;
 }
 
@@ -222,14 +223,31 @@ Result<JobSpec> job_spec_from_json(const json& doc) {
       s.required_tags[k] = v.get<std::string>();
     }
   }
+  if (auto placement = doc.find("placement"); placement != doc.end()) {
+    std::optional<Placement> p = placement->is_string() ? parse_placement(placement->get<std::string>())
+                                                        : std::nullopt;
+    if (!p) {
+      return field_error("placement", "expected one of " + join_names(known_placements()) + ", got " +
+                                          placement->dump());
+    }
+    s.placement = *p;
+  }
   return s;
 }
 
-std::string compute_job_id(std::string_view run_id, const JobSpec& spec) {
+std::string compute_job_id(std::string_view run_id, const JobSpec& spec, std::string_view target) {
   // nlohmann::json objects are std::maps, so dump() is key-sorted: the canonical form.
+  return job_id_of(run_id, to_json(spec).dump(), target);
+}
+
+std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target) {
   std::string canonical(run_id);
   canonical += '\n';
-  canonical += to_json(spec).dump();
+  canonical += canonical_spec;
+  if (!target.empty()) {
+    canonical += "\ntarget ";
+    canonical += target;
+  }
   return hex64(fnv1a64(canonical));
 }
 

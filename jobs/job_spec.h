@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "jobs/command_spec.h"
+#include "jobs/placement.h"
 #include "jobs/precision.h"
 
 namespace am::jobs {
@@ -59,12 +60,20 @@ struct JobSpec {
   // `architecture` is "external", and `precision` is one of ours or Precision::kExternal.
   // Part of the job's identity (name, argv, reader), so a changed command is a new job.
   std::optional<CommandSpec> command;
+  // Where the job runs (jobs/placement.h). Part of the identity only when not `any`, so jobs of
+  // plans from before placements keep their ids; a plan's default is each-class.
+  Placement placement = Placement::kAny;
 };
 
 nlohmann::json to_json(const JobSpec& spec);
 Result<JobSpec> job_spec_from_json(const nlohmann::json& doc);
 
-// 16 lowercase hex chars; stable across processes and builds.
-std::string compute_job_id(std::string_view run_id, const JobSpec& spec);
+// 16 lowercase hex chars; stable across processes and builds. `target` is the placement target
+// the job is made for (jobs/placement.h: class_target, device_target); "" for the plan's job
+// itself and for an `any` job, whose id is then what it was before placements existed.
+std::string compute_job_id(std::string_view run_id, const JobSpec& spec, std::string_view target = {});
+// The same from the spec's canonical form (to_json(spec).dump()), for callers that make many
+// jobs of one spec (a placement per hardware class) and keep that string.
+std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target = {});
 
 }  // namespace am::jobs

@@ -327,6 +327,7 @@ class Expander {
             spec.memory_limit_mb = s.memory_limit_mb.value;
             spec.threads = static_cast<int>(s.threads.value);
             spec.required_tags = s.tags.value;
+            spec.placement = s.placement.value;
             if (!add(m, std::move(spec))) return;
           }
         }
@@ -362,7 +363,7 @@ class Expander {
                            " jobs; split it into smaller plans");
       return false;
     }
-    jobs_.push_back(PlannedJob{std::move(id), std::move(spec)});
+    jobs_.push_back(PlannedJob{std::move(id), std::move(spec), std::string()});
     return true;
   }
 

@@ -15,9 +15,14 @@
 
 namespace am::jobs {
 
+// A job of a plan, or one made from it for a placement target: `target` is "" for the plan's
+// own job (the template of each-class / each-device jobs, or the job itself under `any`) and
+// the class or device target (jobs/placement.h) for a job made for it; job_id is
+// compute_job_id(run, spec, target).
 struct PlannedJob {
   std::string job_id;
   JobSpec spec;
+  std::string target;
 };
 
 struct Plan {

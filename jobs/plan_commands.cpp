@@ -11,7 +11,7 @@ namespace {
 
 const std::vector<std::string> kCommandKeys = {
     "name",  "argv",  "backend",   "requires_tags", "timeout_s", "memory_limit_mb",
-    "mode",  "output", "model",    "precision",     "batch",     "seq_len"};
+    "mode",  "output", "model",    "precision",     "batch",     "seq_len", "placement"};
 
 std::string got(const toml::node& node) { return ", got " + std::string(type_name(node)); }
 
@@ -102,6 +102,7 @@ Entry read_entry(const toml::table& t, std::size_t index, const std::string& mod
   s.batch = 1;
   s.seq_len = 1;
   s.precision = Precision::kExternal;
+  s.placement = defaults.placement.value;
   std::string model;
   bool has_backend = false;
   for (const auto& [key, value] : t) {
@@ -130,6 +131,16 @@ Entry read_entry(const toml::table& t, std::size_t index, const std::string& mod
       if (read_string(what, value, errors, s.mode) && !is_known_mode(s.mode)) {
         errors.add(value, what + ": unknown mode '" + s.mode + "' (expected one of " +
                               join_names(known_modes()) + ")");
+      }
+    } else if (k == "placement") {
+      std::string name;
+      if (read_string(what, value, errors, name)) {
+        if (std::optional<Placement> p = parse_placement(name)) {
+          s.placement = *p;
+        } else {
+          errors.add(value, what + ": unknown placement '" + name + "' (expected one of " +
+                                join_names(known_placements()) + ")");
+        }
       }
     } else if (k == "output") {
       if (read_string(what, value, errors, c.output) && !is_known_output_reader(c.output)) {

@@ -114,13 +114,14 @@ PlanSettings builtin_settings() {
   s.timeout_s.value = d.timeout_s;
   s.memory_limit_mb.value = d.memory_limit_mb;
   s.threads.value = d.threads;
+  s.placement.value = Placement::kEachClass;
   return s;
 }
 
 const std::vector<std::string>& setting_keys() {
   static const std::vector<std::string> kKeys = {
       "backends", "precisions", "batch",     "seq_len",         "warmup", "min_reps",
-      "max_reps", "min_time_s", "timeout_s", "memory_limit_mb", "threads", "tags"};
+      "max_reps", "min_time_s", "timeout_s", "memory_limit_mb", "threads", "tags", "placement"};
   return kKeys;
 }
 
@@ -213,6 +214,16 @@ bool read_setting(std::string_view table, std::string_view key, const toml::node
     if (read_integer(what, node, 0, kMaxMemoryLimitMb, errors, i)) set(s.memory_limit_mb, i, node);
   } else if (key == "threads") {
     if (read_integer(what, node, 0, kMaxThreads, errors, i)) set(s.threads, i, node);
+  } else if (key == "placement") {
+    std::string name;
+    if (read_string(what, node, errors, name)) {
+      if (std::optional<Placement> p = parse_placement(name)) {
+        set(s.placement, *p, node);
+      } else {
+        errors.add(node, what + ": unknown placement '" + name + "' (expected one of " +
+                             join_names(known_placements()) + ")");
+      }
+    }
   } else if (key == "tags") {
     const auto* table = node.as_table();
     if (table == nullptr) {

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "jobs/placement.h"
 #include "jobs/precision.h"
 #include "jobs/toml_support.h"
 
@@ -33,10 +34,11 @@ struct PlanSettings {
   Placed<int64_t> memory_limit_mb;
   Placed<int64_t> threads;
   Placed<std::map<std::string, std::string>> tags;   // required worker tags
+  Placed<Placement> placement;                       // where each job runs (jobs/placement.h)
 };
 
 // The JobSpec defaults, plus backends = ["cpu"], precisions = ["f32"], batch = [1],
-// seq_len = [32].
+// seq_len = [32], placement = "each-class".
 PlanSettings builtin_settings();
 
 // The keys read_setting() understands, in documentation order.

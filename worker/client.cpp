@@ -202,6 +202,9 @@ struct WorkerClient::Impl {
     h.slots = opt.slots;
     h.commands = opt.allow_commands;
     h.secret = opt.secret;
+    if (const auto host = opt.capabilities.find("host"); host != opt.capabilities.end() && host->is_object()) {
+      h.host_id = host->value("host_id", std::string());
+    }
     // Parse the attempt keys back: both running jobs and un-ACKed results are held.
     auto hold = [&](const std::string& key) {
       const auto hash = key.rfind('#');

@@ -110,6 +110,7 @@ class CpuDeviceProbe final : public Probe {
         {"driver", ""},
         {"type", "cpu"},
         {"software", false},
+        {"host_cores", true},     // the host's cores themselves (docs/PROTOCOL.md §5.12)
         {"schedulable", true},
         {"compute_units", cores},
         {"memory_bytes", memory},

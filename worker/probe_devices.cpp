@@ -27,6 +27,9 @@ std::string add_device(nlohmann::json& record, nlohmann::json device) {
     }
   }
   device["hardware_class"] = hardware_class_id(fingerprinted, cpu);
+  // A software device (PoCL, lavapipe) computes on the host's cores: a perf job there and a job
+  // on the cpu device disturb each other (docs/PROTOCOL.md §5.12).
+  device["host_cores"] = backend == "cpu" || json_bool(device, "software", false);
   devices.push_back(std::move(device));
   return key;
 }

@@ -1,13 +1,21 @@
-// The host probe (logger "worker/probe/host"): "host": {"hostname", "os", "kernel"}.
+// The host probe (logger "worker/probe/host"): "host": {"hostname", "os", "kernel", "host_id"}.
 // Answers source "host": {"hostname", "sysname", "release", "machine"} from uname/gethostname;
-// the OS name comes from /etc/os-release (a machine file).
+// the OS name comes from /etc/os-release and the host id from /etc/machine-id (machine files).
+//
+// host_id names the machine, not the worker: every worker started on one box (run --workers N,
+// or one per GPU) sends the same id in HELLO, which is how the coordinator knows that their cpu
+// and software devices share the same cores (docs/PROTOCOL.md §5.12). machine-id is made once
+// per installation and survives reboots and hostname changes; without it (a minimal container)
+// the hostname stands in, hashed, so the id stays a short printable token.
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <climits>
 #include <sstream>
 #include <string>
 
+#include "common/hash.h"
 #include "common/log.h"
 #include "worker/probe.h"
 #include "worker/probe_files.h"
@@ -15,6 +23,8 @@
 
 namespace am::worker {
 namespace {
+
+constexpr std::size_t kMachineIdDigits = 32;   // machine-id(5): 128 bits as lowercase hex
 
 // PRETTY_NAME from os-release ("Debian GNU/Linux 12 (bookworm)"), quotes removed.
 std::string os_pretty_name(const ProbeOptions& options) {
@@ -35,6 +45,21 @@ std::string os_pretty_name(const ProbeOptions& options) {
     }
   }
   return {};
+}
+
+// The machine's id: machine-id (32 hex digits, systemd's and D-Bus's locations), else "host-"
+// and a hash of the hostname.
+std::string host_id(const ProbeOptions& options, const std::string& hostname) {
+  for (const char* file : {"/etc/machine-id", "/var/lib/dbus/machine-id"}) {
+    auto text = read_machine_file(options, file);
+    if (!text) continue;
+    std::string id;
+    for (char c : *text) {
+      if (std::isxdigit(static_cast<unsigned char>(c))) id += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+    if (id.size() == kMachineIdDigits) return id;
+  }
+  return "host-" + hex64(fnv1a64(hostname));
 }
 
 nlohmann::json gather_host() {
@@ -67,9 +92,11 @@ class HostProbe final : public Probe {
     }
     std::string os = os_pretty_name(options_);
     if (os.empty()) os = json_string(answers, "sysname");
-    record["host"] = {{"hostname", json_string(answers, "hostname")},
+    const std::string hostname = json_string(answers, "hostname");
+    record["host"] = {{"hostname", hostname},
                       {"os", os},
-                      {"kernel", json_string(answers, "release")}};
+                      {"kernel", json_string(answers, "release")},
+                      {"host_id", host_id(options_, hostname)}};
     return Status::Ok();
   }
 

@@ -218,28 +218,42 @@
     const f = state.filters;
     const archs = unique(d.overview.map(function (o) { return o.architecture; }))
       .filter(function (a) { return !f.architecture || a === f.architecture; });
+    // A column per backend × hardware class (the matrix's columns), grouped by backend.
     const backends = unique(d.overview.map(function (o) { return o.backend; }))
       .filter(function (b) { return !f.backend || b === f.backend; });
-    const head = el('tr', {}, [el('th', {text: 'architecture'})]);
+    const columns = [];
     for (const b of backends) {
-      const classes = unique([].concat.apply([], d.overview.filter(function (o) { return o.backend === b; })
-        .map(function (o) { return o.hardware_classes; })));
-      head.append(el('th', {title: classes.join(', ')}, [b, el('small', {}, [el('br'),
-        classes.map(function (c) { return state.classLabel[c] || c; }).join(' | ')])]));
+      for (const cls of unique(d.overview.filter(function (o) { return o.backend === b; })
+                                 .map(function (o) { return o.hardware_class; }))) {
+        if (f.hardware_class && cls !== f.hardware_class) continue;
+        columns.push({backend: b, hardware_class: cls});
+      }
+    }
+    const head = el('tr', {}, [el('th', {text: 'architecture'})]);
+    for (const c of columns) {
+      const label = c.hardware_class ? (state.classLabel[c.hardware_class] || c.hardware_class) : 'unplaced';
+      head.append(el('th', {title: c.hardware_class || 'jobs that reached no hardware'},
+        [c.backend, el('small', {}, [el('br'), label])]));
     }
     const table = el('table', {class: 'heat', id: 'overview-table'}, [el('thead', {}, head)]);
     const tbody = el('tbody');
     for (const a of archs) {
       const tr = el('tr', {}, [el('th', {text: a})]);
-      for (const b of backends) {
-        const o = d.overview.find(function (x) { return x.architecture === a && x.backend === b; });
+      for (const c of columns) {
+        const b = c.backend;
+        const o = d.overview.find(function (x) {
+          return x.architecture === a && x.backend === b && x.hardware_class === c.hardware_class;
+        });
         if (!o) { tr.append(el('td', {class: 'cell r-not_run', text: '—'})); continue; }
         const title = o.support + '; ' + o.working + ' working (' + o.degraded + ' degraded), ' + o.failed +
           ' failed, ' + o.unsupported + ' unsupported, ' + o.not_run + ' not run' +
           (o.best_speedup !== null ? '; best ' + fmt(o.best_speedup) + '× (' + o.best_model + ' ' + o.best_precision + ')' : '');
+        const filter = {architecture: a, backend: b};
+        if (c.hardware_class) filter.hardware_class = c.hardware_class;
         tr.append(el('td', {class: 'cell r-' + o.best_rating, title: title, 'data-architecture': a, 'data-backend': b,
+                            'data-hardware-class': c.hardware_class,
                             'data-working': o.working, 'data-cells': o.cells, 'data-rating': o.best_rating,
-                            onclick: function () { setFilter({architecture: a, backend: b}); }},
+                            onclick: function () { setFilter(filter); }},
           [o.working + '/' + o.cells, el('small', {text: RATING_LABEL[o.best_rating] +
             (o.best_speedup !== null ? ' · ' + fmt(o.best_speedup) + '×' : '')})]));
       }
@@ -271,13 +285,15 @@
       .filter(function (g) { return cells.some(function (c) { return c.group === g; }); });
     const byRow = new Map();
     for (const c of cells) {
-      const key = c.model + '\u0000' + c.backend;
-      if (!byRow.has(key)) byRow.set(key, {model: c.model, backend: c.backend, groups: {}});
+      const key = c.model + '\u0000' + c.backend + '\u0000' + c.hardware_class;
+      if (!byRow.has(key)) byRow.set(key, {model: c.model, backend: c.backend, cls: c.hardware_class, groups: {}});
       const row = byRow.get(key);
       (row.groups[c.group] = row.groups[c.group] || []).push(c);
     }
     const columns = [{key: 'model', label: 'model', value: function (r) { return r.model; }},
-                     {key: 'backend', label: 'backend', value: function (r) { return r.backend; }}];
+                     {key: 'backend', label: 'backend', value: function (r) { return r.backend; }},
+                     {key: 'class', label: 'hardware class',
+                      value: function (r) { return r.cls ? (state.classLabel[r.cls] || r.cls) : 'unplaced'; }}];
     for (const g of groups) {
       columns.push({key: 'g-' + g, label: g,
         value: function (r) {
@@ -288,6 +304,7 @@
           const td = el('span');
           for (const c of r.groups[g] || []) {
             td.append(el('span', {class: 'q-item r-' + c.rating, 'data-model': c.model, 'data-backend': c.backend,
+                                  'data-hardware-class': c.hardware_class,
                                   'data-precision': c.precision, 'data-rating': c.rating,
                                   title: c.reason || (c.speedup !== null ? speedupText(c) + ' vs baseline' : ''),
                                   text: precisionLabel(c) + ' ' + ratingText(c) +
@@ -384,6 +401,7 @@
       document.getElementById('jobs').scrollIntoView();
     }, function (c) {
       return {'data-cell': c.index, 'data-model': c.model, 'data-backend': c.backend, 'data-precision': c.precision,
+              'data-hardware-class': c.hardware_class,
               'data-rating': c.rating, 'data-status': c.status, 'data-median': c.median_ms, 'data-nmse': c.nmse_max,
               'data-jobs': c.jobs.length, 'data-speedup': c.speedup, 'data-speedup-low': c.speedup_ci_low,
               'data-speedup-high': c.speedup_ci_high, 'data-host-busy': c.host_busy ? 1 : 0};
@@ -416,10 +434,16 @@
     g.append(svg('line', {class: 'axis', x1: L, x2: W - R, y1: H - B, y2: H - B}));
     g.append(svg('line', {class: 'axis', x1: L, x2: L, y1: T, y2: H - B}));
     g.append(svg('text', {x: (L + W - R) / 2, y: H - 4, 'text-anchor': 'middle', text: 'bits per weight'}));
-    const backends = unique(pts.map(function (c) { return c.backend; }));
-    backends.forEach(function (b, i) {
+    // A series per matrix column: backend × hardware class.
+    const keys = unique(pts.map(function (c) { return c.backend + '\u0000' + c.hardware_class; }));
+    keys.forEach(function (key, i) {
+      const b = key.split('\u0000')[0];
+      const cls = key.split('\u0000')[1];
+      const name = b + (cls && keys.length > unique(pts.map(function (c) { return c.backend; })).length
+                        ? ' · ' + (state.classLabel[cls] || cls) : '');
       const colour = SERIES_COLOURS[i % SERIES_COLOURS.length];
-      const series = pts.filter(function (c) { return c.backend === b; }).sort(function (p, q) { return p.bits - q.bits; });
+      const series = pts.filter(function (c) { return c.backend === b && c.hardware_class === cls; })
+        .sort(function (p, q) { return p.bits - q.bits; });
       const path = series.map(function (c, k) {
         return (k ? 'L' : 'M') + sx(c.bits).toFixed(1) + ' ' + sy(Math.log10(Math.max(c.nmse_max, floor))).toFixed(1);
       }).join(' ');
@@ -427,11 +451,11 @@
       for (const c of series) {
         const dot = svg('circle', {cx: sx(c.bits), cy: sy(Math.log10(Math.max(c.nmse_max, floor))), r: 3.5, fill: colour,
                                   'data-model': model, 'data-backend': b, 'data-precision': c.precision,
-                                  'data-nmse': c.nmse_max});
-        dot.append(svg('title', {text: b + ' ' + c.precision + ': NMSE ' + fmt(c.nmse_max, 3) + ' at ' + c.bits + ' bits'}));
+                                  'data-hardware-class': cls, 'data-nmse': c.nmse_max});
+        dot.append(svg('title', {text: name + ' ' + c.precision + ': NMSE ' + fmt(c.nmse_max, 3) + ' at ' + c.bits + ' bits'}));
         g.append(dot);
       }
-      g.append(svg('text', {x: W - R - 4, y: T + 12 + 13 * i, 'text-anchor': 'end', fill: colour, text: b}));
+      g.append(svg('text', {x: W - R - 4, y: T + 12 + 13 * i, 'text-anchor': 'end', fill: colour, text: name}));
     });
     return el('div', {class: 'chart'}, [el('h3', {text: model + ': NMSE vs bits per weight'}), g]);
   }

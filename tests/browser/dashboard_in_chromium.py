@@ -144,7 +144,8 @@ def main():
 
         # Overview heatmap.
         for o in report["overview"]:
-            cells = dom.find("td", within="overview-table", data_architecture=o["architecture"], data_backend=o["backend"])
+            cells = dom.find("td", within="overview-table", data_architecture=o["architecture"], data_backend=o["backend"],
+                             data_hardware_class=o["hardware_class"])
             if not check(len(cells) == 1, f"overview cell {o['architecture']} × {o['backend']} missing"):
                 continue
             a = cells[0]["attrs"]
@@ -159,7 +160,8 @@ def main():
         check(len(rows) == len(report["matrix"]) <= 100,
               f"cells table has {len(rows)} rows, report {len(report['matrix'])}")
         for c in report["matrix"]:
-            key = dict(data_model=c["model"], data_backend=c["backend"], data_precision=c["precision"])
+            key = dict(data_model=c["model"], data_backend=c["backend"], data_precision=c["precision"],
+                       data_hardware_class=c["hardware_class"])
             row = [e for e in rows if all(e["attrs"].get(k.replace("_", "-")) == v for k, v in key.items())]
             if not check(len(row) == 1, f"no row for cell {key}"):
                 continue
@@ -179,7 +181,7 @@ def main():
             check(len(quant) == 1 and quant[0]["attrs"].get("data-rating") == c["rating"], f"{key}: quantization cell")
             if c["nmse_max"] is not None and c["precision"] != "mixed":
                 dots = [d for d in dom.find("circle", data_model=c["model"], data_backend=c["backend"],
-                                            data_precision=c["precision"])
+                                            data_precision=c["precision"], data_hardware_class=c["hardware_class"])
                         if close(number(d["attrs"].get("data-nmse")), c["nmse_max"])]
                 check(dots, f"{key}: no accuracy point with NMSE {c['nmse_max']}")
         check(dom.find("svg", data_chart="latency"), "no latency chart")

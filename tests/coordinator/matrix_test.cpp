@@ -274,5 +274,43 @@ TEST_F(MatrixFromStore, OverviewSaysNoneWhenNothingWorks) {
   EXPECT_TRUE(o->working_precisions.empty());
 }
 
+// Issue 11 item 3: the matrix's columns are hardware classes. Two boxes of different classes
+// each get their own cells, and each cell's speed-up is taken against the cpu f32 cell of the
+// host it ran on — a q8_0 cell on box B against B's f32, an OpenCL cell against its own box's CPU.
+TEST_F(MatrixFromStore, ColumnsAreHardwareClassesAndBaselinesComeFromTheSameHost) {
+  auto run_on = [&](const char* backend, const char* precision, const std::string& worker, const std::string& cls,
+                    double ms) {
+    const std::string id = add(make_spec("bert-tiny", "encoder-only", backend, precision, 1, 32, 1234 + static_cast<uint64_t>(ms * 10)));
+    lease(id, 1, worker, cls);
+    store_one(result(id, 1, "pass", "", latency_only(ms), worker));
+  };
+  run_on("cpu", "f32", "worker-a", "cpu-aaaa", 10.0);
+  run_on("cpu", "f32", "worker-b", "cpu-bbbb", 20.0);
+  run_on("cpu", "q8_0", "worker-b", "cpu-bbbb", 10.0);
+  run_on("opencl", "f32", "worker-a", "opencl-pppp", 5.0);
+  const Matrix m = matrix();
+  ASSERT_EQ(m.columns.size(), 3u);
+  EXPECT_EQ(m.columns[0], (MatrixColumn{"cpu", "cpu-aaaa"}));
+  EXPECT_EQ(m.columns[1], (MatrixColumn{"cpu", "cpu-bbbb"}));
+  EXPECT_EQ(m.columns[2], (MatrixColumn{"opencl", "opencl-pppp"}));
+  const MatrixCell* a_f32 = find_cell(m, "bert-tiny", MatrixColumn{"cpu", "cpu-aaaa"}, precision_named("f32"));
+  const MatrixCell* b_f32 = find_cell(m, "bert-tiny", MatrixColumn{"cpu", "cpu-bbbb"}, precision_named("f32"));
+  const MatrixCell* b_q8 = find_cell(m, "bert-tiny", MatrixColumn{"cpu", "cpu-bbbb"}, precision_named("q8_0"));
+  const MatrixCell* ocl = find_cell(m, "bert-tiny", MatrixColumn{"opencl", "opencl-pppp"}, precision_named("f32"));
+  ASSERT_TRUE(a_f32 && b_f32 && b_q8 && ocl);
+  EXPECT_EQ(a_f32->rating, Rating::kBaseline);
+  EXPECT_EQ(b_f32->rating, Rating::kBaseline);
+  ASSERT_TRUE(b_q8->speedup);
+  EXPECT_DOUBLE_EQ(*b_q8->speedup, 2.0) << "against box B's f32 (20 ms), not box A's (10 ms)";
+  EXPECT_EQ(b_q8->baseline_class, "cpu-bbbb");
+  ASSERT_TRUE(ocl->speedup);
+  EXPECT_DOUBLE_EQ(*ocl->speedup, 2.0) << "against the CPU of the box it ran on";
+  EXPECT_EQ(ocl->baseline_class, "cpu-aaaa");
+  // The overview has a cell per architecture × column.
+  EXPECT_TRUE(find_overview(m, "encoder-only", MatrixColumn{"cpu", "cpu-bbbb"}));
+  EXPECT_TRUE(find_overview(m, "encoder-only", MatrixColumn{"opencl", "opencl-pppp"}));
+  EXPECT_EQ(m.overview.size(), 3u);
+}
+
 }  // namespace
 }  // namespace am::coord

@@ -134,7 +134,7 @@ TEST_F(Reports, MarkdownJobTableHasOneRowPerJob) {
 
 TEST_F(Reports, JsonHasEveryRequiredFieldForEveryJob) {
   const nlohmann::json doc = render_json(run_record(), rows());
-  EXPECT_EQ(doc["schema"], 2);
+  EXPECT_EQ(doc["schema"], 3);
   EXPECT_EQ(doc["run"]["run_id"], kRun);
   EXPECT_EQ(doc["run"]["plan_name"], "smoke");
   EXPECT_EQ(doc["run"]["finished_at_ms"], kT0 + 3'600'000);

@@ -149,7 +149,7 @@ class StoreFixture : public ::testing::Test {
 
   // Adds one job and returns its id.
   std::string add(const jobs::JobSpec& spec) {
-    jobs::PlannedJob job{jobs::compute_job_id(kRun, spec), spec};
+    jobs::PlannedJob job{jobs::compute_job_id(kRun, spec), spec, std::string()};
     auto added = store_->add_jobs(kRun, {job});
     EXPECT_TRUE(added.ok()) << added.status().to_string();
     return job.job_id;

@@ -39,7 +39,7 @@ TEST_F(StoreJobs, AddingTheSameJobsTwiceInsertsNothingTheSecondTime) {
   std::vector<jobs::PlannedJob> planned;
   for (const char* precision : {"f32", "f16", "q8_0"}) {
     auto spec = make_spec("bert-tiny", "encoder-only", "cpu", precision);
-    planned.push_back({jobs::compute_job_id(kRun, spec), spec});
+    planned.push_back({jobs::compute_job_id(kRun, spec), spec, std::string()});
   }
   auto first = store_->add_jobs(kRun, planned);
   ASSERT_TRUE(first.ok()) << first.status().to_string();
@@ -74,7 +74,7 @@ TEST_F(StoreJobs, AddingTheSameJobsTwiceInsertsNothingTheSecondTime) {
 
 TEST_F(StoreJobs, AddingJobsToAnUnknownRunIsRefused) {
   auto spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
-  auto added = store_->add_jobs("no-such-run", {{"0123456789abcdef", spec}});
+  auto added = store_->add_jobs("no-such-run", {{"0123456789abcdef", spec, std::string()}});
   ASSERT_FALSE(added.ok());
   EXPECT_EQ(added.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(added.status().message().find("no-such-run"), std::string::npos);
@@ -342,7 +342,7 @@ TEST_F(StoreJobs, BatchOf100ResultsIsStoredInOneTransaction) {
   std::vector<jobs::PlannedJob> planned;
   for (int i = 0; i < 100; ++i) {
     auto spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 8 + i, 1000 + i);
-    planned.push_back({jobs::compute_job_id(kRun, spec), spec});
+    planned.push_back({jobs::compute_job_id(kRun, spec), spec, std::string()});
   }
   ASSERT_EQ(*store_->add_jobs(kRun, planned), 100);
 
@@ -478,6 +478,62 @@ TEST_F(StoreJobs, InvalidInputIsRefusedWithoutWriting) {
   EXPECT_EQ(store_->record_lease({kRun, "ffffffffffffffff", 1, "w", "", "", 0, 0}).code(), StatusCode::kNotFound);
   EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM attempts"), "0");
   EXPECT_EQ(job(id).state, am::coord::JobState::kQueued);
+}
+
+// Placement (schema 5): a job made for a class or device keeps its target and class, a report
+// row carries them and whether its attempt ran exclusive, and a stand-in that never ran can be
+// removed while a job with attempts cannot.
+TEST_F(StoreJobs, PlacedJobsKeepTargetClassAndExclusiveAttempts) {
+  jobs::JobSpec spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  spec.placement = jobs::Placement::kEachClass;
+  const std::string target = jobs::class_target("cpu-aaaa");
+  const jobs::PlannedJob placed{jobs::compute_job_id(kRun, spec, target), spec, target};
+  const jobs::PlannedJob stand_in{jobs::compute_job_id(kRun, spec), spec, ""};
+  ASSERT_NE(placed.job_id, stand_in.job_id);
+  auto added = store_->add_jobs(kRun, {placed}, {"cpu-aaaa"});
+  ASSERT_TRUE(added.ok()) << added.status().to_string();
+  ASSERT_TRUE(store_->add_jobs(kRun, {stand_in}).ok());
+  EXPECT_FALSE(store_->add_jobs(kRun, {stand_in}, {"a", "b"}).ok()) << "one class per job";
+
+  JobRow row = job(placed.job_id);
+  EXPECT_EQ(row.target, target);
+  EXPECT_EQ(row.hardware_class, "cpu-aaaa");
+  EXPECT_EQ(job(stand_in.job_id).target, "");
+
+  // Before any attempt, the report files the job under the class it was made for.
+  bool found = false;
+  for (const ReportRow& r : rows()) {
+    if (r.job_id != placed.job_id) continue;
+    found = true;
+    EXPECT_EQ(r.hardware_class, "cpu-aaaa");
+    EXPECT_EQ(r.target, target);
+    EXPECT_FALSE(r.exclusive);
+  }
+  EXPECT_TRUE(found);
+
+  LeaseRecord l;
+  l.run_id = kRun;
+  l.job_id = placed.job_id;
+  l.attempt = 1;
+  l.worker_id = "worker-a";
+  l.device = "cpu:0";
+  l.hardware_class = "cpu-aaaa";
+  l.lease_expires_at_ms = kT0 + 60'000;
+  l.exclusive = true;
+  ASSERT_TRUE(store_->record_lease(l).ok());
+  store_one(result(placed.job_id, 1, "pass"));
+  for (const ReportRow& r : rows()) {
+    if (r.job_id == placed.job_id) {
+      EXPECT_TRUE(r.exclusive);
+    }
+  }
+
+  // Results are never removed; a stand-in without attempts is.
+  Status refused = store_->remove_unattempted_job(kRun, placed.job_id);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.to_string();
+  EXPECT_EQ(raw_query(db_path_, "SELECT COUNT(*) FROM jobs WHERE job_id = '" + placed.job_id + "'"), "1");
+  ASSERT_TRUE(store_->remove_unattempted_job(kRun, stand_in.job_id).ok());
+  EXPECT_EQ(raw_query(db_path_, "SELECT COUNT(*) FROM jobs WHERE job_id = '" + stand_in.job_id + "'"), "0");
 }
 
 }  // namespace

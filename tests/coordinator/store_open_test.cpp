@@ -49,10 +49,10 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 4);
+  EXPECT_EQ(kSchemaVersion, 5);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4");
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4,5");
   for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
                             "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
@@ -79,7 +79,7 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "4");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "5");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 
@@ -284,7 +284,7 @@ void make_database(const std::filesystem::path& path) {
   run.created_at_ms = 7;
   ASSERT_TRUE((*store)->upsert_run(run).ok());
   jobs::JobSpec spec = testing::make_spec("bert-tiny", "encoder-only", "cpu", "f32");
-  ASSERT_TRUE((*store)->add_jobs("ro-run", {{jobs::compute_job_id("ro-run", spec), spec}}).ok());
+  ASSERT_TRUE((*store)->add_jobs("ro-run", {{jobs::compute_job_id("ro-run", spec), spec, std::string()}}).ok());
 }
 
 TEST(StoreOpenReadOnly, ReadsAMode0444CopyAndWritesNothing) {

@@ -76,7 +76,11 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   hello.capabilities = {{"devices", nlohmann::json::array()}};   // can run nothing
   ASSERT_TRUE(d->send(proto::Message{hello}).ok());
   ASSERT_TRUE(expect_message<proto::Welcome>(*d).has_value());
-  const auto job_id = sql_rows(db, "SELECT job_id FROM jobs")[0][0];
+  // The plan's job: no job is made of it until a worker with a cpu device registers (placement
+  // each-class), so the forger names the plan job's id.
+  const auto plan_job = sql_rows(db, "SELECT job_id FROM plan_jobs");
+  ASSERT_EQ(plan_job.size(), 1u);
+  const auto job_id = plan_job[0][0];
   proto::JobResult forged;
   forged.job_id = job_id;
   forged.attempt = 1;

@@ -1,7 +1,7 @@
 // `accelmatrix run` and `accelmatrix plan` end to end (issue 16, item 3): the real binaries,
 // `run`'s embedded coordinator with its own local worker processes over loopback, the report on
 // stdout (stderr kept apart), the database written; `plan` lists the very jobs `run` then stores
-// and runs nothing.
+// (one per hardware class: placement each-class) and runs nothing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -32,14 +32,32 @@ std::filesystem::path write_small_plan(const ScratchDir& dir, const std::string&
   return write_bert_plan(dir / (name + ".toml"), name, 0.05, "[16, 24]", "[\"f32\"]", "accuracy");
 }
 
-// The job ids `plan --json` lists for `plan`, in plan order.
-std::vector<std::string> planned_ids(const std::filesystem::path& plan, int* code) {
+// The plan jobs `plan --json` lists for `plan`, in plan order: (job id, spec).
+std::vector<std::pair<std::string, nlohmann::json>> planned_jobs(const std::filesystem::path& plan, int* code) {
   const std::string out = run_capture({coordinator_binary().string(), "plan", plan.string(), "--catalog",
                                        catalog_dir(), "--json", "--log-level", "off"}, code);
   const auto doc = nlohmann::json::parse(out, nullptr, false);
+  std::vector<std::pair<std::string, nlohmann::json>> jobs;
+  if (!doc.is_array()) return jobs;
+  for (const auto& j : doc) jobs.emplace_back(j.value("job_id", ""), j.value("spec", nlohmann::json()));
+  return jobs;
+}
+
+// The jobs `run` stored are the plan's, one per hardware class (placement each-class, the
+// default; one class here): the same specs in plan order, each made for the class it ran on.
+// Returns their ids.
+std::vector<std::string> expect_the_plans_jobs_one_per_class(
+    const std::filesystem::path& db, const std::vector<std::pair<std::string, nlohmann::json>>& planned) {
+  const auto rows = sql_rows(db, "SELECT job_id, spec_json, target, hardware_class FROM jobs ORDER BY seq");
   std::vector<std::string> ids;
-  if (!doc.is_array()) return ids;
-  for (const auto& j : doc) ids.push_back(j.value("job_id", ""));
+  EXPECT_EQ(rows.size(), planned.size());
+  for (std::size_t i = 0; i < rows.size() && i < planned.size(); ++i) {
+    EXPECT_EQ(nlohmann::json::parse(rows[i][1]), planned[i].second) << i;
+    EXPECT_FALSE(rows[i][3].empty()) << i;
+    EXPECT_EQ(rows[i][2], "class:" + rows[i][3]) << i;
+    EXPECT_NE(rows[i][0], planned[i].first) << "a job made for a class has an id of its own";
+    ids.push_back(rows[i][0]);
+  }
   return ids;
 }
 
@@ -48,9 +66,9 @@ TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStores
   const auto db = dir / "r.db";
   const auto plan = write_small_plan(dir, "runcmd");
   int code = -1;
-  const auto ids = planned_ids(plan, &code);
+  const auto planned = planned_jobs(plan, &code);
   ASSERT_EQ(code, 0);
-  ASSERT_EQ(ids.size(), 2u);
+  ASSERT_EQ(planned.size(), 2u);
 
   const auto out = dir / "stdout.txt";
   const auto err = dir / "stderr.txt";
@@ -68,6 +86,7 @@ TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStores
   EXPECT_TRUE(has(report, "| Run | `runcmd` |")) << report;
   EXPECT_TRUE(has(report, "| ✅ pass | 2 |")) << report;
   EXPECT_TRUE(has(report, "| **total** | **2** |")) << report;
+  const std::vector<std::string> ids = expect_the_plans_jobs_one_per_class(db, planned);
   for (const auto& id : ids) EXPECT_TRUE(has(report, "| `" + id + "` | bert-tiny | cpu | f32 | 1 |")) << id << "\n" << report;
   EXPECT_FALSE(has(report, "local worker(s)")) << report;
   EXPECT_FALSE(has(report, "[1/2]")) << report;
@@ -79,9 +98,6 @@ TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStores
   EXPECT_EQ(sql_rows(db, "SELECT run_id, plan_name FROM runs"),
             (std::vector<std::vector<std::string>>{{"runcmd", "runcmd"}}));
   EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs"), 0);
-  std::vector<std::vector<std::string>> expected_ids;
-  for (const auto& id : ids) expected_ids.push_back({id});
-  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq"), expected_ids);
   expect_exactly_one_terminal_result_per_job(db, 2);
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2);
   const std::string prefix = "local-" + std::to_string(run_pid);
@@ -97,16 +113,18 @@ TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
   ScratchDir dir("plan-cmd");
   const auto plan = write_bert_plan(dir / "pc.toml", "pc", 0.05, "[16, 32]", "[\"f32\", \"q8_0\"]", "both");
   int code = -1;
-  const auto ids = planned_ids(plan, &code);
+  const auto planned = planned_jobs(plan, &code);
   ASSERT_EQ(code, 0);
-  ASSERT_EQ(ids.size(), 4u);
+  ASSERT_EQ(planned.size(), 4u);
+  std::vector<std::string> ids;
+  for (const auto& [id, spec] : planned) ids.push_back(id);
   EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), 4u);
 
   const std::string table = run_capture({coordinator_binary().string(), "plan", plan.string(), "--catalog",
                                          catalog_dir(), "--log-level", "off"}, &code);
   ASSERT_EQ(code, 0) << table;
   EXPECT_TRUE(has(table, "plan 'pc' (")) << table;
-  EXPECT_TRUE(has(table, "): 4 job(s)\n")) << table;
+  EXPECT_TRUE(has(table, "): 4 job(s), 4 of them run once per hardware class or device (placement)\n")) << table;
   for (const auto& id : ids) EXPECT_TRUE(has(table, id + "  bert-tiny")) << id << "\n" << table;
   for (const char* precision : {"f32 ", "q8_0"}) EXPECT_TRUE(has(table, precision)) << table;
   // Nothing ran: no database, no state, nothing but the plan in the directory.
@@ -120,9 +138,7 @@ TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
                catalog_dir(), "--heartbeat-ms", "100", "-q"},
               dir / "run.log");
   ASSERT_EQ(run.wait(120s), 0) << run.log();
-  std::vector<std::vector<std::string>> expected;
-  for (const auto& id : ids) expected.push_back({id});
-  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq"), expected);
+  expect_the_plans_jobs_one_per_class(db, planned);
 }
 
 TEST(PlanCommand, APlanThatDoesNotLoadExitsTwoNamingTheProblem) {

@@ -16,7 +16,7 @@ PlannedJob job(const std::string& plan_name, int seq_len, Precision precision = 
   spec.batch = 1;
   spec.seq_len = seq_len;
   spec.model_config = {{"layers", 2}, {"hidden", 128}};
-  return {compute_job_id(plan_name, spec), spec};
+  return {compute_job_id(plan_name, spec), spec, std::string()};
 }
 
 TEST(PlanHash, IsSixteenHexDigitsAndStable) {

@@ -99,10 +99,35 @@ TEST(JobIdentity, ShippedPlansKeepTheirJobIds) {
         continue;
       }
       ++found;
-      EXPECT_EQ(j.job_id, pin.id) << pin.plan << " " << pin.model << " " << pin.precision;
+      // The shipped plans name no placement: each-class, whose plan jobs name it in their spec.
+      // Under placement "any" a job's id is exactly the one recorded (DECISIONS.md).
+      EXPECT_EQ(s.placement, Placement::kEachClass);
+      EXPECT_EQ(j.job_id, compute_job_id(plans.at(pin.plan).name, s));
+      JobSpec any = s;
+      any.placement = Placement::kAny;
+      EXPECT_EQ(compute_job_id(plans.at(pin.plan).name, any), pin.id) << pin.plan << " " << pin.model << " " << pin.precision;
     }
     EXPECT_EQ(found, 1) << pin.plan << " " << pin.model << " " << pin.precision;
   }
+}
+
+// Ids of the jobs made per class and per device (recorded when placements were introduced): the
+// target is part of the identity, and the same target always gives the same id.
+TEST(JobIdentity, PlacementTargetsArePinnedAndDistinct) {
+  Result<Plan> plan = load_plan(kSourceDir / "jobs" / "plans" / "smoke.toml");
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const PlannedJob& first = plan->jobs.front();   // bert-tiny cpu f32 b1 s32
+  ASSERT_EQ(first.spec.seq_len, 32);
+  ASSERT_EQ(first.spec.precision, Precision::kF32);
+  const std::string cls = compute_job_id("smoke", first.spec, class_target("cpu-17c5240c3fea2575"));
+  const std::string dev = compute_job_id("smoke", first.spec, device_target("local-1-1", "cpu:0"));
+  EXPECT_EQ(first.job_id, "7166596605dcc390");
+  EXPECT_EQ(cls, "30bd2d928e10d49b");
+  EXPECT_EQ(dev, "3532549601ab63bd");
+  EXPECT_NE(cls, compute_job_id("smoke", first.spec, class_target("cpu-0000000000000000")));
+  JobSpec each_device = first.spec;
+  each_device.placement = Placement::kEachDevice;
+  EXPECT_NE(compute_job_id("smoke", each_device), first.job_id);
 }
 
 }  // namespace
