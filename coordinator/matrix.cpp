@@ -245,7 +245,8 @@ std::optional<HostLoad> host_load(const nlohmann::json& metrics) {
 
 // The cpu class whose f32 cells are the baselines of each column (see the contract): a cpu
 // column's own class; for another backend, the cpu class of the workers that ran the column.
-std::map<std::pair<std::string, std::string>, std::string> baseline_classes(const std::vector<ReportRow>& rows) {
+std::map<std::pair<std::string, std::string>, std::optional<std::string>> baseline_classes(
+    const std::vector<ReportRow>& rows) {
   std::map<std::string, std::map<std::string, int>> cpu_classes_of_worker;
   std::set<std::string> cpu_classes;
   for (const ReportRow& r : rows) {
@@ -256,10 +257,7 @@ std::map<std::pair<std::string, std::string>, std::string> baseline_classes(cons
   std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
   for (const ReportRow& r : rows) {
     const auto key = std::make_pair(r.backend, r.hardware_class);
-    if (r.backend == kBaselineBackend) {
-      if (!r.hardware_class.empty()) votes[key][r.hardware_class] += 1;
-      continue;
-    }
+    if (r.backend == kBaselineBackend) continue;   // a cpu column is its own baseline
     auto w = cpu_classes_of_worker.find(r.worker_id);
     if (w == cpu_classes_of_worker.end()) {
       votes[key];   // known column, no vote
@@ -267,7 +265,10 @@ std::map<std::pair<std::string, std::string>, std::string> baseline_classes(cons
     }
     for (const auto& [cls, n] : w->second) votes[key][cls] += n;
   }
-  std::map<std::pair<std::string, std::string>, std::string> out;
+  std::map<std::pair<std::string, std::string>, std::optional<std::string>> out;
+  for (const ReportRow& r : rows) {
+    if (r.backend == kBaselineBackend) out[{r.backend, r.hardware_class}] = r.hardware_class;
+  }
   for (const auto& [column, counts] : votes) {
     std::string best;
     int best_n = 0;
@@ -278,7 +279,7 @@ std::map<std::pair<std::string, std::string>, std::string> baseline_classes(cons
       }
     }
     if (best.empty() && cpu_classes.size() == 1) best = *cpu_classes.begin();
-    out[column] = best;
+    if (!best.empty()) out[column] = best;
   }
   return out;
 }
@@ -323,9 +324,9 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
   for (CellBuilder& b : builders) {
     const CellBuilder* baseline = nullptr;
     auto cls = baselines.find({b.cell.backend, b.cell.hardware_class});
-    if (cls != baselines.end() && !cls->second.empty()) {
-      b.cell.baseline_class = cls->second;
-      auto base = index.find({b.cell.model, std::string(kBaselineBackend), cls->second, kBaselinePrecision, std::string()});
+    if (cls != baselines.end() && cls->second) {
+      b.cell.baseline_class = *cls->second;
+      auto base = index.find({b.cell.model, std::string(kBaselineBackend), *cls->second, kBaselinePrecision, std::string()});
       if (base != index.end()) baseline = &builders[base->second];
     }
     compare_with_baseline(b, baseline);

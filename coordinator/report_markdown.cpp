@@ -20,6 +20,7 @@ namespace {
 // Reasons can be whole error messages; a table cell shows the start, the JSON export has all.
 constexpr std::size_t kMaxCellTextChars = 160;
 constexpr std::string_view kMissing = "—";
+constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 
 // Valid UTF-8, one line, no unescaped '|', bounded length.
 std::string cell_text(std::string_view raw) { return markdown_cell(raw, kMaxCellTextChars); }
@@ -251,7 +252,8 @@ void write_overview(std::ostringstream& out, const Matrix& m, const ClassLabels&
 void write_column_tables(std::ostringstream& out, const Matrix& m, const ClassLabels& classes) {
   for (const MatrixColumn& column : m.columns) {
     out << "## " << heading(column, classes);
-    if (!column.hardware_class.empty()) out << " (" << code(column.hardware_class) << ")";
+    // The class id beside its readable name (a heading without a record already is the id).
+    if (classes.count(column.hardware_class)) out << " (" << code(column.hardware_class) << ")";
     out << "\n\n";
     out << "| Model | Architecture | Precision | Status | Rating | Median ms | Speed-up | NMSE | "
            "Cosine | Notes |\n";
@@ -275,14 +277,19 @@ void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, c
                   const ClassLabels& classes) {
   using Key = std::tuple<std::string, jobs::Precision, std::string, std::string>;   // model, precision, backend, class
   std::map<Key, double> peak;
+  std::map<Key, double> weights;
   std::vector<std::pair<std::string, jobs::Precision>> lines;
   for (const ReportRow& r : rows) {
     if (!r.status || r.hardware_class.empty()) continue;
     std::optional<double> bytes = metric_number(r.metrics, "memory", "peak_rss_bytes");
     if (!bytes) bytes = metric_number(r.metrics, "process", "peak_rss_bytes");
     if (!bytes || *bytes <= 0) continue;
-    double& slot = peak[{r.model, r.precision, r.backend, r.hardware_class}];
+    const Key key{r.model, r.precision, r.backend, r.hardware_class};
+    double& slot = peak[key];
     slot = std::max(slot, *bytes);
+    if (auto w = metric_number(r.metrics, "memory", "weights_bytes"); w && *w > 0) {
+      weights[key] = std::max(weights[key], *w);
+    }
     if (std::find(lines.begin(), lines.end(), std::make_pair(r.model, r.precision)) == lines.end()) {
       lines.emplace_back(r.model, r.precision);
     }
@@ -297,7 +304,7 @@ void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, c
       }
     }
   }
-  out << "## Memory: measured peak RSS (MiB)\n\n| Model | Precision |";
+  out << "## Memory: measured peak RSS / weights (MiB)\n\n| Model | Precision |";
   for (const MatrixColumn& c : columns) out << " " << heading(c, classes) << " |";
   out << "\n|---|---|";
   for (std::size_t i = 0; i < columns.size(); ++i) out << "---:|";
@@ -305,14 +312,20 @@ void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, c
   for (const auto& [model, precision] : lines) {
     out << "| " << cell_text(model) << " | " << precision_text(precision) << " |";
     for (const MatrixColumn& c : columns) {
-      auto it = peak.find({model, precision, c.backend, c.hardware_class});
-      out << " " << (it == peak.end() ? std::string(kMissing) : fmt::format("{:.1f}", it->second / (1024.0 * 1024.0)))
-          << " |";
+      const Key key{model, precision, c.backend, c.hardware_class};
+      auto it = peak.find(key);
+      std::string text(kMissing);
+      if (it != peak.end()) {
+        text = fmt::format("{:.1f}", it->second / kBytesPerMiB);
+        if (auto w = weights.find(key); w != weights.end()) text += fmt::format(" / {:.1f}", w->second / kBytesPerMiB);
+      }
+      out << " " << text << " |";
     }
     out << "\n";
   }
   out << "\nThe largest peak resident set of the job processes (the whole process: weights, "
-         "activations, runtime; device memory of a GPU is not in it).\n\n";
+         "activations, the f32 reference of an accuracy check, runtime; device memory of a GPU is not "
+         "in it), and the bytes of the weights at the job's precision.\n\n";
 }
 
 void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {

@@ -12,7 +12,7 @@
 //   4. one table per column: model × precision rows with status, rating, median latency (ms),
 //      speed-up vs cpu f32 on the same host, NMSE, cosine and notes (scaled models, reasons of ❌,
 //      pending jobs);
-//   5. measured memory: the largest peak RSS per model × precision × column;
+//   5. measured memory: the largest peak RSS and weight bytes per model × precision × column;
 //   6. a per-job table (job id, model, backend, precision, batch, seq_len, status, attempt,
 //      worker, median ms, p90 ms, tokens/s, NMSE, cosine, top-1).
 // Text from workers is made valid UTF-8 and table-safe ('|' escaped, newlines folded). Numbers

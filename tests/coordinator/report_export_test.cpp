@@ -145,8 +145,8 @@ class Exports : public testing::StoreFixture {
 
   void SetUp() override {
     StoreFixture::SetUp();
-    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0}).ok());
-    ASSERT_TRUE(store_->upsert_worker({"worker-b", "lab-box-2", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0}).ok());
+    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0, ""}).ok());
+    ASSERT_TRUE(store_->upsert_worker({"worker-b", "lab-box-2", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0, ""}).ok());
     int seq = 8;
     // Every status a worker reports, on the hardware class given.
     auto worker_job = [&](ResultStatus status, const char* backend, const char* hw, nlohmann::json metrics,

@@ -49,7 +49,7 @@ class MissingFigures : public testing::StoreFixture {
  protected:
   void SetUp() override {
     StoreFixture::SetUp();
-    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0}).ok());
+    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0, ""}).ok());
     // What a worker's RESULT can carry (msgpack has NaN and infinities): non-finite and null
     // figures. The store keeps a JSON document, where each becomes null.
     const double inf = std::numeric_limits<double>::infinity();

@@ -30,7 +30,7 @@ class Reports : public testing::StoreFixture {
  protected:
   void SetUp() override {
     StoreFixture::SetUp();
-    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0}).ok());
+    ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", {}, {}, kT0, ""}).ok());
     std::mt19937 rng(31337);
     std::uniform_real_distribution<double> dist(2.0, 9.0);
     // Rounded to the microsecond so the report's 3 decimals show it exactly.
@@ -70,11 +70,16 @@ TEST_F(Reports, MarkdownHasProvenanceSummaryAndOverview) {
   EXPECT_NE(md.find("| ❌ crash | 1 |"), std::string::npos);
   EXPECT_NE(md.find("| ⏳ queued | 1 |"), std::string::npos);
   EXPECT_NE(md.find("| **total** | **7** |"), std::string::npos);
-  EXPECT_NE(md.find("| Architecture | cpu | opencl | vulkan |"), std::string::npos);
-  EXPECT_NE(md.find("| encoder-only | ✅ 2/2 · best q8_0 2.50× | ❌ 0/2 · 1 unsupported · 1 failed | — |"),
+  // Columns are backends on hardware classes; jobs that reached no hardware (pending, skipped)
+  // form their backend's "unplaced" column.
+  EXPECT_NE(md.find("| Architecture | cpu · cpu-00112233aabbccdd | cpu · unplaced | opencl · cpu-00112233aabbccdd | "
+                    "vulkan · unplaced |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| decoder-only | ✅ 1/2 · 1 not run | — | not run |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| encoder-only | ✅ 2/2 · best q8_0 2.50× | — | ❌ 0/2 · 1 unsupported · 1 failed | — |"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("| decoder-only | ✅ 1/1 | not run | — | not run |"), std::string::npos) << md;
 }
 
 TEST_F(Reports, MarkdownBackendTablesRateEveryCell) {
@@ -107,9 +112,10 @@ TEST_F(Reports, MarkdownBackendTablesRateEveryCell) {
                     "scaled; skipped: no eligible hardware |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("## Backend: cpu"), std::string::npos);
-  EXPECT_NE(md.find("## Backend: opencl"), std::string::npos);
-  EXPECT_NE(md.find("## Backend: vulkan"), std::string::npos);
+  EXPECT_NE(md.find("## cpu · cpu-00112233aabbccdd\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## cpu · unplaced\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## opencl · cpu-00112233aabbccdd\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("## vulkan · unplaced\n"), std::string::npos) << md;
 }
 
 TEST_F(Reports, MarkdownJobTableHasOneRowPerJob) {
@@ -220,6 +226,31 @@ TEST_F(Reports, TextFromWorkersThatIsNotUtf8IsMadeSafe) {
 TEST(ReportCommon, FormatsUtcTimestamps) {
   EXPECT_EQ(format_utc(0), "");
   EXPECT_EQ(format_utc(1'700'000'000'123), "2023-11-14T22:13:20.123Z");
+}
+
+// With the workers' capability records the columns carry readable names (issue 11 item 3), a
+// software device is marked, and the measured memory table has a column per class.
+TEST_F(Reports, MarkdownNamesColumnsFromCapabilityRecordsAndMeasuresMemory) {
+  const nlohmann::json caps = {
+      {"cpu", {{"model", "AMD EPYC 9R45"}, {"isa", {{"avx2", true}, {"avx512f", true}, {"avx512_vnni", true}}}}},
+      {"topology", {{"cores", 2}}},
+      {"devices", {{{"key", "cpu:0"}, {"backend", "cpu"}, {"name", "AMD EPYC 9R45"}, {"type", "cpu"},
+                    {"hardware_class", "cpu-00112233aabbccdd"}},
+                   {{"key", "opencl:0"}, {"backend", "opencl"}, {"name", "cpu-znver5"}, {"platform", "Portable Computing Language"},
+                    {"software", true}, {"hardware_class", "opencl-0000000000000001"}}}}};
+  WorkerRecord w{"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)", caps, {}, kT0, "m1"};
+  nlohmann::json mem = perf_metrics(3.0, 3.5, 100.0, 1e-6, 0.9999, 1.0);
+  mem["memory"] = {{"peak_rss_bytes", 96 * 1024 * 1024}, {"weights_bytes", 16 * 1024 * 1024}};
+  const std::string id = add(make_spec("bert-tiny", "encoder-only", "opencl", "f32", 1, 32, 99));
+  lease(id, 1, "worker-a", "opencl-0000000000000001");
+  store_one(result(id, 1, "pass", "", mem));
+  const std::string md = render_markdown(run_record(), rows(), {w});
+  EXPECT_NE(md.find("## cpu · AMD EPYC 9R45 · 2 cores · AVX-512 VNNI (`cpu-00112233aabbccdd`)"), std::string::npos) << md;
+  EXPECT_NE(md.find("## opencl · PoCL on AMD EPYC 9R45 · 2 cores · AVX-512 VNNI · software (`opencl-0000000000000001`)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("## Memory: measured peak RSS / weights (MiB)"), std::string::npos) << md;
+  EXPECT_NE(md.find("| bert-tiny | f32 | 96.0 / 16.0 |"), std::string::npos) << md;
 }
 
 }  // namespace

@@ -292,7 +292,7 @@ TEST_F(StoreJobs, LeaseRecordedAfterTheJobIsDoneKeepsItDone) {
 TEST_F(StoreJobs, ResultWithoutLeaseRowCreatesTheAttempt) {
   // A coordinator that restarted without the lease row still stores the worker's result.
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
-  ASSERT_TRUE(store_->upsert_worker({"worker-z", "host-z", "accelmatrix 0.1.0 (feedface)", {}, {}, kT0}).ok());
+  ASSERT_TRUE(store_->upsert_worker({"worker-z", "host-z", "accelmatrix 0.1.0 (feedface)", {}, {}, kT0, ""}).ok());
   const StoredOutcome out = store_one(result(id, 3, "pass", "", {}, "worker-z"));
   EXPECT_TRUE(out.became_terminal);
   JobRow j = job(id);
@@ -420,7 +420,7 @@ TEST_F(StoreJobs, RunsAreListedNewestFirstAndUpsertKeepsTheFirstRecord) {
 
 TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
   ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.1.0 (abc123def456)",
-                                     {{"schema", 1}}, {{"rack", "r1"}}, kT0}).ok());
+                                     {{"schema", 1}}, {{"rack", "r1"}}, kT0, ""}).ok());
   const std::string done = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 2, 16, 77));
   const std::string pending = add(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 2, 16, 77));
   const std::string leased = add(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 2, 16, 77));
@@ -429,7 +429,7 @@ TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
   ASSERT_TRUE(store_one(result(done, 1, "pass", "", metrics)).became_terminal);
   lease(leased, 1, "worker-a", "cpu-feedbeefcafe0001");
   // The worker upgrades later; the stored result keeps the build it ran with.
-  ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.2.0 (999999999999)", {}, {}, kT0 + 5}).ok());
+  ASSERT_TRUE(store_->upsert_worker({"worker-a", "lab-box-1", "accelmatrix 0.2.0 (999999999999)", {}, {}, kT0 + 5, ""}).ok());
 
   auto rows = this->rows();
   ASSERT_EQ(rows.size(), 3u);
