@@ -9,6 +9,7 @@
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/formats/quantized_activations.h"
 #include "kernels/formats/dot_kernels.h"
+#include "kernels/formats/interleaved_layout.h"
 
 namespace am::kernels {
 namespace {
@@ -78,6 +79,46 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
       const int64_t m1 = std::min(m, m0 + kRowsPerTask);
       for (int64_t i = m0; i < m1; ++i) {
         dot(a.row(i), w.row_data(n0), w.row_bytes(), n1 - n0, y.row(i) + n0);
+      }
+    }
+  });
+}
+
+// Interleaved driver (kernels/formats/interleaved_layout.h). A task multiplies a tile of groups
+// with a run of rows of X, kGroupTileRows rows of X at a time per group, so each group's bytes
+// are read from L2 once per tile of rows of X; the GGUF tail rows (rows % 8) run on the row-dot
+// kernel in the task that holds the last tile.
+void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDotFn group_dot,
+                        detail::DotRowsFn tail_dot, TensorView y, const ExecContext& ctx) {
+  const int64_t m = a.rows();
+  if (m == 0) return;
+  const int64_t groups = w.grouped_rows() / kInterleaveRows;
+  const int64_t tail = w.rows() - w.grouped_rows();
+  const std::size_t group_bytes = w.row_bytes() * kInterleaveRows;
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
+  const int64_t cache_groups = std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / group_bytes));
+  const int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
+  const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
+  parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
+    ActRow rows[detail::kGroupTileRows];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t = task % tiles;
+      const int64_t g0 = t * tile;
+      const int64_t g1 = std::min(groups, g0 + tile);
+      const int64_t m0 = (task / tiles) * kRowsPerTask;
+      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
+      for (int64_t i = m0; i < m1; i += detail::kGroupTileRows) {
+        const int64_t mr = std::min(detail::kGroupTileRows, m1 - i);
+        for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
+        for (int64_t g = g0; g < g1; ++g) {
+          group_dot(rows, mr, w.group_data(g), y.row(i) + g * kInterleaveRows, y.cols());
+        }
+      }
+      if (tail > 0 && t == tiles - 1) {
+        const int64_t n0 = w.grouped_rows();
+        for (int64_t i = m0; i < m1; ++i) tail_dot(a.row(i), w.row_data(n0), w.row_bytes(), tail, y.row(i) + n0);
       }
     }
   });
@@ -157,8 +198,15 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   bool done = false;
+  if (w.layout() == WeightLayout::kInterleaved8) {
+    const detail::GroupDotFn group_dot = detail::group_dot_kernel(w.format(), ctx.path);
+    const detail::DotRowsFn tail_dot = detail::dot_rows_kernel(w.format(), ctx.path);
+    AM_CHECK(group_dot != nullptr && tail_dot != nullptr, "matmul: no interleaved kernel for this format");
+    interleaved_matmul(a, w, group_dot, tail_dot, y, ctx);
+    done = true;
+  }
 #if defined(__x86_64__)
-  if (ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
+  if (!done && ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
     done = detail::gemm_avx512(a, w.format(), w.data(), w.row_bytes(), w.rows(), y.data, y.cols(),
                                ctx);
   }
@@ -185,7 +233,12 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   const detail::DotRowsFn dot = detail::dot_rows_scalar(w.format());
-  for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  if (w.layout() == WeightLayout::kInterleaved8) {
+    // The interleaved layout's scalar reference (bit-identical to the row reference below).
+    interleaved_matmul(a, w, detail::group_dot_scalar(w.format()), dot, y, ctx);
+  } else {
+    for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  }
   add_bias(y, bias, ctx);
 }
 
