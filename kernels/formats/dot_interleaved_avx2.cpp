@@ -51,16 +51,20 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MR];
+  #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kGroupBlock;
     __m256i s16[MR];
-    for (int m = 0; m < MR; ++m) s16[m] = _mm256_setzero_si256();
     #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) s16[m] = _mm256_setzero_si256();
+    // Unrolled by 2 only: fully unrolled, GCC hoists every broadcast and spills the tile (measured).
+    #pragma GCC unroll 2
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
       const __m256i lo = _mm256_and_si256(v, low_mask);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
+      #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
         const int8_t* xq = x[m].q + b * kBlock + 4 * c;
         s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(xq)));
@@ -68,6 +72,7 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
       }
     }
     const __m256 dw = halves8(p);
+    #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
       __m256i i32 = _mm256_madd_epi16(s16[m], ones);
       const float dx = x[m].d[b];
@@ -81,6 +86,7 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
       }
     }
   }
+  #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
 }
 
@@ -91,25 +97,30 @@ AM_TARGET_AVX2 void group_q8(const ActRow* x, const uint8_t* group, float* y, in
   const int64_t blocks = x[0].blocks;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MR];
+  #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kGroupBlock;
     __m256i i32[MR];
+    #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) i32[m] = _mm256_setzero_si256();
-    #pragma GCC unroll 8
+    #pragma GCC unroll 2
     for (int c = 0; c < 8; ++c) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
       const __m256i wabs = _mm256_abs_epi8(w);
+      #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
         const __m256i xs = _mm256_sign_epi8(bcast4(x[m].q + b * kBlock + 4 * c), w);
         i32[m] = _mm256_add_epi32(i32[m], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xs), ones));
       }
     }
     const __m256 dw = halves8(p);
+    #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) {
       acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[m]), _mm256_mul_ps(dw, _mm256_set1_ps(x[m].d[b])), acc[m]);
     }
   }
+  #pragma GCC unroll 4
   for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
 }
 
