@@ -43,6 +43,16 @@ AM_TARGET_AVX2 inline __m256 halves8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
+// Ends a chunk: its accumulators must be complete here. Fully unrolled without it, GCC hoists the
+// broadcasts of every chunk to the top of the block and spills the tile; rolled, it pays a loop
+// and register copies per chunk: the fence cut the kernels' instructions (callgrind, M=64 N=256
+// K=1024) by 14% for q4_0, 13% for q4_1 and 6% for q8_0.
+template <int MR>
+AM_TARGET_AVX2 inline void chunk_fence(__m256i (&acc)[MR]) {
+  #pragma GCC unroll 4
+  for (int m = 0; m < MR; ++m) __asm__ volatile("" : "+x"(acc[m]) : : "memory");
+}
+
 template <int MR, bool kMin>
 AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, int64_t ldy) {
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
@@ -58,18 +68,20 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
     __m256i s16[MR];
     #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) s16[m] = _mm256_setzero_si256();
-    // Unrolled by 2 only: fully unrolled, GCC hoists every broadcast and spills the tile (measured).
-    #pragma GCC unroll 2
+    const int8_t* xq[MR];
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) xq[m] = x[m].q + b * kBlock;
+    #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
       const __m256i lo = _mm256_and_si256(v, low_mask);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
-        const int8_t* xq = x[m].q + b * kBlock + 4 * c;
-        s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(xq)));
-        s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(xq + kBlock / 2)));
+        s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(lo, bcast4(xq[m] + 4 * c)));
+        s16[m] = _mm256_add_epi16(s16[m], _mm256_maddubs_epi16(hi, bcast4(xq[m] + 4 * c + kBlock / 2)));
       }
+      chunk_fence(s16);
     }
     const __m256 dw = halves8(p);
     #pragma GCC unroll 4
@@ -104,15 +116,19 @@ AM_TARGET_AVX2 void group_q8(const ActRow* x, const uint8_t* group, float* y, in
     __m256i i32[MR];
     #pragma GCC unroll 4
     for (int m = 0; m < MR; ++m) i32[m] = _mm256_setzero_si256();
-    #pragma GCC unroll 2
+    const int8_t* xq[MR];
+    #pragma GCC unroll 4
+    for (int m = 0; m < MR; ++m) xq[m] = x[m].q + b * kBlock;
+    #pragma GCC unroll 8
     for (int c = 0; c < 8; ++c) {
       const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
       const __m256i wabs = _mm256_abs_epi8(w);
       #pragma GCC unroll 4
       for (int m = 0; m < MR; ++m) {
-        const __m256i xs = _mm256_sign_epi8(bcast4(x[m].q + b * kBlock + 4 * c), w);
+        const __m256i xs = _mm256_sign_epi8(bcast4(xq[m] + 4 * c), w);
         i32[m] = _mm256_add_epi32(i32[m], _mm256_madd_epi16(_mm256_maddubs_epi16(wabs, xs), ones));
       }
+      chunk_fence(i32);
     }
     const __m256 dw = halves8(p);
     #pragma GCC unroll 4
