@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "common/check.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/formats/quantized_activations.h"
 #include "kernels/formats/dot_kernels.h"
 #include "kernels/formats/interleaved_layout.h"
+#include "kernels/formats/bf16.h"
 
 namespace am::kernels {
 namespace {
@@ -124,6 +126,52 @@ void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, det
   });
 }
 
+// f16 / bf16 weights with many rows of X on the avx2 path, which has no blocked GEMM of its own:
+// tiles of kHalfBlasTileRows weight rows are decoded to f32 (exact) into a per-task scratch and
+// multiplied by OpenBLAS sgemm, single-threaded on the pool like matmul_f32_blas. For bf16, X is
+// rounded to bf16 first, so the products are the bf16 x bf16 products every path multiplies
+// (exact in f32); only the order of the f32 sums differs. The scratch is transient (one tile per
+// running task), not a second copy of the weight. 256 rows keep OpenBLAS's repacking of X to
+// one pass per 256 outputs.
+constexpr int64_t kHalfBlasTileRows = 256;
+
+void half_weight_blas(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
+                      const ExecContext& ctx) {
+  const int64_t m = x.rows(), k = x.cols(), n = w.rows();
+  AM_CHECK(m <= kMaxBlasDim && n <= kMaxBlasDim && k <= kMaxBlasDim,
+           "matmul: dimension beyond OpenBLAS's 32-bit interface");
+  Tensor rounded;
+  const float* xs = x.data;
+  if (w.format() == WeightFormat::kBF16) {
+    rounded = Tensor(Shape{m, k});
+    parallel_for(ctx, m, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        for (int64_t j = 0; j < k; ++j) rounded.row(i)[j] = round_to_bf16(x.row(i)[j]);
+      }
+    });
+    xs = rounded.data();
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    if (bias != nullptr) {
+      std::copy(bias, bias + n, y.row(i));
+    } else {
+      std::fill(y.row(i), y.row(i) + n, 0.0f);
+    }
+  }
+  if (k == 0) return;
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  parallel_for(ctx, (n + kHalfBlasTileRows - 1) / kHalfBlasTileRows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> tile(static_cast<std::size_t>(std::min(n, kHalfBlasTileRows) * k));
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n0 = t * kHalfBlasTileRows, n1 = std::min(n, n0 + kHalfBlasTileRows);
+      for (int64_t r = n0; r < n1; ++r) w.dequantize_row(r, tile.data() + (r - n0) * k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n1 - n0),
+                  static_cast<int>(k), 1.0f, xs, static_cast<int>(k), tile.data(), static_cast<int>(k), 1.0f,
+                  y.data + n0, static_cast<int>(n));
+    }
+  });
+}
+
 }  // namespace
 
 int64_t f32_blas_min_rows(int64_t /*k*/, int64_t /*n*/) { return kF32BlasMinRows; }
@@ -195,6 +243,11 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
     return;
   }
   if (x.rows() == 0 || w.rows() == 0) return;
+  if ((w.format() == WeightFormat::kF16 || w.format() == WeightFormat::kBF16) && ctx.path == KernelPath::kAvx2 &&
+      x.rows() >= f32_blas_min_rows(x.cols(), w.rows())) {
+    half_weight_blas(x, w, bias, y, ctx);
+    return;
+  }
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   bool done = false;

@@ -20,6 +20,9 @@
 //         times 8 weight rows per call (AVX2 on the avx2/avx512 paths, the scalar reference on
 //         scalar/neon), split by tiles of groups and runs of rows of X; the GGUF tail rows
 //         (rows % 8) on the row-dot kernel;
+//       * f16 / bf16 on the avx2 path with M >= f32_blas_min_rows(): weight tiles decoded to f32
+//         (exact) and OpenBLAS sgemm on the pool as for f32, X rounded to bf16 first for bf16
+//         (the products stay the bf16 x bf16 products; only the f32 summation order differs);
 //       * kRows, M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
 //         panel into a packed layout, register-tiled VNNI / BF16 / FMA microkernels);
 //       * kRows otherwise: the row-dot kernels (GEMV for M = 1), split by tiles of output
