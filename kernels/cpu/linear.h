@@ -6,11 +6,11 @@
 // layout of whoever executes them (ExecContext::cpu_weights): the cpu backend's execution
 // layout for ctx.path (cpu_execution_layout(), e.g. row-interleaved q4_0 on avx2), or GGUF rows
 // for a device backend. The layer holds exactly one copy of its weight either way: no GGUF rows
-// are kept beside an execution layout (weight_bytes() is the GGUF size in both). converted() derives a layer in another format
-// from an f32 layer (aborts if this layer is not f32). forward() maps x [M, in] to y [M, out]
-// through kernels::matmul and writes every element of y. weight_bytes() is the stored size of
-// weight plus bias. Immutable after construction; concurrent forward() calls with distinct
-// outputs are safe.
+// are kept beside an execution layout (weight_bytes() is the GGUF size in both). converted()
+// derives a layer in another format from an f32 layer (aborts if this layer is not f32).
+// forward() maps x [M, in] to y [M, out] through kernels::matmul and writes every element of y.
+// weight_bytes() is the stored size of weight plus bias. Immutable after construction; concurrent
+// forward() calls with distinct outputs are safe.
 #pragma once
 
 #include <cstddef>
@@ -42,7 +42,9 @@ class Linear {
   // layers are built with ExecContext::cpu_weights = false; WeightMatrix::gguf_rows() rebuilds
   // the GGUF bytes of any layer into a caller buffer).
   const void* weight_data() const;
-  WeightLayout weight_layout() const { return format_ == WeightFormat::kF32 ? WeightLayout::kRows : qweight_.layout(); }
+  WeightLayout weight_layout() const {
+    return format_ == WeightFormat::kF32 ? WeightLayout::kRows : qweight_.layout();
+  }
   std::size_t weight_data_bytes() const;
   // The stored weight of a non-f32 layer with its typed block views (q8_0_blocks(),
   // q4_0_blocks(), ...); null for f32 layers.

@@ -21,7 +21,7 @@
 //   q4_1 (160 bytes): d[8], m[8], then the 4 chunks of q4_0;
 //   q8_0 (272 bytes): d[8], then 8 chunks of 32 bytes; chunk c holds qs[4c .. 4c + 3] of rows
 //                     0..7.
-// Every other (format) keeps GGUF rows: interleave_supported() says which.
+// Every other format keeps GGUF rows; interleave_supported() says which have the layout.
 //
 // Contract: pure, thread-safe functions on caller-owned buffers. interleave_group() and
 // deinterleave_group() are exact inverses for every byte pattern (they only move bytes).
