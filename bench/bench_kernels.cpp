@@ -5,6 +5,7 @@
 //
 //   build/bench/bench_kernels [--threads N] [--json FILE] [--quick] [--min-time-s S]
 //                             [--formats f32,q8_0,q4_0,...] [--kinds gemm,gemv,smallm]
+//                             [--layout exec|rows|both]
 //
 // For every weight format: GEMM at prefill shapes (M = 512 tokens, N = 4096, K = 4096 and
 // 14336) and GEMV (M = 1, N = 4096, K = 14336), at 1 thread and at N threads (default: the
@@ -107,14 +108,24 @@ Tensor random_tensor(int64_t rows, int64_t cols, uint32_t seed, float stddev) {
 
 // An [n, k] matrix in `format` whose rows cycle through kSlabRows really quantized rows: the
 // bytes are those of real Gaussian weights, without quantizing n x k values per format.
-WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecContext& ctx) {
+WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecContext& ctx, WeightLayout layout) {
   const Tensor slab = random_tensor(std::min(n, kSlabRows), k, 7, kWeightStd);
   const WeightMatrix q = WeightMatrix::quantize(slab.view(), format, ctx);
   std::vector<uint8_t> bytes(q.row_bytes() * static_cast<std::size_t>(n));
   for (int64_t r = 0; r < n; ++r) {
     std::memcpy(bytes.data() + q.row_bytes() * r, q.row_data(r % q.rows()), q.row_bytes());
   }
-  return std::move(WeightMatrix::from_bytes(format, n, k, bytes)).value();
+  return std::move(WeightMatrix::from_bytes(format, n, k, bytes, layout)).value();
+}
+
+// The layouts to measure a format in: "exec" (default) is the layout the cpu backend executes it
+// in on this path (what Linear::create picks), "rows" GGUF rows, "both" the two in one run where
+// they differ (an A/B of the execution layout against the same baselines).
+std::vector<WeightLayout> bench_layouts(WeightFormat f, KernelPath path, const std::string& which) {
+  const WeightLayout exec = cpu_execution_layout(f, path);
+  if (which == "rows") return {WeightLayout::kRows};
+  if (which == "both" && exec != WeightLayout::kRows) return {WeightLayout::kRows, exec};
+  return {exec};
 }
 
 // Compute throughput available to `pool` right now: every thread runs independent register-only
@@ -151,6 +162,7 @@ struct Row {
   double peak_fraction = 0.0, paired_bw = 0.0;
   const char* peak_kind = "";
   std::size_t weight_bytes = 0;
+  std::string layout = "rows";  // the weight layout the kernels ran on
 };
 
 nlohmann::json to_json(const Row& r) {
@@ -158,7 +170,8 @@ nlohmann::json to_json(const Row& r) {
                       {"m", r.m},                 {"n", r.n},
                       {"k", r.k},                 {"threads", r.threads},
                       {"seconds_best", r.t.best_s}, {"seconds_median", r.t.median_s},
-                      {"runs", r.t.runs},         {"gops", r.gops}};
+                      {"runs", r.t.runs},         {"gops", r.gops},
+                      {"layout", r.layout}};
   if (r.kind == "gemm") {
     j["ratio_vs_sgemm"] = r.ratio;
     if (r.peak_fraction > 0) {
@@ -196,7 +209,7 @@ bool wanted(const std::string& list, const std::string& item) {
 }
 
 int run(int threads, const std::string& json_path, bool quick, double min_time_s,
-        const std::string& formats, const std::string& kinds) {
+        const std::string& formats, const std::string& kinds, const std::string& layouts) {
   // Small-M shapes: a 7B-class square projection, TinyLlama's FFN up projection and the default
   // plan's scaled TinyLlama FFN (hidden 256, intermediate 704), where per-call overheads rule.
   const Shapes shapes =
@@ -284,9 +297,10 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
     for (WeightFormat f : all_weight_formats()) {
       const std::string name(weight_format_name(f));
       if (!wanted(formats, name)) continue;
+      for (WeightLayout layout : bench_layouts(f, *path, layouts)) {
       for (std::size_t i = 0; i < shapes.gemm_k.size() && wanted(kinds, "gemm"); ++i) {
         const int64_t k = shapes.gemm_k[i];
-        const WeightMatrix w = make_weights(f, shapes.gemm_n, k, ctx);
+        const WeightMatrix w = make_weights(f, shapes.gemm_n, k, ctx, layout);
         const Tensor x = random_tensor(shapes.gemm_m, k, 3, 1.0f);
         Tensor y(Shape{shapes.gemm_m, shapes.gemm_n});
         Row r{name, "gemm", shapes.gemm_m, shapes.gemm_n, k, t, {}};
@@ -304,21 +318,22 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
           r.peak_kind = "bf16_dot";
         }
         r.peak_fraction = peak > 0 ? r.gops * 1e9 / peak : 0.0;
-        std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %7.0f%% %8s\n", name.c_str(), "gemm",
+        r.layout = std::string(weight_layout_name(w.layout()));
+        std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %7.0f%% %8s  %s\n", name.c_str(), "gemm",
                     static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
-                    r.t.best_s * 1e3, r.gops, r.ratio, 100.0 * r.peak_fraction, "");
+                    r.t.best_s * 1e3, r.gops, r.ratio, 100.0 * r.peak_fraction, "", r.layout.c_str());
         rows.push_back(r);
       }
       if (!wanted(kinds, "gemv")) continue;
       // GEMV: cycle through copies totalling at least the bandwidth baseline's buffer.
-      const WeightMatrix w0 = make_weights(f, shapes.gemv_n, shapes.gemv_k, ctx);
+      const WeightMatrix w0 = make_weights(f, shapes.gemv_n, shapes.gemv_k, ctx, layout);
       const std::size_t copies = std::max<std::size_t>(
           2, (am::bench::streaming_buffer_bytes() + w0.size_bytes() - 1) / w0.size_bytes());
       std::vector<WeightMatrix> ws;
+      std::vector<uint8_t> gguf(w0.size_bytes());
+      w0.gguf_rows(gguf.data());
       for (std::size_t c = 0; c < copies; ++c) {
-        ws.push_back(std::move(WeightMatrix::from_bytes(
-                                   f, w0.rows(), w0.cols(), {w0.data(), w0.size_bytes()}))
-                         .value());
+        ws.push_back(std::move(WeightMatrix::from_bytes(f, w0.rows(), w0.cols(), gguf, w0.layout())).value());
       }
       const Tensor x = random_tensor(1, shapes.gemv_k, 4, 1.0f);
       Tensor y(Shape{1, shapes.gemv_n});
@@ -347,10 +362,12 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       r.bytes_per_s = static_cast<double>(r.weight_bytes) / r.t.best_s;
       r.paired_bw = paired.best_bytes_per_second;
       r.bw_fraction = r.bytes_per_s / r.paired_bw;
-      std::printf("  %-5s %-4s %5d %6lld %6lld %9.3f %9.1f %10s %8s %7.0f%%  (%.1f GB/s of %.1f)\n", name.c_str(),
+      r.layout = std::string(weight_layout_name(w0.layout()));
+      std::printf("  %-5s %-4s %5d %6lld %6lld %9.3f %9.1f %10s %8s %7.0f%%  (%.1f GB/s of %.1f)  %s\n", name.c_str(),
                   "gemv", 1, static_cast<long long>(r.n), static_cast<long long>(r.k), r.t.best_s * 1e3, r.gops,
-                  "", "", 100.0 * r.bw_fraction, r.bytes_per_s / 1e9, r.paired_bw / 1e9);
+                  "", "", 100.0 * r.bw_fraction, r.bytes_per_s / 1e9, r.paired_bw / 1e9, r.layout.c_str());
       rows.push_back(r);
+      }  // layouts
     }
 
     // f32 small-M: our GEMM (gemm_f32) against OpenBLAS at the same shapes, both ways OpenBLAS can
@@ -409,8 +426,9 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
     for (const Row& a : rows) {
       if (a.kind != "gemm" || a.threads != 1) continue;
       for (const Row& b : rows) {
-        if (b.kind == a.kind && b.format == a.format && b.k == a.k && b.threads == threads) {
-          std::printf(" %s/K=%lld %.2fx", a.format.c_str(), static_cast<long long>(a.k), b.gops / a.gops);
+        if (b.kind == a.kind && b.format == a.format && b.k == a.k && b.threads == threads && b.layout == a.layout) {
+          std::printf(" %s%s/K=%lld %.2fx", a.format.c_str(), a.layout == "rows" ? "" : "(i8)",
+                      static_cast<long long>(a.k), b.gops / a.gops);
         }
       }
     }
@@ -423,14 +441,15 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
               top, top > 1 ? "s" : "", top);
   for (WeightFormat f : all_weight_formats()) {
     const std::string name(weight_format_name(f));
+    for (const char* layout : {"rows", "interleaved8"}) {
     std::string line;
     char buf[96];
     for (const Row& r : rows) {
-      if (r.format != name || r.threads != top) continue;
+      if (r.format != name || r.threads != top || r.layout != layout) continue;
       if (r.kind == "gemm") {
         double one = 0.0;
         for (const Row& o : rows) {
-          if (o.format == name && o.kind == "gemm" && o.k == r.k && o.threads == 1) one = o.gops;
+          if (o.format == name && o.kind == "gemm" && o.k == r.k && o.threads == 1 && o.layout == r.layout) one = o.gops;
         }
         std::snprintf(buf, sizeof(buf), "  gemm K=%lld %.2fx %.0f%% of peak (scaling %.2fx)",
                       static_cast<long long>(r.k), r.ratio, 100.0 * r.peak_fraction, one > 0 ? r.gops / one : 0.0);
@@ -439,7 +458,8 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       }
       line += buf;
     }
-    if (!line.empty()) std::printf("  %-5s%s\n", name.c_str(), line.c_str());
+    if (!line.empty()) std::printf("  %-5s %-12s%s\n", name.c_str(), layout, line.c_str());
+    }
   }
   if (thread_counts.size() > 1) {
     std::printf("parallel capacity of the machine during the run: %.2fx of %d\n", parallel_capacity, top);
@@ -476,7 +496,12 @@ int main(int argc, char** argv) {
   std::string formats, kinds;
   app.add_option("--formats", formats, "comma-separated formats to run (default: all)");
   app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
+  std::string layouts = "exec";
+  app.add_option("--layout", layouts,
+                 "weight layout of the block formats: exec (the cpu backend's execution layout on this path), "
+                 "rows (GGUF rows), both (each, in one run)")
+      ->check(CLI::IsMember({"exec", "rows", "both"}));
   CLI11_PARSE(app, argc, argv);
   if (min_time_s <= 0) min_time_s = quick ? am::kernels::kQuickMinTimeS : am::kernels::kDefaultMinTimeS;
-  return am::kernels::run(threads, json, quick, min_time_s, formats, kinds);
+  return am::kernels::run(threads, json, quick, min_time_s, formats, kinds, layouts);
 }

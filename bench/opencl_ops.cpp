@@ -253,7 +253,10 @@ int run(int argc, char** argv) {
   }
   const int threads = default_thread_count();
   ThreadPool pool(threads);
-  const ExecContext ctx{best_kernel_path(), &pool};
+  ExecContext ctx{best_kernel_path(), &pool};
+  // The layers are uploaded by OpenCL, so they are built in GGUF rows (exec_context.h); the cpu
+  // column runs those rows on its row-dot kernels, not in the cpu's interleaved execution layout.
+  ctx.cpu_weights = false;
   CpuBackend cpu(ctx);
   Bench bench(**cl, cpu, min_time_s);
   if (only.empty() || only == "linear") bench_linear(bench, ctx);

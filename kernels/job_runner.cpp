@@ -48,7 +48,11 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   // The pool owns the cores; f32 products past the OpenBLAS crossover run single-threaded
   // sgemm slices on it (kernels/cpu/matmul.h), so OpenBLAS starts no threads of its own.
   ThreadPool pool(threads);
-  const ExecContext ctx{*path, &pool};
+  ExecContext ctx{*path, &pool};
+  // Block weights are built once, in the layout of the backend that runs them: the cpu
+  // execution layout for cpu jobs, GGUF rows for a device backend to upload (exec_context.h).
+  // The f32 reference graph is f32, which has one layout.
+  ctx.cpu_weights = spec.backend == kBackendCpu;
   metrics["threads"] = threads;
   metrics["kernel_path"] = std::string(kernel_path_name(*path));
   // The job runs on its backend; the f32 reference always runs on the cpu.

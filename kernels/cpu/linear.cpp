@@ -18,7 +18,8 @@ Linear Linear::create(Tensor weight, Tensor bias, WeightFormat format, const Exe
   if (format == WeightFormat::kF32) {
     l.weight_ = std::move(weight);
   } else {
-    l.qweight_ = WeightMatrix::quantize(weight.view(), format, ctx);
+    const WeightLayout layout = ctx.cpu_weights ? cpu_execution_layout(format, ctx.path) : WeightLayout::kRows;
+    l.qweight_ = WeightMatrix::quantize(weight.view(), format, ctx, layout);
   }
   return l;
 }
@@ -31,6 +32,9 @@ Linear Linear::converted(WeightFormat format, const ExecContext& ctx) const {
 std::size_t Linear::weight_bytes() const { return weight_data_bytes() + bias_.bytes(); }
 
 const void* Linear::weight_data() const {
+  AM_CHECK(weight_layout() == WeightLayout::kRows,
+           "Linear::weight_data(): this layer holds the cpu backend's execution layout, not GGUF rows; "
+           "build layers for a device backend with ExecContext::cpu_weights = false");
   return format_ == WeightFormat::kF32 ? static_cast<const void*>(weight_.data())
                                        : static_cast<const void*>(qweight_.data());
 }

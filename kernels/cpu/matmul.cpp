@@ -4,11 +4,14 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "common/check.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/formats/quantized_activations.h"
 #include "kernels/formats/dot_kernels.h"
+#include "kernels/formats/interleaved_layout.h"
+#include "kernels/formats/bf16.h"
 
 namespace am::kernels {
 namespace {
@@ -79,6 +82,92 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
       for (int64_t i = m0; i < m1; ++i) {
         dot(a.row(i), w.row_data(n0), w.row_bytes(), n1 - n0, y.row(i) + n0);
       }
+    }
+  });
+}
+
+// Interleaved driver (kernels/formats/interleaved_layout.h). A task multiplies a tile of groups
+// with a run of rows of X, kGroupTileRows rows of X at a time per group, so each group's bytes
+// are read from L2 once per tile of rows of X; the GGUF tail rows (rows % 8) run on the row-dot
+// kernel in the task that holds the last tile.
+void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDotFn group_dot,
+                        detail::DotRowsFn tail_dot, TensorView y, const ExecContext& ctx) {
+  const int64_t m = a.rows();
+  if (m == 0) return;
+  const int64_t groups = w.grouped_rows() / kInterleaveRows;
+  const int64_t tail = w.rows() - w.grouped_rows();
+  const std::size_t group_bytes = w.row_bytes() * kInterleaveRows;
+  const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
+  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
+  const int64_t cache_groups = std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / group_bytes));
+  const int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
+  const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
+  parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
+    ActRow rows[detail::kGroupTileRows];
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t t = task % tiles;
+      const int64_t g0 = t * tile;
+      const int64_t g1 = std::min(groups, g0 + tile);
+      const int64_t m0 = (task / tiles) * kRowsPerTask;
+      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
+      for (int64_t i = m0; i < m1; i += detail::kGroupTileRows) {
+        const int64_t mr = std::min(detail::kGroupTileRows, m1 - i);
+        for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
+        for (int64_t g = g0; g < g1; ++g) {
+          group_dot(rows, mr, w.group_data(g), y.row(i) + g * kInterleaveRows, y.cols());
+        }
+      }
+      if (tail > 0 && t == tiles - 1) {
+        const int64_t n0 = w.grouped_rows();
+        for (int64_t i = m0; i < m1; ++i) tail_dot(a.row(i), w.row_data(n0), w.row_bytes(), tail, y.row(i) + n0);
+      }
+    }
+  });
+}
+
+// f16 / bf16 weights with many rows of X on the avx2 path, which has no blocked GEMM of its own:
+// tiles of kHalfBlasTileRows weight rows are decoded to f32 (exact) into a per-task scratch and
+// multiplied by OpenBLAS sgemm, single-threaded on the pool like matmul_f32_blas. For bf16, X is
+// rounded to bf16 first, so the products are the bf16 x bf16 products every path multiplies
+// (exact in f32); only the order of the f32 sums differs. The scratch is transient (one tile per
+// running task), not a second copy of the weight. 256 rows keep OpenBLAS's repacking of X to
+// one pass per 256 outputs.
+constexpr int64_t kHalfBlasTileRows = 256;
+
+void half_weight_blas(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorView y,
+                      const ExecContext& ctx) {
+  const int64_t m = x.rows(), k = x.cols(), n = w.rows();
+  AM_CHECK(m <= kMaxBlasDim && n <= kMaxBlasDim && k <= kMaxBlasDim,
+           "matmul: dimension beyond OpenBLAS's 32-bit interface");
+  Tensor rounded;
+  const float* xs = x.data;
+  if (w.format() == WeightFormat::kBF16) {
+    rounded = Tensor(Shape{m, k});
+    parallel_for(ctx, m, 4, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        for (int64_t j = 0; j < k; ++j) rounded.row(i)[j] = round_to_bf16(x.row(i)[j]);
+      }
+    });
+    xs = rounded.data();
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    if (bias != nullptr) {
+      std::copy(bias, bias + n, y.row(i));
+    } else {
+      std::fill(y.row(i), y.row(i) + n, 0.0f);
+    }
+  }
+  if (k == 0) return;
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  parallel_for(ctx, (n + kHalfBlasTileRows - 1) / kHalfBlasTileRows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> tile(static_cast<std::size_t>(std::min(n, kHalfBlasTileRows) * k));
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t n0 = t * kHalfBlasTileRows, n1 = std::min(n, n0 + kHalfBlasTileRows);
+      for (int64_t r = n0; r < n1; ++r) w.dequantize_row(r, tile.data() + (r - n0) * k);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(m), static_cast<int>(n1 - n0),
+                  static_cast<int>(k), 1.0f, xs, static_cast<int>(k), tile.data(), static_cast<int>(k), 1.0f,
+                  y.data + n0, static_cast<int>(n));
     }
   });
 }
@@ -154,11 +243,23 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
     return;
   }
   if (x.rows() == 0 || w.rows() == 0) return;
+  if ((w.format() == WeightFormat::kF16 || w.format() == WeightFormat::kBF16) && ctx.path == KernelPath::kAvx2 &&
+      x.rows() >= f32_blas_min_rows(x.cols(), w.rows())) {
+    half_weight_blas(x, w, bias, y, ctx);
+    return;
+  }
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   bool done = false;
+  if (w.layout() == WeightLayout::kInterleaved8) {
+    const detail::GroupDotFn group_dot = detail::group_dot_kernel(w.format(), ctx.path);
+    const detail::DotRowsFn tail_dot = detail::dot_rows_kernel(w.format(), ctx.path);
+    AM_CHECK(group_dot != nullptr && tail_dot != nullptr, "matmul: no interleaved kernel for this format");
+    interleaved_matmul(a, w, group_dot, tail_dot, y, ctx);
+    done = true;
+  }
 #if defined(__x86_64__)
-  if (ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
+  if (!done && ctx.path == KernelPath::kAvx512 && x.rows() >= kGemmMinRows) {
     done = detail::gemm_avx512(a, w.format(), w.data(), w.row_bytes(), w.rows(), y.data, y.cols(),
                                ctx);
   }
@@ -185,7 +286,12 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   const detail::DotRowsFn dot = detail::dot_rows_scalar(w.format());
-  for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  if (w.layout() == WeightLayout::kInterleaved8) {
+    // The interleaved layout's scalar reference (bit-identical to the row reference below).
+    interleaved_matmul(a, w, detail::group_dot_scalar(w.format()), dot, y, ctx);
+  } else {
+    for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
+  }
   add_bias(y, bias, ctx);
 }
 

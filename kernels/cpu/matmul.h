@@ -14,15 +14,24 @@
 //     Below the crossover f32 results do not depend on the thread count; above it the slices
 //     follow the pool's size, so the last bits may (OpenBLAS does not promise otherwise).
 //   - matmul() with any other format prepares X once (kernels/formats/quantized_activations.h: bf16
-//     rounding or per-row 8-bit blocks), then runs on ctx.path over ctx.pool:
-//       * M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
+//     rounding or per-row 8-bit blocks), then runs on ctx.path over ctx.pool, by w.layout():
+//       * kInterleaved8 (the avx2 path's execution layout of q8_0/q4_0/q4_1,
+//         kernels/formats/interleaved_layout.h), every M: the group kernels, up to 4 rows of X
+//         times 8 weight rows per call (AVX2 on the avx2/avx512 paths, the scalar reference on
+//         scalar/neon), split by tiles of groups and runs of rows of X; the GGUF tail rows
+//         (rows % 8) on the row-dot kernel;
+//       * f16 / bf16 on the avx2 path with M >= f32_blas_min_rows(): weight tiles decoded to f32
+//         (exact) and OpenBLAS sgemm on the pool as for f32, X rounded to bf16 first for bf16
+//         (the products stay the bf16 x bf16 products; only the f32 summation order differs);
+//       * kRows, M >= kGemmMinRows on the avx512 path: the blocked GEMM (weights decoded panel by
 //         panel into a packed layout, register-tiled VNNI / BF16 / FMA microkernels);
-//       * otherwise the row-dot kernels (GEMV for M = 1), split by tiles of output features
-//         (and rows of X), streaming the stored weight bytes once per row of X.
+//       * kRows otherwise: the row-dot kernels (GEMV for M = 1), split by tiles of output
+//         features (and rows of X), streaming the stored weight bytes once per row of X.
 //     Paths agree with the scalar reference up to the order of f32 summation (the integer
 //     block sums are exact everywhere); results do not depend on the thread count.
 //   - matmul_reference() is the scalar reference itself (single-threaded), for tests and
-//     benchmarks.
+//     benchmarks; on an interleaved matrix it runs the interleaved scalar reference, which gives
+//     the same bits as the row reference on the same matrix in GGUF rows.
 //   - All are safe to call concurrently with distinct outputs.
 #pragma once
 

@@ -30,6 +30,24 @@ DotRowsFn dot_rows_avx2(WeightFormat format);
 DotRowsFn dot_rows_avx512(WeightFormat format);
 DotRowsFn dot_rows_neon(WeightFormat format);
 
+// Interleaved groups (kernels/formats/interleaved_layout.h): for each of the mr rows x[0], ...,
+// x[mr - 1] of X (1 <= mr <= kGroupTileRows, all with the same blocks), y[m * ldy + i] =
+// dot(x[m], row i of the group) for i < kInterleaveRows, the same product as the row-dot
+// kernels compute on the group's GGUF rows. `group` is the group's first byte; like every weight
+// buffer it must be followed by kWeightReadSlackBytes readable bytes.
+inline constexpr int64_t kGroupTileRows = 4;
+using GroupDotFn = void (*)(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy);
+
+// The scalar reference: the same integer block sums and the same f32 expression, in the same
+// order, as dot_rows_scalar() on GGUF rows, so the two agree bit for bit.
+GroupDotFn group_dot_scalar(WeightFormat format);
+// AVX2 + FMA + F16C; also what the avx512 path runs on an interleaved matrix. Null where the
+// format has no interleaved form.
+GroupDotFn group_dot_avx2(WeightFormat format);
+// The interleaved kernel of (format, path): avx2 on the avx2 and avx512 paths, the scalar
+// reference on scalar and neon (the portable fallback). Null for formats without the layout.
+GroupDotFn group_dot_kernel(WeightFormat format, KernelPath path);
+
 void quantize_activation_row_avx2(const float* x, int64_t k, int64_t block, int8_t* q, float* d,
                                   int32_t* sum, int16_t* bsum);
 void quantize_activation_row_avx512(const float* x, int64_t k, int64_t block, int8_t* q, float* d,

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "kernels/formats/bf16.h"
 #include "common/check.h"
@@ -87,28 +88,54 @@ void WeightMatrix::allocate() {
   std::memset(data_.get() + size_bytes(), 0, rounded - size_bytes());
 }
 
-WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, const ExecContext& ctx) {
+void WeightMatrix::check_layout() const {
+  AM_CHECK(layout_ == WeightLayout::kRows || interleave_supported(format_),
+           "weight matrix: this format has no interleaved layout");
+}
+
+WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, const ExecContext& ctx,
+                                   WeightLayout layout) {
   AM_CHECK(w.shape.rank() == 2, "weight matrices are 2-D");
   WeightMatrix m;
   m.format_ = format;
+  m.layout_ = layout;
+  m.check_layout();
   m.rows_ = w.rows();
   m.cols_ = w.cols();
   m.row_bytes_ = weight_format_row_bytes(format, m.cols_);
   m.allocate();
-  parallel_for(ctx, m.rows_, kRowsPerQuantizeTask, [&](int64_t begin, int64_t end) {
+  uint8_t* const base = m.data_.get();
+  const std::size_t rb = m.row_bytes_;
+  auto quantize_rows = [&](int64_t begin, int64_t end, uint8_t* dst) {
     for (int64_t r = begin; r < end; ++r) {
-      quantize_row(format, w.row(r), m.data_.get() + m.row_bytes_ * static_cast<std::size_t>(r),
-                   m.cols_, ctx.path);
+      quantize_row(format, w.row(r), dst + rb * static_cast<std::size_t>(r - begin), m.cols_, ctx.path);
     }
+  };
+  const int64_t grouped = m.grouped_rows();
+  if (grouped > 0) {
+    // One group at a time through a scratch of 8 GGUF rows: the only GGUF copy there is.
+    const int64_t blocks = static_cast<int64_t>(rb / weight_format_block_bytes(format));
+    parallel_for(ctx, grouped / kInterleaveRows, 1, [&](int64_t begin, int64_t end) {
+      std::vector<uint8_t> scratch(rb * kInterleaveRows);
+      for (int64_t g = begin; g < end; ++g) {
+        quantize_rows(g * kInterleaveRows, (g + 1) * kInterleaveRows, scratch.data());
+        interleave_group(format, scratch.data(), rb, blocks, base + rb * static_cast<std::size_t>(g * kInterleaveRows));
+      }
+    });
+  }
+  parallel_for(ctx, m.rows_ - grouped, kRowsPerQuantizeTask, [&](int64_t begin, int64_t end) {
+    quantize_rows(grouped + begin, grouped + end, base + rb * static_cast<std::size_t>(grouped + begin));
   });
   return m;
 }
 
 Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows, int64_t cols,
-                                              std::span<const uint8_t> bytes) {
+                                              std::span<const uint8_t> bytes, WeightLayout layout) {
   if (rows < 0 || cols < 0) return invalid_argument("weight matrix dimensions must be >= 0");
   WeightMatrix m;
   m.format_ = format;
+  m.layout_ = layout;
+  m.check_layout();
   m.rows_ = rows;
   m.cols_ = cols;
   m.row_bytes_ = weight_format_row_bytes(format, cols);
@@ -119,18 +146,69 @@ Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows,
                             std::to_string(bytes.size()));
   }
   m.allocate();
-  if (!bytes.empty()) std::memcpy(m.data_.get(), bytes.data(), bytes.size());
+  const std::size_t rb = m.row_bytes_;
+  const int64_t grouped = m.grouped_rows();
+  const int64_t blocks = grouped > 0 ? static_cast<int64_t>(rb / weight_format_block_bytes(format)) : 0;
+  for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
+    const std::size_t offset = rb * static_cast<std::size_t>(g * kInterleaveRows);
+    interleave_group(format, bytes.data() + offset, rb, blocks, m.data_.get() + offset);
+  }
+  const std::size_t tail = rb * static_cast<std::size_t>(grouped);
+  if (bytes.size() > tail) std::memcpy(m.data_.get() + tail, bytes.data() + tail, bytes.size() - tail);
   return m;
+}
+
+const uint8_t* WeightMatrix::row_data(int64_t r) const {
+  AM_CHECK(r >= grouped_rows() && r <= rows_, "weight matrix: row_data() of a row held in an interleaved group");
+  return data() + row_bytes_ * static_cast<std::size_t>(r);
+}
+
+void WeightMatrix::gguf_row(int64_t r, uint8_t* out) const {
+  AM_CHECK(r >= 0 && r < rows_, "weight matrix row out of range");
+  if (r >= grouped_rows()) {
+    std::memcpy(out, row_data(r), row_bytes_);
+    return;
+  }
+  // Deinterleave the row's group into a scratch and keep the row: only for tests and decoding.
+  const int64_t blocks = static_cast<int64_t>(row_bytes_ / weight_format_block_bytes(format_));
+  std::vector<uint8_t> group(row_bytes_ * kInterleaveRows);
+  deinterleave_group(format_, group_data(r / kInterleaveRows), row_bytes_, blocks, group.data(), row_bytes_);
+  std::memcpy(out, group.data() + row_bytes_ * static_cast<std::size_t>(r % kInterleaveRows), row_bytes_);
+}
+
+void WeightMatrix::gguf_rows(uint8_t* out) const {
+  const int64_t grouped = grouped_rows();
+  const int64_t blocks = grouped > 0 ? static_cast<int64_t>(row_bytes_ / weight_format_block_bytes(format_)) : 0;
+  for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
+    deinterleave_group(format_, group_data(g), row_bytes_, blocks,
+                       out + row_bytes_ * static_cast<std::size_t>(g * kInterleaveRows), row_bytes_);
+  }
+  const std::size_t tail = row_bytes_ * static_cast<std::size_t>(grouped);
+  if (size_bytes() > tail) std::memcpy(out + tail, data() + tail, size_bytes() - tail);
 }
 
 void WeightMatrix::dequantize_row(int64_t r, float* out) const {
   AM_CHECK(r >= 0 && r < rows_, "weight matrix row out of range");
-  kernels::dequantize_row(format_, row_data(r), out, cols_);
+  if (r >= grouped_rows()) {
+    kernels::dequantize_row(format_, row_data(r), out, cols_);
+    return;
+  }
+  std::vector<uint8_t> row(row_bytes_);
+  gguf_row(r, row.data());
+  kernels::dequantize_row(format_, row.data(), out, cols_);
 }
 
 Tensor WeightMatrix::dequantize() const {
   Tensor t(Shape{rows_, cols_});
-  for (int64_t r = 0; r < rows_; ++r) dequantize_row(r, t.row(r));
+  if (layout_ == WeightLayout::kRows) {
+    for (int64_t r = 0; r < rows_; ++r) dequantize_row(r, t.row(r));
+    return t;
+  }
+  std::vector<uint8_t> rows(size_bytes());
+  gguf_rows(rows.data());
+  for (int64_t r = 0; r < rows_; ++r) {
+    kernels::dequantize_row(format_, rows.data() + row_bytes_ * static_cast<std::size_t>(r), t.row(r), cols_);
+  }
   return t;
 }
 
