@@ -133,6 +133,8 @@ const Column kColumns[] = {
        const SpeedupEstimate* s = interval_of(c);
        return number_text(s ? s->high : std::nullopt);
      }},
+    {"target", [](const ReportRow& r, const MatrixCell*) { return r.target; }},
+    {"exclusive", [](const ReportRow& r, const MatrixCell*) { return std::string(r.exclusive ? "true" : "false"); }},
 };
 
 constexpr std::string_view kRecordEnd = "\r\n";

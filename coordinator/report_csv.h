@@ -24,7 +24,8 @@
 
 namespace am::coord {
 
-inline constexpr int kReportCsvSchema = 2;   // 2 appended the host_* and cell_* columns
+inline constexpr int kReportCsvSchema = 3;   // 2 appended the host_* and cell_* columns;
+                                             // 3 target and exclusive (placement)
 
 // The schema's column names, in order (the header row). One table in report_csv.cpp defines
 // each column's name and value together, so the header and the records cannot drift apart.

@@ -239,7 +239,13 @@ TEST_F(Exports, CsvColumnsOfSchemaOneAreStable) {
   const auto columns = csv_columns();
   ASSERT_GE(columns.size(), schema1.size());
   for (std::size_t c = 0; c < schema1.size(); ++c) EXPECT_EQ(columns[c], schema1[c]) << c;
-  EXPECT_EQ(kReportCsvSchema, 2);
+  // Schemas 2 and 3 appended these, in this order.
+  const std::vector<std::string_view> appended = {
+      "host_load_start", "host_load_end", "host_cpus", "host_other_load", "host_steal_fraction", "host_busy",
+      "cell_rating", "cell_speedup", "cell_speedup_ci_low", "cell_speedup_ci_high", "target", "exclusive"};
+  ASSERT_EQ(columns.size(), schema1.size() + appended.size());
+  for (std::size_t c = 0; c < appended.size(); ++c) EXPECT_EQ(columns[schema1.size() + c], appended[c]) << c;
+  EXPECT_EQ(kReportCsvSchema, 3);
 }
 
 TEST_F(Exports, CsvCarriesEveryMeasurementInLocaleIndependentNumbers) {
