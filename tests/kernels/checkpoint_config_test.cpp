@@ -410,7 +410,9 @@ TEST(HfConfig, EveryKeyModelsPublishedConfigJsonTranslatesToItsCatalogEntry) {
     // Every architecture key of the catalog entry is one config.json determines.
     EXPECT_GE(compared, 8) << p.catalog << ": " << keys->dump();
     for (const char* size : {"layers", "hidden", "vision_layers", "text_layers", "audio_hidden"}) {
-      if (entry->config.contains(size)) EXPECT_TRUE(keys->contains(size)) << p.catalog << " lacks " << size;
+      if (entry->config.contains(size)) {
+        EXPECT_TRUE(keys->contains(size)) << p.catalog << " lacks " << size;
+      }
     }
   }
 }
