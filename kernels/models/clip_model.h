@@ -19,7 +19,7 @@
 //   - Seeded synthetic texts: sample 0 fills `len`, later ones a random length in [len/2, len];
 //     the last real token is EOS (vocab - 1, or eos_token_id), padding (id 0) follows it — unseen
 //     by EOS under the causal mask.
-//   - Checkpoints (clip_checkpoint.cpp): load_clip_checkpoint() reads CLIPModel's names —
+//   - Checkpoints (clip_checkpoint.cpp): read_clip_tensors() reads CLIPModel's names —
 //     text_model.{embeddings.{token,position}_embedding, encoder.layers.N.{self_attn.{q,k,v,out}_proj,
 //     layer_norm1, mlp.fc1, mlp.fc2, layer_norm2}, final_layer_norm}, vision_model.{embeddings.
 //     {class_embedding, patch_embedding (no bias), position_embedding}, pre_layrnorm,

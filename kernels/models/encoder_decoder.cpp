@@ -16,7 +16,6 @@ constexpr uint64_t kWeightStream = 0x454E4445ull;  // "ENDE"
 constexpr uint64_t kSourceStream = 3;
 constexpr uint64_t kForcedStream = 4;
 constexpr float kBartInitStd = 0.02f;
-constexpr int64_t kBartPositionOffset = 2;
 constexpr int32_t kBartDecoderStart = 2;
 constexpr int64_t kT5DefaultMaxPositions = 512;
 

@@ -113,7 +113,7 @@ Result<EncDecModel> load_bart_checkpoint(const Checkpoint& file, const EncDecCon
   const std::string& family = c.encoder.family;
   if (!c.bart || c.encoder.experts > 0) return unsupported(family + ": BART checkpoints need a bart-style config");
   AM_RETURN_IF_ERROR(check_weight_budget(family, EncDecModel::estimate_bytes(c, f)));
-  const int64_t h = c.encoder.hidden, positions = c.max_positions + kBartCheckpointPositionOffset;
+  const int64_t h = c.encoder.hidden, positions = c.max_positions + kBartPositionOffset;
   const std::string p = prefix + "model.";
   const std::string shared = file.contains(p + "shared.weight") ? p + "shared.weight" : p + "encoder.embed_tokens.weight";
   EncDecModel m;
@@ -123,7 +123,7 @@ Result<EncDecModel> load_bart_checkpoint(const Checkpoint& file, const EncDecCon
   for (const auto& [side, e] : {std::pair<std::string, TextEmbedding*>{"encoder", &m.encoder_embedding},
                                 std::pair<std::string, TextEmbedding*>{"decoder", &m.decoder_embedding}}) {
     AM_ASSIGN_OR_RETURN(e->positions, file.read_f32(p + side + ".embed_positions.weight", Shape{positions, h}));
-    e->position_offset = kBartCheckpointPositionOffset;
+    e->position_offset = kBartPositionOffset;
     AM_ASSIGN_OR_RETURN(e->norm_g, file.read_f32(p + side + ".layernorm_embedding.weight", Shape{h}));
     AM_ASSIGN_OR_RETURN(e->norm_b, file.read_f32(p + side + ".layernorm_embedding.bias", Shape{h}));
     e->eps = c.encoder.eps;

@@ -38,7 +38,8 @@ Result<EncDecModel> load_t5_checkpoint(const std::string& path, const EncDecConf
 // layernorm_embedding, layers.N.*} (encoder_decoder_checkpoint.cpp, read_bart_stack),
 // final_logits_bias [1, vocab] (the head's bias), lm_head.weight only when the config does not tie
 // it. Unsupported for a T5-style config.
-inline constexpr int64_t kBartCheckpointPositionOffset = 2;
+// BART's learned positions start at row 2 of embed_positions (fairseq's padding offset).
+inline constexpr int64_t kBartPositionOffset = 2;
 Result<EncDecModel> load_bart_checkpoint(const Checkpoint& file, const EncDecConfig& config, const FormatPlan& formats,
                                          const ExecContext& ctx, const std::string& prefix = "");
 

@@ -46,15 +46,6 @@ Result<std::optional<nlohmann::json>> read_checkpoint_config(const std::string& 
   return std::optional<nlohmann::json>(std::move(doc));
 }
 
-Checkpoint Checkpoint::of(SafetensorsFile file) {
-  Checkpoint c;
-  c.path_ = file.path();
-  // A single file's names are unique by construction (its header is a JSON object).
-  const Status s = c.add_shard(std::move(file));
-  (void)s;
-  return c;
-}
-
 Status Checkpoint::add_shard(SafetensorsFile file) {
   const std::size_t index = shards_.size();
   for (const SafetensorsEntry& e : file.entries()) {

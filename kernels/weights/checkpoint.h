@@ -42,8 +42,6 @@ class Checkpoint {
   Checkpoint& operator=(Checkpoint&&) noexcept = default;
 
   static Result<Checkpoint> open(const std::string& path);
-  // A checkpoint of one already opened file (no config.json).
-  static Checkpoint of(SafetensorsFile file);
 
   // The path given to open() (the file, or the directory).
   const std::string& path() const { return path_; }
