@@ -23,8 +23,9 @@
 // (default 0; SD's scheduler config: 1) and set_alpha_to_one (default true; SD: false, so the
 // last step's previous alpha is alphas_cumprod[0]); the update is scalar arithmetic on the host
 // between UNet passes.
-// weights_path: a diffusers UNet2DConditionModel checkpoint (names in diffusion.cpp, UnetReader);
-// its config.json is not read (the plan's config applies; name the .safetensors file).
+// weights_path: a diffusers UNet2DConditionModel checkpoint (names in diffusion.cpp, UnetReader):
+// the .safetensors file, or the unet/ directory, whose config.json then sets the UNet's keys
+// (hf_config.h); the sampling settings stay the plan's.
 // Input: `batch` seeded N(0,1) latents and seeded N(0,1) text states. Output: the final latent
 // [batch*sample_size^2, out_channels], logits=false.
 #pragma once

@@ -512,6 +512,70 @@ Status rwkv_keys(const Hf& c, json& out) {
   return Status::Ok();
 }
 
+// ---- diffusion --------------------------------------------------------------------------------------
+
+// diffusers' UNet2DConditionModel (unet/config.json; _class_name instead of a model_type). The
+// sampling settings (steps, scheduler, guidance, text length) are the plan's.
+Status unet_keys(const Hf& c, json& out) {
+  AM_ASSIGN_OR_RETURN(out["sample_size"], c.dim("sample_size", 64));
+  AM_ASSIGN_OR_RETURN(out["in_channels"], c.dim("in_channels", 4));
+  AM_ASSIGN_OR_RETURN(out["out_channels"], c.dim("out_channels", 4));
+  AM_ASSIGN_OR_RETURN(std::vector<int64_t> channels, c.dims("block_out_channels", {320, 640, 1280, 1280}));
+  out["block_channels"] = channels;
+  AM_ASSIGN_OR_RETURN(out["layers_per_block"], c.dim("layers_per_block", 2));
+  AM_ASSIGN_OR_RETURN(out["cross_attention_dim"], c.dim("cross_attention_dim", 1280));
+  AM_ASSIGN_OR_RETURN(out["norm_groups"], c.dim("norm_num_groups", 32));
+  AM_ASSIGN_OR_RETURN(out["norm_eps"], c.positive("norm_eps", 1e-5));
+  // Cross-attention in the leading levels (CrossAttnDownBlock2D), plain levels after, mirrored up.
+  const std::vector<std::string> down_default = {"CrossAttnDownBlock2D", "CrossAttnDownBlock2D", "CrossAttnDownBlock2D",
+                                                 "DownBlock2D"};
+  std::vector<std::string> down = down_default;
+  if (c.has("down_block_types")) {
+    const json& v = c.value("down_block_types");
+    if (!v.is_array()) return c.invalid("down_block_types", "must be an array of block type names");
+    down.clear();
+    for (const json& e : v) {
+      if (!e.is_string()) return c.invalid("down_block_types", "must hold block type names");
+      down.push_back(e.get<std::string>());
+    }
+  }
+  if (down.size() != channels.size()) return c.invalid("down_block_types", "must have one entry per block_out_channels");
+  int64_t levels = 0;
+  for (std::size_t i = 0; i < down.size(); ++i) {
+    const bool attn = down[i] == "CrossAttnDownBlock2D";
+    if (!attn && down[i] != "DownBlock2D") return c.refuse("down_block_types", "holds \"" + down[i] + "\", which is not modelled");
+    if (attn && levels != static_cast<int64_t>(i)) {
+      return c.refuse("down_block_types", "has cross-attention after a plain level; only leading cross-attention levels are modelled");
+    }
+    if (attn) ++levels;
+  }
+  out["attention_levels"] = levels;
+  // SD 1.x names its head count attention_head_dim (num_attention_heads wins when set).
+  const char* heads_key = c.has("num_attention_heads") ? "num_attention_heads" : "attention_head_dim";
+  if (c.has(heads_key) && c.value(heads_key).is_array()) {
+    AM_ASSIGN_OR_RETURN(std::vector<int64_t> heads, c.dims(heads_key, {8}));
+    for (int64_t h : heads) {
+      if (h != heads.front()) return c.refuse(heads_key, "differs per level; one head count is modelled");
+    }
+    out["attention_heads"] = heads.front();
+  } else {
+    AM_ASSIGN_OR_RETURN(out["attention_heads"], c.dim(heads_key, 8));
+  }
+  AM_RETURN_IF_ERROR(c.require_value("act_fn", "silu", "the ResNets run SiLU"));
+  AM_RETURN_IF_ERROR(c.require_value("flip_sin_to_cos", true, "the time embedding is [cos | sin]"));
+  AM_RETURN_IF_ERROR(c.require_value("freq_shift", 0, "the time embedding has no frequency shift"));
+  AM_RETURN_IF_ERROR(c.require_value("center_input_sample", false, "the input is not centred"));
+  AM_RETURN_IF_ERROR(c.require_value("downsample_padding", 1, "downsamplers pad by 1"));
+  AM_RETURN_IF_ERROR(c.require_value("mid_block_scale_factor", 1, "the mid block is not rescaled"));
+  AM_RETURN_IF_ERROR(c.require_value("transformer_layers_per_block", 1, "one transformer block per attention"));
+  AM_RETURN_IF_ERROR(c.require_value("only_cross_attention", false, "blocks self-attend before cross-attending"));
+  AM_RETURN_IF_ERROR(c.require_value("dual_cross_attention", false, "one cross-attention per block"));
+  AM_RETURN_IF_ERROR(c.require_value("resnet_time_scale_shift", "default", "the time embedding is added, not a scale-shift"));
+  AM_RETURN_IF_ERROR(c.require_value("class_embed_type", nullptr, "class embeddings are not modelled"));
+  AM_RETURN_IF_ERROR(c.require_value("addition_embed_type", nullptr, "added embeddings (SDXL) are not modelled"));
+  return Status::Ok();
+}
+
 // ---- dispatch -------------------------------------------------------------------------------------
 
 struct Reader {
@@ -541,6 +605,7 @@ const std::vector<Reader>& readers() {
       {"clap", "multimodal", clap_keys},
       {"mamba", "state-space", mamba_keys},
       {"rwkv", "state-space", rwkv_keys},
+      {"UNet2DConditionModel", "diffusion", unet_keys},
   };
   return kReaders;
 }

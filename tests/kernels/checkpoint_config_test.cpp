@@ -273,6 +273,8 @@ TEST(HfConfig, BadValuesAndUnhonourableSettingsNameTheKey) {
       {"vision", tiny_config_json(), StatusCode::kInvalidArgument, "'model_type'"},  // a llama is no vision model
       {"decoder-only", {{"model_type", "gpt_neox"}}, StatusCode::kUnsupported, "'model_type' = \"gpt_neox\""},
       {"decoder-only", {{"hidden_size", 32}}, StatusCode::kInvalidArgument, "'model_type'"},
+      {"diffusion", {{"_class_name", "UNet2DConditionModel"}, {"attention_head_dim", {5, 10, 20, 20}}},
+       StatusCode::kUnsupported, "'attention_head_dim'"},
   };
   for (const Case& c : cases) {
     const Status s = hf_config_to_catalog(c.config, c.architecture, "ckpt/config.json").status();
@@ -385,6 +387,16 @@ std::vector<Published> published_configs() {
                           {"decoder_ffn_dim", 2048}, {"num_queries", 100}, {"activation_function", "relu"},
                           {"backbone", "resnet50"}, {"use_timm_backbone", true}, {"dilation", false},
                           {"position_embedding_type", "sine"}, {"num_channels", 3}, {"id2label", id2label(91)}}},
+      // Not a key model; diffusers names its class instead of a model_type.
+      {"stable-diffusion-v1-5-unet", {{"_class_name", "UNet2DConditionModel"}, {"act_fn", "silu"},
+                                      {"attention_head_dim", 8}, {"block_out_channels", {320, 640, 1280, 1280}},
+                                      {"center_input_sample", false}, {"cross_attention_dim", 768},
+                                      {"down_block_types", {"CrossAttnDownBlock2D", "CrossAttnDownBlock2D",
+                                                            "CrossAttnDownBlock2D", "DownBlock2D"}},
+                                      {"downsample_padding", 1}, {"flip_sin_to_cos", true}, {"freq_shift", 0},
+                                      {"in_channels", 4}, {"layers_per_block", 2}, {"mid_block_scale_factor", 1},
+                                      {"norm_eps", 1e-5}, {"norm_num_groups", 32}, {"out_channels", 4},
+                                      {"sample_size", 64}}},
   };
 }
 

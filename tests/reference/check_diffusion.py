@@ -16,6 +16,9 @@ resnet.py, transformer_2d.py, attention.py) and DDIMScheduler (scheduling_ddim.p
     Stable Diffusion's scheduler config) with classifier-free guidance:
     eps = eps_uncond + g (eps_cond - eps_uncond) from one pass over [uncond; cond].
 Output: the final latent [batch*size^2, channels] (channels-last).
+
+Cases: a catalog-config file, and a diffusers unet/ directory (config.json with _class_name
+UNet2DConditionModel, diffusion_pytorch_model.safetensors in F16) over a wrong catalog config.
 """
 
 import argparse
@@ -210,9 +213,7 @@ def main():
     ap.add_argument("--runner", required=True)
     args = ap.parse_args()
     check = Check(args.runner, "diffusion", "diffusion (SD UNet + DDIM, guided) vs PyTorch UNet2DConditionModel + DDIMScheduler")
-    cfg, case = CONFIG, "unet-2-levels-ddim-3-steps-cfg"
-    weights = make_weights(cfg, seed=808)
-    w = as_stored(weights)
+    cfg = CONFIG
     g = torch.Generator().manual_seed(809)
     size, ch = cfg["sample_size"], cfg["in_channels"]
     latent = torch.randn(BATCH, ch, size, size, generator=g).to(torch.float32).to(torch.float64)
@@ -220,19 +221,34 @@ def main():
     uncond = torch.randn(BATCH, cfg["text_len"], cfg["cross_attention_dim"], generator=g).to(torch.float32).to(torch.float64)
     inputs = {"batch": BATCH, "latent": latent.permute(0, 2, 3, 1).flatten().tolist(), "text": cond.flatten().tolist(),
               "uncond_text": uncond.flatten().tolist()}
-    ours = check.run_ours(case, cfg, weights, inputs, BATCH * size * size, cfg["out_channels"])
-    run = lambda **kw: sample(w, cfg, latent, cond, uncond, **kw)
-    # Our old graph's transformer GroupNorm eps (1e-5 for 1e-6) moves this output by 2.6e-6 only,
-    # under the tolerance at these (trained-like, unit-variance) activations: it is fixed, but not
-    # a variant this check can tell apart.
-    check.compare(case, ours, run(), {
-        "timestep embedding [sin | cos]": run(flip_sin_to_cos=False),
-        "GEGLU halves swapped": run(geglu_swapped=True),
-        "skip concatenated before the upsampled path": run(skip_first=True),
-        "steps_offset 0 (DDIM's default) instead of 1": run(steps_offset=0),
-        "set_alpha_to_one (DDIM's default)": run(alpha_to_one=True),
-        "no classifier-free guidance": run(guidance=False),
-    })
+    # The UNet as diffusers saves it (unet/config.json with _class_name, the weights in
+    # diffusion_pytorch_model.safetensors, F16) over a catalog config wrong in every UNet key; the
+    # sampling settings (steps, scheduler, guidance, text length) stay the plan's.
+    hf = {"_class_name": "UNet2DConditionModel", "sample_size": 8, "in_channels": 4, "out_channels": 4,
+          "block_out_channels": [32, 64], "layers_per_block": 1, "attention_head_dim": 2, "cross_attention_dim": 16,
+          "norm_num_groups": 8, "norm_eps": 1e-5, "act_fn": "silu", "flip_sin_to_cos": True, "freq_shift": 0,
+          "down_block_types": ["CrossAttnDownBlock2D", "DownBlock2D"],
+          "up_block_types": ["UpBlock2D", "CrossAttnUpBlock2D"]}
+    wrong = dict(cfg, block_channels=[16, 32, 64], layers_per_block=2, attention_levels=2, attention_heads=4,
+                 norm_groups=4)
+    weights = make_weights(cfg, seed=808)
+    for case, dtype, catalog, hf_config in (("unet-2-levels-ddim-3-steps-cfg", "F32", cfg, None),
+                                            ("unet-diffusers-dir-f16", "F16", wrong, hf)):
+        w = as_stored(weights, dtype)
+        ours = check.run_ours(case, catalog, weights, inputs, BATCH * size * size, cfg["out_channels"],
+                              hf_config=hf_config, dtype=dtype, weights="diffusion_pytorch_model.safetensors")
+        run = lambda **kw: sample(w, cfg, latent, cond, uncond, **kw)
+        # Our old graph's transformer GroupNorm eps (1e-5 for 1e-6) moves this output by 2.6e-6 only,
+        # under the tolerance at these (trained-like, unit-variance) activations: it is fixed, but
+        # not a variant this check can tell apart.
+        check.compare(case, ours, run(), {
+            "timestep embedding [sin | cos]": run(flip_sin_to_cos=False),
+            "GEGLU halves swapped": run(geglu_swapped=True),
+            "skip concatenated before the upsampled path": run(skip_first=True),
+            "steps_offset 0 (DDIM's default) instead of 1": run(steps_offset=0),
+            "set_alpha_to_one (DDIM's default)": run(alpha_to_one=True),
+            "no classifier-free guidance": run(guidance=False),
+        })
     return check.finish()
 
 

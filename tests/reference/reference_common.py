@@ -71,16 +71,16 @@ def write_safetensors(path, tensors, metadata=None, dtype="F32"):
             f.write(b)
 
 
-def write_hf_checkpoint(directory, tensors, config, shards=1, dtype="F32"):
+def write_hf_checkpoint(directory, tensors, config, shards=1, dtype="F32", weights="model.safetensors"):
     """A checkpoint directory as transformers' save_pretrained() writes one: config.json and
-    model.safetensors, or `shards` model-0000i-of-0000n.safetensors files listed by
-    model.safetensors.index.json (its weight_map)."""
+    model.safetensors (diffusers: diffusion_pytorch_model.safetensors), or `shards`
+    model-0000i-of-0000n.safetensors files listed by model.safetensors.index.json (its weight_map)."""
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=2)
     names = list(tensors)
     if shards == 1:
-        write_safetensors(os.path.join(directory, "model.safetensors"), tensors, {"format": "pt"}, dtype)
+        write_safetensors(os.path.join(directory, weights), tensors, {"format": "pt"}, dtype)
         return
     weight_map = {}
     for i in range(shards):
@@ -110,7 +110,8 @@ class Check:
         self.failures = []
         self.rows = []
 
-    def run_ours(self, case, config, tensors, inputs, rows, cols, hf_config=None, shards=1, dtype="F32"):
+    def run_ours(self, case, config, tensors, inputs, rows, cols, hf_config=None, shards=1, dtype="F32",
+                 weights="model.safetensors"):
         """Runs our graph on `tensors`: written as one .safetensors file with `config` as the
         catalog config, or, with hf_config, as a Hugging Face checkpoint directory (config.json,
         `shards` shards of `dtype`) whose config.json must override `config`'s architecture keys."""
@@ -120,7 +121,7 @@ class Check:
             write_safetensors(ckpt, tensors, {"format": "pt"})
         else:
             ckpt = os.path.join(d, case)
-            write_hf_checkpoint(ckpt, tensors, hf_config, shards, dtype)
+            write_hf_checkpoint(ckpt, tensors, hf_config, shards, dtype, weights)
         cfg = dict(config, weights_path=ckpt)
         paths = {k: os.path.join(d, f"{case}.{k}") for k in ("config.json", "input.json", "out.f32")}
         with open(paths["config.json"], "w") as f:
