@@ -50,7 +50,9 @@ Result<ClipTexts> clip_texts(std::vector<int32_t> ids, int64_t batch, int64_t le
     int64_t pool = -1;
     for (int64_t s = 0; s < len; ++s) {
       const int32_t id = ids[static_cast<std::size_t>(b * len + s)];
-      if (id < 0 || id >= c.vocab) return invalid_argument(c.text.family + ": text token id " + std::to_string(id) + " is outside the vocabulary");
+      if (id < 0 || id >= c.vocab) {
+        return invalid_argument(c.text.family + ": text token id " + std::to_string(id) + " is outside the vocabulary");
+      }
       if (c.eos_token >= 0) {
         if (pool < 0 && id == c.eos_token) pool = s;
       } else if (pool < 0 || id > ids[static_cast<std::size_t>(b * len + pool)]) {

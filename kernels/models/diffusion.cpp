@@ -273,7 +273,8 @@ class UnetReader {
     if (bias) {
       AM_ASSIGN_OR_RETURN(b, file_.read_f32(name + ".bias", Shape{out}));
     }
-    AM_ASSIGN_OR_RETURN(l, linear_from_tensors("diffusion weights", name, std::move(w), std::move(b), in, out, bias, fmt, ctx_));
+    AM_ASSIGN_OR_RETURN(l, linear_from_tensors("diffusion weights", name, std::move(w), std::move(b), in, out, bias, fmt,
+                                               ctx_));
     return Status::Ok();
   }
   Status resnet(const std::string& p, ResBlock& r) const {
@@ -389,7 +390,9 @@ class UnetGraph final : public ModelGraph {
     for (int64_t l = 0; l < levels; ++l) {
       const std::string block = "down_blocks." + std::to_string(l) + ".";
       for (int64_t i = 0; i < c_.layers; ++i) AM_RETURN_IF_ERROR(r.unit(block, i, down_[ui++]));
-      if (l + 1 < levels) AM_RETURN_IF_ERROR(r.conv(block + "downsamplers.0.conv", downsample_[static_cast<std::size_t>(l)]));
+      if (l + 1 < levels) {
+        AM_RETURN_IF_ERROR(r.conv(block + "downsamplers.0.conv", downsample_[static_cast<std::size_t>(l)]));
+      }
     }
     AM_RETURN_IF_ERROR(r.resnet("mid_block.resnets.0.", mid1_));
     AM_RETURN_IF_ERROR(r.attention("mid_block.attentions.0.", mid_attn_));
@@ -398,7 +401,9 @@ class UnetGraph final : public ModelGraph {
     for (int64_t k = 0; k < levels; ++k) {
       const std::string block = "up_blocks." + std::to_string(k) + ".";
       for (int64_t i = 0; i <= c_.layers; ++i) AM_RETURN_IF_ERROR(r.unit(block, i, up_[ui++]));
-      if (k + 1 < levels) AM_RETURN_IF_ERROR(r.conv(block + "upsamplers.0.conv", upsample_[static_cast<std::size_t>(k)]));
+      if (k + 1 < levels) {
+        AM_RETURN_IF_ERROR(r.conv(block + "upsamplers.0.conv", upsample_[static_cast<std::size_t>(k)]));
+      }
     }
     AM_RETURN_IF_ERROR(r.norm("conv_norm_out", norm_out_));
     return r.conv("conv_out", conv_out_);

@@ -61,7 +61,9 @@ class Hf {
   Result<double> number(const char* key, double fallback) const {
     if (!has(key)) return fallback;
     const json& v = doc_.at(key);
-    if (!v.is_number() || !std::isfinite(v.get<double>())) return invalid(key, "must be a finite number, got " + v.dump());
+    if (!v.is_number() || !std::isfinite(v.get<double>())) {
+      return invalid(key, "must be a finite number, got " + v.dump());
+    }
     return v.get<double>();
   }
   Result<double> positive(const char* key, double fallback) const {
@@ -91,7 +93,9 @@ class Hf {
     if (!v.is_array() || v.empty()) return invalid(key, "must be a non-empty array of positive integers");
     std::vector<int64_t> out;
     for (const json& e : v) {
-      if (!e.is_number_integer() || e.get<int64_t>() < 1) return invalid(key, "must hold positive integers, got " + v.dump());
+      if (!e.is_number_integer() || e.get<int64_t>() < 1) {
+        return invalid(key, "must hold positive integers, got " + v.dump());
+      }
       out.push_back(e.get<int64_t>());
     }
     return out;
@@ -99,7 +103,9 @@ class Hf {
   // The number of labels: id2label's size when present (transformers' num_labels), else num_labels.
   Result<int64_t> labels(int64_t fallback) const {
     if (has("id2label")) {
-      if (!doc_.at("id2label").is_object() || doc_.at("id2label").empty()) return invalid("id2label", "must be a non-empty object");
+      if (!doc_.at("id2label").is_object() || doc_.at("id2label").empty()) {
+        return invalid("id2label", "must be a non-empty object");
+      }
       return static_cast<int64_t>(doc_.at("id2label").size());
     }
     return dim("num_labels", fallback);
@@ -178,7 +184,9 @@ Status decoder_keys(const Hf& c, const std::string& model_type, json& out) {
   if (qwen2) {
     out["attention_bias"] = true;  // Qwen2 projects q, k, v with biases (o without)
     AM_ASSIGN_OR_RETURN(bool sliding, c.flag("use_sliding_window", false));
-    if (sliding) return c.refuse("use_sliding_window", "= true: Qwen2's per-layer sliding-window attention is not modelled");
+    if (sliding) {
+      return c.refuse("use_sliding_window", "= true: Qwen2's per-layer sliding-window attention is not modelled");
+    }
   } else {
     // LLaMA's attention_bias adds a bias to o_proj too, which our stack does not have.
     AM_RETURN_IF_ERROR(c.require_value("attention_bias", false, "an o_proj bias is not modelled"));
@@ -302,7 +310,9 @@ Status detr_keys(const Hf& c, json& out) {
   AM_ASSIGN_OR_RETURN(out["decoder_layers"], c.dim("decoder_layers", 6));
   AM_ASSIGN_OR_RETURN(int64_t heads, c.dim("encoder_attention_heads", 8));
   AM_ASSIGN_OR_RETURN(int64_t dec_heads, c.dim("decoder_attention_heads", 8));
-  if (dec_heads != heads) return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
+  if (dec_heads != heads) {
+    return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
+  }
   out["heads"] = heads;
   AM_ASSIGN_OR_RETURN(int64_t ffn, c.dim("encoder_ffn_dim", 2048));
   AM_ASSIGN_OR_RETURN(int64_t dec_ffn, c.dim("decoder_ffn_dim", 2048));
@@ -339,7 +349,9 @@ Status whisper_keys(const Hf& c, json& out) {
   AM_ASSIGN_OR_RETURN(out["hidden"], c.dim("d_model", 384));
   AM_ASSIGN_OR_RETURN(int64_t heads, c.dim("encoder_attention_heads", 6));
   AM_ASSIGN_OR_RETURN(int64_t dec_heads, c.dim("decoder_attention_heads", 6));
-  if (dec_heads != heads) return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
+  if (dec_heads != heads) {
+    return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
+  }
   out["heads"] = heads;
   AM_ASSIGN_OR_RETURN(int64_t ffn, c.dim("encoder_ffn_dim", 1536));
   AM_ASSIGN_OR_RETURN(int64_t dec_ffn, c.dim("decoder_ffn_dim", 1536));
@@ -423,7 +435,9 @@ Status xclip_keys(const Hf& c, json& out) {
   out["projection_dim"] = proj;
   AM_ASSIGN_OR_RETURN(out["frames"], vision.dim("num_frames", 8));
   AM_ASSIGN_OR_RETURN(int64_t mit_hidden, vision.dim("mit_hidden_size", 512));
-  if (mit_hidden != proj) return vision.refuse("mit_hidden_size", "must equal projection_dim (the MIT integrates projected frames)");
+  if (mit_hidden != proj) {
+    return vision.refuse("mit_hidden_size", "must equal projection_dim (the MIT integrates projected frames)");
+  }
   AM_ASSIGN_OR_RETURN(out["mit_layers"], vision.dim("mit_num_hidden_layers", 1));
   AM_ASSIGN_OR_RETURN(out["mit_heads"], vision.dim("mit_num_attention_heads", 8));
   AM_ASSIGN_OR_RETURN(out["mit_intermediate"], vision.dim("mit_intermediate_size", 2048));
@@ -539,13 +553,18 @@ Status unet_keys(const Hf& c, json& out) {
       down.push_back(e.get<std::string>());
     }
   }
-  if (down.size() != channels.size()) return c.invalid("down_block_types", "must have one entry per block_out_channels");
+  if (down.size() != channels.size()) {
+    return c.invalid("down_block_types", "must have one entry per block_out_channels");
+  }
   int64_t levels = 0;
   for (std::size_t i = 0; i < down.size(); ++i) {
     const bool attn = down[i] == "CrossAttnDownBlock2D";
-    if (!attn && down[i] != "DownBlock2D") return c.refuse("down_block_types", "holds \"" + down[i] + "\", which is not modelled");
+    if (!attn && down[i] != "DownBlock2D") {
+      return c.refuse("down_block_types", "holds \"" + down[i] + "\", which is not modelled");
+    }
     if (attn && levels != static_cast<int64_t>(i)) {
-      return c.refuse("down_block_types", "has cross-attention after a plain level; only leading cross-attention levels are modelled");
+      return c.refuse("down_block_types",
+                      "has cross-attention after a plain level; only leading cross-attention levels are modelled");
     }
     if (attn) ++levels;
   }

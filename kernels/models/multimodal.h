@@ -15,7 +15,8 @@
 //   LM (decoder_only.h keys: layers, hidden, heads, kv_heads, intermediate, vocab,
 //   max_positions, rope_theta, norm_eps, decode_steps) over the prompt of seq_len tokens whose
 //   one image token (image_token_index, default 32000, or vocab - 1 for a smaller vocabulary;
-//   seeded prompts hold it after their first token) is replaced by the image's tokens — LLaVA's merge of image features into the input
+//   seeded prompts hold it after their first token) is replaced by the image's tokens — LLaVA's
+//   merge of image features into the input
 //   embeddings — as the prefill, then decode_steps teacher-forced tokens. Output: logits
 //   [batch*(decode_steps+1), vocab], logits=true; PhaseTimes filled (the vision tower and
 //   projector count as prefill). weights_path: a LlavaForConditionalGeneration /

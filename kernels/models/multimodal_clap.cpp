@@ -173,7 +173,9 @@ struct SwinBlock {
     AM_RETURN_IF_ERROR(be.linear(o, ctx.view(), out.view()));
     // Back to spatial order, then the residual.
     std::vector<int32_t> back(static_cast<std::size_t>(rows));
-    for (int64_t i = 0; i < rows; ++i) back[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)])] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < rows; ++i) {
+      back[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)])] = static_cast<int32_t>(i);
+    }
     AM_RETURN_IF_ERROR(be.index_rows(out.view(), back.data(), rows, h.view()));
     AM_RETURN_IF_ERROR(be.add(x.view(), h.view()));
     Tensor mid(Shape{rows, fc1.out_features()});
@@ -299,7 +301,8 @@ class ClapGraph final : public ModelGraph {
     std::vector<int32_t> ids(static_cast<std::size_t>(batch_ * pixels));
     for (int64_t b = 0; b < batch_; ++b)
       for (int64_t i = 0; i < pixels; ++i)
-        ids[static_cast<std::size_t>(b * pixels + i)] = static_cast<int32_t>(b * pixels + m_.fold[static_cast<std::size_t>(i)]);
+        ids[static_cast<std::size_t>(b * pixels + i)] =
+            static_cast<int32_t>(b * pixels + m_.fold[static_cast<std::size_t>(i)]);
     Tensor image(Shape{batch_ * pixels, 1});
     AM_RETURN_IF_ERROR(be.index_rows(ConstTensorView{mel.data(), Shape{batch_ * pixels, 1}}, ids.data(), batch_ * pixels,
                                      image.view()));
@@ -316,7 +319,9 @@ class ClapGraph final : public ModelGraph {
     conv.out_channels = c.hidden;
     conv.kernel_h = conv.kernel_w = conv.stride = c.patch;
     AM_RETURN_IF_ERROR(be.conv2d(conv));
-    if (c.patch_norm) AM_RETURN_IF_ERROR(be.layer_norm(x.view(), m_.patch_g.data(), m_.patch_beta.data(), kTorchNormEps, x.view()));
+    if (c.patch_norm) {
+      AM_RETURN_IF_ERROR(be.layer_norm(x.view(), m_.patch_g.data(), m_.patch_beta.data(), kTorchNormEps, x.view()));
+    }
     for (const SwinStage& s : m_.stages) {
       for (const SwinBlock& b : s.blocks) AM_RETURN_IF_ERROR(b.forward(be, x, batch_, c.eps, c.act));
       if (s.merge_g.empty()) continue;
@@ -595,7 +600,9 @@ Result<std::unique_ptr<ModelGraph>> build_clap_graph_on(const jobs::JobSpec& spe
   AM_ASSIGN_OR_RETURN(double offset, cfg.number("text_position_offset", 2.0, 0.0, 1e6));
   tc.position_offset = static_cast<int64_t>(offset);
   if (tc.hidden % tc.heads != 0) return cfg.error("text_hidden is not a multiple of text_heads");
-  if (spec.seq_len + tc.position_offset > tc.max_positions) return cfg.error("seq_len + text_position_offset exceeds max_positions");
+  if (spec.seq_len + tc.position_offset > tc.max_positions) {
+    return cfg.error("seq_len + text_position_offset exceeds max_positions");
+  }
   AM_ASSIGN_OR_RETURN(int64_t proj, cfg.dim("projection_dim"));
   AM_ASSIGN_OR_RETURN(double scale, cfg.number("logit_scale", 2.6593, -20.0, 20.0));
   m.logit_scale = static_cast<float>(scale);

@@ -242,7 +242,9 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph_on(const jobs::JobSpec& sp
   vc.pre_norm = true;
   vc.final_norm = false;
   AM_ASSIGN_OR_RETURN(std::string select, cfg.text("vision_feature_select", "default"));
-  if (select != "default" && select != "full") return cfg.error("'vision_feature_select' must be \"default\" or \"full\"");
+  if (select != "default" && select != "full") {
+    return cfg.error("'vision_feature_select' must be \"default\" or \"full\"");
+  }
   AM_ASSIGN_OR_RETURN(std::string projector_act, cfg.text("projector_activation", "gelu"));
   AM_ASSIGN_OR_RETURN(int64_t crops, cfg.dim("image_crops", int64_t{1}));
   int64_t grid_rows = 0, grid_cols = 0;
@@ -268,7 +270,9 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph_on(const jobs::JobSpec& sp
   AM_ASSIGN_OR_RETURN(double image_token,
                       cfg.number("image_token_index", default_image_token, 0.0, static_cast<double>(dc.vocab - 1)));
   const int64_t side = vc.image_size / vc.patch;
-  if (select == "full" && grid_rows > 0) return cfg.error("'vision_feature_select' \"full\" does not apply to AnyRes grids");
+  if (select == "full" && grid_rows > 0) {
+    return cfg.error("'vision_feature_select' \"full\" does not apply to AnyRes grids");
+  }
   std::vector<int32_t> layout;
   if (select == "full") {
     // Every token of every crop, the class tokens included.
@@ -339,7 +343,9 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph_on(const jobs::JobSpec& sp
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t s = 0; s < len; ++s) {
       const int32_t id = prompt[static_cast<std::size_t>(b * len + s)];
-      if (id < 0 || id >= dc.vocab) return invalid_argument(family + ": prompt token id " + std::to_string(id) + " is outside the vocabulary");
+      if (id < 0 || id >= dc.vocab) {
+        return invalid_argument(family + ": prompt token id " + std::to_string(id) + " is outside the vocabulary");
+      }
       if (id != m.image_token) continue;
       if (image_at[static_cast<std::size_t>(b)] >= 0) {
         return invalid_argument(family + ": prompt " + std::to_string(b) + " holds more than one image token (" +

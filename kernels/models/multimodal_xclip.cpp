@@ -346,7 +346,8 @@ Result<Xclip> seeded_xclip(const XclipConfig& c, const FormatPlan& f, uint64_t s
   Xclip m;
   m.c = c;
   const int64_t fan_in = v.channels * v.patch * v.patch;
-  m.embedding.patch_w = src.normal(Shape{vh, v.channels, v.patch, v.patch}, 0.0f, 1.0f / std::sqrt(static_cast<float>(fan_in)));
+  m.embedding.patch_w =
+      src.normal(Shape{vh, v.channels, v.patch, v.patch}, 0.0f, 1.0f / std::sqrt(static_cast<float>(fan_in)));
   m.embedding.patch_b = Tensor(Shape{vh});  // CLIP's patch convolution has no bias
   m.embedding.extra = src.normal(Shape{1, vh}, 0.0f, kInitStd);
   m.embedding.positions = src.normal(Shape{v.tokens(), vh}, 0.0f, kInitStd);
@@ -410,7 +411,8 @@ class XclipReader {
     if (bias) {
       AM_ASSIGN_OR_RETURN(b, file_.read_f32(name + ".bias", Shape{out}));
     }
-    AM_ASSIGN_OR_RETURN(l, linear_from_tensors(std::string(kFamily) + " weights", name, std::move(w), std::move(b), in, out, bias, fmt, ctx_));
+    AM_ASSIGN_OR_RETURN(l, linear_from_tensors(std::string(kFamily) + " weights", name, std::move(w), std::move(b), in,
+                                               out, bias, fmt, ctx_));
     return Status::Ok();
   }
   Status attention(const std::string& name, int64_t width, Attention& a) const {
@@ -445,7 +447,8 @@ Result<Xclip> read_xclip(const Checkpoint& file, const XclipConfig& c, const For
   m.embedding.patch_b = Tensor(Shape{vh});
   AM_ASSIGN_OR_RETURN(m.embedding.extra, file.read_f32(vm + "embeddings.class_embedding", Shape{vh}));
   m.embedding.extra.reshape(Shape{1, vh});
-  AM_ASSIGN_OR_RETURN(m.embedding.positions, file.read_f32(vm + "embeddings.position_embedding.weight", Shape{v.tokens(), vh}));
+  AM_ASSIGN_OR_RETURN(m.embedding.positions,
+                      file.read_f32(vm + "embeddings.position_embedding.weight", Shape{v.tokens(), vh}));
   AM_ASSIGN_OR_RETURN(m.embedding.pre_g, file.read_f32(vm + "pre_layernorm.weight", Shape{vh}));
   AM_ASSIGN_OR_RETURN(m.embedding.pre_b, file.read_f32(vm + "pre_layernorm.bias", Shape{vh}));
   for (int64_t i = 0; i < v.layers; ++i) {

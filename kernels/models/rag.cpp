@@ -190,7 +190,9 @@ Result<std::unique_ptr<ModelGraph>> build_rag_graph_on(const jobs::JobSpec& spec
   }
   AM_RETURN_IF_ERROR(validate_encoder_input(qc, graph->input));
   for (int32_t id : graph->passage_tokens) {
-    if (id < 0 || id >= gc.vocab) return invalid_argument("rag: passage token id " + std::to_string(id) + " is outside the generator's vocabulary");
+    if (id < 0 || id >= gc.vocab) {
+      return invalid_argument("rag: passage token id " + std::to_string(id) + " is outside the generator's vocabulary");
+    }
   }
   graph->index = Linear::create(std::move(index), Tensor(), WeightFormat::kF32, ctx);
   return std::unique_ptr<ModelGraph>(std::move(graph));

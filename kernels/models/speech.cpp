@@ -394,7 +394,8 @@ Status load_wav2vec2(const std::string& path, const StackConfig& e, const Format
   const std::string pos = "encoder.pos_conv_embed.conv.";
   const bool parametrized = file.contains(p + pos + "parametrizations.weight.original0");
   Tensor wg, wv;
-  AM_RETURN_IF_ERROR(read(pos + (parametrized ? "parametrizations.weight.original0" : "weight_g"), Shape{1, 1, pc.kernel}, wg));
+  AM_RETURN_IF_ERROR(
+      read(pos + (parametrized ? "parametrizations.weight.original0" : "weight_g"), Shape{1, 1, pc.kernel}, wg));
   AM_RETURN_IF_ERROR(read(pos + (parametrized ? "parametrizations.weight.original1" : "weight_v"),
                           Shape{pc.out, pc.in / pc.groups, pc.kernel}, wv));
   const int64_t fan = pc.out * (pc.in / pc.groups);

@@ -248,13 +248,16 @@ class DetrGraph final : public ModelGraph {
     Tensor mem;
     AM_RETURN_IF_ERROR(conv(be, m_.input_proj, x.view(), batch_, side, mem));
     const int64_t tokens = side * side, h = m_.hidden;
-    if (m_.positions.rows() != tokens) return internal_error("vision: DETR feature map size differs from the built one");
+    if (m_.positions.rows() != tokens) {
+      return internal_error("vision: DETR feature map size differs from the built one");
+    }
     const ConstTensorView pos = m_.positions.view();
     // Encoder: q = k = src + pos, v = src; post-LN.
     Tensor qk, branch(Shape{mem.rows(), h}), mid(Shape{mem.rows(), m_.inter});
     for (const EncoderLayer& l : m_.encoder) {
       AM_RETURN_IF_ERROR(with_positions(be, mem.view(), pos, tokens, qk));
-      AM_RETURN_IF_ERROR(attend(be, l.self, qk.view(), qk.view(), mem.view(), batch_, tokens, tokens, m_.heads, branch.view()));
+      AM_RETURN_IF_ERROR(
+          attend(be, l.self, qk.view(), qk.view(), mem.view(), batch_, tokens, tokens, m_.heads, branch.view()));
       AM_RETURN_IF_ERROR(be.add(mem.view(), branch.view()));
       AM_RETURN_IF_ERROR(be.layer_norm(mem.view(), l.n1g.data(), l.n1b.data(), m_.eps, mem.view()));
       AM_RETURN_IF_ERROR(ffn(be, l.up, l.down, mem.view(), mid, branch));
@@ -366,7 +369,9 @@ Status load_detr(const std::string& path, const std::vector<int64_t>& depths, co
       AM_RETURN_IF_ERROR(read_conv_bn(file, p + "conv1", p + "bn1", k.c1));
       AM_RETURN_IF_ERROR(read_conv_bn(file, p + "conv2", p + "bn2", k.c2));
       AM_RETURN_IF_ERROR(read_conv_bn(file, p + "conv3", p + "bn3", k.c3));
-      if (!k.shortcut.w.empty()) AM_RETURN_IF_ERROR(read_conv_bn(file, p + "downsample.0", p + "downsample.1", k.shortcut));
+      if (!k.shortcut.w.empty()) {
+        AM_RETURN_IF_ERROR(read_conv_bn(file, p + "downsample.0", p + "downsample.1", k.shortcut));
+      }
     }
   }
   const int64_t h = m.hidden;

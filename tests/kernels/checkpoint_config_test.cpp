@@ -255,7 +255,8 @@ TEST(HfConfig, BadValuesAndUnhonourableSettingsNameTheKey) {
   scaled["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
   json bias = tiny_config_json();
   bias["attention_bias"] = true;
-  json llava_scaled = {{"model_type", "llava"}, {"text_config", {{"model_type", "llama"}, {"rope_scaling", {{"type", "linear"}}}}}};
+  json llava_scaled = {{"model_type", "llava"},
+                       {"text_config", {{"model_type", "llama"}, {"rope_scaling", {{"type", "linear"}}}}}};
   const std::vector<Case> cases = {
       {"decoder-only", wrong_type, StatusCode::kInvalidArgument, "'num_hidden_layers'"},
       {"decoder-only", scaled, StatusCode::kUnsupported, "'rope_scaling'"},
