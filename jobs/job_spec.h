@@ -25,6 +25,10 @@ namespace am::jobs {
 inline constexpr const char* kModeAccuracy = "accuracy";
 inline constexpr const char* kModePerf = "perf";
 inline constexpr const char* kModeBoth = "both";
+// The model_config key naming a checkpoint (a .safetensors file or a Hugging Face checkpoint
+// directory) whose weights replace the seeded ones; a plan may set it for any model
+// (docs/PLANS.md).
+inline constexpr const char* kWeightsPathKey = "weights_path";
 
 bool is_known_backend(std::string_view b);     // cpu, opencl, vulkan, cuda, rocm, openvino, qnn
 bool is_known_architecture(std::string_view a);  // the eleven families, e.g. "encoder-only"

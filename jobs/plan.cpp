@@ -215,6 +215,18 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
   bool ok = true;
   for (const auto& [key, value] : *m.overrides) {
     const std::string k(key.str());
+    // A checkpoint may be named for any model: its weights (and, for a Hugging Face directory,
+    // its config.json) replace the seeded ones on the worker.
+    if (k == kWeightsPathKey) {
+      if (!value.is_string() || value.as_string()->get().empty()) {
+        errors.add(value, std::string("override '") + kWeightsPathKey +
+                              "': expected a non-empty path string (a .safetensors file or a checkpoint directory)");
+        ok = false;
+        continue;
+      }
+      config[k] = value.as_string()->get();
+      continue;
+    }
     auto published = entry.config.find(k);
     if (published == entry.config.end()) {
       std::string hint = did_you_mean(k, config_keys);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/rng.h"
+#include "kernels/weights/linear_tensors.h"
 
 namespace am::kernels {
 namespace {
@@ -31,10 +32,41 @@ Result<ClipConfig> clip_config_from(const ConfigReader& cfg, const std::string& 
   AM_ASSIGN_OR_RETURN(c.projection, cfg.dim("projection_dim"));
   AM_ASSIGN_OR_RETURN(double scale, cfg.number("logit_scale", 2.6593, -20.0, 20.0));
   c.logit_scale = static_cast<float>(scale);
+  if (cfg.has("eos_token_id")) {
+    AM_ASSIGN_OR_RETURN(double eos, cfg.number("eos_token_id", 0.0, 0.0, static_cast<double>(c.vocab - 1)));
+    c.eos_token = static_cast<int64_t>(eos);
+  }
   return c;
 }
 
-ClipTexts seeded_clip_texts(int64_t batch, int64_t len, int64_t vocab, uint64_t seed, uint64_t stream) {
+Result<ClipTexts> clip_texts(std::vector<int32_t> ids, int64_t batch, int64_t len, const ClipConfig& c) {
+  if (batch < 1 || len < 1 || static_cast<int64_t>(ids.size()) != batch * len) {
+    return invalid_argument(c.text.family + ": texts must hold batch*len ids");
+  }
+  ClipTexts t;
+  t.batch = batch;
+  t.len = len;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t pool = -1;
+    for (int64_t s = 0; s < len; ++s) {
+      const int32_t id = ids[static_cast<std::size_t>(b * len + s)];
+      if (id < 0 || id >= c.vocab) {
+        return invalid_argument(c.text.family + ": text token id " + std::to_string(id) + " is outside the vocabulary");
+      }
+      if (c.eos_token >= 0) {
+        if (pool < 0 && id == c.eos_token) pool = s;
+      } else if (pool < 0 || id > ids[static_cast<std::size_t>(b * len + pool)]) {
+        pool = s;  // argmax: the first position of the largest id
+      }
+    }
+    t.eos_rows.push_back(static_cast<int32_t>(b * len + std::max<int64_t>(pool, 0)));
+  }
+  t.ids = std::move(ids);
+  return t;
+}
+
+ClipTexts seeded_clip_texts(int64_t batch, int64_t len, int64_t vocab, uint64_t seed, uint64_t stream,
+                            int64_t eos_token) {
   ClipTexts t;
   t.batch = batch;
   t.len = len;
@@ -46,7 +78,7 @@ ClipTexts seeded_clip_texts(int64_t batch, int64_t len, int64_t vocab, uint64_t 
     for (int64_t s = 0; s + 1 < real; ++s) {
       t.ids[static_cast<std::size_t>(b * len + s)] = static_cast<int32_t>(rng.below(static_cast<uint32_t>(vocab - 1)));
     }
-    t.ids[static_cast<std::size_t>(b * len + real - 1)] = static_cast<int32_t>(vocab - 1);
+    t.ids[static_cast<std::size_t>(b * len + real - 1)] = static_cast<int32_t>(eos_token >= 0 ? eos_token : vocab - 1);
     t.eos_rows.push_back(static_cast<int32_t>(b * len + real - 1));
   }
   return t;
@@ -73,6 +105,33 @@ Result<ClipModel> ClipModel::create(const ClipConfig& c, const FormatPlan& f, Se
   AM_ASSIGN_OR_RETURN(m.text_, TransformerStack::create(c.text, f, src));
   m.text_projection_ = src.linear(c.text.hidden, c.projection, 1.0f / std::sqrt(static_cast<float>(c.text.hidden)),
                                   false, 0.0f, f.output);
+  m.l2_vision_ = l2_norm_gamma(c.projection);
+  m.l2_text_ = l2_norm_gamma(c.projection);
+  return m;
+}
+
+Result<ClipModel> ClipModel::from_tensors(const ClipConfig& c, const FormatPlan& f, ClipTensors t,
+                                         const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(check_weight_budget(c.vision.family, estimate_bytes(c, f)));
+  const std::string owner = c.vision.family + " weights";
+  const int64_t vh = c.vision.hidden, th = c.text.hidden;
+  ClipModel m;
+  m.config_ = c;
+  m.config_.logit_scale = t.logit_scale;
+  AM_ASSIGN_OR_RETURN(m.vision_, VitTower::from_tensors(c.vision, f, std::move(t.vision), ctx));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "vision post_layernorm weight", t.post_g, Shape{vh}));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "vision post_layernorm bias", t.post_b, Shape{vh}));
+  m.post_g_ = std::move(t.post_g);
+  m.post_b_ = std::move(t.post_b);
+  AM_ASSIGN_OR_RETURN(m.visual_projection_, linear_from_tensors(owner, "visual_projection", std::move(t.visual_projection),
+                                                                Tensor(), vh, c.projection, false, f.output, ctx));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "token embedding", t.text_tokens, Shape{c.vocab, th}));
+  AM_RETURN_IF_ERROR(check_tensor_shape(owner, "text position embedding", t.text_positions, Shape{c.max_positions, th}));
+  m.text_embedding_.tokens = std::move(t.text_tokens);
+  m.text_embedding_.positions = std::move(t.text_positions);
+  AM_ASSIGN_OR_RETURN(m.text_, TransformerStack::from_tensors(c.text, f, std::move(t.text), ctx));
+  AM_ASSIGN_OR_RETURN(m.text_projection_, linear_from_tensors(owner, "text_projection", std::move(t.text_projection),
+                                                              Tensor(), th, c.projection, false, f.output, ctx));
   m.l2_vision_ = l2_norm_gamma(c.projection);
   m.l2_text_ = l2_norm_gamma(c.projection);
   return m;

@@ -79,6 +79,9 @@ Result<DecoderLmConfig> decoder_lm_config_from_json(const nlohmann::json& doc, c
   AM_ASSIGN_OR_RETURN(s.activation, activation_from_name(act));
   AM_ASSIGN_OR_RETURN(d.tie_embeddings, cfg.flag("tie_embeddings", gpt2));
   AM_ASSIGN_OR_RETURN(d.decode_steps, decode_steps_from(cfg));
+  if (cfg.has("sliding_window")) {
+    AM_ASSIGN_OR_RETURN(d.sliding_window, cfg.dim("sliding_window"));
+  }
   s.causal = true;
   s.pre_norm = true;
   s.final_norm = true;
@@ -156,6 +159,11 @@ Result<std::unique_ptr<ModelGraph>> make_decoder_lm_graph(DecoderLm model, const
   if (model.config.learned_positions && prompt_len + steps > model.config.max_positions) {
     return invalid_argument(model.config.stack.family + ": seq_len " + std::to_string(prompt_len) + " + decode_steps " +
                             std::to_string(steps) + " exceeds max_positions " + std::to_string(model.config.max_positions));
+  }
+  if (model.config.sliding_window > 0 && prompt_len + steps > model.config.sliding_window) {
+    return unsupported(model.config.stack.family + ": seq_len + decode_steps = " + std::to_string(prompt_len + steps) +
+                       " exceeds 'sliding_window' " + std::to_string(model.config.sliding_window) +
+                       " (sliding-window attention is not modelled)");
   }
   std::vector<int32_t> prompt = seeded_token_ids(batch * prompt_len, model.config.vocab, spec.seed, kPromptStream);
   std::vector<int32_t> forced = seeded_token_ids(batch * steps, model.config.vocab, spec.seed, kForcedStream);

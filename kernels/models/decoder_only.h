@@ -12,6 +12,8 @@
 //   attention_bias q/k/v biases (Qwen2), default false for llama
 //   tie_embeddings default false (llama) / true (gpt2)
 //   experts, experts_per_token   mixture-of-experts feed-forward in every layer (Mixtral)
+//   sliding_window Mistral's attention window: not modelled, so a run whose prompt + decode steps
+//                  exceed it is Unsupported (within the window the attention is the same)
 //   decode_steps   teacher-forced decode steps per run (default 8)
 //
 // Run: prompt = seq_len seeded tokens per sample, prefilled at once into a KV cache, then
@@ -46,6 +48,7 @@ struct DecoderLmConfig {
   bool tie_embeddings = false;
   int64_t decode_steps = kDefaultDecodeSteps;
   float embed_std = 0.02f;
+  int64_t sliding_window = 0;  // 0 = none
 };
 
 Result<DecoderLmConfig> decoder_lm_config_from_json(const nlohmann::json& doc, const std::string& family);

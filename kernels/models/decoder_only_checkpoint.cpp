@@ -28,17 +28,18 @@ Status check_llama_style(const DecoderLmConfig& c) {
 
 }  // namespace
 
-Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const DecoderLmConfig& c, const FormatPlan& f,
-                                        const ExecContext& ctx) {
+Result<DecoderLm> load_llama_checkpoint(const Checkpoint& file, const DecoderLmConfig& c, const FormatPlan& f,
+                                        const ExecContext& ctx, const LlamaNames& names) {
   AM_RETURN_IF_ERROR(check_llama_style(c));
   // The same memory cap as seeded weights: a checkpoint too big for the plan is refused up front.
   AM_RETURN_IF_ERROR(check_weight_budget(c.stack.family, DecoderLm::estimate_bytes(c, f)));
   const StackConfig& s = c.stack;
   const int64_t h = s.hidden, q_cols = s.heads * s.head_dim, kv_cols = s.kv_heads * s.head_dim;
   DecoderLmTensors t;
-  AM_ASSIGN_OR_RETURN(t.tokens, file.read_f32("model.embed_tokens.weight", Shape{c.vocab, h}));
+  const std::string& body = names.body;
+  AM_ASSIGN_OR_RETURN(t.tokens, file.read_f32(body + "embed_tokens.weight", Shape{c.vocab, h}));
   for (int64_t i = 0; i < s.layers; ++i) {
-    const std::string b = layer_base(i);
+    const std::string b = body + "layers." + std::to_string(i) + ".";
     StackLayerTensors l;
     auto proj = [&](const std::string& name, int64_t in, int64_t out, bool bias, Tensor& w, Tensor& bt) -> Status {
       AM_ASSIGN_OR_RETURN(w, file.read_f32(b + name + ".weight", Shape{out, in}));
@@ -72,17 +73,19 @@ Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const Decod
     }
     t.stack.layers.push_back(std::move(l));
   }
-  AM_ASSIGN_OR_RETURN(t.stack.final_g, file.read_f32("model.norm.weight", Shape{h}));
-  if (file.contains(kHeadName)) {
-    AM_ASSIGN_OR_RETURN(t.head, file.read_f32(kHeadName, Shape{c.vocab, h}));
+  AM_ASSIGN_OR_RETURN(t.stack.final_g, file.read_f32(body + "norm.weight", Shape{h}));
+  // The config decides the head, as transformers' tie_word_embeddings does: a tied model ignores
+  // a stored lm_head.weight (tying replaces it on load), an untied one needs it.
+  if (!c.tie_embeddings) {
+    AM_ASSIGN_OR_RETURN(t.head, file.read_f32(names.head, Shape{c.vocab, h}));
   }
   return DecoderLm::from_tensors(c, f, std::move(t), ctx);
 }
 
 Result<DecoderLm> load_llama_checkpoint(const std::string& path, const DecoderLmConfig& config,
                                         const FormatPlan& formats, const ExecContext& ctx) {
-  AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
-  return load_llama_checkpoint(file, config, formats, ctx);
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
+  return load_llama_checkpoint(file, config, formats, ctx, LlamaNames{});
 }
 
 Status save_llama_checkpoint(const DecoderLm& model, const std::string& path, SafetensorsDtype dtype) {

@@ -4,7 +4,8 @@
 // Name mapping:
 //   LLaMA family (LLaMA, Mistral, Qwen2, TinyLlama; q/k/v biases read when the config has
 //   attention_bias, as Qwen2 does):
-//     model.embed_tokens.weight, model.norm.weight, lm_head.weight (absent: tied to the tokens)
+//     model.embed_tokens.weight, model.norm.weight, lm_head.weight (read only when the config does
+//     not tie the head; a tied config ignores a stored lm_head.weight, as transformers ties it)
 //     model.layers.N.self_attn.{q,k,v,o}_proj.weight, model.layers.N.mlp.{gate,up,down}_proj.weight
 //     model.layers.N.input_layernorm.weight, model.layers.N.post_attention_layernorm.weight
 //   Mixtral (config with experts, in every layer): instead of mlp.*,
@@ -32,14 +33,21 @@
 #include "kernels/exec_context.h"
 #include "kernels/models/decoder_only.h"
 #include "kernels/weights/checkpoints.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 
 // Needs a llama-style config (RMSNorm, gated feed-forward, no learned positions; experts only in
 // every layer, as Mixtral); Unsupported otherwise.
-Result<DecoderLm> load_llama_checkpoint(const SafetensorsFile& file, const DecoderLmConfig& config,
-                                        const FormatPlan& formats, const ExecContext& ctx);
+// Where a model nests the decoder: LlamaForCausalLM's "model." and "lm_head.weight"; LLaVA's
+// "language_model.model." and "language_model.lm_head.weight".
+struct LlamaNames {
+  std::string body = "model.";
+  std::string head = "lm_head.weight";
+};
+Result<DecoderLm> load_llama_checkpoint(const Checkpoint& file, const DecoderLmConfig& config,
+                                        const FormatPlan& formats, const ExecContext& ctx,
+                                        const LlamaNames& names = {});
 Result<DecoderLm> load_llama_checkpoint(const std::string& path, const DecoderLmConfig& config,
                                         const FormatPlan& formats, const ExecContext& ctx);
 Status save_llama_checkpoint(const DecoderLm& model, const std::string& path,

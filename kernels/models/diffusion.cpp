@@ -1,12 +1,19 @@
 #include "kernels/models/diffusion.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "kernels/models/transformer_stack.h"
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
+#include "kernels/weights/checkpoint.h"
+#include "kernels/weights/checkpoints.h"
+#include "kernels/weights/linear_tensors.h"
 
 namespace am::kernels {
 namespace {
@@ -22,6 +29,7 @@ constexpr float kLinearStd = 0.02f;
 constexpr float kNormNoiseStd = 0.02f;
 constexpr float kMaxPeriod = 10000.0f;  // sinusoidal timestep embedding
 constexpr int64_t kGegluMult = 4;       // feed-forward inner width = 4 * channels
+constexpr float kTransformerGroupNormEps = 1e-6f;
 
 struct UnetConfig {
   int64_t sample = 0, in_ch = 0, out_ch = 0, layers = 0, attn_levels = 0, heads = 0, ctx_dim = 0, text_len = 0,
@@ -29,6 +37,8 @@ struct UnetConfig {
   std::vector<int64_t> channels;
   float eps = 1e-5f, beta_start = 0.00085f, beta_end = 0.012f;
   double guidance = kNoGuidance;  // >= 0: classifier-free guidance at this scale
+  int64_t steps_offset = 0;       // DDIMScheduler's steps_offset (SD: 1)
+  bool alpha_to_one = true;       // set_alpha_to_one: the last step's alpha_prod_prev is 1, else alphas_cumprod[0]
   bool guided() const { return guidance >= 0.0; }
 };
 
@@ -197,7 +207,9 @@ struct SpatialTransformer {
   Status forward(Ctx& c, Tensor& x, int64_t side, ConstTensorView text, int64_t text_len) const {
     const int64_t rows = x.rows(), pos = side * side;
     Tensor h = x.clone(), t(Shape{rows, channels}), n(Shape{rows, channels});
-    AM_RETURN_IF_ERROR(c.be.group_norm(h.view(), c.batch, groups, gn.g.data(), gn.b.data(), eps, h.view()));
+    // Transformer2DModel builds its GroupNorm with eps 1e-6 whatever the UNet's norm_eps.
+    AM_RETURN_IF_ERROR(c.be.group_norm(h.view(), c.batch, groups, gn.g.data(), gn.b.data(), kTransformerGroupNormEps,
+                                       h.view()));
     AM_RETURN_IF_ERROR(c.be.linear(proj_in, h.view(), t.view()));
     AM_RETURN_IF_ERROR(c.be.layer_norm(t.view(), ln1.g.data(), ln1.b.data(), eps, n.view()));
     AM_RETURN_IF_ERROR(attend(c, self, n.view(), n.view(), pos, pos, t));
@@ -220,6 +232,101 @@ struct Unit {  // one ResNet block and its optional transformer
   ResBlock res;
   bool has_attn = false;
   SpatialTransformer attn;
+};
+
+// ---- diffusers checkpoints ----------------------------------------------------------------------
+// UNet2DConditionModel names: conv_in, time_embedding.linear_{1,2}, down_blocks.L.{resnets.I,
+// attentions.I, downsamplers.0.conv}, mid_block.{resnets.{0,1}, attentions.0},
+// up_blocks.K.{resnets.I, attentions.I, upsamplers.0.conv} (K = 0 is the deepest level),
+// conv_norm_out, conv_out. A resnet: norm1, conv1, time_emb_proj, norm2, conv2, conv_shortcut. An
+// attention (Transformer2DModel, one block): norm, proj_in / proj_out (1x1 convs, or linears with
+// use_linear_projection), transformer_blocks.0.{norm1, attn1.{to_q, to_k, to_v, to_out.0},
+// norm2, attn2.*, norm3, ff.net.0.proj (GEGLU: the value half, then the gate half), ff.net.2}.
+class UnetReader {
+ public:
+  UnetReader(const Checkpoint& file, const FormatPlan& f, const ExecContext& ctx) : file_(file), f_(f), ctx_(ctx) {}
+
+  Status conv(const std::string& name, Conv& c) const {
+    AM_ASSIGN_OR_RETURN(c.w, file_.read_f32(name + ".weight", Shape{c.out, c.in, c.k, c.k}));
+    AM_ASSIGN_OR_RETURN(c.b, file_.read_f32(name + ".bias", Shape{c.out}));
+    return Status::Ok();
+  }
+  Status norm(const std::string& name, Norm& n) const {
+    const int64_t ch = n.g.numel();
+    AM_ASSIGN_OR_RETURN(n.g, file_.read_f32(name + ".weight", Shape{ch}));
+    AM_ASSIGN_OR_RETURN(n.b, file_.read_f32(name + ".bias", Shape{ch}));
+    return Status::Ok();
+  }
+  // A linear layer; `pointwise` also accepts a 1x1 conv's [out, in, 1, 1] weight.
+  Status linear(const std::string& name, WeightFormat fmt, Linear& l, bool pointwise = false) const {
+    const int64_t in = l.in_features(), out = l.out_features();
+    const bool bias = l.bias_data() != nullptr;
+    const SafetensorsEntry* e = file_.find(name + ".weight");
+    Tensor w;
+    if (pointwise && e != nullptr && e->shape.size() == 4) {
+      AM_ASSIGN_OR_RETURN(w, file_.read_f32(name + ".weight", Shape{out, in, 1, 1}));
+      w.reshape(Shape{out, in});
+    } else {
+      AM_ASSIGN_OR_RETURN(w, file_.read_f32(name + ".weight", Shape{out, in}));
+    }
+    Tensor b;
+    if (bias) {
+      AM_ASSIGN_OR_RETURN(b, file_.read_f32(name + ".bias", Shape{out}));
+    }
+    AM_ASSIGN_OR_RETURN(l, linear_from_tensors("diffusion weights", name, std::move(w), std::move(b), in, out, bias, fmt,
+                                               ctx_));
+    return Status::Ok();
+  }
+  Status resnet(const std::string& p, ResBlock& r) const {
+    AM_RETURN_IF_ERROR(norm(p + "norm1", r.n1));
+    AM_RETURN_IF_ERROR(conv(p + "conv1", r.c1));
+    AM_RETURN_IF_ERROR(linear(p + "time_emb_proj", f_.other, r.temb));
+    AM_RETURN_IF_ERROR(norm(p + "norm2", r.n2));
+    AM_RETURN_IF_ERROR(conv(p + "conv2", r.c2));
+    if (!r.shortcut.w.empty()) AM_RETURN_IF_ERROR(conv(p + "conv_shortcut", r.shortcut));
+    return Status::Ok();
+  }
+  Status attention(const std::string& p, SpatialTransformer& t) const {
+    AM_RETURN_IF_ERROR(norm(p + "norm", t.gn));
+    AM_RETURN_IF_ERROR(linear(p + "proj_in", f_.other, t.proj_in, true));
+    const std::string b = p + "transformer_blocks.0.";
+    AM_RETURN_IF_ERROR(norm(b + "norm1", t.ln1));
+    const std::pair<const char*, Attn*> attns[] = {{"attn1.", &t.self}, {"attn2.", &t.cross}};
+    for (const auto& [name, a] : attns) {
+      AM_RETURN_IF_ERROR(linear(b + name + "to_q", f_.attention, a->q));
+      AM_RETURN_IF_ERROR(linear(b + name + "to_k", f_.attention, a->k));
+      AM_RETURN_IF_ERROR(linear(b + name + "to_v", f_.attention, a->v));
+      AM_RETURN_IF_ERROR(linear(b + name + "to_out.0", f_.attention, a->o));
+    }
+    AM_RETURN_IF_ERROR(norm(b + "norm2", t.ln2));
+    AM_RETURN_IF_ERROR(norm(b + "norm3", t.ln3));
+    // GEGLU: proj = [value; gate] rows; out = value * GELU(gate).
+    const int64_t ch = t.channels, inner = kGegluMult * ch;
+    AM_ASSIGN_OR_RETURN(Tensor proj, file_.read_f32(b + "ff.net.0.proj.weight", Shape{2 * inner, ch}));
+    AM_ASSIGN_OR_RETURN(Tensor proj_b, file_.read_f32(b + "ff.net.0.proj.bias", Shape{2 * inner}));
+    Tensor up_w(Shape{inner, ch}), gate_w(Shape{inner, ch}), up_b(Shape{inner}), gate_b(Shape{inner});
+    std::copy(proj.data(), proj.data() + inner * ch, up_w.data());
+    std::copy(proj.data() + inner * ch, proj.data() + 2 * inner * ch, gate_w.data());
+    std::copy(proj_b.data(), proj_b.data() + inner, up_b.data());
+    std::copy(proj_b.data() + inner, proj_b.data() + 2 * inner, gate_b.data());
+    AM_ASSIGN_OR_RETURN(t.ff_up, linear_from_tensors("diffusion weights", b + "ff.net.0.proj (value half)", std::move(up_w),
+                                                     std::move(up_b), ch, inner, true, f_.feed_forward, ctx_));
+    AM_ASSIGN_OR_RETURN(t.ff_gate, linear_from_tensors("diffusion weights", b + "ff.net.0.proj (gate half)",
+                                                       std::move(gate_w), std::move(gate_b), ch, inner, true,
+                                                       f_.feed_forward, ctx_));
+    AM_RETURN_IF_ERROR(linear(b + "ff.net.2", f_.feed_forward, t.ff_down));
+    return linear(p + "proj_out", f_.other, t.proj_out, true);
+  }
+  Status unit(const std::string& block, int64_t i, Unit& u) const {
+    AM_RETURN_IF_ERROR(resnet(block + "resnets." + std::to_string(i) + ".", u.res));
+    if (u.has_attn) AM_RETURN_IF_ERROR(attention(block + "attentions." + std::to_string(i) + ".", u.attn));
+    return Status::Ok();
+  }
+
+ private:
+  const Checkpoint& file_;
+  const FormatPlan& f_;
+  const ExecContext& ctx_;
 };
 
 class UnetGraph final : public ModelGraph {
@@ -272,6 +379,51 @@ class UnetGraph final : public ModelGraph {
     formats_ = f;
   }
 
+  // Replaces the seeded weights (whose shapes the config fixed) with a checkpoint's.
+  Status load(const Checkpoint& file, const ExecContext& ctx) {
+    const UnetReader r(file, formats_, ctx);
+    AM_RETURN_IF_ERROR(r.linear("time_embedding.linear_1", formats_.other, temb1_));
+    AM_RETURN_IF_ERROR(r.linear("time_embedding.linear_2", formats_.other, temb2_));
+    AM_RETURN_IF_ERROR(r.conv("conv_in", conv_in_));
+    const int64_t levels = static_cast<int64_t>(c_.channels.size());
+    std::size_t ui = 0;
+    for (int64_t l = 0; l < levels; ++l) {
+      const std::string block = "down_blocks." + std::to_string(l) + ".";
+      for (int64_t i = 0; i < c_.layers; ++i) AM_RETURN_IF_ERROR(r.unit(block, i, down_[ui++]));
+      if (l + 1 < levels) {
+        AM_RETURN_IF_ERROR(r.conv(block + "downsamplers.0.conv", downsample_[static_cast<std::size_t>(l)]));
+      }
+    }
+    AM_RETURN_IF_ERROR(r.resnet("mid_block.resnets.0.", mid1_));
+    AM_RETURN_IF_ERROR(r.attention("mid_block.attentions.0.", mid_attn_));
+    AM_RETURN_IF_ERROR(r.resnet("mid_block.resnets.1.", mid2_));
+    ui = 0;
+    for (int64_t k = 0; k < levels; ++k) {
+      const std::string block = "up_blocks." + std::to_string(k) + ".";
+      for (int64_t i = 0; i <= c_.layers; ++i) AM_RETURN_IF_ERROR(r.unit(block, i, up_[ui++]));
+      if (k + 1 < levels) {
+        AM_RETURN_IF_ERROR(r.conv(block + "upsamplers.0.conv", upsample_[static_cast<std::size_t>(k)]));
+      }
+    }
+    AM_RETURN_IF_ERROR(r.norm("conv_norm_out", norm_out_));
+    return r.conv("conv_out", conv_out_);
+  }
+  // Replaces the seeded latent and text states with given ones (reference checks).
+  Status set_inputs(const DiffusionInputs& in) {
+    const int64_t text_rows = batch_ * c_.text_len;
+    if (static_cast<int64_t>(in.latent.size()) != latent_.numel() ||
+        static_cast<int64_t>(in.text.size()) != text_rows * c_.ctx_dim ||
+        (c_.guided() && static_cast<int64_t>(in.uncond_text.size()) != text_rows * c_.ctx_dim)) {
+      return invalid_argument("diffusion: given latent must be batch*sample_size^2*in_channels, text (and uncond_text "
+                              "with guidance) batch*text_len*cross_attention_dim");
+    }
+    std::copy(in.latent.begin(), in.latent.end(), latent_.data());
+    float* cond = text_.data() + (c_.guided() ? text_rows * c_.ctx_dim : 0);
+    std::copy(in.text.begin(), in.text.end(), cond);
+    if (c_.guided()) std::copy(in.uncond_text.begin(), in.uncond_text.end(), text_.data());
+    return Status::Ok();
+  }
+
   std::vector<std::pair<Op, WeightFormat>> required_ops() const override {
     std::vector<std::pair<Op, WeightFormat>> ops;
     for (Op op : {Op::kConv2d, Op::kGroupNorm, Op::kActivation, Op::kAdd, Op::kMul, Op::kGatherRows, Op::kLayerNorm,
@@ -298,10 +450,12 @@ class UnetGraph final : public ModelGraph {
     Tensor x = latent_.clone();
     Tensor in = c_.guided() ? Tensor(Shape{passes * x.rows(), x.cols()}) : Tensor();
     const std::vector<double> acp = alphas_cumprod();
+    const int64_t ratio = c_.train_steps / c_.steps;
     for (int64_t s = 0; s < c_.steps; ++s) {
-      // DDIM timesteps spread evenly over the training schedule, highest first.
-      const int64_t t = (c_.steps - 1 - s) * (c_.train_steps / c_.steps);
-      const int64_t t_prev = t - c_.train_steps / c_.steps;
+      // DDIMScheduler's "leading" spacing: every ratio-th training step, highest first, shifted
+      // by steps_offset; the previous timestep is one ratio earlier.
+      const int64_t t = (c_.steps - 1 - s) * ratio + c_.steps_offset;
+      const int64_t t_prev = t - ratio;
       Tensor eps;
       if (c_.guided()) {
         // One UNet pass over [x; x] with [unconditional; conditional] text, then
@@ -318,7 +472,9 @@ class UnetGraph final : public ModelGraph {
       } else {
         AM_RETURN_IF_ERROR(unet(c, x, static_cast<float>(t), eps));
       }
-      const double a = acp[static_cast<std::size_t>(t)], a_prev = t_prev >= 0 ? acp[static_cast<std::size_t>(t_prev)] : 1.0;
+      const double final_alpha = c_.alpha_to_one ? 1.0 : acp[0];
+      const double a = acp[static_cast<std::size_t>(t)];
+      const double a_prev = t_prev >= 0 ? acp[static_cast<std::size_t>(t_prev)] : final_alpha;
       const double sa = std::sqrt(a), s1a = std::sqrt(1.0 - a), sp = std::sqrt(a_prev), s1p = std::sqrt(1.0 - a_prev);
       for (int64_t i = 0; i < x.numel(); ++i) {
         const double e = eps.data()[i];
@@ -485,6 +641,11 @@ std::size_t estimate_unet_bytes(const UnetConfig& c, const FormatPlan& f) {
 
 Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, Precision precision,
                                                           const ExecContext& ctx) {
+  return build_diffusion_graph_on(spec, precision, ctx, nullptr);
+}
+
+Result<std::unique_ptr<ModelGraph>> build_diffusion_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                             const ExecContext& ctx, const DiffusionInputs* given) {
   ConfigReader cfg(spec.model_config, "diffusion");
   UnetConfig c;
   AM_ASSIGN_OR_RETURN(c.sample, cfg.dim("sample_size"));
@@ -503,11 +664,17 @@ Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& s
   AM_ASSIGN_OR_RETURN(double b0, cfg.number("beta_start", 0.00085, 1e-8, 0.5));
   AM_ASSIGN_OR_RETURN(double b1, cfg.number("beta_end", 0.012, 1e-8, 0.5));
   AM_ASSIGN_OR_RETURN(c.guidance, cfg.number("guidance_scale", kNoGuidance, 0.0, kMaxGuidance));
+  AM_ASSIGN_OR_RETURN(double offset, cfg.number("steps_offset", 0.0, 0.0, 1000.0));
+  c.steps_offset = static_cast<int64_t>(offset);
+  AM_ASSIGN_OR_RETURN(c.alpha_to_one, cfg.flag("set_alpha_to_one", true));
   c.eps = static_cast<float>(eps);
   c.beta_start = static_cast<float>(b0);
   c.beta_end = static_cast<float>(b1);
   const int64_t levels = static_cast<int64_t>(c.channels.size());
   if (c.steps > c.train_steps) return cfg.error("'steps' exceeds train_timesteps");
+  if ((c.steps - 1) * (c.train_steps / c.steps) + c.steps_offset >= c.train_steps) {
+    return cfg.error("'steps_offset' puts the first timestep past train_timesteps");
+  }
   if (c.in_ch != c.out_ch) return cfg.error("in_channels must equal out_channels (the UNet predicts the latent's noise)");
   if (c.channels.front() % 2 != 0) return cfg.error("block_channels[0] must be even (sinusoidal embedding)");
   if (c.sample % (int64_t{1} << (levels - 1)) != 0) {
@@ -519,7 +686,17 @@ Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& s
   }
   const FormatPlan f = format_plan_for(precision);
   AM_RETURN_IF_ERROR(check_weight_budget("diffusion", estimate_unet_bytes(c, f)));
-  return std::unique_ptr<ModelGraph>(std::make_unique<UnetGraph>(std::move(c), f, spec.seed, ctx, spec.batch));
+  auto graph = std::make_unique<UnetGraph>(std::move(c), f, spec.seed, ctx, spec.batch);
+  // model_config "weights_path" names a diffusers UNet2DConditionModel checkpoint (a .safetensors
+  // file, or its directory: diffusion_pytorch_model.safetensors); its values replace the seeded
+  // ones. The scheduler and the sampling settings stay the plan's.
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "diffusion"));
+  if (checkpoint) {
+    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(*checkpoint));
+    AM_RETURN_IF_ERROR(graph->load(file, ctx));
+  }
+  if (given) AM_RETURN_IF_ERROR(graph->set_inputs(*given));
+  return std::unique_ptr<ModelGraph>(std::move(graph));
 }
 
 }  // namespace am::kernels

@@ -14,14 +14,23 @@
 // the text states, LayerNorm + GEGLU feed-forward, proj_out, residual) and stride-2 conv
 // downsampling; a mid block (ResNet, transformer, ResNet); up levels consuming the skip
 // connections (channel concatenation) with nearest-neighbour 2x upsampling + conv3x3; GroupNorm,
-// SiLU, conv_out. With guidance_scale g, every step is classifier-free guided: one UNet pass
+// SiLU, conv_out (the spatial transformers' GroupNorm uses eps 1e-6, as Transformer2DModel
+// builds it). With guidance_scale g, every step is classifier-free guided: one UNet pass
 // over a doubled batch, unconditional text states (seeded; SD: the empty prompt's encoding) for
 // the first half and the conditional ones for the second, then eps = eps_u + g (eps_c - eps_u).
-// Without the key, one conditional pass per step. The DDIM update (eta = 0) is scalar
-// arithmetic on the host between UNet passes.
+// Without the key, one conditional pass per step. The scheduler is diffusers' DDIMScheduler
+// (eta = 0, epsilon prediction, no sample clipping, "leading" timestep spacing) with steps_offset
+// (default 0; SD's scheduler config: 1) and set_alpha_to_one (default true; SD: false, so the
+// last step's previous alpha is alphas_cumprod[0]); the update is scalar arithmetic on the host
+// between UNet passes.
+// weights_path: a diffusers UNet2DConditionModel checkpoint (names in diffusion.cpp, UnetReader):
+// the .safetensors file, or the unet/ directory, whose config.json then sets the UNet's keys
+// (hf_config.h); the sampling settings stay the plan's.
 // Input: `batch` seeded N(0,1) latents and seeded N(0,1) text states. Output: the final latent
 // [batch*sample_size^2, out_channels], logits=false.
 #pragma once
+
+#include <vector>
 
 #include "kernels/models/model.h"
 
@@ -29,5 +38,14 @@ namespace am::kernels {
 
 Result<std::unique_ptr<ModelGraph>> build_diffusion_graph(const jobs::JobSpec& spec, Precision precision,
                                                           const ExecContext& ctx);
+
+// Inputs given instead of the seeded ones (reference checks): the initial latent
+// [batch*sample_size^2, in_channels] channels-last, the text-encoder states [batch*text_len,
+// cross_attention_dim], and with guidance the unconditional states of the same shape.
+struct DiffusionInputs {
+  std::vector<float> latent, text, uncond_text;
+};
+Result<std::unique_ptr<ModelGraph>> build_diffusion_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                             const ExecContext& ctx, const DiffusionInputs* given);
 
 }  // namespace am::kernels

@@ -16,7 +16,6 @@ constexpr uint64_t kWeightStream = 0x454E4445ull;  // "ENDE"
 constexpr uint64_t kSourceStream = 3;
 constexpr uint64_t kForcedStream = 4;
 constexpr float kBartInitStd = 0.02f;
-constexpr int64_t kBartPositionOffset = 2;
 constexpr int32_t kBartDecoderStart = 2;
 constexpr int64_t kT5DefaultMaxPositions = 512;
 
@@ -208,10 +207,18 @@ Result<std::unique_ptr<ModelGraph>> build_encoder_decoder_graph(const jobs::JobS
                                                                 const ExecContext& ctx) {
   AM_ASSIGN_OR_RETURN(EncDecConfig config, enc_dec_config_from_json(spec.model_config, "encoder-decoder"));
   const FormatPlan formats = format_plan_for(precision);
-  // model_config "weights_path" names a T5-family safetensors checkpoint; without it, seeded weights.
+  // model_config "weights_path" names a T5-family or BART checkpoint; without it, seeded weights.
   AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "encoder-decoder"));
-  AM_ASSIGN_OR_RETURN(EncDecModel model, checkpoint ? load_t5_checkpoint(*checkpoint, config, formats, ctx)
-                                                    : EncDecModel::create_synthetic(config, formats, spec.seed, ctx));
+  if (!checkpoint) {
+    AM_ASSIGN_OR_RETURN(EncDecModel model, EncDecModel::create_synthetic(config, formats, spec.seed, ctx));
+    return make_enc_dec_graph(std::move(model), spec);
+  }
+  if (!config.bart) {
+    AM_ASSIGN_OR_RETURN(EncDecModel model, load_t5_checkpoint(*checkpoint, config, formats, ctx));
+    return make_enc_dec_graph(std::move(model), spec);
+  }
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(*checkpoint));
+  AM_ASSIGN_OR_RETURN(EncDecModel model, load_bart_checkpoint(file, config, formats, ctx));
   return make_enc_dec_graph(std::move(model), spec);
 }
 

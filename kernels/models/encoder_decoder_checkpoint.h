@@ -23,13 +23,24 @@
 #include "kernels/exec_context.h"
 #include "kernels/models/encoder_decoder.h"
 #include "kernels/weights/checkpoints.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 
-Result<EncDecModel> load_t5_checkpoint(const SafetensorsFile& file, const EncDecConfig& config,
+Result<EncDecModel> load_t5_checkpoint(const Checkpoint& file, const EncDecConfig& config,
                                        const FormatPlan& formats, const ExecContext& ctx);
 Result<EncDecModel> load_t5_checkpoint(const std::string& path, const EncDecConfig& config,
                                        const FormatPlan& formats, const ExecContext& ctx);
+
+// BART (BartForConditionalGeneration names after `prefix`, e.g. RAG's "rag.generator."):
+// model.shared.weight (or model.encoder.embed_tokens.weight), model.{encoder,decoder}.
+// {embed_positions.weight [max_positions + 2, d_model] (BART's learned positions start at 2),
+// layernorm_embedding, layers.N.*} (encoder_decoder_checkpoint.cpp, read_bart_stack),
+// final_logits_bias [1, vocab] (the head's bias), lm_head.weight only when the config does not tie
+// it. Unsupported for a T5-style config.
+// BART's learned positions start at row 2 of embed_positions (fairseq's padding offset).
+inline constexpr int64_t kBartPositionOffset = 2;
+Result<EncDecModel> load_bart_checkpoint(const Checkpoint& file, const EncDecConfig& config, const FormatPlan& formats,
+                                         const ExecContext& ctx, const std::string& prefix = "");
 
 }  // namespace am::kernels

@@ -103,6 +103,13 @@ Result<EncoderConfig> encoder_config_from_json(const nlohmann::json& doc) {
     c.activation = doc.at("activation").get<std::string>();
   }
   AM_RETURN_IF_ERROR(activation_from_name(c.activation).status());
+  if (doc.contains("position_offset")) {
+    const nlohmann::json& v = doc.at("position_offset");
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.max_positions) {
+      return invalid_argument("encoder-only config: 'position_offset' must be an integer in [0, max_positions)");
+    }
+    c.position_offset = v.get<int64_t>();
+  }
   return c;
 }
 
@@ -134,9 +141,10 @@ Status validate_encoder_input(const EncoderConfig& config, const EncoderInput& i
   if (input.batch < 1 || input.seq < 1) {
     return invalid_argument("encoder input: batch and seq_len must be positive");
   }
-  if (input.seq > config.max_positions) {
-    return invalid_argument("encoder input: seq_len " + std::to_string(input.seq) +
-                            " exceeds max_positions " + std::to_string(config.max_positions));
+  if (input.seq + config.position_offset > config.max_positions) {
+    return invalid_argument("encoder input: seq_len " + std::to_string(input.seq) + " + position_offset " +
+                            std::to_string(config.position_offset) + " exceeds max_positions " +
+                            std::to_string(config.max_positions));
   }
   const std::size_t n = static_cast<std::size_t>(input.batch * input.seq);
   if (input.token_ids.size() != n || input.token_type_ids.size() != n ||
@@ -249,8 +257,21 @@ Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) con
   const int64_t h = config_.hidden;
   const float eps = config_.norm_eps;
 
+  // BERT numbers every position from 0; RoBERTa (offset > 0) numbers real tokens from the offset
+  // and gives padding offset - 1 (its padding_idx).
   std::vector<int32_t> positions(static_cast<std::size_t>(tokens));
-  for (int64_t t = 0; t < tokens; ++t) positions[static_cast<std::size_t>(t)] = static_cast<int32_t>(t % input.seq);
+  const int64_t offset = config_.position_offset;
+  for (int64_t b = 0; b < input.batch; ++b) {
+    int64_t real = 0;
+    for (int64_t s = 0; s < input.seq; ++s) {
+      const std::size_t t = static_cast<std::size_t>(b * input.seq + s);
+      if (offset == 0) {
+        positions[t] = static_cast<int32_t>(s);
+      } else {
+        positions[t] = static_cast<int32_t>(input.attention_mask[t] != 0 ? offset + real++ : offset - 1);
+      }
+    }
+  }
 
   Tensor x(Shape{tokens, h});
   AM_RETURN_IF_ERROR(be.gather_rows(word_embeddings_.view(), input.token_ids.data(), tokens, x.view(), false));

@@ -3,7 +3,9 @@
 // Contract:
 //   - encoder_config_from_json() reads the catalog's [config] table: layers, hidden, heads,
 //     intermediate, vocab, max_positions (all required positive integers), type_vocab (default
-//     2), norm_eps (default 1e-12), activation (default "gelu"; see activation.h). Every problem
+//     2), norm_eps (default 1e-12), activation (default "gelu"; see activation.h), position_offset
+//     (default 0; RoBERTa's 2 = pad_token_id + 1: real tokens take positions offset + i, counting
+//     real tokens, and padding takes offset - 1, as fairseq numbers them). Every problem
 //     is an InvalidArgument naming the key; an activation the core lacks is Unsupported.
 //   - EncoderModel::create_synthetic() draws seeded weights with BERT's initialisation scales:
 //     linear and embedding weights N(0, 0.02), biases N(0, 0.02), LayerNorm gamma N(1, 0.02) and
@@ -49,6 +51,7 @@ struct EncoderConfig {
   int64_t type_vocab = 2;
   float norm_eps = 1e-12f;
   std::string activation = "gelu";
+  int64_t position_offset = 0;  // RoBERTa: pad_token_id + 1
 };
 
 Result<EncoderConfig> encoder_config_from_json(const nlohmann::json& doc);

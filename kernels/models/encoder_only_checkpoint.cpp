@@ -13,13 +13,17 @@ namespace {
 constexpr const char* kPrefix = "bert.";
 
 // A BertModel name with and without the "bert." prefix (task checkpoints nest the encoder under
-// it, bare BertModel exports do not).
-std::vector<std::string> spellings(const std::string& name) { return {kPrefix + name, name}; }
+// it, bare BertModel exports do not), or under the caller's `body` prefix (DPR's
+// "question_encoder.bert_model.", RAG's "rag.question_encoder.question_encoder.bert_model.").
+std::vector<std::string> spellings(const std::string& name, const std::string& body) {
+  if (!body.empty()) return {body + name};
+  return {kPrefix + name, name};
+}
 
 // LayerNorm parameters: current names (weight/bias) and the TF-era ones (gamma/beta).
-std::vector<std::string> norm_spellings(const std::string& base, bool gamma) {
-  std::vector<std::string> out = spellings(base + (gamma ? ".weight" : ".bias"));
-  for (std::string& s : spellings(base + (gamma ? ".gamma" : ".beta"))) out.push_back(std::move(s));
+std::vector<std::string> norm_spellings(const std::string& base, bool gamma, const std::string& body) {
+  std::vector<std::string> out = spellings(base + (gamma ? ".weight" : ".bias"), body);
+  for (std::string& s : spellings(base + (gamma ? ".gamma" : ".beta"), body)) out.push_back(std::move(s));
   return out;
 }
 
@@ -27,8 +31,12 @@ std::string layer_base(int64_t i) { return "encoder.layer." + std::to_string(i) 
 
 }  // namespace
 
-Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& c, const FormatPlan& format,
-                                          const ExecContext& ctx) {
+Result<EncoderModel> load_bert_checkpoint(const Checkpoint& file, const EncoderConfig& c, const FormatPlan& format,
+                                          const ExecContext& ctx, const std::string& body) {
+  auto spellings = [&](const std::string& name) { return am::kernels::spellings(name, body); };
+  auto norm_spellings = [&](const std::string& base, bool gamma) {
+    return am::kernels::norm_spellings(base, gamma, body);
+  };
   const int64_t h = c.hidden, inter = c.intermediate;
   EncoderTensors t;
   AM_ASSIGN_OR_RETURN(t.word_embeddings,
@@ -67,8 +75,8 @@ Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const Enc
 
 Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, const FormatPlan& format,
                                           const ExecContext& ctx) {
-  AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
-  return load_bert_checkpoint(file, config, format, ctx);
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
+  return load_bert_checkpoint(file, config, format, ctx, "");
 }
 
 Status save_bert_checkpoint(const EncoderModel& model, const std::string& path, SafetensorsDtype dtype) {

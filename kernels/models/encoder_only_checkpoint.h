@@ -28,12 +28,15 @@
 #include "kernels/exec_context.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/weights/checkpoints.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 
-Result<EncoderModel> load_bert_checkpoint(const SafetensorsFile& file, const EncoderConfig& config,
-                                          const FormatPlan& format, const ExecContext& ctx);
+// `body`: the prefix the BertModel sits under (e.g. DPR's "question_encoder.bert_model."); empty
+// tries "bert." and no prefix.
+Result<EncoderModel> load_bert_checkpoint(const Checkpoint& file, const EncoderConfig& config,
+                                          const FormatPlan& format, const ExecContext& ctx,
+                                          const std::string& body = "");
 Result<EncoderModel> load_bert_checkpoint(const std::string& path, const EncoderConfig& config, const FormatPlan& format,
                                           const ExecContext& ctx);
 Status save_bert_checkpoint(const EncoderModel& model, const std::string& path,

@@ -3,6 +3,8 @@
 //
 // Contract:
 // - build_graph() builds the graph of spec.architecture from spec.model_config at `precision`
+//   (when model_config's weights_path names a Hugging Face checkpoint directory with config.json,
+//   that file's architecture settings replace the catalog's first: hf_config.h)
 //   (the job's precision, or "f32" for the reference). Weights and inputs depend only on
 //   (model_config, batch, seq_len, seed): a graph at a quantized precision holds exactly the
 //   quantization of the f32 graph's weights, and both see the same inputs, so their outputs are

@@ -1,8 +1,14 @@
 // The rag family (RAG-sequence): a DPR question encoder (BERT, the encoder-only family's
 // EncoderModel) pools each question into its [CLS] vector; inner-product scores against a
 // seeded, L2-normalised passage index pick the top n_docs passages (Backend::top_k); a BART
-// generator then reads each (question, passage) pair — the question's tokens followed by the
-// passage's seeded token ids — and decodes teacher-forced.
+// generator then reads each (passage, question) pair — the passage's token ids followed by the
+// question's, as RagRetriever's postprocess_docs joins "title / text // question" — and decodes
+// teacher-forced. The question's ids are reused for the generator modulo its vocabulary (a
+// stand-in for re-tokenising the question with BART's tokenizer).
+// weights_path: a RagSequenceForGeneration / RagTokenForGeneration checkpoint
+// (rag.question_encoder.question_encoder.bert_model.* as BERT's names, rag.generator.* as
+// BART's, encoder_decoder_checkpoint.h). The passage index is data, not weights (the published
+// one is a 21M-passage dataset): it stays seeded, or is given (build_rag_graph_on).
 //
 // Config keys (InvalidArgument naming the key):
 //   question_layers, question_hidden, question_heads, question_intermediate, question_vocab,
@@ -16,13 +22,20 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/models/encoder_decoder.h"
+#include "kernels/models/encoder_decoder_checkpoint.h"
 #include "kernels/models/encoder_only.h"
+#include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/families.h"
+#include "kernels/models/rag.h"
 #include "kernels/rng.h"
+#include "kernels/weights/checkpoint.h"
+#include "kernels/weights/checkpoints.h"
 
 namespace am::kernels {
 namespace {
@@ -68,12 +81,13 @@ class RagGraph final : public ModelGraph {
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t d = 0; d < n_docs; ++d) {
         int32_t* row = &src[static_cast<std::size_t>((b * n_docs + d) * src_len)];
-        for (int64_t s = 0; s < seq; ++s) {
-          row[s] = input.token_ids[static_cast<std::size_t>(b * seq + s)] % static_cast<int32_t>(generator.config.vocab);
-        }
         const int32_t p = docs[static_cast<std::size_t>(b * n_docs + d)];
-        std::memcpy(row + seq, &passage_tokens[static_cast<std::size_t>(p * passage_len)],
+        std::memcpy(row, &passage_tokens[static_cast<std::size_t>(p * passage_len)],
                     static_cast<std::size_t>(passage_len) * sizeof(int32_t));
+        for (int64_t s = 0; s < seq; ++s) {
+          row[passage_len + s] =
+              input.token_ids[static_cast<std::size_t>(b * seq + s)] % static_cast<int32_t>(generator.config.vocab);
+        }
       }
     GraphOutput out;
     out.logits = true;
@@ -96,6 +110,11 @@ class RagGraph final : public ModelGraph {
 
 Result<std::unique_ptr<ModelGraph>> build_rag_graph(const jobs::JobSpec& spec, Precision precision,
                                                     const ExecContext& ctx) {
+  return build_rag_graph_on(spec, precision, ctx, nullptr);
+}
+
+Result<std::unique_ptr<ModelGraph>> build_rag_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                       const ExecContext& ctx, const RagInputs* given) {
   const nlohmann::json& doc = spec.model_config;
   if (!doc.is_object()) return invalid_argument("rag config must be a JSON object");
   ConfigReader cfg(doc, "rag");
@@ -128,22 +147,54 @@ Result<std::unique_ptr<ModelGraph>> build_rag_graph(const jobs::JobSpec& spec, P
                             static_cast<std::size_t>(qc.layers) * (4 * linear_bytes(qc.hidden, qc.hidden, formats.attention, true) +
                                                                    2 * linear_bytes(qc.hidden, qc.intermediate, formats.attention, true));
   AM_RETURN_IF_ERROR(check_weight_budget("rag", bytes));
-  AM_ASSIGN_OR_RETURN(graph->question, EncoderModel::create_synthetic(qc, formats.attention, spec.seed, ctx));
+  // model_config "weights_path" names a RAG checkpoint; without it, seeded weights.
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "rag"));
+  if (checkpoint) {
+    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(*checkpoint));
+    AM_ASSIGN_OR_RETURN(graph->question, load_bert_checkpoint(file, qc, formats.attention, ctx,
+                                                              "rag.question_encoder.question_encoder.bert_model."));
+    AM_ASSIGN_OR_RETURN(graph->generator, load_bart_checkpoint(file, gc, formats, ctx, "rag.generator."));
+  } else {
+    AM_ASSIGN_OR_RETURN(graph->question, EncoderModel::create_synthetic(qc, formats.attention, spec.seed, ctx));
+    AM_ASSIGN_OR_RETURN(graph->generator, EncDecModel::create_synthetic(gc, formats, spec.seed, ctx));
+  }
   graph->input = make_synthetic_encoder_input(qc, spec.batch, spec.seq_len, spec.seed);
+  Tensor index(Shape{passages, qc.hidden});
+  if (given) {
+    // The question (one real span, one token type) and the index as given.
+    const std::size_t q = static_cast<std::size_t>(spec.batch * spec.seq_len);
+    if (given->question.size() != q || static_cast<int64_t>(given->index.size()) != passages * qc.hidden ||
+        static_cast<int64_t>(given->passage_tokens.size()) != passages * graph->passage_len ||
+        static_cast<int64_t>(given->forced.size()) != spec.batch * graph->n_docs * gc.decode_steps) {
+      return invalid_argument("rag: given question must be batch*seq_len ids, index passages*question_hidden, "
+                              "passage_tokens passages*passage_len, forced batch*n_docs*decode_steps");
+    }
+    graph->input.token_ids = given->question;
+    graph->input.token_type_ids.assign(q, 0);
+    graph->input.attention_mask.assign(q, 1);
+    std::copy(given->index.begin(), given->index.end(), index.data());
+    graph->passage_tokens = given->passage_tokens;
+    graph->forced = given->forced;
+  } else {
+    // Passage embeddings: seeded, L2-normalised rows, kept f32 like any embedding table.
+    SeededWeights src(spec.seed, kIndexStream, ctx);
+    index = src.normal(Shape{passages, qc.hidden}, 0.0f, 1.0f);
+    for (int64_t p = 0; p < passages; ++p) {
+      double sq = 0;
+      for (int64_t c = 0; c < qc.hidden; ++c) sq += static_cast<double>(index.row(p)[c]) * index.row(p)[c];
+      const float inv = static_cast<float>(1.0 / std::sqrt(sq));
+      for (int64_t c = 0; c < qc.hidden; ++c) index.row(p)[c] *= inv;
+    }
+    graph->passage_tokens = seeded_token_ids(passages * graph->passage_len, gc.vocab, spec.seed, kPassageStream);
+    graph->forced = seeded_token_ids(spec.batch * graph->n_docs * gc.decode_steps, gc.vocab, spec.seed, kForcedStream);
+  }
   AM_RETURN_IF_ERROR(validate_encoder_input(qc, graph->input));
-  // Passage embeddings: seeded, L2-normalised rows, kept f32 like any embedding table.
-  SeededWeights src(spec.seed, kIndexStream, ctx);
-  Tensor index = src.normal(Shape{passages, qc.hidden}, 0.0f, 1.0f);
-  for (int64_t p = 0; p < passages; ++p) {
-    double sq = 0;
-    for (int64_t c = 0; c < qc.hidden; ++c) sq += static_cast<double>(index.row(p)[c]) * index.row(p)[c];
-    const float inv = static_cast<float>(1.0 / std::sqrt(sq));
-    for (int64_t c = 0; c < qc.hidden; ++c) index.row(p)[c] *= inv;
+  for (int32_t id : graph->passage_tokens) {
+    if (id < 0 || id >= gc.vocab) {
+      return invalid_argument("rag: passage token id " + std::to_string(id) + " is outside the generator's vocabulary");
+    }
   }
   graph->index = Linear::create(std::move(index), Tensor(), WeightFormat::kF32, ctx);
-  AM_ASSIGN_OR_RETURN(graph->generator, EncDecModel::create_synthetic(gc, formats, spec.seed, ctx));
-  graph->passage_tokens = seeded_token_ids(passages * graph->passage_len, gc.vocab, spec.seed, kPassageStream);
-  graph->forced = seeded_token_ids(spec.batch * graph->n_docs * gc.decode_steps, gc.vocab, spec.seed, kForcedStream);
   return std::unique_ptr<ModelGraph>(std::move(graph));
 }
 

@@ -1,6 +1,7 @@
 #include <string>
 
 #include "kernels/models/families.h"
+#include "kernels/models/hf_config.h"
 #include "kernels/models/model.h"
 
 namespace am::kernels {
@@ -41,7 +42,12 @@ Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, Preci
   if (build == nullptr) {
     return unsupported("architecture " + spec.architecture + " has no graph builder yet");
   }
-  return build(spec, precision, ctx);
+  // A checkpoint directory's config.json decides the architecture settings (hf_config.h).
+  AM_ASSIGN_OR_RETURN(nlohmann::json config, apply_checkpoint_config(spec.model_config, spec.architecture));
+  if (config == spec.model_config) return build(spec, precision, ctx);
+  jobs::JobSpec from_checkpoint = spec;
+  from_checkpoint.model_config = std::move(config);
+  return build(from_checkpoint, precision, ctx);
 }
 
 }  // namespace am::kernels

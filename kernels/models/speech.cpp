@@ -14,7 +14,8 @@
 #include "kernels/models/families.h"
 #include "kernels/rng.h"
 #include "kernels/weights/checkpoints.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
+#include "kernels/weights/linear_tensors.h"
 
 namespace am::kernels {
 namespace {
@@ -27,6 +28,7 @@ constexpr int64_t kWhisperPromptTokens = 4;  // <|startoftranscript|> <|en|> <|t
 constexpr float kInitStd = 0.02f;
 constexpr float kMelStd = 0.5f;     // log-mel features after Whisper's normalisation lie in about [-1, 1.5]
 constexpr float kAudioStd = 1.0f;   // Wav2Vec2's feature extractor normalises audio to unit variance
+constexpr float kTorchNormEps = 1e-5f;  // nn.GroupNorm / nn.LayerNorm default
 
 // A conv layer's weights: He (fan-in) initialisation for the GELU that follows.
 struct ConvLayer {
@@ -123,7 +125,7 @@ class WhisperGraph final : public ModelGraph {
 // One Whisper stack from HF WhisperForConditionalGeneration names under `side` ("model.encoder" or
 // "model.decoder"): layers.N.{self_attn.{q,k,v,out}_proj (k without bias), self_attn_layer_norm,
 // encoder_attn.* and encoder_attn_layer_norm (decoder), fc1, fc2, final_layer_norm}, layer_norm.
-Result<StackTensors> read_whisper_stack(const SafetensorsFile& file, const StackConfig& s, const std::string& side) {
+Result<StackTensors> read_whisper_stack(const Checkpoint& file, const StackConfig& s, const std::string& side) {
   const int64_t h = s.hidden;
   StackTensors t;
   for (int64_t i = 0; i < s.layers; ++i) {
@@ -168,7 +170,7 @@ Result<StackTensors> read_whisper_stack(const SafetensorsFile& file, const Stack
 // model.decoder.embed_tokens.weight and embed_positions.weight; the head is tied (proj_out).
 Status load_whisper(const std::string& path, const WhisperConfig& w, const FormatPlan& f, const ExecContext& ctx,
                     WhisperGraph& g) {
-  AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
   const int64_t h = w.encoder.hidden;
   auto conv = [&](const std::string& name, int64_t in, int64_t stride, ConvLayer& c) -> Status {
     c = ConvLayer{.in = in, .out = h, .kernel = 3, .stride = stride, .pad_left = 1, .pad_right = 1, .groups = 1};
@@ -315,11 +317,13 @@ class Wav2Vec2Graph final : public ModelGraph {
     for (std::size_t i = 0; i < convs.size(); ++i) {
       AM_RETURN_IF_ERROR(convs[i].run(be, in, batch, len, y));
       len = y.rows() / batch;
+      // The feature encoder's norms are built with PyTorch's default eps, not layer_norm_eps.
       if (group_norm_first && i == 0) {
         // GroupNorm with one group per channel: each channel normalised over time per sample.
-        AM_RETURN_IF_ERROR(be.group_norm(y.view(), batch, convs[i].out, norm_g[i].data(), norm_b[i].data(), eps, y.view()));
+        AM_RETURN_IF_ERROR(be.group_norm(y.view(), batch, convs[i].out, norm_g[i].data(), norm_b[i].data(),
+                                         kTorchNormEps, y.view()));
       } else if (!group_norm_first) {
-        AM_RETURN_IF_ERROR(be.layer_norm(y.view(), norm_g[i].data(), norm_b[i].data(), eps, y.view()));
+        AM_RETURN_IF_ERROR(be.layer_norm(y.view(), norm_g[i].data(), norm_b[i].data(), kTorchNormEps, y.view()));
       }
       AM_RETURN_IF_ERROR(be.activation(Activation::kGeluErf, y.view()));
       x = std::move(y);
@@ -351,9 +355,90 @@ class Wav2Vec2Graph final : public ModelGraph {
   Tensor audio;
 };
 
+// The weights of a Wav2Vec2 graph from a checkpoint (Wav2Vec2Model names, under "wav2vec2." in
+// task checkpoints such as Wav2Vec2ForCTC / ForPreTraining): feature_extractor.conv_layers.N.conv
+// (+ .layer_norm: the GroupNorm of layer 0, or every layer's LayerNorm), feature_projection.
+// {layer_norm, projection}, encoder.pos_conv_embed.conv (weight-normed over the kernel axis:
+// weight_g [1, 1, k] and weight_v, or parametrizations.weight.original0/1, and bias),
+// encoder.layer_norm, encoder.layers.N.{attention.{q,k,v,out}_proj, layer_norm,
+// feed_forward.{intermediate_dense, output_dense}, final_layer_norm}.
+Status load_wav2vec2(const std::string& path, const StackConfig& e, const FormatPlan& f, const ExecContext& ctx,
+                     Wav2Vec2Graph& g) {
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
+  const std::string p = file.contains("wav2vec2.feature_projection.projection.weight") ? "wav2vec2." : "";
+  const int64_t h = e.hidden;
+  auto read = [&](const std::string& name, const Shape& shape, Tensor& dst) -> Status {
+    AM_ASSIGN_OR_RETURN(dst, file.read_f32(p + name, shape));
+    return Status::Ok();
+  };
+  for (std::size_t i = 0; i < g.convs.size(); ++i) {
+    ConvLayer& c = g.convs[i];
+    const std::string b = "feature_extractor.conv_layers." + std::to_string(i) + ".";
+    AM_RETURN_IF_ERROR(read(b + "conv.weight", Shape{c.out, c.in, c.kernel}, c.weight));
+    if (!c.bias.empty()) AM_RETURN_IF_ERROR(read(b + "conv.bias", Shape{c.out}, c.bias));
+    if (!g.norm_g[i].empty()) {
+      AM_RETURN_IF_ERROR(read(b + "layer_norm.weight", Shape{c.out}, g.norm_g[i]));
+      AM_RETURN_IF_ERROR(read(b + "layer_norm.bias", Shape{c.out}, g.norm_b[i]));
+    }
+  }
+  const int64_t conv_dim = g.convs.back().out;
+  AM_RETURN_IF_ERROR(read("feature_projection.layer_norm.weight", Shape{conv_dim}, g.proj_norm_g));
+  AM_RETURN_IF_ERROR(read("feature_projection.layer_norm.bias", Shape{conv_dim}, g.proj_norm_b));
+  Tensor pw, pb;
+  AM_RETURN_IF_ERROR(read("feature_projection.projection.weight", Shape{h, conv_dim}, pw));
+  AM_RETURN_IF_ERROR(read("feature_projection.projection.bias", Shape{h}, pb));
+  AM_ASSIGN_OR_RETURN(g.projection, linear_from_tensors("speech weights", "feature_projection.projection",
+                                                        std::move(pw), std::move(pb), conv_dim, h, true, f.other, ctx));
+  // Weight normalisation (dim=2): weight[o, i, k] = g[k] * v[o, i, k] / |v[:, :, k]|.
+  ConvLayer& pc = g.pos_conv;
+  const std::string pos = "encoder.pos_conv_embed.conv.";
+  const bool parametrized = file.contains(p + pos + "parametrizations.weight.original0");
+  Tensor wg, wv;
+  AM_RETURN_IF_ERROR(
+      read(pos + (parametrized ? "parametrizations.weight.original0" : "weight_g"), Shape{1, 1, pc.kernel}, wg));
+  AM_RETURN_IF_ERROR(read(pos + (parametrized ? "parametrizations.weight.original1" : "weight_v"),
+                          Shape{pc.out, pc.in / pc.groups, pc.kernel}, wv));
+  const int64_t fan = pc.out * (pc.in / pc.groups);
+  for (int64_t k = 0; k < pc.kernel; ++k) {
+    double sq = 0.0;
+    for (int64_t j = 0; j < fan; ++j) sq += static_cast<double>(wv.data()[j * pc.kernel + k]) * wv.data()[j * pc.kernel + k];
+    const double scale = wg.data()[k] / std::sqrt(sq);
+    for (int64_t j = 0; j < fan; ++j) {
+      float& x = wv.data()[j * pc.kernel + k];
+      x = static_cast<float>(x * scale);
+    }
+  }
+  pc.weight = std::move(wv);
+  AM_RETURN_IF_ERROR(read(pos + "bias", Shape{h}, pc.bias));
+  AM_RETURN_IF_ERROR(read("encoder.layer_norm.weight", Shape{h}, g.enc_norm_g));
+  AM_RETURN_IF_ERROR(read("encoder.layer_norm.bias", Shape{h}, g.enc_norm_b));
+  StackTensors t;
+  for (int64_t i = 0; i < e.layers; ++i) {
+    const std::string b = "encoder.layers." + std::to_string(i) + ".";
+    StackLayerTensors l;
+    auto linear = [&](const std::string& name, int64_t in, int64_t out, Tensor& w, Tensor& bias) -> Status {
+      AM_RETURN_IF_ERROR(read(b + name + ".weight", Shape{out, in}, w));
+      return read(b + name + ".bias", Shape{out}, bias);
+    };
+    AM_RETURN_IF_ERROR(linear("attention.q_proj", h, h, l.q_w, l.q_b));
+    AM_RETURN_IF_ERROR(linear("attention.k_proj", h, h, l.k_w, l.k_b));
+    AM_RETURN_IF_ERROR(linear("attention.v_proj", h, h, l.v_w, l.v_b));
+    AM_RETURN_IF_ERROR(linear("attention.out_proj", h, h, l.o_w, l.o_b));
+    AM_RETURN_IF_ERROR(read(b + "layer_norm.weight", Shape{h}, l.norm_self_g));
+    AM_RETURN_IF_ERROR(read(b + "layer_norm.bias", Shape{h}, l.norm_self_b));
+    AM_RETURN_IF_ERROR(linear("feed_forward.intermediate_dense", h, e.intermediate, l.up_w, l.up_b));
+    AM_RETURN_IF_ERROR(linear("feed_forward.output_dense", e.intermediate, h, l.down_w, l.down_b));
+    AM_RETURN_IF_ERROR(read(b + "final_layer_norm.weight", Shape{h}, l.norm_ffn_g));
+    AM_RETURN_IF_ERROR(read(b + "final_layer_norm.bias", Shape{h}, l.norm_ffn_b));
+    t.layers.push_back(std::move(l));
+  }
+  AM_ASSIGN_OR_RETURN(g.encoder, TransformerStack::from_tensors(e, f, std::move(t), ctx));
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, const nlohmann::json& doc,
                                                    const jobs::JobSpec& spec, const FormatPlan& f,
-                                                   const ExecContext& ctx) {
+                                                   const ExecContext& ctx, const SpeechInputs* given) {
   StackConfig e;
   e.family = "speech";
   AM_ASSIGN_OR_RETURN(e.layers, cfg.dim("layers"));
@@ -373,6 +458,7 @@ Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, cons
   AM_ASSIGN_OR_RETURN(double eps, cfg.number("norm_eps", 1e-5, 1e-12, 1.0));
   AM_ASSIGN_OR_RETURN(std::string act, cfg.text("activation", "gelu"));
   AM_ASSIGN_OR_RETURN(e.activation, activation_from_name(act));
+  AM_ASSIGN_OR_RETURN(bool conv_bias, cfg.flag("conv_bias", false));
   e.eps = static_cast<float>(eps);
   e.head_dim = e.hidden / e.heads;
   e.kv_heads = e.heads;
@@ -392,7 +478,7 @@ Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, cons
   g->hidden = e.hidden;
   SeededWeights src(spec.seed, kWeightStream, ctx);
   for (std::size_t i = 0; i < kernels.size(); ++i) {
-    g->convs.push_back(make_conv(src, i == 0 ? 1 : conv_dim, conv_dim, kernels[i], strides[i], 0, 0, 1, false));
+    g->convs.push_back(make_conv(src, i == 0 ? 1 : conv_dim, conv_dim, kernels[i], strides[i], 0, 0, 1, conv_bias));
     const bool normed = g->group_norm_first ? i == 0 : true;
     g->norm_g.push_back(normed ? src.normal(Shape{conv_dim}, 1.0f, e.init.norm_noise) : Tensor());
     g->norm_b.push_back(normed ? src.normal(Shape{conv_dim}, 0.0f, e.init.norm_noise) : Tensor());
@@ -405,13 +491,25 @@ Result<std::unique_ptr<ModelGraph>> build_wav2vec2(const ConfigReader& cfg, cons
   g->enc_norm_g = src.normal(Shape{e.hidden}, 1.0f, e.init.norm_noise);
   g->enc_norm_b = src.normal(Shape{e.hidden}, 0.0f, e.init.norm_noise);
   AM_ASSIGN_OR_RETURN(g->encoder, TransformerStack::create(e, f, src));
+  // model_config "weights_path" names a Wav2Vec2 checkpoint: its values replace the seeded ones
+  // drawn above (which fixed every shape).
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "speech"));
+  if (checkpoint) AM_RETURN_IF_ERROR(load_wav2vec2(*checkpoint, e, f, ctx, *g));
   // The samples that give exactly seq_len frames: invert each conv's length formula.
   int64_t len = spec.seq_len;
   for (std::size_t i = kernels.size(); i-- > 0;) len = (len - 1) * strides[i] + kernels[i];
   g->batch = spec.batch;
   g->samples = len;
   g->audio = Tensor(Shape{g->batch * len, 1});
-  fill_normal(g->audio.data(), g->audio.numel(), 0.0f, kAudioStd, derive_seed(spec.seed, kAudioStream), ctx);
+  if (given) {
+    if (static_cast<int64_t>(given->features.size()) != g->audio.numel()) {
+      return invalid_argument("speech: given Wav2Vec2 audio must hold batch * " + std::to_string(len) +
+                              " samples (the input of seq_len frames)");
+    }
+    std::copy(given->features.begin(), given->features.end(), g->audio.data());
+  } else {
+    fill_normal(g->audio.data(), g->audio.numel(), 0.0f, kAudioStd, derive_seed(spec.seed, kAudioStream), ctx);
+  }
   return std::unique_ptr<ModelGraph>(std::move(g));
 }
 
@@ -430,10 +528,7 @@ Result<std::unique_ptr<ModelGraph>> build_speech_graph_on(const jobs::JobSpec& s
   const FormatPlan formats = format_plan_for(precision);
   if (spec.batch < 1 || spec.seq_len < 1) return invalid_argument("speech: batch and seq_len must be positive");
   if (style == "whisper") return build_whisper(cfg, spec, formats, ctx, given);
-  if (given || spec.model_config.contains(kWeightsPathKey)) {
-    return unsupported("speech: Wav2Vec2 checkpoints and given inputs are not supported yet");
-  }
-  if (style == "wav2vec2") return build_wav2vec2(cfg, spec.model_config, spec, formats, ctx);
+  if (style == "wav2vec2") return build_wav2vec2(cfg, spec.model_config, spec, formats, ctx, given);
   return cfg.error("'style' must be \"whisper\" or \"wav2vec2\", not \"" + style + "\"");
 }
 

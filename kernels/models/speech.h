@@ -13,13 +13,14 @@
 //   Wav2Vec2: layers, hidden, heads, intermediate, conv_dim (512), conv_kernel
 //     ([10,3,3,3,3,2,2]), conv_stride ([5,2,2,2,2,2,2]), feat_extract_norm ("group": GroupNorm
 //     in the first conv layer, as wav2vec2-base | "layer": LayerNorm after every conv),
-//     pos_conv_kernel (128), pos_conv_groups (16), activation ("gelu"), norm_eps (1e-5).
+//     pos_conv_kernel (128), pos_conv_groups (16), activation ("gelu"), norm_eps (1e-5),
+//     conv_bias (false; true for the "layer" variants).
 //     Input: seeded normalised audio with exactly the samples that give seq_len frames;
 //     output = final hidden states [batch * seq_len, hidden].
 // Convolution weights are drawn with He (fan-in) scaling; transformer weights N(0, 0.02).
-// Checkpoints: a Whisper config may name a Hugging Face WhisperForConditionalGeneration
-// safetensors file (weights_path; names in speech.cpp, load_whisper); Wav2Vec2 with weights_path
-// is Unsupported.
+// Checkpoints (weights_path): a Hugging Face WhisperForConditionalGeneration or Wav2Vec2Model /
+// Wav2Vec2ForCTC checkpoint (names in speech.cpp, load_whisper and load_wav2vec2; the positional
+// conv's weight normalisation is applied on load).
 #pragma once
 
 #include <cstdint>
@@ -29,9 +30,10 @@
 
 namespace am::kernels {
 
-// Whisper inputs given instead of the job's seeded ones (reference checks, tests/reference/):
+// Inputs given instead of the job's seeded ones (reference checks, tests/reference/). Whisper:
 // log-mel features [batch * 2*seq_len frames, n_mels] channels-last, the 4-token prompt
-// [batch*4] and the forced tokens [batch*decode_steps].
+// [batch*4] and the forced tokens [batch*decode_steps]. Wav2Vec2: features = the raw audio,
+// batch * (the samples that give seq_len frames); prompt and forced unused.
 struct SpeechInputs {
   std::vector<float> features;
   std::vector<int32_t> prompt, forced;

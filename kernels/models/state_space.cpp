@@ -12,7 +12,7 @@
 #include "kernels/models/vision_tower.h"
 #include "kernels/rng.h"
 #include "kernels/weights/checkpoints.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 namespace {
@@ -107,7 +107,7 @@ class MambaLm final : public RecurrentLm {
   // out_proj.weight}; the head is tied to the embeddings (tie_word_embeddings, Mamba's default).
   static Result<std::unique_ptr<MambaLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
                                                const ExecContext& ctx) {
-    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
     auto m = std::make_unique<MambaLm>();
     m->c_ = c;
     AM_ASSIGN_OR_RETURN(m->embed_, file.read_f32("backbone.embeddings.weight", Shape{c.vocab, c.hidden}));
@@ -312,7 +312,7 @@ class RwkvLm final : public RecurrentLm {
   // rwkv.ln_out.*, head.weight. time_decay is stored raw (the WKV op applies -exp).
   static Result<std::unique_ptr<RwkvLm>> load(const Cfg& c, const FormatPlan& f, const std::string& path,
                                               const ExecContext& ctx) {
-    AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
     const int64_t C = c.hidden;
     auto m = std::make_unique<RwkvLm>();
     m->c_ = c;

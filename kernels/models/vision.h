@@ -39,11 +39,14 @@ struct VitClassifier {
 };
 
 // vision_checkpoint.cpp: a ViT classifier from a Hugging Face ViTForImageClassification
-// safetensors checkpoint (vit.embeddings.{cls_token, position_embeddings,
-// patch_embeddings.projection}, vit.encoder.layer.N.{layernorm_before, attention.attention.{query,
-// key,value}, attention.output.dense, layernorm_after, intermediate.dense, output.dense},
-// vit.layernorm, classifier), quantized on load; the same contract as the other *_checkpoint.h
-// loaders (NotFound / InvalidArgument naming the tensor). Distilled DeiT is Unsupported here.
+// checkpoint (vit.embeddings.{cls_token, position_embeddings, patch_embeddings.projection},
+// vit.encoder.layer.N.{layernorm_before, attention.attention.{query,key,value},
+// attention.output.dense, layernorm_after, intermediate.dense, output.dense}, vit.layernorm,
+// classifier), or, with distillation, a DeiTForImageClassificationWithTeacher one (the same under
+// "deit.", plus deit.embeddings.distillation_token, cls_classifier and distillation_classifier,
+// whose averaged logits are the output: the 1/2 is folded into both heads), quantized on load;
+// the same contract as the other *_checkpoint.h loaders (NotFound / InvalidArgument naming the
+// tensor).
 Result<VitClassifier> load_vit_checkpoint(const std::string& path, const VitClassifierConfig& config,
                                           const FormatPlan& formats, const ExecContext& ctx);
 
@@ -52,5 +55,9 @@ Result<std::unique_ptr<ModelGraph>> build_vit_classifier_graph(const jobs::JobSp
 // vision_detr.cpp
 Result<std::unique_ptr<ModelGraph>> build_detr_graph(const jobs::JobSpec& spec, Precision precision,
                                                      const ExecContext& ctx);
+// The DETR graph over given pixels [batch*image_size^2*channels] channels-last (reference
+// checks); null = seeded, as build_detr_graph().
+Result<std::unique_ptr<ModelGraph>> build_detr_graph_on(const jobs::JobSpec& spec, Precision precision,
+                                                        const ExecContext& ctx, const std::vector<float>* pixels);
 
 }  // namespace am::kernels

@@ -1,31 +1,37 @@
-// ViT checkpoints (HF ViTForImageClassification names) to VitClassifier.
+// ViT / DeiT checkpoints (HF ViTForImageClassification, DeiTForImageClassificationWithTeacher
+// names) to VitClassifier.
 #include <string>
 #include <utility>
 
 #include "kernels/models/vision.h"
 #include "kernels/weights/linear_tensors.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 
 Result<VitClassifier> load_vit_checkpoint(const std::string& path, const VitClassifierConfig& config,
                                           const FormatPlan& formats, const ExecContext& ctx) {
   const VitTowerConfig& c = config.tower;
-  if (c.extra_tokens != 1) {
-    return unsupported(c.family + ": checkpoints of distilled DeiT (two heads) are not read yet ('distillation')");
-  }
-  AM_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path));
+  const bool distilled = c.extra_tokens == 2;
+  AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(path));
+  // DeiT's distilled models nest the encoder under "deit." (ViT's and DeiT's plain ones under "vit.").
+  const std::string p = distilled ? "deit." : "vit.";
   const int64_t h = c.hidden;
   VitTowerTensors t;
-  AM_ASSIGN_OR_RETURN(t.patch_w, file.read_f32("vit.embeddings.patch_embeddings.projection.weight",
+  AM_ASSIGN_OR_RETURN(t.patch_w, file.read_f32(p + "embeddings.patch_embeddings.projection.weight",
                                                Shape{h, c.channels, c.patch, c.patch}));
-  AM_ASSIGN_OR_RETURN(t.patch_b, file.read_f32("vit.embeddings.patch_embeddings.projection.bias", Shape{h}));
-  AM_ASSIGN_OR_RETURN(t.extra, file.read_f32("vit.embeddings.cls_token", Shape{1, 1, h}));
-  t.extra.reshape(Shape{1, h});
-  AM_ASSIGN_OR_RETURN(t.positions, file.read_f32("vit.embeddings.position_embeddings", Shape{1, c.tokens(), h}));
+  AM_ASSIGN_OR_RETURN(t.patch_b, file.read_f32(p + "embeddings.patch_embeddings.projection.bias", Shape{h}));
+  AM_ASSIGN_OR_RETURN(Tensor cls, file.read_f32(p + "embeddings.cls_token", Shape{1, 1, h}));
+  t.extra = Tensor(Shape{c.extra_tokens, h});
+  copy_rows(ConstTensorView{cls.data(), Shape{1, h}}, t.extra.view(), 0);
+  if (distilled) {
+    AM_ASSIGN_OR_RETURN(Tensor dist, file.read_f32(p + "embeddings.distillation_token", Shape{1, 1, h}));
+    copy_rows(ConstTensorView{dist.data(), Shape{1, h}}, t.extra.view(), 1);
+  }
+  AM_ASSIGN_OR_RETURN(t.positions, file.read_f32(p + "embeddings.position_embeddings", Shape{1, c.tokens(), h}));
   t.positions.reshape(Shape{c.tokens(), h});
   for (int64_t i = 0; i < c.layers; ++i) {
-    const std::string b = "vit.encoder.layer." + std::to_string(i) + ".";
+    const std::string b = p + "encoder.layer." + std::to_string(i) + ".";
     StackLayerTensors l;
     auto read = [&](const std::string& name, const Shape& shape, Tensor& dst) -> Status {
       AM_ASSIGN_OR_RETURN(dst, file.read_f32(b + name, shape));
@@ -48,15 +54,27 @@ Result<VitClassifier> load_vit_checkpoint(const std::string& path, const VitClas
     t.stack.layers.push_back(std::move(l));
   }
   if (c.final_norm) {
-    AM_ASSIGN_OR_RETURN(t.stack.final_g, file.read_f32("vit.layernorm.weight", Shape{h}));
-    AM_ASSIGN_OR_RETURN(t.stack.final_b, file.read_f32("vit.layernorm.bias", Shape{h}));
+    AM_ASSIGN_OR_RETURN(t.stack.final_g, file.read_f32(p + "layernorm.weight", Shape{h}));
+    AM_ASSIGN_OR_RETURN(t.stack.final_b, file.read_f32(p + "layernorm.bias", Shape{h}));
   }
   VitClassifier m;
   AM_ASSIGN_OR_RETURN(m.tower, VitTower::from_tensors(c, formats, std::move(t), ctx));
-  AM_ASSIGN_OR_RETURN(Tensor head_w, file.read_f32("classifier.weight", Shape{config.classes, h}));
-  AM_ASSIGN_OR_RETURN(Tensor head_b, file.read_f32("classifier.bias", Shape{config.classes}));
-  AM_ASSIGN_OR_RETURN(m.head, linear_from_tensors(c.family + " weights", "classifier", std::move(head_w),
-                                                  std::move(head_b), h, config.classes, true, formats.output, ctx));
+  // One head, or DeiT's pair whose logits are averaged: the 1/2 is folded into both (exact).
+  auto head = [&](const std::string& name, float scale, Linear& out) -> Status {
+    AM_ASSIGN_OR_RETURN(Tensor w, file.read_f32(name + ".weight", Shape{config.classes, h}));
+    AM_ASSIGN_OR_RETURN(Tensor b, file.read_f32(name + ".bias", Shape{config.classes}));
+    for (Tensor* x : {&w, &b})
+      for (int64_t i = 0; i < x->numel(); ++i) x->data()[i] *= scale;
+    AM_ASSIGN_OR_RETURN(out, linear_from_tensors(c.family + " weights", name, std::move(w), std::move(b), h,
+                                                 config.classes, true, formats.output, ctx));
+    return Status::Ok();
+  };
+  if (distilled) {
+    AM_RETURN_IF_ERROR(head("cls_classifier", 0.5f, m.head));
+    AM_RETURN_IF_ERROR(head("distillation_classifier", 0.5f, m.head_dist));
+  } else {
+    AM_RETURN_IF_ERROR(head("classifier", 1.0f, m.head));
+  }
   return m;
 }
 

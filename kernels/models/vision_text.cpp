@@ -2,9 +2,13 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "kernels/models/clip_model.h"
 #include "kernels/models/decoder_only.h"
+#include "kernels/weights/checkpoint.h"
+#include "kernels/weights/checkpoints.h"
 
 namespace am::kernels {
 namespace {
@@ -80,19 +84,37 @@ class CaptionerGraph final : public ModelGraph {
   std::vector<int32_t> prompt_, forced_;
 };
 
+}  // namespace
+
+Result<ClipModel> load_or_seed_clip(const jobs::JobSpec& spec, const ClipConfig& c, const FormatPlan& f,
+                                    const ExecContext& ctx) {
+  // model_config "weights_path" names a CLIPModel checkpoint; without it, seeded weights.
+  AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, c.vision.family));
+  if (checkpoint) {
+    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(*checkpoint));
+    AM_ASSIGN_OR_RETURN(ClipTensors t, read_clip_tensors(file, c));
+    return ClipModel::from_tensors(c, f, std::move(t), ctx);
+  }
+  SeededWeights src(spec.seed, kWeightStream, ctx);
+  return ClipModel::create(c, f, src);
+}
+
+namespace {
+
 Result<std::unique_ptr<ModelGraph>> build_clip(const jobs::JobSpec& spec, Precision precision,
                                                const ExecContext& ctx) {
   ConfigReader cfg(spec.model_config, "vision-encoder-text-decoder");
   AM_ASSIGN_OR_RETURN(ClipConfig c, clip_config_from(cfg, "vision-encoder-text-decoder"));
   const FormatPlan f = format_plan_for(precision);
-  SeededWeights src(spec.seed, kWeightStream, ctx);
-  AM_ASSIGN_OR_RETURN(ClipModel model, ClipModel::create(c, f, src));
+  AM_ASSIGN_OR_RETURN(ClipModel model, load_or_seed_clip(spec, c, f, ctx));
   if (spec.seq_len > c.max_positions) {
     return invalid_argument("vision-encoder-text-decoder: seq_len " + std::to_string(spec.seq_len) +
                             " exceeds max_positions " + std::to_string(c.max_positions));
   }
   Tensor pixels = seeded_pixels(spec.batch, c.vision.image_size, c.vision.channels, spec.seed, kPixelStream, ctx);
-  ClipTexts texts = seeded_clip_texts(spec.batch, spec.seq_len, c.vocab, spec.seed, kTextStream);
+  AM_ASSIGN_OR_RETURN(ClipTexts texts, clip_texts(seeded_clip_texts(spec.batch, spec.seq_len, c.vocab, spec.seed,
+                                                                    kTextStream, c.eos_token).ids,
+                                                  spec.batch, spec.seq_len, c));
   return std::unique_ptr<ModelGraph>(
       std::make_unique<ClipGraph>(std::move(model), std::move(pixels), std::move(texts), spec.batch));
 }
@@ -101,6 +123,9 @@ Result<std::unique_ptr<ModelGraph>> build_captioner(const jobs::JobSpec& spec, P
                                                     const ExecContext& ctx) {
   const std::string family = "vision-encoder-text-decoder";
   ConfigReader cfg(spec.model_config, family);
+  if (spec.model_config.contains(kWeightsPathKey)) {
+    return unsupported(family + ": ViT-GPT2 checkpoints are not read yet ('weights_path')");
+  }
   AM_ASSIGN_OR_RETURN(VitTowerConfig vc, vit_tower_config_from(cfg, "vision_", family, 1e-12f));
   nlohmann::json dec = spec.model_config;
   dec["style"] = "gpt2";

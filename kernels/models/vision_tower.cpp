@@ -62,14 +62,14 @@ Result<VitTower> VitTower::create(const VitTowerConfig& c, const FormatPlan& for
   VitTower t;
   t.config_ = c;
   const int64_t fan_in = c.channels * c.patch * c.patch;
-  t.patch_w_ = src.normal(Shape{c.hidden, c.channels, c.patch, c.patch}, 0.0f,
-                          1.0f / std::sqrt(static_cast<float>(fan_in)));
-  t.patch_b_ = src.normal(Shape{c.hidden}, 0.0f, kEmbeddingStd);
-  t.extra_ = src.normal(Shape{c.extra_tokens, c.hidden}, 0.0f, kEmbeddingStd);
-  t.positions_ = src.normal(Shape{c.tokens(), c.hidden}, 0.0f, kEmbeddingStd);
+  VitEmbedding& e = t.embedding_;
+  e.patch_w = src.normal(Shape{c.hidden, c.channels, c.patch, c.patch}, 0.0f, 1.0f / std::sqrt(static_cast<float>(fan_in)));
+  e.patch_b = src.normal(Shape{c.hidden}, 0.0f, kEmbeddingStd);
+  e.extra = src.normal(Shape{c.extra_tokens, c.hidden}, 0.0f, kEmbeddingStd);
+  e.positions = src.normal(Shape{c.tokens(), c.hidden}, 0.0f, kEmbeddingStd);
   if (c.pre_norm) {
-    t.pre_g_ = src.normal(Shape{c.hidden}, 1.0f, kNormNoiseStd);
-    t.pre_b_ = src.normal(Shape{c.hidden}, 0.0f, kNormNoiseStd);
+    e.pre_g = src.normal(Shape{c.hidden}, 1.0f, kNormNoiseStd);
+    e.pre_b = src.normal(Shape{c.hidden}, 0.0f, kNormNoiseStd);
   }
   AM_ASSIGN_OR_RETURN(t.stack_, TransformerStack::create(vit_stack_config(c.family, c.layers, c.hidden, c.heads,
                                                                           c.intermediate, c.activation, c.eps,
@@ -92,12 +92,8 @@ Result<VitTower> VitTower::from_tensors(const VitTowerConfig& c, const FormatPla
   }
   VitTower v;
   v.config_ = c;
-  v.patch_w_ = std::move(t.patch_w);
-  v.patch_b_ = std::move(t.patch_b);
-  v.extra_ = std::move(t.extra);
-  v.positions_ = std::move(t.positions);
-  v.pre_g_ = std::move(t.pre_g);
-  v.pre_b_ = std::move(t.pre_b);
+  v.embedding_ = VitEmbedding{std::move(t.patch_w), std::move(t.patch_b), std::move(t.extra), std::move(t.positions),
+                              std::move(t.pre_g), std::move(t.pre_b)};
   AM_ASSIGN_OR_RETURN(v.stack_, TransformerStack::from_tensors(vit_stack_config(c.family, c.layers, c.hidden, c.heads,
                                                                                 c.intermediate, c.activation, c.eps,
                                                                                 c.final_norm),
@@ -116,8 +112,7 @@ std::size_t VitTower::estimate_bytes(const VitTowerConfig& c, const FormatPlan& 
 }
 
 std::size_t VitTower::weights_bytes() const {
-  return patch_w_.bytes() + patch_b_.bytes() + extra_.bytes() + positions_.bytes() + pre_g_.bytes() +
-         pre_b_.bytes() + stack_.weights_bytes();
+  return embedding_.bytes() + stack_.weights_bytes();
 }
 
 void VitTower::add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) const {
@@ -127,15 +122,15 @@ void VitTower::add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) c
   stack_.add_required_ops(ops);
 }
 
-Result<Tensor> VitTower::forward(Backend& be, ConstTensorView pixels, int64_t batch) const {
-  const VitTowerConfig& c = config_;
+Result<Tensor> vit_embed(Backend& be, const VitTowerConfig& c, const VitEmbedding& e, ConstTensorView pixels,
+                         int64_t batch) {
   const int64_t grid = c.image_size / c.patch;
   Tensor patches(Shape{batch * grid * grid, c.hidden});
   Conv2dArgs conv;
   conv.x = pixels;
   conv.y = patches.view();
-  conv.weight = patch_w_.data();
-  conv.bias = patch_b_.data();
+  conv.weight = e.patch_w.data();
+  conv.bias = e.patch_b.data();
   conv.batch = batch;
   conv.height = conv.width = c.image_size;
   conv.in_channels = c.channels;
@@ -146,14 +141,19 @@ Result<Tensor> VitTower::forward(Backend& be, ConstTensorView pixels, int64_t ba
   const int64_t tokens = c.tokens();
   Tensor x(Shape{batch * tokens, c.hidden});
   for (int64_t b = 0; b < batch; ++b) {
-    copy_rows(extra_.view(), x.view(), b * tokens);
+    copy_rows(e.extra.view(), x.view(), b * tokens);
     copy_rows(patches.view().row_range(b * grid * grid, grid * grid), x.view(), b * tokens + c.extra_tokens);
   }
   std::vector<int32_t> pos(static_cast<std::size_t>(batch * tokens));
   for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(static_cast<int64_t>(i) % tokens);
-  AM_RETURN_IF_ERROR(be.gather_rows(positions_.view(), pos.data(), batch * tokens, x.view(), true));
-  if (c.pre_norm) AM_RETURN_IF_ERROR(be.layer_norm(x.view(), pre_g_.data(), pre_b_.data(), c.eps, x.view()));
-  AM_RETURN_IF_ERROR(stack_.forward(be, x.view(), batch, tokens, 0, nullptr, nullptr));
+  AM_RETURN_IF_ERROR(be.gather_rows(e.positions.view(), pos.data(), batch * tokens, x.view(), true));
+  if (c.pre_norm) AM_RETURN_IF_ERROR(be.layer_norm(x.view(), e.pre_g.data(), e.pre_b.data(), c.eps, x.view()));
+  return x;
+}
+
+Result<Tensor> VitTower::forward(Backend& be, ConstTensorView pixels, int64_t batch) const {
+  AM_ASSIGN_OR_RETURN(Tensor x, vit_embed(be, config_, embedding_, pixels, batch));
+  AM_RETURN_IF_ERROR(stack_.forward(be, x.view(), batch, config_.tokens(), 0, nullptr, nullptr));
   return x;
 }
 

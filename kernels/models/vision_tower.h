@@ -58,6 +58,19 @@ struct VitTowerTensors {
   StackTensors stack;
 };
 
+// The embedding half of a ViT tower (patch convolution, extra tokens in front, learned
+// positions, the optional pre-encoder LayerNorm), shared with towers that run their own layers
+// (X-CLIP's cross-frame layers).
+struct VitEmbedding {
+  Tensor patch_w, patch_b, extra, positions, pre_g, pre_b;
+  std::size_t bytes() const {
+    return patch_w.bytes() + patch_b.bytes() + extra.bytes() + positions.bytes() + pre_g.bytes() + pre_b.bytes();
+  }
+};
+// pixels [batch*image*image, channels] -> token states [batch*tokens, hidden] before the encoder.
+Result<Tensor> vit_embed(Backend& be, const VitTowerConfig& c, const VitEmbedding& e, ConstTensorView pixels,
+                         int64_t batch);
+
 class VitTower {
  public:
   static Result<VitTower> create(const VitTowerConfig& config, const FormatPlan& formats, SeededWeights& src);
@@ -75,10 +88,8 @@ class VitTower {
 
  private:
   VitTowerConfig config_;
-  Tensor patch_w_, patch_b_;   // [hidden, channels, patch, patch], [hidden]
-  Tensor extra_;               // [extra_tokens, hidden]
-  Tensor positions_;           // [tokens, hidden]
-  Tensor pre_g_, pre_b_;
+  VitEmbedding embedding_;     // patch conv [hidden, channels, patch, patch] + [hidden], extra
+                               // tokens [extra_tokens, hidden], positions [tokens, hidden], pre-norm
   TransformerStack stack_;
 };
 

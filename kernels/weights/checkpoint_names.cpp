@@ -4,13 +4,13 @@
 
 namespace am::kernels {
 
-Result<Tensor> read_first_of(const SafetensorsFile& file, const std::vector<std::string>& names, const Shape& expected) {
+Result<Tensor> read_first_of(const Checkpoint& file, const std::vector<std::string>& names, const Shape& expected) {
   for (const std::string& n : names) {
     if (file.contains(n)) return file.read_f32(n, expected);
   }
   std::string also;
   for (std::size_t i = 1; i < names.size(); ++i) also += (i > 1 ? "', '" : "") + names[i];
-  return not_found("safetensors " + file.path() + ": tensor '" + (names.empty() ? std::string() : names[0]) +
+  return not_found("checkpoint " + file.path() + ": tensor '" + (names.empty() ? std::string() : names[0]) +
                    "' is missing" + (also.empty() ? "" : " (also looked for '" + also + "')"));
 }
 

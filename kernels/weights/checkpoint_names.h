@@ -6,12 +6,12 @@
 
 #include "common/status.h"
 #include "kernels/tensor.h"
-#include "kernels/weights/safetensors.h"
+#include "kernels/weights/checkpoint.h"
 
 namespace am::kernels {
 
 // The first of `names` the file holds, read as f32 of shape `expected`; NotFound naming the
-// first (canonical) name, the alternatives and the file when none is present.
-Result<Tensor> read_first_of(const SafetensorsFile& file, const std::vector<std::string>& names, const Shape& expected);
+// first (canonical) name, the alternatives and the checkpoint when none is present.
+Result<Tensor> read_first_of(const Checkpoint& file, const std::vector<std::string>& names, const Shape& expected);
 
 }  // namespace am::kernels

@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "jobs/job_spec.h"
 
 namespace am::kernels {
 
-// The model_config key naming a checkpoint; absent means seeded synthetic weights.
-inline constexpr const char* kWeightsPathKey = "weights_path";
+// The model_config key naming a checkpoint (jobs::kWeightsPathKey); absent means seeded synthetic
+// weights.
+inline constexpr const char* kWeightsPathKey = jobs::kWeightsPathKey;
 // The path under kWeightsPathKey, nullopt when absent; InvalidArgument naming `family` when it
 // is not a non-empty string.
 Result<std::optional<std::string>> checkpoint_path_from(const nlohmann::json& model_config, const std::string& family);

@@ -345,6 +345,27 @@ overrides = { layers = 2 }
   EXPECT_NE(plain.jobs[0].job_id, shrunk.jobs[0].job_id);
 }
 
+TEST_F(PlanLoader, WeightsPathOverrideNamesACheckpointForAnyModel) {
+  const Plan plan = load_ok(R"(
+[plan]
+name = "ckpt"
+[[models]]
+name = "tiny-a"
+overrides = { weights_path = "/models/tiny-a" }
+)");
+  ASSERT_EQ(plan.jobs.size(), 1u);
+  EXPECT_EQ(plan.jobs[0].spec.model_config[kWeightsPathKey], "/models/tiny-a");
+  EXPECT_FALSE(plan.jobs[0].spec.scaled);
+  expect_error_at(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-a"
+[models.overrides]
+weights_path = 7
+)", 6, "override 'weights_path': expected a non-empty path string");
+}
+
 // --- errors: each names the file and the line of the offending text ------------------------
 
 TEST_F(PlanLoader, TagsBecomeRequiredTagsAndOnlyTaggedJobsChangeTheirIds) {

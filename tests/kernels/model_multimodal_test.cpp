@@ -37,13 +37,14 @@ TEST(MultimodalFamily, LlavaPrefillOverImageAndTextThenDecode) {
   const jobs::JobSpec spec = testing::family_spec("multimodal", tiny_llava(1), 2, 6);
   testing::expect_family_basics(spec, 2 * 4, 256, true, 1e-2);
   testing::FamilyRun r = testing::build_and_run(spec, "f32");
-  EXPECT_EQ(r.out.phases.prefill_tokens, 2 * (16 + 6));  // 16 image tokens (4x4 patches) + 6 prompt tokens
+  // The prompt's image token is replaced by 16 image tokens (4x4 patches): 16 + 6 - 1 per sample.
+  EXPECT_EQ(r.out.phases.prefill_tokens, 2 * (16 + 6 - 1));
   EXPECT_EQ(r.out.phases.decode_tokens, 6);
 }
 
 TEST(MultimodalFamily, LlavaAnyResCropsMultiplyImageTokens) {
   testing::FamilyRun r = testing::build_and_run(testing::family_spec("multimodal", tiny_llava(3), 1, 4), "f32");
-  EXPECT_EQ(r.out.phases.prefill_tokens, 3 * 16 + 4);
+  EXPECT_EQ(r.out.phases.prefill_tokens, 3 * 16 + 4 - 1);
 }
 
 // Hand-laid: 2x2 patches per crop (side 2), a 1x2 tile grid: base patches 0-3, then the grid
@@ -60,8 +61,30 @@ TEST(MultimodalFamily, LlavaAnyResGridAddsOneNewlinePerGridRow) {
   const jobs::JobSpec spec = testing::family_spec("multimodal", c, 1, 4);
   testing::expect_family_basics(spec, 4, 256, true, 1e-2);
   testing::FamilyRun r = testing::build_and_run(spec, "f32");
-  // 16 base patches + an 8x8 tile grid with 8 newline tokens + 4 prompt tokens.
-  EXPECT_EQ(r.out.phases.prefill_tokens, 16 + 8 * (8 + 1) + 4);
+  // 16 base patches + an 8x8 tile grid with 8 newline tokens in place of the image token of the
+  // 4 prompt tokens.
+  EXPECT_EQ(r.out.phases.prefill_tokens, 16 + 8 * (8 + 1) + 4 - 1);
+}
+
+// Given prompts must hold exactly one image token (image_token_index) each: it says where the
+// image's tokens go.
+TEST(MultimodalFamily, LlavaPromptsNeedExactlyOneImageToken) {
+  nlohmann::json c = tiny_llava(1);
+  c["image_token_index"] = 250;
+  const jobs::JobSpec spec = testing::family_spec("multimodal", c, 1, 4);
+  ThreadPool pool(1);
+  const ExecContext ctx{best_kernel_path(), &pool};
+  LlavaInputs in;
+  in.pixels.assign(32 * 32 * 3, 0.5f);
+  in.forced.assign(3, 7);
+  for (const std::vector<int32_t>& prompt : {std::vector<int32_t>{1, 2, 3, 4}, std::vector<int32_t>{1, 250, 3, 250}}) {
+    in.prompt = prompt;
+    const Status s = build_llava_graph_on(spec, Precision::kF32, ctx, &in).status();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find("image token"), std::string::npos) << s.message();
+  }
+  in.prompt = {1, 250, 3, 4};
+  EXPECT_TRUE(build_llava_graph_on(spec, Precision::kF32, ctx, &in).ok());
 }
 
 TEST(MultimodalFamily, LlavaGridAndCropCountMustAgree) {

@@ -130,7 +130,7 @@ TEST(SafetensorsBert, AcceptsNamesWithoutPrefixAndGammaBeta) {
     if (s.find("LayerNorm.bias") != std::string::npos) s.replace(s.size() - 4, 4, "beta");
     return s;
   });
-  auto f = SafetensorsFile::open(bare);
+  auto f = Checkpoint::open(bare);
   ASSERT_TRUE(f.ok());
   ASSERT_TRUE(f->contains("encoder.layer.1.output.LayerNorm.gamma"));
   auto loaded = load_bert_checkpoint(*f, tiny_bert(), WeightFormat::kF32, ctx);
@@ -239,7 +239,7 @@ TEST_P(SafetensorsLlama, CheckpointOfSyntheticModelReproducesItBitForBit) {
   ASSERT_TRUE(synthetic.ok());
   const std::string path = temp_path(tied ? "tiny_llama_tied.safetensors" : "tiny_llama.safetensors");
   ASSERT_TRUE(save_llama_checkpoint(*synthetic, path).ok());
-  auto file = SafetensorsFile::open(path);
+  auto file = Checkpoint::open(path);
   ASSERT_TRUE(file.ok());
   EXPECT_EQ(file->contains("lm_head.weight"), !tied);
   EXPECT_TRUE(file->contains("model.layers.1.mlp.gate_proj.weight"));
@@ -331,9 +331,10 @@ TEST(SafetensorsLlamaFile, MixtralExpertsRoundTripThroughTheMixtureOfExpertsGrap
   std::remove(cut.c_str());
 }
 
-// The T5, ViT and Mamba loaders are held to PyTorch by tests/reference/ (check_t5.py, ...);
-// here: the graphs of a job read weights_path, and refuse what they cannot honour.
-TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
+// The loaders are held to PyTorch by tests/reference/ (check_t5.py, check_clip.py, ...); here:
+// every family's graph reads weights_path (a missing file is NotFound, never a silent fallback to
+// seeded weights), and refuses what it cannot honour.
+TEST(SafetensorsGraphs, EveryFamilysGraphReadsWeightsPath) {
   ExecContext ctx;
   const std::string missing = temp_path("no_such_checkpoint.safetensors");
   struct Case {
@@ -347,7 +348,7 @@ TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
       {"encoder-decoder",
        {{"style", "bart"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50},
         {"max_positions", 32}},
-       StatusCode::kUnsupported},
+       StatusCode::kNotFound},
       {"vision",
        {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
         {"num_classes", 5}},
@@ -355,7 +356,52 @@ TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
       {"vision",
        {{"image_size", 16}, {"patch", 8}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64},
         {"num_classes", 5}, {"distillation", true}},
+       StatusCode::kNotFound},
+      {"vision",
+       {{"variant", "detr"}, {"image_size", 64}, {"backbone_width", 8}, {"backbone_depths", {1, 1}},
+        {"backbone_expansion", 2}, {"hidden", 16}, {"encoder_layers", 1}, {"decoder_layers", 1}, {"heads", 2},
+        {"intermediate", 32}, {"num_queries", 3}, {"num_classes", 4}},
+       StatusCode::kNotFound},
+      {"vision-encoder-text-decoder",
+       {{"variant", "clip"}, {"vision_image_size", 16}, {"vision_patch", 8}, {"vision_layers", 1},
+        {"vision_hidden", 32}, {"vision_heads", 4}, {"vision_intermediate", 64}, {"text_layers", 1},
+        {"text_hidden", 32}, {"text_heads", 4}, {"text_intermediate", 64}, {"vocab", 50}, {"max_positions", 16},
+        {"projection_dim", 16}},
+       StatusCode::kNotFound},
+      {"vision-encoder-text-decoder",
+       {{"variant", "vit-gpt2"}, {"vision_image_size", 16}, {"vision_patch", 8}, {"vision_layers", 1},
+        {"vision_hidden", 32}, {"vision_heads", 4}, {"vision_intermediate", 64}, {"layers", 1}, {"hidden", 32},
+        {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32}},
        StatusCode::kUnsupported},
+      {"multimodal",
+       {{"variant", "llava"}, {"vision_image_size", 16}, {"vision_patch", 8}, {"vision_layers", 2},
+        {"vision_hidden", 32}, {"vision_heads", 4}, {"vision_intermediate", 64}, {"layers", 1}, {"hidden", 32},
+        {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32}},
+       StatusCode::kNotFound},
+      {"multimodal",
+       {{"variant", "xclip"}, {"vision_image_size", 16}, {"vision_patch", 8}, {"vision_layers", 1},
+        {"vision_hidden", 32}, {"vision_heads", 4}, {"vision_intermediate", 64}, {"text_layers", 1},
+        {"text_hidden", 32}, {"text_heads", 4}, {"text_intermediate", 64}, {"vocab", 50}, {"max_positions", 16},
+        {"projection_dim", 16}, {"frames", 2}, {"mit_layers", 1}, {"mit_heads", 2}, {"mit_intermediate", 32},
+        {"prompt_heads", 2}},
+       StatusCode::kNotFound},
+      {"multimodal",
+       {{"variant", "clap"}, {"audio_image_size", 16}, {"audio_patch", 4}, {"audio_hidden", 8},
+        {"audio_depths", {1, 1}}, {"audio_heads", {2, 4}}, {"audio_window", 2}, {"audio_mel_bins", 8},
+        {"audio_frames", 32}, {"text_layers", 1}, {"text_hidden", 32}, {"text_heads", 4},
+        {"text_intermediate", 64}, {"vocab", 50}, {"max_positions", 16}, {"projection_dim", 16}},
+       StatusCode::kNotFound},
+      {"diffusion",
+       {{"sample_size", 8}, {"in_channels", 4}, {"out_channels", 4}, {"block_channels", {16, 32}},
+        {"layers_per_block", 1}, {"attention_levels", 1}, {"attention_heads", 2}, {"cross_attention_dim", 8},
+        {"text_len", 3}, {"norm_groups", 4}, {"steps", 1}},
+       StatusCode::kNotFound},
+      {"rag",
+       {{"question_layers", 1}, {"question_hidden", 32}, {"question_heads", 4}, {"question_intermediate", 64},
+        {"question_vocab", 50}, {"question_max_positions", 16}, {"layers", 1}, {"hidden", 32}, {"heads", 4},
+        {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32}, {"n_docs", 2}, {"passages", 5},
+        {"passage_len", 4}},
+       StatusCode::kNotFound},
       {"mixture-of-experts",
        {{"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"vocab", 50}, {"max_positions", 32},
         {"experts", 4}},
@@ -375,7 +421,7 @@ TEST(SafetensorsGraphs, TextVisionSpeechAndStateSpaceGraphsReadWeightsPath) {
       {"speech",
        {{"style", "wav2vec2"}, {"layers", 1}, {"hidden", 32}, {"heads", 4}, {"intermediate", 64}, {"conv_dim", 16},
         {"pos_conv_kernel", 4}, {"pos_conv_groups", 4}},
-       StatusCode::kUnsupported},
+       StatusCode::kNotFound},
   };
   for (const Case& c : cases) {
     jobs::JobSpec spec = llama_spec();

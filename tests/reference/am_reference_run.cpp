@@ -5,10 +5,11 @@
 //   am_reference_run <family> <config.json> <input.json> <output.f32>
 //
 // config.json is the catalog's [config] table as a job's model_config carries it, with
-// "weights_path" naming the safetensors checkpoint; it goes through the same config reader and
-// checkpoint loader as a real job (build_graph() of the family). Only the inputs differ: a job's
-// graph draws them from its seed, here they come from input.json so that the reference sees the
-// same ones:
+// "weights_path" naming the checkpoint (a .safetensors file, or a Hugging Face checkpoint
+// directory whose config.json then replaces the architecture keys, as in a job); it goes through
+// the same config reader and checkpoint loader as a real job (build_graph() of the family). Only
+// the inputs differ: a job's graph draws them from its seed, here they come from input.json so
+// that the reference sees the same ones:
 //   encoder-only: {"batch", "seq", "token_ids", "token_type_ids", "attention_mask"} (batch*seq each)
 //       output [batch*seq, hidden]: the final hidden states (EncoderOnlyGraph's output)
 //   decoder-only, mixture-of-experts (Mixtral): {"batch", "prompt_len", "prompt" (batch*prompt_len), "forced" (batch*steps)}
@@ -21,8 +22,20 @@
 //   state-space (Mamba): as decoder-only; the job's RecurrentGraph on the given tokens
 //   speech (Whisper): {"batch", "seq_len" (encoder positions), "features" (batch*2*seq_len*n_mels,
 //       channels-last), "prompt" (batch*4), "forced"}; the job's WhisperGraph on these inputs
+//   speech (Wav2Vec2): {"batch", "seq_len" (frames), "audio" (batch*samples)}; output [batch*seq_len, hidden]
 //   vision (ViT): {"batch", "pixels" (batch*image*image*channels, channels-last: pixel-major,
 //       the layout seeded_pixels() gives the job's graph)}; output [batch, num_classes] logits
+//   vision (DETR): {"batch", "pixels"}; output [batch*queries, classes+1+4] (DetrGraph's output)
+//   vision-encoder-text-decoder (CLIP): {"batch", "pixels", "texts", "text_len", "ids"}; output
+//       [1, batch*proj + texts*proj + batch*texts]: image embeddings, text embeddings, logits_per_image
+//   multimodal: LLaVA {"batch", "prompt_len", "pixels" (batch*crops images), "prompt" (one image
+//       token each), "forced"} -> LlavaGraph's logits; X-CLIP {"batch" (videos), "pixels"
+//       (batch*frames images), "texts", "text_len", "ids"} -> logits_per_video; CLAP {"batch",
+//       "text_len", "mel" (batch*frames*mels, time-major), "ids", "mask"} -> logits_per_audio
+//   diffusion: {"batch", "latent" (channels-last), "text", "uncond_text"}; output the final latent
+//       after the guided DDIM loop (UnetGraph's output)
+//   rag: {"batch", "seq_len", "question", "index" (passages*hidden), "passage_tokens", "forced"};
+//       output RagGraph's logits [batch*n_docs*(steps+1), vocab]
 // Exit 0 on success, 1 with the error on stderr otherwise.
 #include <algorithm>
 #include <chrono>
@@ -40,12 +53,17 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/models/decoder_only.h"
+#include "kernels/models/diffusion.h"
 #include "kernels/models/decoder_only_checkpoint.h"
 #include "kernels/models/encoder_decoder.h"
 #include "kernels/models/encoder_decoder_checkpoint.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/models/encoder_only_checkpoint.h"
 #include "kernels/models/format_plan.h"
+#include "kernels/models/hf_config.h"
+#include "kernels/models/multimodal.h"
+#include "kernels/models/rag.h"
+#include "kernels/models/vision_text.h"
 #include "kernels/models/speech.h"
 #include "kernels/models/state_space.h"
 #include "kernels/models/vision.h"
@@ -130,6 +148,19 @@ Result<Tensor> run_encoder_decoder(const nlohmann::json& config, const nlohmann:
 }
 
 Result<Tensor> run_vision(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  if (config.value("variant", std::string("vit")) == "detr") {
+    // The job's DetrGraph on these pixels.
+    AM_RETURN_IF_ERROR(checkpoint_of(config, "vision").status());
+    jobs::JobSpec spec;
+    spec.architecture = "vision";
+    spec.model_config = config;
+    spec.batch = in.at("batch").get<int>();
+    const auto pixels = in.at("pixels").get<std::vector<float>>();
+    AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_detr_graph_on(spec, Precision::kF32, ctx, &pixels));
+    CpuBackend be(ctx);
+    AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+    return std::move(out.output);
+  }
   AM_ASSIGN_OR_RETURN(VitClassifierConfig c, vit_classifier_config_from_json(config));
   AM_ASSIGN_OR_RETURN(std::string path, checkpoint_of(config, "vision"));
   AM_ASSIGN_OR_RETURN(VitClassifier model, load_vit_checkpoint(path, c, format_plan_for(Precision::kF32), ctx));
@@ -170,18 +201,158 @@ Result<Tensor> run_speech(const nlohmann::json& config, const nlohmann::json& in
   spec.batch = in.at("batch").get<int>();
   spec.seq_len = in.at("seq_len").get<int>();
   SpeechInputs given;
-  given.features = in.at("features").get<std::vector<float>>();
-  given.prompt = in.at("prompt").get<std::vector<int32_t>>();
-  given.forced = in.at("forced").get<std::vector<int32_t>>();
+  if (in.contains("audio")) {  // Wav2Vec2
+    given.features = in.at("audio").get<std::vector<float>>();
+  } else {
+    given.features = in.at("features").get<std::vector<float>>();
+    given.prompt = in.at("prompt").get<std::vector<int32_t>>();
+    given.forced = in.at("forced").get<std::vector<int32_t>>();
+  }
   AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_speech_graph_on(spec, Precision::kF32, ctx, &given));
   CpuBackend be(ctx);
   AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
   return std::move(out.output);
 }
 
+// Concatenates tensors' values into one [1, total] output.
+Tensor concat(const std::vector<const Tensor*>& parts) {
+  int64_t total = 0;
+  for (const Tensor* t : parts) total += t->numel();
+  Tensor out(Shape{1, total});
+  float* dst = out.data();
+  for (const Tensor* t : parts) dst = std::copy(t->data(), t->data() + t->numel(), dst);
+  return out;
+}
+
+Result<Tensor> pixels_of(const nlohmann::json& in, const char* key, int64_t images, int64_t image, int64_t channels) {
+  const auto pixels = in.at(key).get<std::vector<float>>();
+  if (static_cast<int64_t>(pixels.size()) != images * image * image * channels) {
+    return invalid_argument(std::string(key) + " must hold images*image_size*image_size*channels values");
+  }
+  Tensor x(Shape{images * image * image, channels});
+  std::copy(pixels.begin(), pixels.end(), x.data());
+  return x;
+}
+
+// CLIP: what ClipGraph::run() does on given images and texts; output [image embeds; text
+// embeds; logits_per_image].
+Result<Tensor> run_clip(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  const std::string family = "vision-encoder-text-decoder";
+  AM_RETURN_IF_ERROR(checkpoint_of(config, family).status());
+  ConfigReader cfg(config, family);
+  AM_ASSIGN_OR_RETURN(ClipConfig c, clip_config_from(cfg, family));
+  jobs::JobSpec spec;
+  spec.model_config = config;
+  AM_ASSIGN_OR_RETURN(ClipModel model, load_or_seed_clip(spec, c, format_plan_for(Precision::kF32), ctx));
+  const int64_t batch = in.at("batch").get<int64_t>();
+  AM_ASSIGN_OR_RETURN(Tensor pixels, pixels_of(in, "pixels", batch, c.vision.image_size, c.vision.channels));
+  AM_ASSIGN_OR_RETURN(ClipTexts texts, clip_texts(in.at("ids").get<std::vector<int32_t>>(), in.at("texts").get<int64_t>(),
+                                                  in.at("text_len").get<int64_t>(), model.config()));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(Tensor img, model.encode_images(be, pixels.view(), batch));
+  AM_ASSIGN_OR_RETURN(Tensor txt, model.encode_texts(be, texts));
+  Tensor logits(Shape{batch, texts.batch});
+  AM_RETURN_IF_ERROR(model.similarity(be, img.view(), txt.view(), logits.view()));
+  return concat({&img, &txt, &logits});
+}
+
+// LLaVA: the job's LlavaGraph on given pixels, prompts (one image token each) and forced tokens.
+Result<Tensor> run_llava(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(checkpoint_of(config, "multimodal").status());
+  jobs::JobSpec spec;
+  spec.architecture = "multimodal";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = in.at("prompt_len").get<int>();
+  LlavaInputs given;
+  given.pixels = in.at("pixels").get<std::vector<float>>();
+  given.prompt = in.at("prompt").get<std::vector<int32_t>>();
+  given.forced = in.at("forced").get<std::vector<int32_t>>();
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_llava_graph_on(spec, Precision::kF32, ctx, &given));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+  return std::move(out.output);
+}
+
+// Diffusion: the job's UnetGraph (guided DDIM loop) from given latents and text states.
+Result<Tensor> run_diffusion(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(checkpoint_of(config, "diffusion").status());
+  jobs::JobSpec spec;
+  spec.architecture = "diffusion";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = 1;
+  DiffusionInputs given;
+  given.latent = in.at("latent").get<std::vector<float>>();
+  given.text = in.at("text").get<std::vector<float>>();
+  if (in.contains("uncond_text")) given.uncond_text = in.at("uncond_text").get<std::vector<float>>();
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_diffusion_graph_on(spec, Precision::kF32, ctx, &given));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+  return std::move(out.output);
+}
+
+// RAG: the job's RagGraph (question encoder, retrieval by inner product, generator) on given
+// questions, passage index, passage tokens and forced tokens.
+Result<Tensor> run_rag(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  AM_RETURN_IF_ERROR(checkpoint_of(config, "rag").status());
+  jobs::JobSpec spec;
+  spec.architecture = "rag";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = in.at("seq_len").get<int>();
+  RagInputs given;
+  given.question = in.at("question").get<std::vector<int32_t>>();
+  given.index = in.at("index").get<std::vector<float>>();
+  given.passage_tokens = in.at("passage_tokens").get<std::vector<int32_t>>();
+  given.forced = in.at("forced").get<std::vector<int32_t>>();
+  AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_rag_graph_on(spec, Precision::kF32, ctx, &given));
+  CpuBackend be(ctx);
+  AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+  return std::move(out.output);
+}
+
+Result<Tensor> run_multimodal(const nlohmann::json& config, const nlohmann::json& in, const ExecContext& ctx) {
+  const std::string variant = config.value("variant", std::string("llava"));
+  if (variant == "llava") return run_llava(config, in, ctx);
+  jobs::JobSpec spec;
+  spec.architecture = "multimodal";
+  spec.model_config = config;
+  spec.batch = in.at("batch").get<int>();
+  spec.seq_len = in.at("text_len").get<int>();
+  if (variant == "xclip") {
+    // The job's XclipGraph on given video frames and texts: logits_per_video.
+    AM_RETURN_IF_ERROR(checkpoint_of(config, "multimodal").status());
+    ClipInputs given;
+    given.pixels = in.at("pixels").get<std::vector<float>>();
+    given.ids = in.at("ids").get<std::vector<int32_t>>();
+    given.texts = in.at("texts").get<int64_t>();
+    given.text_len = spec.seq_len;
+    AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_xclip_graph_on(spec, Precision::kF32, ctx, &given));
+    CpuBackend be(ctx);
+    AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+    return std::move(out.output);
+  }
+  if (variant == "clap") {
+    // The job's ClapGraph on given log-mel frames and texts: logits_per_audio.
+    AM_RETURN_IF_ERROR(checkpoint_of(config, "multimodal").status());
+    ClapInputs given;
+    given.mel = in.at("mel").get<std::vector<float>>();
+    given.ids = in.at("ids").get<std::vector<int32_t>>();
+    given.mask = in.at("mask").get<std::vector<int32_t>>();
+    AM_ASSIGN_OR_RETURN(std::unique_ptr<ModelGraph> graph, build_clap_graph_on(spec, Precision::kF32, ctx, &given));
+    CpuBackend be(ctx);
+    AM_ASSIGN_OR_RETURN(GraphOutput out, graph->run(be));
+    return std::move(out.output);
+  }
+  return unsupported("no reference runner for multimodal variant '" + variant + "'");
+}
+
 Status run(const std::string& family, const std::string& config_path, const std::string& input_path,
            const std::string& output_path) {
-  AM_ASSIGN_OR_RETURN(nlohmann::json config, read_json(config_path));
+  AM_ASSIGN_OR_RETURN(nlohmann::json given, read_json(config_path));
+  // A checkpoint directory's config.json replaces the architecture keys, as in a job (build_graph).
+  AM_ASSIGN_OR_RETURN(nlohmann::json config, apply_checkpoint_config(given, family));
   AM_ASSIGN_OR_RETURN(nlohmann::json input, read_json(input_path));
   AM_ASSIGN_OR_RETURN(KernelPath kernel_path, select_kernel_path());
   // One thread: the models are small, and ctest runs two of these beside other work on two cores.
@@ -194,6 +365,10 @@ Status run(const std::string& family, const std::string& config_path, const std:
     if (family == "vision") out = run_vision(config, input, ctx);
     if (family == "state-space") out = run_state_space(config, input, ctx);
     if (family == "speech") out = run_speech(config, input, ctx);
+    if (family == "vision-encoder-text-decoder") out = run_clip(config, input, ctx);
+    if (family == "multimodal") out = run_multimodal(config, input, ctx);
+    if (family == "diffusion") out = run_diffusion(config, input, ctx);
+    if (family == "rag") out = run_rag(config, input, ctx);
     // Mixtral is a decoder LM with experts (mixture_of_experts.cpp builds it the same way).
     if (family == "decoder-only" || family == "mixture-of-experts") out = run_decoder_lm(family, config, input, ctx);
   } catch (const nlohmann::json::exception& e) {
@@ -212,7 +387,7 @@ Status run(const std::string& family, const std::string& config_path, const std:
 
 int main(int argc, char** argv) {
   if (argc != 5) {
-    std::cerr << "usage: am_reference_run <encoder-only|decoder-only|encoder-decoder|mixture-of-experts|speech|state-space|vision> <config.json> <input.json> <output.f32>\n";
+    std::cerr << "usage: am_reference_run <architecture> <config.json> <input.json> <output.f32>\n";
     return 2;
   }
   const am::Status s = am::kernels::run(argv[1], argv[2], argv[3], argv[4]);

@@ -107,18 +107,26 @@ def main():
     check = Check(args.runner, "encoder-only", "encoder-only (BERT) vs PyTorch BertModel")
     cfg = CONFIG
     weights = make_weights(cfg, seed=1234)
-    w = as_stored(weights)
     ids, types, mask = make_inputs(cfg, seed=1234)
     inputs = {"batch": BATCH, "seq": SEQ, "token_ids": ids.flatten().tolist(),
               "token_type_ids": types.flatten().tolist(), "attention_mask": mask.flatten().tolist()}
-    ours = check.run_ours("bert-l2-h64-padded", cfg, weights, inputs, BATCH * SEQ, cfg["hidden"])
-    ref = bert(w, cfg, ids, types, mask)
-    check.compare("bert-l2-h64-padded", ours, ref, {
-        "tanh GELU instead of erf": bert(w, cfg, ids, types, mask, gelu=gelu_tanh),
-        "LayerNorm eps 1e-5 instead of 1e-12": bert(w, cfg, ids, types, mask, eps=1e-5),
-        "padding keys not masked": bert(w, cfg, ids, types, mask, mask_padding=False),
-        "no attention residual": bert(w, cfg, ids, types, mask, attention_residual=False),
-    })
+    # The same model as a Hugging Face directory: config.json (BertConfig's keys) over a wrong
+    # catalog config, two F16 shards.
+    hf = {"model_type": "bert", "architectures": ["BertModel"], "num_hidden_layers": 2, "hidden_size": 64,
+          "num_attention_heads": 4, "intermediate_size": 256, "vocab_size": 120, "max_position_embeddings": 32,
+          "type_vocab_size": 2, "layer_norm_eps": 1e-12, "hidden_act": "gelu", "position_embedding_type": "absolute"}
+    wrong = dict(cfg, norm_eps=1e-5, activation="gelu_new", layers=1)
+    for case, dtype, hf_config, catalog in (("bert-l2-h64-padded", "F32", None, cfg),
+                                            ("bert-hf-dir-f16-2-shards", "F16", hf, wrong)):
+        w = as_stored(weights, dtype)
+        ours = check.run_ours(case, catalog, weights, inputs, BATCH * SEQ, cfg["hidden"], hf_config=hf_config,
+                              shards=2, dtype=dtype)
+        check.compare(case, ours, bert(w, cfg, ids, types, mask), {
+            "tanh GELU instead of erf": bert(w, cfg, ids, types, mask, gelu=gelu_tanh),
+            "LayerNorm eps 1e-5 instead of 1e-12": bert(w, cfg, ids, types, mask, eps=1e-5),
+            "padding keys not masked": bert(w, cfg, ids, types, mask, mask_padding=False),
+            "no attention residual": bert(w, cfg, ids, types, mask, attention_residual=False),
+        })
     return check.finish()
 
 

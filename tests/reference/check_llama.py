@@ -89,21 +89,22 @@ def llama_mlp(w, p, x):
 
 
 def llama_logits(w, cfg, tokens, *, rope=rope_half_split, eps=None, theta=None, kv_map="repeat_interleave",
-                 decode_shift=0, ffn=llama_mlp):
+                 decode_shift=0, ffn=llama_mlp, embeds=None, decode_from=PROMPT):
     """Logits [B, S, vocab] of LlamaForCausalLM in float64, one uncached causal pass. The keyword
     arguments only build the deliberately wrong variants (and `ffn` Mixtral's sparse block);
-    defaults are the published model."""
+    defaults are the published model. `embeds` [B, S, hidden] replaces the token embedding (LLaVA's
+    spliced inputs); `decode_from` is where decoding starts (for decode_shift)."""
     eps = cfg["norm_eps"] if eps is None else eps
     theta = cfg["rope_theta"] if theta is None else theta
-    B, S = tokens.shape
+    B, S = (tokens.shape if embeds is None else embeds.shape[:2])
     h, nh, nkv = cfg["hidden"], cfg["heads"], cfg["kv_heads"]
     hd = h // nh
     rms = lambda x, g: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g
     lin = lambda x, p: x @ w[p + ".weight"].T + (w[p + ".bias"] if p + ".bias" in w else 0.0)
     pos = torch.arange(S)
-    pos[PROMPT:] += decode_shift   # a cache bug: decode steps one position past the cache's
+    pos[decode_from:] += decode_shift   # a cache bug: decode steps one position past the cache's
     causal = torch.full((S, S), float("-inf")).triu(1)
-    x = w["model.embed_tokens.weight"][tokens]
+    x = w["model.embed_tokens.weight"][tokens] if embeds is None else embeds
     for l in range(cfg["layers"]):
         p = f"model.layers.{l}."
         a = rms(x, w[p + "input_layernorm.weight"])
@@ -121,7 +122,7 @@ def llama_logits(w, cfg, tokens, *, rope=rope_half_split, eps=None, theta=None, 
         f = rms(x, w[p + "post_attention_layernorm.weight"])
         x = x + ffn(w, p, f)
     x = rms(x, w["model.norm.weight"])
-    head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
+    head = w["model.embed_tokens.weight"] if cfg.get("tie_embeddings", False) else w["lm_head.weight"]
     return x @ head.T
 
 
@@ -130,29 +131,51 @@ def generated_rows(logits):
     return logits[:, PROMPT - 1: PROMPT + STEPS, :].reshape(-1, logits.shape[-1])
 
 
+# Qwen2 as a Hugging Face directory: config.json (Qwen2Config's keys: q/k/v biases are implied by
+# the model_type) over a wrong catalog config, two BF16 shards, and a stale lm_head.weight in the
+# file that tie_word_embeddings = true must ignore (transformers ties it on load).
+QWEN2_HF = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "num_hidden_layers": 2, "hidden_size": 64,
+            "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 160, "vocab_size": 128,
+            "max_position_embeddings": 64, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0, "tie_word_embeddings": True,
+            "hidden_act": "silu", "use_sliding_window": False, "rope_scaling": None}
+QWEN2_WRONG_CATALOG = {"layers": 1, "hidden": 64, "heads": 4, "kv_heads": 4, "intermediate": 160, "vocab": 128,
+                       "max_positions": 64, "norm_eps": 1e-5, "rope_theta": 10000.0, "decode_steps": STEPS}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runner", required=True)
     args = ap.parse_args()
     check = Check(args.runner, "decoder-only", "decoder-only (LLaMA/Qwen2) vs PyTorch LlamaForCausalLM, cached decoding")
-    for seed, (case, cfg) in enumerate(CASES.items(), start=77):
+    cases = [(case, cfg, cfg, None, "F32") for case, cfg in CASES.items()]
+    cases.append(("qwen2-hf-dir-bf16-2-shards-stale-head", CASES["qwen2-bias-gqa4-tied"], QWEN2_WRONG_CATALOG, QWEN2_HF,
+                  "BF16"))
+    for seed, (case, cfg, catalog, hf, dtype) in enumerate(cases, start=77):
         weights = make_weights(cfg, seed)
-        w = as_stored(weights)
+        if hf is not None:
+            g = torch.Generator().manual_seed(seed + 500)
+            weights["lm_head.weight"] = torch.randn(cfg["vocab"], cfg["hidden"], generator=g) * cfg["hidden"] ** -0.5
+        w = as_stored(weights, dtype)
         g = torch.Generator().manual_seed(seed + 1000)
         tokens = torch.randint(0, cfg["vocab"], (BATCH, PROMPT + STEPS), generator=g)
         inputs = {"batch": BATCH, "prompt_len": PROMPT, "prompt": tokens[:, :PROMPT].flatten().tolist(),
                   "forced": tokens[:, PROMPT:].flatten().tolist()}
-        ours = check.run_ours(case, cfg, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"])
+        ours = check.run_ours(case, catalog, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"], hf_config=hf,
+                              shards=2, dtype=dtype)
         run = lambda **kw: generated_rows(llama_logits(w, cfg, tokens, **kw))
         wrong_eps = 1e-6 if cfg["norm_eps"] != 1e-6 else 1e-5
-        check.compare(case, ours, run(), {
+        variants = {
             "interleaved (GPT-J) RoPE instead of half-split": run(rope=rope_interleaved),
             f"RMSNorm eps {wrong_eps:g} instead of {cfg['norm_eps']:g}": run(eps=wrong_eps),
             f"rope_theta 10000 instead of {cfg['rope_theta']:g}": run(theta=10000.0),
             "GQA head i -> kv head i % kv_heads": run(kv_map="repeat"),
             # (A shift of every position would pass, rightly: RoPE scores depend on distances only.)
             "decode positions one past the prompt's": run(decode_shift=1),
-        })
+        }
+        if hf is not None:
+            untied = dict(cfg, tie_embeddings=False)
+            variants["the file's lm_head.weight despite tie_word_embeddings"] = generated_rows(llama_logits(w, untied, tokens))
+        check.compare(case, ours, run(), variants)
     return check.finish()
 
 

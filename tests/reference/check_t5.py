@@ -156,9 +156,19 @@ def main():
     ap.add_argument("--runner", required=True)
     args = ap.parse_args()
     check = Check(args.runner, "encoder-decoder", "encoder-decoder (T5, flan-T5) vs PyTorch T5ForConditionalGeneration, cached decoding")
-    for seed, (case, cfg) in enumerate(CASES.items(), start=300):
+    # flan-T5 again as a Hugging Face directory: config.json (T5Config's keys; "gated-gelu" means
+    # gelu_new, gated) over a wrong catalog config (T5 v1.0's), F16.
+    hf = {"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "num_layers": 2, "num_decoder_layers": 2,
+          "d_model": 64, "num_heads": 4, "d_kv": 16, "d_ff": 128, "vocab_size": 96, "relative_attention_num_buckets": 16,
+          "relative_attention_max_distance": 20, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
+          "layer_norm_epsilon": 1e-6, "decoder_start_token_id": 0, "is_encoder_decoder": True}
+    cases = [(case, cfg, cfg, None, "F32") for case, cfg in CASES.items()]
+    flan = CASES["flan-t5-gated-gelu-untied"]
+    wrong = dict(COMMON, activation="relu", tie_embeddings=True, rel_buckets=32, rel_max_distance=128)
+    cases.append(("flan-t5-hf-dir-f16", flan, wrong, hf, "F16"))
+    for seed, (case, cfg, catalog, hf_config, dtype) in enumerate(cases, start=300):
         weights = make_weights(cfg, seed)
-        w = as_stored(weights)
+        w = as_stored(weights, dtype)
         g = torch.Generator().manual_seed(seed + 1000)
         src = torch.randint(1, cfg["vocab"], (BATCH, SRC), generator=g)
         mask = torch.zeros(BATCH, SRC, dtype=torch.int64)
@@ -169,7 +179,8 @@ def main():
         dec_ids = torch.cat([torch.zeros(BATCH, 1, dtype=torch.int64), forced], dim=1)  # start token 0
         inputs = {"batch": BATCH, "src_len": SRC, "src": src.flatten().tolist(), "src_mask": mask.flatten().tolist(),
                   "forced": forced.flatten().tolist()}
-        ours = check.run_ours(case, cfg, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"])
+        ours = check.run_ours(case, catalog, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"], hf_config=hf_config,
+                              dtype=dtype)
         run = lambda **kw: t5_logits(w, cfg, src, mask, dec_ids, **kw).reshape(-1, cfg["vocab"])
         variants = {
             "attention scaled by 1/sqrt(d_kv)": run(scaled=True),

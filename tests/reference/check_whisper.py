@@ -116,22 +116,33 @@ def main():
     ap.add_argument("--runner", required=True)
     args = ap.parse_args()
     check = Check(args.runner, "speech", "speech (Whisper) vs PyTorch WhisperForConditionalGeneration, cached decoding")
-    cfg, case, seed = CONFIG, "whisper-l2-h64-mel16", 4242
+    cfg, seed = CONFIG, 4242
     weights = make_weights(cfg, seed)
-    w = as_stored(weights)
     g = torch.Generator().manual_seed(seed + 1000)
     features = (torch.randn(BATCH, cfg["n_mels"], 2 * SRC, generator=g) * 0.5).to(torch.float32).to(torch.float64)
     tokens = torch.randint(0, cfg["vocab"], (BATCH, PROMPT + STEPS), generator=g)
     inputs = {"batch": BATCH, "seq_len": SRC, "features": features.permute(0, 2, 1).flatten().tolist(),
               "prompt": tokens[:, :PROMPT].flatten().tolist(), "forced": tokens[:, PROMPT:].flatten().tolist()}
-    ours = check.run_ours(case, cfg, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"])
-    run = lambda **kw: whisper_logits(w, cfg, features, tokens, **kw)[:, PROMPT - 1:].reshape(-1, cfg["vocab"])
-    check.compare(case, ours, run(), {
-        "tanh GELU in the conv stem": run(stem_gelu=lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
-        "LayerNorm eps 1e-6 instead of 1e-5": run(eps=1e-6),
-        "no encoder positions": run(encoder_positions=False),
-        "queries not scaled by head_dim^-0.5": run(scale_q=False),
-    })
+    # The same model as a Hugging Face directory: config.json (WhisperConfig's keys) over a wrong
+    # catalog config, F16, two shards.
+    hf = {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"], "encoder_layers": 2,
+          "decoder_layers": 2, "d_model": 64, "encoder_attention_heads": 4, "decoder_attention_heads": 4,
+          "encoder_ffn_dim": 256, "decoder_ffn_dim": 256, "vocab_size": 100, "num_mel_bins": 16,
+          "max_source_positions": SRC, "max_target_positions": 16, "activation_function": "gelu",
+          "scale_embedding": False}
+    wrong = dict(cfg, layers=1, heads=2, n_mels=80, norm_eps=1e-6, activation="gelu_new")
+    for case, dtype, catalog, hf_config in (("whisper-l2-h64-mel16", "F32", cfg, None),
+                                            ("whisper-hf-dir-f16-2-shards", "F16", wrong, hf)):
+        w = as_stored(weights, dtype)
+        ours = check.run_ours(case, catalog, weights, inputs, BATCH * (STEPS + 1), cfg["vocab"], hf_config=hf_config,
+                              shards=2, dtype=dtype)
+        run = lambda **kw: whisper_logits(w, cfg, features, tokens, **kw)[:, PROMPT - 1:].reshape(-1, cfg["vocab"])
+        check.compare(case, ours, run(), {
+            "tanh GELU in the conv stem": run(stem_gelu=lambda x: torch.nn.functional.gelu(x, approximate="tanh")),
+            "LayerNorm eps 1e-6 instead of 1e-5": run(eps=1e-6),
+            "no encoder positions": run(encoder_positions=False),
+            "queries not scaled by head_dim^-0.5": run(scale_q=False),
+        })
     return check.finish()
 
 

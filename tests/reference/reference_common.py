@@ -40,14 +40,24 @@ def rel_frobenius(ours, ref):
     return float(torch.linalg.norm(ours - ref) / torch.linalg.norm(ref))
 
 
-def write_safetensors(path, tensors, metadata=None):
-    """tensors: name -> float64/float32 torch tensor, written as F32."""
+_DTYPES = {"F32": (torch.float32, "<f4"), "F16": (torch.float16, "<f2"), "BF16": (torch.bfloat16, None)}
+
+
+def _raw(t, dtype):
+    t = t.detach().to(_DTYPES[dtype][0]).contiguous()
+    if dtype == "BF16":  # NumPy has no bfloat16: its 16 bits are the top half of the float32's
+        return (t.to(torch.float32).numpy().view("<u4") >> 16).astype("<u2").tobytes()
+    return t.numpy().astype(_DTYPES[dtype][1]).tobytes()
+
+
+def write_safetensors(path, tensors, metadata=None, dtype="F32"):
+    """tensors: name -> torch tensor, written as `dtype` (F32, F16 or BF16)."""
     header = {}
     blobs = []
     offset = 0
     for name, t in tensors.items():
-        data = t.detach().to(torch.float32).contiguous().numpy().astype("<f4").tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        data = _raw(t, dtype)
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     if metadata:
@@ -61,10 +71,32 @@ def write_safetensors(path, tensors, metadata=None):
             f.write(b)
 
 
-def as_stored(tensors):
-    """The checkpoint's values as our loader sees them (rounded to f32), in float64: the reference
-    computes on exactly the weights our graph holds, so the comparison measures computation only."""
-    return {k: v.to(torch.float32).to(torch.float64) for k, v in tensors.items()}
+def write_hf_checkpoint(directory, tensors, config, shards=1, dtype="F32", weights="model.safetensors"):
+    """A checkpoint directory as transformers' save_pretrained() writes one: config.json and
+    model.safetensors (diffusers: diffusion_pytorch_model.safetensors), or `shards`
+    model-0000i-of-0000n.safetensors files listed by model.safetensors.index.json (its weight_map)."""
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    names = list(tensors)
+    if shards == 1:
+        write_safetensors(os.path.join(directory, weights), tensors, {"format": "pt"}, dtype)
+        return
+    weight_map = {}
+    for i in range(shards):
+        part = names[i::shards]
+        file = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        write_safetensors(os.path.join(directory, file), {n: tensors[n] for n in part}, {"format": "pt"}, dtype)
+        weight_map.update({n: file for n in part})
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {"total_size": 0}, "weight_map": weight_map}, f, indent=2)
+
+
+def as_stored(tensors, dtype="F32"):
+    """The checkpoint's values as our loader sees them (rounded to `dtype`), in float64: the
+    reference computes on exactly the weights our graph holds, so the comparison measures
+    computation only."""
+    return {k: v.to(_DTYPES[dtype][0]).to(torch.float64) for k, v in tensors.items()}
 
 
 class Check:
@@ -78,10 +110,18 @@ class Check:
         self.failures = []
         self.rows = []
 
-    def run_ours(self, case, config, tensors, inputs, rows, cols):
+    def run_ours(self, case, config, tensors, inputs, rows, cols, hf_config=None, shards=1, dtype="F32",
+                 weights="model.safetensors"):
+        """Runs our graph on `tensors`: written as one .safetensors file with `config` as the
+        catalog config, or, with hf_config, as a Hugging Face checkpoint directory (config.json,
+        `shards` shards of `dtype`) whose config.json must override `config`'s architecture keys."""
         d = self.tmp.name
-        ckpt = os.path.join(d, f"{case}.safetensors")
-        write_safetensors(ckpt, tensors, {"format": "pt"})
+        if hf_config is None:
+            ckpt = os.path.join(d, f"{case}.safetensors")
+            write_safetensors(ckpt, tensors, {"format": "pt"})
+        else:
+            ckpt = os.path.join(d, case)
+            write_hf_checkpoint(ckpt, tensors, hf_config, shards, dtype, weights)
         cfg = dict(config, weights_path=ckpt)
         paths = {k: os.path.join(d, f"{case}.{k}") for k in ("config.json", "input.json", "out.f32")}
         with open(paths["config.json"], "w") as f:
