@@ -246,7 +246,19 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
     }
     cell["peak_rss_max"] = number(peak);
     cell["jobs"] = std::move(job_rows);
+    cell.erase("job_ids");  // "jobs" names them by row; 16 hex digits each do not compress
     cells.push_back(std::move(cell));
+  }
+  // By column, like the job table: 7 classes × 3 backends make ~75k cells of a 100k-job run, and
+  // the same keys repeated per cell cost more than their values.
+  json cell_table = json::object();
+  for (const json& cell : cells) {
+    for (const auto& [key, value] : cell.items()) {
+      if (!cell_table.contains(key)) cell_table[key] = json::array();
+    }
+  }
+  for (auto& [key, column] : cell_table.items()) {
+    for (const json& cell : cells) column.push_back(cell.contains(key) ? cell[key] : json(nullptr));
   }
 
   // Overview, with the best rating of each architecture × column (backend × hardware class).
@@ -402,7 +414,8 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
           {"classes", std::move(classes)},
           {"precisions", std::move(precisions)},
           {"overview", std::move(overview)},
-          {"cells", std::move(cells)},
+          {"cell_count", cells.size()},
+          {"cells", std::move(cell_table)},
           {"failures", std::move(failure_list)},
           {"strings", s.to_json()},
           {"job_count", rows.size()},

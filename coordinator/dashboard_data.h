@@ -3,7 +3,7 @@
 // Contract: dashboard_data() is a pure function of one run, its report rows
 // (Store::report_rows), the workers' capability records (Store::list_workers) and the time it
 // is stamped with. Everything the page shows comes from here, so the page can only show what a
-// stored result backs. Schema kDashboardSchema (1):
+// stored result backs. Schema kDashboardSchema (2):
 //   {"schema", "generated_at",
 //    "run": {"run_id", "plan_name", "plan_path", "description", "created_at", "finished_at"},
 //    "summary": {"total", "terminal", "by_status": {status: n}, "by_state": {state: n}},
@@ -17,9 +17,11 @@
 //       {"external", "external", null} when a command cell carries that label: bits may be null),
 //    "overview": [ the JSON report's overview cells, plus "best_rating" (rating key of the
 //       best-rated cell) and "hardware_classes" ],
-//    "cells": [ the JSON report's matrix cells (same fields: the speed-up's interval, the noisy
-//       rating and the busy-host marks included), plus "group", "bits",
-//       "peak_rss_max", "jobs": [indices into "jobs"] ],
+//    "cell_count": n,
+//    "cells": {field: [one value per cell, in matrix order]}: the JSON report's matrix cells by
+//       column (same fields — the speed-up's interval, the noisy rating and the busy-host marks
+//       included — less "job_ids"), plus "group", "bits", "peak_rss_max", "jobs": [indices
+//       into "jobs"] },
 //    "failures": [ {"architecture", "backend", "status", "reason", "count", "jobs": [...]} per
 //       distinct (architecture, backend, status, reason) of failed/unsupported jobs ],
 //    "strings": [...]  interned text: a column marked (s) below holds an index into it,
@@ -48,7 +50,7 @@
 
 namespace am::coord {
 
-inline constexpr int kDashboardSchema = 1;
+inline constexpr int kDashboardSchema = 2;
 // DECISIONS.md "Measurement": at most 32 bins per job; 16 resolve a latency distribution well
 // enough to see two modes and keep 100k jobs small.
 inline constexpr int kHistogramBins = 16;

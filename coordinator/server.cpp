@@ -298,12 +298,17 @@ struct Server::Impl {
   }
 
   // Every job terminal and every plan job placed (or settled by its stand-in); while a run of
-  // this session is open, also the expected workers and classes registered (PLANS.md
+  // this session is open (not closed by cancel or its time budget), also the expected workers
+  // and classes registered (PLANS.md
   // "Placement": when a run is complete). A rerun with nothing to do is done at once.
   bool all_done() const {
     const bool jobs_done = std::all_of(jobs.begin(), jobs.end(),
                                        [](const auto& kv) { return kv.second.state == JobState::kDone; });
-    return jobs_done && unplaced_plan_jobs() == 0 && (runs_to_finish.empty() || expectations_met());
+    const bool fleet_settled = expectations_met() || std::all_of(runs_to_finish.begin(), runs_to_finish.end(),
+                                                                 [this](const std::string& r) {
+                                                                   return closed_runs.count(r) > 0;
+                                                                 });
+    return jobs_done && unplaced_plan_jobs() == 0 && fleet_settled;
   }
 
   // ---- job state transitions --------------------------------------------------------------
@@ -1250,7 +1255,9 @@ struct Server::Impl {
     runs_dirty = false;
     std::map<std::string, bool> complete;
     const bool fleet_ready = expectations_met();
-    for (const auto& run_id : runs_to_finish) complete[run_id] = fleet_ready;
+    // A closed run (cancelled, time budget spent) takes no more placements, so it does not wait
+    // for the expected fleet either.
+    for (const auto& run_id : runs_to_finish) complete[run_id] = fleet_ready || closed_runs.count(run_id) > 0;
     for (const auto& [id, j] : jobs) {
       if (j.state != JobState::kDone) {
         if (auto c = complete.find(j.run_id); c != complete.end()) c->second = false;

@@ -118,6 +118,17 @@
     return jobs;
   }
 
+  // Cells come by column too; the page works on one object per cell.
+  function decodeCells(d) {
+    const C = d.cells, keys = Object.keys(C), cells = new Array(d.cell_count);
+    for (let i = 0; i < d.cell_count; i++) {
+      const cell = {};
+      for (const k of keys) cell[k] = C[k][i];
+      cells[i] = cell;
+    }
+    return cells;
+  }
+
   // ---- filters ------------------------------------------------------------------------------
   const FILTERS = [
     {key: 'backend', label: 'Backend'},
@@ -722,7 +733,8 @@
     const t0 = performance.now();
     const d = await loadData();
     const tLoad = performance.now();
-    if (d.schema !== 1) throw new Error('dashboard data schema ' + d.schema + ' is not 1');
+    if (d.schema !== 2) throw new Error('dashboard data schema ' + d.schema + ' is not 2');
+    d.cells = decodeCells(d);
     state.data = d;
     state.jobs = decodeJobs(d);
     const tDecode = performance.now();

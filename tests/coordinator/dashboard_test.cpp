@@ -144,10 +144,24 @@ class Dashboard : public StoreFixture {
     ASSERT_TRUE(store_->upsert_worker(w).ok());
   }
 
+  // The page's data with its cells turned back into one object per cell, as the page does
+  // (decodeCells): each column holds one value per cell, and no cell carries its job ids.
   json data() {
     auto workers = store_->list_workers();
     EXPECT_TRUE(workers.ok());
-    return dashboard_data(run_record(), rows(), workers.ok() ? *workers : std::vector<WorkerRecord>{}, kNow);
+    json d = dashboard_data(run_record(), rows(), workers.ok() ? *workers : std::vector<WorkerRecord>{}, kNow);
+    EXPECT_EQ(d["schema"], 2);
+    const std::size_t n = d["cell_count"].get<std::size_t>();
+    EXPECT_TRUE(d["cells"].is_object());
+    EXPECT_FALSE(d["cells"].contains("job_ids"));
+    json cells = json::array();
+    for (std::size_t i = 0; i < n; ++i) cells.push_back(json::object());
+    for (const auto& [key, column] : d["cells"].items()) {
+      EXPECT_EQ(column.size(), n) << key;
+      for (std::size_t i = 0; i < n && i < column.size(); ++i) cells[i][key] = column[i];
+    }
+    d["cells"] = std::move(cells);
+    return d;
   }
 };
 
@@ -158,10 +172,13 @@ TEST_F(Dashboard, CellsAndOverviewCarryTheJsonReportsFigures) {
   ASSERT_EQ(d["cells"].size(), report["matrix"].size());
   for (std::size_t i = 0; i < d["cells"].size(); ++i) {
     for (const char* key : {"model", "backend", "precision", "status", "rating", "median_ms", "speedup", "nmse_max",
-                            "job_ids", "speedup_ci_low", "speedup_ci_high", "rating_label", "host_busy"}) {
+                            "hardware_class", "speedup_ci_low", "speedup_ci_high", "rating_label", "host_busy"}) {
       EXPECT_EQ(d["cells"][i][key], report["matrix"][i][key]) << i << " " << key;
     }
-    EXPECT_EQ(d["cells"][i]["jobs"].size(), report["matrix"][i]["job_ids"].size());
+    // The cell's job rows are the report's job ids, in order.
+    json ids = json::array();
+    for (const json& row : d["cells"][i]["jobs"]) ids.push_back(d["jobs"]["id"][row.get<std::size_t>()]);
+    EXPECT_EQ(ids, report["matrix"][i]["job_ids"]) << i;
   }
   ASSERT_EQ(d["overview"].size(), report["overview"].size());
   for (std::size_t i = 0; i < d["overview"].size(); ++i) {
