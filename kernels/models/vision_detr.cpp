@@ -144,7 +144,8 @@ class DetrGraph final : public ModelGraph {
   std::vector<std::pair<Op, WeightFormat>> required_ops() const override {
     std::vector<std::pair<Op, WeightFormat>> ops;
     m_.encoder.add_required_ops(ops);
-    for (Op op : {Op::kConv2d, Op::kActivation, Op::kPool2d, Op::kAdd, Op::kGatherRows, Op::kAttention, Op::kLayerNorm})
+    for (Op op : {Op::kConv2d, Op::kActivation, Op::kPool2d, Op::kAdd, Op::kGatherRows, Op::kIndexRows, Op::kAttention,
+                  Op::kLayerNorm})
       require(ops, op);
     for (WeightFormat w : {f_.attention, f_.feed_forward, f_.output}) require(ops, Op::kLinear, w);
     return ops;
@@ -208,7 +209,11 @@ class DetrGraph final : public ModelGraph {
     Tensor pos = sine_positions(side, m_.hidden);
     std::vector<int32_t> ids(static_cast<std::size_t>(batch_ * tokens));
     for (int64_t i = 0; i < batch_ * tokens; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i % tokens);
-    AM_RETURN_IF_ERROR(be.gather_rows(pos.view(), ids.data(), batch_ * tokens, mem.view(), true));
+    // index_rows + add, not gather_rows: `pos` is computed per run, and a gather table is a
+    // weight that device backends cache by address (backend.h).
+    Tensor pos_rows(Shape{batch_ * tokens, m_.hidden});
+    AM_RETURN_IF_ERROR(be.index_rows(pos.view(), ids.data(), batch_ * tokens, pos_rows.view()));
+    AM_RETURN_IF_ERROR(be.add(mem.view(), pos_rows.view()));
     AM_RETURN_IF_ERROR(m_.encoder.forward(be, mem.view(), batch_, tokens, 0, nullptr, nullptr));
 
     const int64_t q = m_.queries, rows = batch_ * q, h = m_.hidden;
