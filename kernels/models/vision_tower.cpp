@@ -173,7 +173,11 @@ Status take_rows(Backend& be, ConstTensorView x, int64_t stride, int64_t offset,
 Status add_per_group(Backend& be, ConstTensorView table, int64_t rows_per_group, TensorView y) {
   std::vector<int32_t> ids(static_cast<std::size_t>(y.rows()));
   for (int64_t i = 0; i < y.rows(); ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i / rows_per_group);
-  return be.gather_rows(table, ids.data(), y.rows(), y, true);
+  // index_rows, not gather_rows: the table is an activation (a per-run time embedding), and a
+  // gather table is a weight that device backends cache by address (backend.h).
+  Tensor rows(Shape{y.rows(), y.cols()});
+  AM_RETURN_IF_ERROR(be.index_rows(table, ids.data(), y.rows(), rows.view()));
+  return be.add(y, rows.view());
 }
 
 void copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row) {

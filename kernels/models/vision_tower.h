@@ -101,7 +101,7 @@ Tensor seeded_pixels(int64_t batch, int64_t image, int64_t channels, uint64_t se
 Status take_rows(Backend& be, ConstTensorView x, int64_t stride, int64_t offset, TensorView y);
 
 // y[r] += table[r / rows_per_group] for every row (a per-sample vector broadcast over the
-// sample's rows) via gather_rows.
+// sample's rows) via index_rows and add; `table` may be an activation.
 Status add_per_group(Backend& be, ConstTensorView table, int64_t rows_per_group, TensorView y);
 
 // Copies rows into [dst_row, dst_row + src.rows()) of dst (concatenation of token sequences).

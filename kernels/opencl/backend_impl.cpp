@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "kernels/conv_weight_layout.h"
 #include "kernels/opencl/weight_repack.h"
 
 namespace am::kernels {
@@ -30,15 +31,18 @@ std::optional<DeviceWeight> device_weight_for(WeightFormat format) {
     case WeightFormat::kQ4_1:
       return DeviceWeight::kQ4_1;
     case WeightFormat::kQ2_K:
+      return DeviceWeight::kQ2_K;
     case WeightFormat::kQ3_K:
-      return std::nullopt;
+      return DeviceWeight::kQ3_K;
   }
   return std::nullopt;
 }
 
 bool is_block_format(DeviceWeight w) {
-  return w == DeviceWeight::kQ8_0 || w == DeviceWeight::kQ4_0 || w == DeviceWeight::kQ4_1;
+  return w == DeviceWeight::kQ8_0 || w == DeviceWeight::kQ4_0 || w == DeviceWeight::kQ4_1 || is_k_quant(w);
 }
+
+bool is_k_quant(DeviceWeight w) { return w == DeviceWeight::kQ2_K || w == DeviceWeight::kQ3_K; }
 
 Status same_shape(const char* op, ConstTensorView a, ConstTensorView b) {
   if (a.rows() == b.rows() && a.cols() == b.cols()) return Status::Ok();
@@ -89,6 +93,23 @@ Result<cl_mem> OpenClBackend::Impl::weight_vector(const float* host, int64_t cou
   return mem;
 }
 
+Result<cl_mem> OpenClBackend::Impl::conv_weight(const float* host, int64_t out, int64_t cin_g, int64_t taps) {
+  auto it = convs.find(host);
+  if (it != convs.end() && it->second.out == out && it->second.cin_g == cin_g && it->second.taps == taps) {
+    return it->second.buffer.get();
+  }
+  const std::vector<float> rearranged = conv_weight_taps_major(host, out, cin_g, taps);
+  ConvOnDevice c;
+  c.out = out;
+  c.cin_g = cin_g;
+  c.taps = taps;
+  c.bytes = float_bytes(out * cin_g * taps);
+  AM_ASSIGN_OR_RETURN(c.buffer, upload(rearranged.data(), c.bytes));
+  cl_mem mem = c.buffer.get();
+  convs[host] = std::move(c);  // a replaced buffer is freed once the kernels queued on it are done
+  return mem;
+}
+
 Result<cl_mem> OpenClBackend::Impl::stage(ScratchSlot slot, const void* host, std::size_t bytes) {
   AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
   AM_RETURN_IF_ERROR(rt.write(buf, host, bytes));
@@ -130,7 +151,9 @@ Result<const OpenClBackend::Impl::LinearOnDevice*> OpenClBackend::Impl::weight_l
     Result<opencl::RepackedBlocks> repacked =
         kind == DeviceWeight::kQ8_0   ? opencl::repack_q8_0(raw, raw_bytes, rows, cols, np)
         : kind == DeviceWeight::kQ4_0 ? opencl::repack_q4_0(raw, raw_bytes, rows, cols, np)
-                                      : opencl::repack_q4_1(raw, raw_bytes, rows, cols, np);
+        : kind == DeviceWeight::kQ4_1 ? opencl::repack_q4_1(raw, raw_bytes, rows, cols, np)
+        : kind == DeviceWeight::kQ2_K ? opencl::repack_q2_k(raw, raw_bytes, rows, cols, np)
+                                      : opencl::repack_q3_k(raw, raw_bytes, rows, cols, np);
     AM_RETURN_IF_ERROR(repacked.status());
     const opencl::RepackedBlocks& r = *repacked;
     AM_ASSIGN_OR_RETURN(d.values, upload(r.values.data(), r.values.size()));

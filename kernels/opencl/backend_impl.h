@@ -24,10 +24,12 @@ namespace opencl_detail {
 
 // How a Linear's weight lives on the device. Decided from the format's name so that formats
 // added to WeightFormat later are Unsupported here until this backend learns them.
-enum class DeviceWeight { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
+enum class DeviceWeight { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1, kQ2_K, kQ3_K };
 
 std::optional<DeviceWeight> device_weight_for(WeightFormat format);
+// Block formats multiply q8 activations: blocks of 32, or of 256 for the k-quants (q2_k, q3_k).
 bool is_block_format(DeviceWeight w);
+bool is_k_quant(DeviceWeight w);
 
 // Kernels index with 32-bit ints; larger dimensions are Unsupported.
 inline constexpr int64_t kMaxKernelIndex = std::numeric_limits<int32_t>::max();
@@ -57,7 +59,7 @@ struct OpenClBackend::Impl {
     opencl_detail::DeviceWeight kind = opencl_detail::DeviceWeight::kF32;
     opencl::ClBuffer values;  // transposed weight, or quantized values (weight_repack.h)
     opencl::ClBuffer scales;  // block formats: one float per block
-    opencl::ClBuffer mins;    // q4_1: one float per block
+    opencl::ClBuffer mins;    // q4_1, q2_k: one float per block
     opencl::ClBuffer bias;    // empty without bias
     std::size_t bytes = 0;
   };
@@ -75,10 +77,19 @@ struct OpenClBackend::Impl {
   OpenClBackendOptions options;
   std::unordered_map<const Linear*, LinearOnDevice> linears;
   std::unordered_map<const float*, VectorOnDevice> vectors;
+  // Convolution weights rearranged by conv_weight_taps_major() (kernels/conv_weight_layout.h),
+  // keyed by address like every weight; a different geometry at the same address re-uploads.
+  struct ConvOnDevice {
+    int64_t out = 0, cin_g = 0, taps = 0;
+    opencl::ClBuffer buffer;
+    std::size_t bytes = 0;
+  };
+  std::unordered_map<const float*, ConvOnDevice> convs;
 
   Result<opencl::ClBuffer> upload(const void* host, std::size_t bytes);
   // A weight vector/table of `count` floats at `host`, uploaded once.
   Result<cl_mem> weight_vector(const float* host, int64_t count);
+  Result<cl_mem> conv_weight(const float* host, int64_t out, int64_t cin_g, int64_t taps);
   Result<const LinearOnDevice*> weight_linear(const Linear& layer, opencl_detail::DeviceWeight kind);
   // `host` (bytes long) copied into a scratch slot; returns the slot's buffer.
   Result<cl_mem> stage(opencl::ScratchSlot slot, const void* host, std::size_t bytes);

@@ -7,7 +7,7 @@ namespace {
 
 // Build-time constants the source expects: MM_ROWS (rows per matmul work-item), ROW_WG (row
 // reductions), ATT_WG (attention work-group), ATT_CHUNK (keys per attention pass), QK (quant
-// block size).
+// block size), QKK (k-quant super-block), SCAN_PER (states per selective_scan work-item).
 //
 // Numerics follow the cpu scalar reference op by op (same formulas, same q8 activation
 // quantization, same per-block int32 sums scaled by d_x * d_w), so the backends
@@ -438,7 +438,8 @@ std::string kernel_build_options(const KernelConfig& c) {
                   " -DROW_WG=" + std::to_string(c.row_group) +
                   " -DATT_WG=" + std::to_string(c.attention_group) +
                   " -DATT_CHUNK=" + std::to_string(kAttentionChunk) +
-                  " -DQK=" + std::to_string(kQuantBlock);
+                  " -DQK=" + std::to_string(kQuantBlock) + " -DQKK=" + std::to_string(kKQuantBlock) +
+                  " -DSCAN_PER=" + std::to_string(kScanStatesPerItem);
   // Division and sqrt as the cpu computes them where the device can (the q8_0 scale and its
   // reciprocal must match the cpu's to keep activations quantizing identically).
   if (c.correctly_rounded_divide) o += " -cl-fp32-correctly-rounded-divide-sqrt";

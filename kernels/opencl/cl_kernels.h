@@ -30,11 +30,21 @@ inline constexpr int kMatmulColumns = 4;
 inline constexpr int kAttentionChunk = 256;
 // The block size of q8_0 and q4_0 (GGUF's QK8_0 / QK4_0).
 inline constexpr int kQuantBlock = 32;
+// The super-block of q2_k / q3_k and of their q8 activations (GGUF's QK_K), and the values per
+// int sum of those activations (the bsum of the q2_k min term).
+inline constexpr int kKQuantBlock = 256;
+inline constexpr int kKQuantSumGroup = 16;
+// States each selective_scan work-item keeps in registers: state_size may be up to this many
+// times the row work-group.
+inline constexpr int kScanStatesPerItem = 4;
 
 std::string_view opencl_kernel_source();
 // The kernels of the ops beyond the BERT encoder's (rope, routing, pooling, matmul_nt), in a
 // second source string of the same program.
 std::string_view opencl_sequence_kernel_source();
+// The kernels of the vision, speech, diffusion and state-space ops (conv1d, conv2d, group_norm,
+// pool2d, selective_scan, time_mix) and the k-quant matmuls, a third source string.
+std::string_view opencl_spatial_kernel_source();
 std::string kernel_build_options(const KernelConfig& config);
 KernelConfig kernel_config_for(std::size_t max_work_group_size, bool correctly_rounded_divide);
 

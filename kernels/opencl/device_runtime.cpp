@@ -18,7 +18,9 @@ constexpr const char* kKernelNames[] = {
     "matmul_q4_0",    "matmul_q4_0_r1", "matmul_q4_1",    "matmul_q4_1_r1", "gather_rows",
     "layer_norm",     "rms_norm",       "softmax_rows",   "activation",    "add",
     "mul",            "attention",      "rope",           "scatter_add_rows", "top_k",
-    "matmul_nt",      "global_avg_pool",
+    "matmul_nt",      "global_avg_pool", "conv1d",         "conv2d",        "group_norm",
+    "pool2d",         "selective_scan", "time_mix",       "quantize_q8_k", "matmul_q2_k",
+    "matmul_q2_k_r1", "matmul_q3_k",    "matmul_q3_k_r1",
 };
 static_assert(sizeof(kKernelNames) / sizeof(kKernelNames[0]) ==
               static_cast<std::size_t>(KernelId::kCount));
@@ -55,6 +57,10 @@ std::size_t required_group_size(KernelId id, const KernelConfig& c) {
     case KernelId::kMatmulQ4_0R1:
     case KernelId::kMatmulQ4_1:
     case KernelId::kMatmulQ4_1R1:
+    case KernelId::kMatmulQ2K:
+    case KernelId::kMatmulQ2KR1:
+    case KernelId::kMatmulQ3K:
+    case KernelId::kMatmulQ3KR1:
       return static_cast<std::size_t>(c.matmul_group);
     case KernelId::kAttention:
       return static_cast<std::size_t>(c.attention_group);
@@ -117,10 +123,16 @@ Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device) {
   rt.queue_ = ClQueue(cl().CreateCommandQueue(rt.context_.get(), device.device, 0, &rc));
   AM_RETURN_IF_ERROR(cl_check(rc, "clCreateCommandQueue(" + device.label() + ")"));
 
-  const std::string_view sources[] = {opencl_kernel_source(), opencl_sequence_kernel_source()};
-  const char* texts[] = {sources[0].data(), sources[1].data()};
-  const std::size_t lengths[] = {sources[0].size(), sources[1].size()};
-  rt.program_ = ClProgram(cl().CreateProgramWithSource(rt.context_.get(), 2, texts, lengths, &rc));
+  const std::string_view sources[] = {opencl_kernel_source(), opencl_sequence_kernel_source(),
+                                      opencl_spatial_kernel_source()};
+  constexpr cl_uint kSources = sizeof(sources) / sizeof(sources[0]);
+  const char* texts[kSources];
+  std::size_t lengths[kSources];
+  for (cl_uint i = 0; i < kSources; ++i) {
+    texts[i] = sources[i].data();
+    lengths[i] = sources[i].size();
+  }
+  rt.program_ = ClProgram(cl().CreateProgramWithSource(rt.context_.get(), kSources, texts, lengths, &rc));
   AM_RETURN_IF_ERROR(cl_check(rc, "clCreateProgramWithSource"));
   const std::string options = kernel_build_options(rt.config_);
   rc = cl().BuildProgram(rt.program_.get(), 1, &device.device, options.c_str(), nullptr, nullptr);

@@ -48,6 +48,17 @@ enum class KernelId : int {
   kTopK,
   kMatmulNt,
   kGlobalAvgPool,
+  kConv1d,
+  kConv2d,
+  kGroupNorm,
+  kPool2d,
+  kSelectiveScan,
+  kTimeMix,
+  kQuantizeQ8K,
+  kMatmulQ2K,
+  kMatmulQ2KR1,
+  kMatmulQ3K,
+  kMatmulQ3KR1,
   kCount,
 };
 

@@ -26,10 +26,12 @@ enum class ScratchSlot : int {
   kIndices,     // gather ids, attention key mask
   kQuantValues, // q8_0 activation values
   kQuantScales, // q8_0 activation scales
-  kQuantSums,   // q8_0 activation block sums
+  kQuantSums,   // q8_0 activation block sums (k-quants: sums of each 16 values)
   kKeys,
   kValues,
   kAuxiliary,   // attention bias, rope cos/sin, routing scratch
+  kState,       // a recurrent op's carried state (selective_scan, time_mix)
+  kParams,      // selective_scan's D and delta_bias
   kCount,
 };
 

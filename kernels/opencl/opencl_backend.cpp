@@ -27,6 +27,8 @@ KernelId matmul_kernel(DeviceWeight w, bool one_row) {
     case DeviceWeight::kQ8_0: return one_row ? KernelId::kMatmulQ8_0R1 : KernelId::kMatmulQ8_0;
     case DeviceWeight::kQ4_0: return one_row ? KernelId::kMatmulQ4_0R1 : KernelId::kMatmulQ4_0;
     case DeviceWeight::kQ4_1: return one_row ? KernelId::kMatmulQ4_1R1 : KernelId::kMatmulQ4_1;
+    case DeviceWeight::kQ2_K: return one_row ? KernelId::kMatmulQ2KR1 : KernelId::kMatmulQ2K;
+    case DeviceWeight::kQ3_K: return one_row ? KernelId::kMatmulQ3KR1 : KernelId::kMatmulQ3K;
   }
   return KernelId::kMatmulF32;
 }
@@ -67,12 +69,14 @@ void OpenClBackend::release_cached_weights() {
   (void)impl_->rt.finish();
   impl_->linears.clear();
   impl_->vectors.clear();
+  impl_->convs.clear();
 }
 
 std::size_t OpenClBackend::cached_weight_bytes() const {
   std::size_t total = 0;
   for (const auto& [key, l] : impl_->linears) total += l.bytes;
   for (const auto& [key, v] : impl_->vectors) total += v.bytes;
+  for (const auto& [key, c] : impl_->convs) total += c.bytes;
   return total;
 }
 
@@ -97,6 +101,12 @@ Status OpenClBackend::supports_on(const OpenClTraits& device, Op op, WeightForma
     case Op::kTopK:
     case Op::kMatmulNt:
     case Op::kGlobalAvgPool:
+    case Op::kConv1d:
+    case Op::kConv2d:
+    case Op::kGroupNorm:
+    case Op::kPool2d:
+    case Op::kSelectiveScan:
+    case Op::kTimeMix:
       return Status::Ok();
     case Op::kLinear:
       break;
@@ -155,14 +165,20 @@ Status OpenClBackend::linear(const Linear& layer, ConstTensorView x, TensorView 
           .i32(static_cast<int32_t>(m)).i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(np))
           .i32(static_cast<int32_t>(k));
     } else {
-      const int64_t blocks = (k + opencl::kQuantBlock - 1) / opencl::kQuantBlock;
+      // Activations to q8 blocks (of 32; of 256 with 16-value sums for the k-quants), then the
+      // block products.
+      const bool k_quant = is_k_quant(kind);
+      const int64_t block = k_quant ? opencl::kKQuantBlock : opencl::kQuantBlock;
+      const int64_t blocks = (k + block - 1) / block;
       const std::size_t nblocks = static_cast<std::size_t>(m * blocks);
+      const std::size_t sums = k_quant ? static_cast<std::size_t>(block / opencl::kKQuantSumGroup) : 1;
+      if (m * blocks * block > kMaxKernelIndex) return unsupported_op(Op::kLinear, "sizes beyond 2^31-1");
       AM_ASSIGN_OR_RETURN(cl_mem xq, im.scratch.get(ScratchSlot::kQuantValues,
-                                                    nblocks * opencl::kQuantBlock));
+                                                    nblocks * static_cast<std::size_t>(block)));
       AM_ASSIGN_OR_RETURN(cl_mem xd, im.scratch.get(ScratchSlot::kQuantScales, nblocks * sizeof(float)));
-      AM_ASSIGN_OR_RETURN(cl_mem xs, im.scratch.get(ScratchSlot::kQuantSums, nblocks * sizeof(int32_t)));
+      AM_ASSIGN_OR_RETURN(cl_mem xs, im.scratch.get(ScratchSlot::kQuantSums, nblocks * sums * sizeof(int32_t)));
       if (blocks > 0) {
-        auto quantize = im.rt.kernel(KernelId::kQuantizeQ8);
+        auto quantize = im.rt.kernel(k_quant ? KernelId::kQuantizeQ8K : KernelId::kQuantizeQ8);
         quantize.mem(xbuf).mem(xq).mem(xd).mem(xs).i32(static_cast<int32_t>(k))
             .i32(static_cast<int32_t>(blocks));
         AM_RETURN_IF_ERROR(im.launch_2d(blocks, m, quantize));

@@ -6,7 +6,8 @@
 //     run time; PoCL also caches the binaries on disk under POCL_CACHE_DIR). Failure to build is
 //     Internal with the build log; a device whose work-group limits the kernels cannot meet is
 //     Unsupported naming the device.
-//   - Weights (every Linear; gamma/beta; gather tables) are uploaded on first use and cached by
+//   - Weights (every Linear and convolution weight; gamma/beta, biases, A, time_decay/time_first;
+//     gather tables) are uploaded on first use and cached by
 //     address for the backend's lifetime, as backend.h allows; linear weights are transposed
 //     and quantized ones split into value and scale arrays (weight_repack.h).
 //     release_cached_weights() drops them, for a caller that frees weights while keeping the
@@ -15,18 +16,21 @@
 //   - Activations are copied host -> device and back on every op, into pooled buffers that only
 //     grow (device_scratch.h). That transfer is part of every op's measured latency; on PoCL it
 //     is a memcpy, on a discrete GPU a PCIe round trip per op.
-//   - supports(): the ops listed here; linear with f32, bf16, q8_0, q4_0 and q4_1 weights, f16 weights only
-//     on devices with cl_khr_fp16 ("precision f16 needs cl_khr_fp16 on device <name>"); any
-//     other weight format (the k-quants q2_k, q3_k) is Unsupported naming op and format.
-//     Block-quantized weights multiply activations quantized per row to q8 blocks on the device,
-//     with integer block dot products; bf16 weights multiply activations rounded to bf16 — the
-//     cpu reference's arithmetic in both cases.
+//   - supports(): every op of backend.h; linear with f32, bf16, q8_0, q4_0, q4_1, q2_k and q3_k
+//     weights, f16 weights only on devices with cl_khr_fp16 ("precision f16 needs cl_khr_fp16 on
+//     device <name>"); a weight format or op added later is Unsupported naming op and format.
+//     Block-quantized weights multiply activations quantized per row to q8 blocks on the device
+//     (of 32; of 256 with 16-value sums for the k-quants), with integer block dot products;
+//     bf16 weights multiply activations rounded to bf16 — the cpu reference's arithmetic in
+//     both cases.
 //   - attention() / attention_bias(): bidirectional with key mask, causal with q_offset,
 //     grouped-query (kv_heads dividing heads), cross (q_len != kv_len), any head_dim, with or
 //     without an additive score bias.
 //   - Also rope (cos/sin computed on the host in double, like the cpu), index_rows,
-//     scatter_add_rows, top_k, matmul_nt, global_avg_pool. The other ops of backend.h (conv1d,
-//     conv2d, group_norm, pool2d, selective_scan, time_mix) answer Unsupported naming the op.
+//     scatter_add_rows, top_k, matmul_nt, global_avg_pool; conv1d and conv2d (weights
+//     rearranged once per weight, conv_weight_layout.h), group_norm, pool2d, selective_scan
+//     (state_size up to 4x the row work-group: 256 on PoCL) and time_mix, whose carried state is
+//     uploaded and read back with the output.
 //   - Shape checks as the cpu backend; sizes beyond the kernels' 32-bit indices (a dimension or
 //     row count above 2^31-1) are Unsupported naming the op.
 //   - Single-threaded like every Backend; the destructor waits for queued work and frees every
@@ -94,6 +98,13 @@ class OpenClBackend final : public Backend {
                           TensorView y) override;
   Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;
   Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;
+  Status conv1d(const Conv1dArgs& args) override;
+  Status conv2d(const Conv2dArgs& args) override;
+  Status group_norm(ConstTensorView x, int64_t batch, int64_t groups, const float* gamma, const float* beta,
+                    float eps, TensorView y) override;
+  Status pool2d(const Pool2dArgs& args) override;
+  Status selective_scan(const SelectiveScanArgs& args) override;
+  Status time_mix(const TimeMixArgs& args) override;
 
   const opencl::OpenClDevice& device() const;
   void release_cached_weights();

@@ -14,8 +14,10 @@
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "common/log.h"
+#include "kernels/conv_weight_layout.h"
 #include "kernels/vulkan/vk_ops.h"
 #include "kernels/vulkan/vk_weights.h"
 #include "kernels/vulkan/vulkan_backend.h"
@@ -50,7 +52,7 @@ inline int activation_code(Activation act) {
 }
 
 // Activation scratch: one grow-only device buffer per role.
-enum class Slot { kInput, kOutput, kOperand, kIndices, kKeys, kValues, kAuxiliary, kCount };
+enum class Slot { kInput, kOutput, kOperand, kIndices, kKeys, kValues, kAuxiliary, kState, kParams, kCount };
 
 }  // namespace vulkan_detail
 
@@ -79,6 +81,12 @@ struct VulkanBackend::Impl {
   Buffer scratch[static_cast<int>(Slot::kCount)];
   std::unordered_map<const Linear*, LinearOnDevice> linears;
   std::unordered_map<const float*, Buffer> vectors;
+  // Convolution weights, rearranged by conv_weight_taps_major() (conv_weight_layout.h).
+  struct ConvOnDevice {
+    int64_t out = 0, cin_g = 0, taps = 0;
+    Buffer weight;
+  };
+  std::unordered_map<const float*, ConvOnDevice> convs;
 
   Result<const Buffer*> slot(Slot s, std::size_t bytes) {
     Buffer& b = scratch[static_cast<int>(s)];
@@ -103,6 +111,20 @@ struct VulkanBackend::Impl {
     Buffer& slot_ref = vectors[host];
     slot_ref = std::move(b);
     return &slot_ref;
+  }
+  Result<const Buffer*> conv_weight(const float* host, int64_t out, int64_t cin_g, int64_t taps) {
+    auto it = convs.find(host);
+    if (it != convs.end() && it->second.out == out && it->second.cin_g == cin_g && it->second.taps == taps) {
+      return &it->second.weight;
+    }
+    const std::vector<float> rearranged = conv_weight_taps_major(host, out, cin_g, taps);
+    ConvOnDevice c{out, cin_g, taps, Buffer()};
+    AM_ASSIGN_OR_RETURN(c.weight, dev->create_buffer(float_bytes(out * cin_g * taps)));
+    AM_RETURN_IF_ERROR(dev->upload(c.weight, rearranged.data(), float_bytes(out * cin_g * taps)));
+    // upload() submitted and waited for every recorded command: the old buffer is unused.
+    if (it != convs.end()) convs.erase(it);
+    auto [slot_it, inserted] = convs.emplace(host, std::move(c));
+    return &slot_it->second.weight;
   }
   Result<const DeviceLinear*> weight_linear(const Linear& layer, WeightKind kind) {
     const void* raw = layer.weight_data();

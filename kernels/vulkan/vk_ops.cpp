@@ -32,6 +32,8 @@ const char* gemv_shader(WeightKind k) {
     case WeightKind::kQ8_0: return "gemv_q8_0";
     case WeightKind::kQ4_0: return "gemv_q4_0";
     case WeightKind::kQ4_1: return "gemv_q4_1";
+    case WeightKind::kQ2_K: return "gemv_q2_k";
+    case WeightKind::kQ3_K: return "gemv_q3_k";
   }
   return "";
 }
@@ -140,18 +142,21 @@ Status DeviceOps::linear_path(const DeviceLinear& w, const Buffer& x, int64_t m,
                          static_cast<uint32_t>(m));
   }
   // Activations to q8 blocks first (the cpu reference's arithmetic), then the block products.
-  AM_RETURN_IF_ERROR(quantize_activations(x, m, k));
+  AM_RETURN_IF_ERROR(quantize_activations(x, m, k, activation_block(w.kind)));
   return block_matmul(w, m, y);
 }
 
-Status DeviceOps::quantize_activations(const Buffer& x, int64_t m, int64_t k) {
-  const int64_t blocks = (k + kBlockValues - 1) / kBlockValues;
+Status DeviceOps::quantize_activations(const Buffer& x, int64_t m, int64_t k, int64_t block) {
+  if (block != kBlockValues && block != kSuperBlockValues) return internal_error("q8 activation blocks are 32 or 256");
+  const int64_t blocks = (k + block - 1) / block;
   const std::size_t nblocks = static_cast<std::size_t>(m * blocks);
-  if (m * blocks * kBlockValues > kMaxIndex) return too_big("linear");
-  AM_RETURN_IF_ERROR(ensure(xq_, nblocks * kBlockValues));
+  // One int sum per block of 32; one per 16 values of a block of 256 (the k-quants' bsum).
+  const std::size_t sums = block == kBlockValues ? 1 : static_cast<std::size_t>(block / kKQuantSumGroup);
+  if (m * blocks * block > kMaxIndex) return too_big("linear");
+  AM_RETURN_IF_ERROR(ensure(xq_, nblocks * static_cast<std::size_t>(block)));
   AM_RETURN_IF_ERROR(ensure(xd_, nblocks * sizeof(float)));
-  AM_RETURN_IF_ERROR(ensure(xs_, nblocks * sizeof(int32_t)));
-  AM_ASSIGN_OR_RETURN(const Pipeline* q, dev_.pipeline("quantize_q8", 4));
+  AM_RETURN_IF_ERROR(ensure(xs_, nblocks * sums * sizeof(int32_t)));
+  AM_ASSIGN_OR_RETURN(const Pipeline* q, dev_.pipeline(block == kBlockValues ? "quantize_q8" : "quantize_q8_k", 4));
   const uint32_t push[] = {static_cast<uint32_t>(k), static_cast<uint32_t>(blocks), static_cast<uint32_t>(nblocks)};
   uint32_t qx = 0, qy = 0;
   groups_2d((static_cast<int64_t>(nblocks) + kQuantizeGroup - 1) / kQuantizeGroup, qx, qy);
@@ -163,7 +168,8 @@ Status DeviceOps::block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y
   if (m == 0 || n == 0) return Status::Ok();
   if (m > kMaxGridZ || m * n > kMaxIndex) return too_big("linear");
   AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
-  const uint32_t lanes = matvec_lanes(w.padded);
+  // gemv_k.comp splits a super-block into 8 runs of 32 (its units); gemv_q.comp reads whole blocks.
+  const uint32_t lanes = matvec_lanes(is_k_quant_kind(w.kind) ? w.padded * 8 : w.padded);
   const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes)};
   const int64_t rows_per_group = kMatvecGroup / lanes;
   uint32_t gx = 0, gy = 0;

@@ -51,8 +51,11 @@ uint32_t matvec_lanes(int64_t units);
 inline constexpr uint32_t kRowGroup = 256;     // row reductions (norms, softmax)
 inline constexpr uint32_t kFlatGroup = 256;    // element-wise shaders
 inline constexpr uint32_t kQuantizeGroup = 64;
+inline constexpr int64_t kKQuantSumGroup = 16;  // values per int sum of a k-quant activation block
 inline constexpr uint32_t kAttentionGroup = 64;  // per (sample, head, query)
 inline constexpr uint32_t kGemmTile = 128;     // gemm_f.comp's BM = BN
+// selective_scan.comp keeps a channel's states in one work-group of this many invocations.
+inline constexpr int64_t kScanMaxState = 256;
 // Below this many rows a float matmul runs as M matrix-vector products (each re-reads W, which
 // stays in cache for small M); from it on, the tiled GEMM.
 inline constexpr int64_t kGemmMinRows = 8;
@@ -66,9 +69,10 @@ class DeviceOps {
   // Forces the tiled GEMM (gemm = true) or the matrix-vector path for float weights (the bench
   // measures each); linear() picks by kGemmMinRows.
   Status linear_path(const DeviceLinear& w, const Buffer& x, int64_t m, const Buffer& y, bool gemm);
-  // The two halves of a block-quantized linear: x [m, K] to q8 blocks in this object's scratch,
-  // then the block products against w (which must have K = k).
-  Status quantize_activations(const Buffer& x, int64_t m, int64_t k);
+  // The two halves of a block-quantized linear: x [m, K] to q8 blocks of `block` values (32, or
+  // 256 for the k-quants: activation_block(w.kind)) in this object's scratch, then the block
+  // products against w (which must have K = k and that activation block).
+  Status quantize_activations(const Buffer& x, int64_t m, int64_t k, int64_t block = kBlockValues);
   Status block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y);
   Status layer_norm(const Buffer& x, const Buffer& gamma, const Buffer* beta, float eps, int64_t rows,
                     int64_t cols, const Buffer& y);
@@ -99,6 +103,40 @@ class DeviceOps {
                const Buffer& ids, const Buffer& weights);
   Status matmul_nt(const Buffer& a, const Buffer& b, float scale, int64_t m, int64_t n, int64_t k, const Buffer& y);
   Status global_avg_pool(const Buffer& x, int64_t batch, int64_t positions, int64_t cols, const Buffer& y);
+
+  // Spatial and recurrent ops (vk_ops_spatial.cpp), the shaders named after them, each the cpu
+  // reference's formula (the op's header in kernels/cpu/). Convolution weights are in the
+  // layout of kernels/conv_weight_layout.h; optional inputs (bias, beta, ...) may be null.
+  struct Conv1dShape {
+    int64_t batch, in_len, out_len, in_channels, out_channels, kernel, stride, dilation, pad_left, groups;
+  };
+  Status conv1d(const Conv1dShape& s, const Buffer& x, const Buffer& w, const Buffer* bias, const Buffer& y);
+  struct Conv2dShape {
+    int64_t batch, height, width, out_h, out_w, in_channels, out_channels, kernel_h, kernel_w, stride, padding,
+        groups;
+  };
+  Status conv2d(const Conv2dShape& s, const Buffer& x, const Buffer& w, const Buffer* bias, const Buffer& y);
+  // x, y [batch * positions, channels]; y may be x.
+  Status group_norm(const Buffer& x, const Buffer& gamma, const Buffer* beta, float eps, int64_t batch,
+                    int64_t positions, int64_t channels, int64_t groups, const Buffer& y);
+  struct Pool2dShape {
+    int64_t batch, height, width, out_h, out_w, channels, kernel, stride, padding;
+    bool max;
+  };
+  Status pool2d(const Pool2dShape& s, const Buffer& x, const Buffer& y);
+  // `params` holds D then delta_bias (channels floats each, as has_D / has_delta_bias say);
+  // `state` [batch, channels, state_size] is read and written when non-null (else a zero start).
+  // state_size above kScanMaxState is Unsupported.
+  struct ScanShape {
+    int64_t batch, len, channels, state_size;
+    bool has_D, has_delta_bias, softplus;
+  };
+  Status selective_scan(const ScanShape& s, const Buffer& u, const Buffer& delta, const Buffer& B, const Buffer& C,
+                        const Buffer& A, const Buffer* params, const Buffer* state, const Buffer& y);
+  // RWKV-4 WKV; `state` [batch, 3, channels] read and written when non-null (else a fresh one).
+  Status time_mix(int64_t batch, int64_t len, int64_t channels, const Buffer& k, const Buffer& v,
+                  const Buffer& decay, const Buffer& first, const Buffer* state, const Buffer& out);
+
   Status copy_vec4(const Buffer& src, const Buffer& dst, std::size_t bytes);
 
   // Groups for `n` work-groups as (x, y) with x within the device limit.

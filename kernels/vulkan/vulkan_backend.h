@@ -4,23 +4,27 @@
 // Contract (beyond backend.h):
 //   - create() opens the device (vk_device.h); pipelines are built on first use of each shader.
 //     No loader or device is Unsupported "no Vulkan device found: ...".
-//   - Weights (every Linear; gamma/beta; gather tables) are uploaded on first use and cached by
+//   - Weights (every Linear; convolution weights; gamma/beta, biases, A, time_decay/time_first;
+//     gather tables) are uploaded on first use and cached by
 //     address for the backend's lifetime, as backend.h allows, in the layouts of vk_weights.h.
 //     release_cached_weights() drops them; cached_weight_bytes() is their device footprint.
 //   - Activations are copied host -> device and back around every op (scratch buffers that only
 //     grow); the device work itself lives in vk_ops.h (DeviceOps), which a buffer-resident seam
 //     will call without the copies.
-//   - supports(): linear with f32, f16, bf16, q8_0, q4_0, q4_1 weights; gather_rows, layer_norm,
-//     rms_norm, activation, add, mul, softmax, attention and attention_bias (bidirectional with
-//     key mask, causal with q_offset, grouped-query, cross, any head_dim; online softmax over
-//     chunks of keys); rope (cos/sin computed on the host in double, like the cpu), index_rows,
-//     scatter_add_rows, top_k, matmul_nt, global_avg_pool. Every other op (conv1d, conv2d,
-//     group_norm, pool2d, selective_scan, time_mix) and
-//     weight format (q2_k, q3_k) is Unsupported naming op, format and backend. Block-quantized
-//     weights multiply activations quantized per row to q8 blocks on the device with integer
-//     block dot products, bf16 weights multiply activations rounded to bf16: the cpu reference's
-//     arithmetic. f16 weights are widened with unpackHalf2x16 (core SPIR-V), so they need no
-//     shaderFloat16 and run everywhere.
+//   - supports(): every op of backend.h and every weight format. linear with f32, f16, bf16,
+//     q8_0, q4_0, q4_1, q2_k and q3_k weights; gather_rows, layer_norm, rms_norm, activation,
+//     add, mul, softmax, attention and attention_bias (bidirectional with key mask, causal with
+//     q_offset, grouped-query, cross, any head_dim; online softmax over chunks of keys); rope
+//     (cos/sin computed on the host in double, like the cpu), index_rows, scatter_add_rows,
+//     top_k, matmul_nt, global_avg_pool; conv1d, conv2d (weights rearranged once and cached by
+//     address), group_norm, pool2d, selective_scan (state_size up to 256) and time_mix (the
+//     carried state is uploaded and read back with the output). An op added to backend.h later
+//     is Unsupported naming op and backend until this backend learns it. Block-quantized
+//     weights multiply activations quantized per row to q8 blocks (of 32; of 256 with 16-value
+//     sums for the k-quants) on the device with integer block dot products, bf16 weights
+//     multiply activations rounded to bf16: the cpu reference's arithmetic. f16 weights are
+//     widened with unpackHalf2x16 (core SPIR-V), so they need no shaderFloat16 and run
+//     everywhere.
 //   - The shaders are portable (no subgroup operations, no 16-bit arithmetic): the same
 //     SPIR-V on every device.
 //   - Shape checks as the cpu backend; sizes beyond 32-bit indices or the device's
@@ -81,6 +85,13 @@ class VulkanBackend final : public Backend {
                           TensorView y) override;
   Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;
   Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;
+  Status conv1d(const Conv1dArgs& args) override;
+  Status conv2d(const Conv2dArgs& args) override;
+  Status group_norm(ConstTensorView x, int64_t batch, int64_t groups, const float* gamma, const float* beta,
+                    float eps, TensorView y) override;
+  Status pool2d(const Pool2dArgs& args) override;
+  Status selective_scan(const SelectiveScanArgs& args) override;
+  Status time_mix(const TimeMixArgs& args) override;
 
   const vulkan::VulkanDeviceInfo& device() const;
   void release_cached_weights();

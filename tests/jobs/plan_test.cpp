@@ -804,5 +804,31 @@ TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesBothLocalBackendsAndThreePrecisio
   EXPECT_EQ(lengths, (std::set<int>{32, 128}));
 }
 
+TEST(ShippedPlans, AllBackendsPlanIsTheArchitecturesPlanOnEveryBackend) {
+  // architectures-all-backends.toml runs architectures.toml's models (same overrides, batches,
+  // shapes) on cpu, opencl and vulkan at f32, q8_0 and q4_0: the two model lists must not drift.
+  auto base = load_plan(default_plans_dir() / "architectures.toml");
+  auto all = load_plan(default_plans_dir() / "architectures-all-backends.toml");
+  ASSERT_TRUE(base.ok()) << base.status().to_string();
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  using Key = std::tuple<std::string, std::string, std::string, int, int>;
+  const std::set<std::string> precisions = {"f32", "q8_0", "q4_0"};
+  std::set<Key> expected, got;
+  for (const PlannedJob& job : base->jobs) {
+    const std::string p(to_string(job.spec.precision));
+    if (precisions.count(p) == 0) continue;
+    for (const char* backend : {"cpu", "opencl", "vulkan"}) {
+      expected.emplace(backend + std::string("/") + job.spec.model, job.spec.model_config.dump(), p, job.spec.batch,
+                       job.spec.seq_len);
+    }
+  }
+  for (const PlannedJob& job : all->jobs) {
+    got.emplace(job.spec.backend + "/" + job.spec.model, job.spec.model_config.dump(),
+                std::string(to_string(job.spec.precision)), job.spec.batch, job.spec.seq_len);
+  }
+  EXPECT_EQ(all->jobs.size(), expected.size());
+  EXPECT_EQ(got, expected);
+}
+
 }  // namespace
 }  // namespace am::jobs

@@ -8,6 +8,7 @@
 #include "kernels/job_runner.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/opencl/opencl_backend.h"
+#include "tests/kernels/device_family_cases.h"
 #include "tests/kernels/opencl_test_util.h"
 
 namespace am::kernels {
@@ -136,16 +137,43 @@ TEST(OpenClJob, DecoderAndMixtureOfExpertsJobsPassWithDecodePhases) {
   }
 }
 
-TEST(OpenClJob, KQuantJobIsUnsupportedNamingTheOpAndFormat) {
+// The k-quant jobs run on the device with the cpu's accuracy: the same quantized weights and
+// the same q8 activations, so the NMSE against the f32 reference is the cpu job's to within
+// float summation order.
+TEST(OpenClJob, KQuantJobsRunWithTheCpusAccuracy) {
   AM_REQUIRE_OPENCL_DEVICES(devices);
-  jobs::JobSpec spec = small_opencl_job("q2_k");
-  spec.model_config["hidden"] = 256;
-  spec.model_config["heads"] = 4;
-  spec.model_config["intermediate"] = 256;
-  spec.mode = jobs::kModeAccuracy;
-  const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported) << out.reason;
-  EXPECT_EQ(out.reason, "op linear (q2_k weights) not implemented on backend opencl");
+  for (const char* precision : {"q2_k", "q3_k"}) {
+    SCOPED_TRACE(precision);
+    jobs::JobSpec spec = small_opencl_job(precision);
+    spec.model_config["hidden"] = 256;
+    spec.model_config["heads"] = 4;
+    spec.model_config["intermediate"] = 256;
+    spec.model_config["layers"] = 1;
+    spec.batch = 1;
+    spec.seq_len = 8;
+    spec.mode = jobs::kModeAccuracy;
+    const JobOutcome out = run_job(spec);
+    spec.backend = "cpu";
+    const JobOutcome cpu = run_job(spec);
+    ASSERT_NE(out.status, am::ResultStatus::kUnsupported) << out.reason;
+    EXPECT_EQ(out.status, cpu.status) << out.reason << " / " << cpu.reason;
+    const double nmse = out.metrics.at("accuracy").at("nmse").get<double>();
+    const double cpu_nmse = cpu.metrics.at("accuracy").at("nmse").get<double>();
+    EXPECT_GT(nmse, 0.0);
+    EXPECT_NEAR(nmse, cpu_nmse, 1e-3 * cpu_nmse);
+  }
+}
+
+// Vision, speech, multimodal (audio), diffusion and state-space graphs: their convolutions,
+// group norms, pools and scans run on every OpenCL device and the whole output matches the cpu.
+TEST(OpenClFamilies, ConvolutionPoolingAndRecurrentFamiliesMatchCpu) {
+  AM_REQUIRE_OPENCL_DEVICES(devices);
+  for (const opencl::OpenClDevice& device : devices) {
+    SCOPED_TRACE(device.label());
+    testing::expect_families_match_cpu<OpenClTolerance>(
+        testing::opencl_backend_for(device),
+        [](Backend& be) { static_cast<OpenClBackend&>(be).release_cached_weights(); });
+  }
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,11 @@ struct OpenClTolerance {
   // over blocks is reordered.
   static constexpr double kQuantMatmul = 1e-10;
   static constexpr double kAttention = 1e-10;     // online softmax vs two-pass
+  // Convolutions: the cpu's order where it has one (direct, grouped), OpenBLAS's im2col GEMM
+  // otherwise: float summation order only.
+  static constexpr double kConvolution = 1e-10;
+  // selective_scan / time_mix: the device's exp (a few ULP) carried through the recurrence.
+  static constexpr double kRecurrence = 1e-10;
   // The whole encoder: every op above, compounded through layers and LayerNorms.
   static constexpr double kEncoder = 1e-8;
 };
@@ -51,6 +58,22 @@ inline Result<std::vector<opencl::OpenClDevice>> opencl_devices_or_reason() {
   }                                                                                              \
   const std::vector<::am::kernels::opencl::OpenClDevice>& devices = *devices##_result;          \
   (void)devices
+
+// One backend per device shared by every test file of the binary that uses it (building the
+// program is the slow part on PoCL); each use drops the cached weights of the previous case,
+// whose addresses get reused.
+inline OpenClBackend& opencl_backend_for(const opencl::OpenClDevice& device) {
+  static std::map<std::string, std::unique_ptr<OpenClBackend>> backends;
+  auto it = backends.find(device.label());
+  if (it == backends.end()) {
+    Result<std::unique_ptr<OpenClBackend>> be = OpenClBackend::create(device);
+    EXPECT_TRUE(be.ok()) << be.status().message();
+    if (!be.ok()) std::abort();
+    it = backends.emplace(device.label(), std::move(be).value()).first;
+  }
+  it->second->release_cached_weights();
+  return *it->second;
+}
 
 inline ExecContext scalar_context() { return ExecContext{KernelPath::kScalar, nullptr}; }
 

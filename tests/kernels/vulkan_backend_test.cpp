@@ -4,6 +4,7 @@
 // element fails. Every test skips with its reason when no Vulkan device is present.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,6 +14,7 @@
 #include "kernels/backend.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cpu/selective_scan.h"
 #include "kernels/formats/weight_format.h"
 #include "kernels/vulkan/vk_ops.h"
 #include "kernels/vulkan/vk_weights.h"
@@ -165,38 +167,50 @@ TEST(VulkanBackend, LinearPropagatesNaNFromAnActivationBlock) {
   }
 }
 
-TEST(VulkanBackend, UnsupportedFormatsAndOpsAnswerWithTheirNames) {
+TEST(VulkanBackend, SupportsEveryOpAndEveryWeightFormat) {
   AM_REQUIRE_VULKAN_DEVICE(device);
-  const ExecContext ctx = scalar_context();
   VulkanBackend& be = vulkan_backend_for(device);
   for (WeightFormat f : all_weight_formats()) {
-    const std::string name(weight_format_name(f));
     const Status s = be.supports(Op::kLinear, f);
-    if (name == "q2_k" || name == "q3_k") {
-      ASSERT_FALSE(s.ok()) << name;
-      EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-      EXPECT_EQ(s.message(), "op linear (" + name + " weights) not implemented on backend vulkan");
-      const Linear layer = Linear::create(random_tensor(Shape{4, 256}, 3), Tensor(), f, ctx);
-      Tensor x = random_tensor(Shape{1, 256}, 4);
-      Tensor y(Shape{1, 4});
-      const Status run = be.linear(layer, x.view(), y.view());
-      EXPECT_EQ(run.code(), StatusCode::kUnsupported);
-      EXPECT_EQ(run.message(), s.message());
-    } else {
-      EXPECT_TRUE(s.ok()) << name << ": " << s.message();
-    }
+    EXPECT_TRUE(s.ok()) << weight_format_name(f) << ": " << s.message();
+    // supports_on() is what the worker's probe advertises: the same answer without a device.
+    EXPECT_EQ(VulkanBackend::supports_on({device.name}, Op::kLinear, f).message(), s.message());
   }
   for (Op op : {Op::kGatherRows, Op::kLayerNorm, Op::kRmsNorm, Op::kActivation, Op::kAdd, Op::kMul, Op::kSoftmax,
                 Op::kAttention, Op::kAttentionBias, Op::kRope, Op::kIndexRows, Op::kScatterAddRows, Op::kTopK,
-                Op::kMatmulNt, Op::kGlobalAvgPool}) {
+                Op::kMatmulNt, Op::kGlobalAvgPool, Op::kConv1d, Op::kConv2d, Op::kGroupNorm, Op::kPool2d,
+                Op::kSelectiveScan, Op::kTimeMix}) {
     EXPECT_TRUE(be.supports(op).ok()) << op_name(op);
   }
-  const Status conv = be.supports(Op::kConv2d);
-  EXPECT_EQ(conv.code(), StatusCode::kUnsupported);
-  EXPECT_NE(conv.message().find("backend vulkan"), std::string::npos);
-  // supports_on() is what the worker's probe advertises: the same answers without a device.
-  EXPECT_EQ(VulkanBackend::supports_on({device.name}, Op::kLinear, WeightFormat::kQ2_K).message(),
-            be.supports(Op::kLinear, WeightFormat::kQ2_K).message());
+  // The probe advertises every precision the backend runs, the k-quants included.
+  const std::vector<Precision> advertised = supported_precisions(
+      [&](Op op, WeightFormat f) { return VulkanBackend::supports_on({device.name}, op, f); });
+  for (const char* p : {"q2_k", "q3_k", "q4_0", "mixed"}) {
+    EXPECT_NE(std::find(advertised.begin(), advertised.end(), precision_named(p)), advertised.end()) << p;
+  }
+}
+
+TEST(VulkanBackend, SelectiveScanBeyondTheWorkGroupIsUnsupportedNamingTheLimit) {
+  AM_REQUIRE_VULKAN_DEVICE(device);
+  VulkanBackend& be = vulkan_backend_for(device);
+  const int64_t state = vulkan::kScanMaxState + 1;
+  const Tensor u = random_tensor(Shape{2, 3}, 1);
+  const Tensor bc = random_tensor(Shape{2, state}, 2);
+  const Tensor a = random_tensor(Shape{3, state}, 3);
+  Tensor y(Shape{2, 3});
+  SelectiveScanArgs args;
+  args.u = u.view();
+  args.delta = u.view();
+  args.B = bc.view();
+  args.C = bc.view();
+  args.y = y.view();
+  args.A = a.data();
+  args.len = 2;
+  args.channels = 3;
+  args.state_size = state;
+  const Status s = be.selective_scan(args);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(s.message(), "op selective_scan (state_size 257 above 256) not implemented on backend vulkan");
 }
 
 TEST(VulkanBackend, StagingTransfersGiveTheSameBitsAsMappedBuffers) {
@@ -431,6 +445,39 @@ TEST(VulkanWeights, PackingKeepsGgufBytesAndRejectsWrongSizes) {
   ASSERT_TRUE(h.ok());
   EXPECT_EQ(h->padded, 16);  // 13 halves padded to two 16-byte chunks
   EXPECT_EQ(h->values.size(), 2u * 16u * 2u);
+}
+
+TEST(VulkanWeights, KQuantPackingKeepsGgufBytesWithTheHalvesSplitOut) {
+  // Pure host code. q2_k (84-byte blocks: scales[16], qs[64], d, dmin) moves qs before scales;
+  // q3_k (110 bytes: hmask[32], qs[64], scales[12], d) keeps its payload; the halves go to
+  // scales (and q2_k's dmin to mins). Row 1, block 1 of a 2 x 300 weight (two super-blocks).
+  const ExecContext ctx = scalar_context();
+  for (WeightFormat format : {WeightFormat::kQ2_K, WeightFormat::kQ3_K}) {
+    SCOPED_TRACE(std::string(weight_format_name(format)));
+    const Linear layer = Linear::create(random_tensor(Shape{2, 300}, 11), Tensor(), format, ctx);
+    const vulkan::WeightKind kind = *vulkan::weight_kind_for(format);
+    Result<vulkan::PackedWeight> p =
+        vulkan::pack_weight(kind, layer.weight_data(), layer.weight_data_bytes(), 2, 300);
+    ASSERT_TRUE(p.ok()) << p.status().message();
+    EXPECT_EQ(p->padded, 2);
+    const bool q2 = format == WeightFormat::kQ2_K;
+    const std::size_t block = q2 ? 84 : 110, payload = q2 ? 80 : 108;
+    EXPECT_EQ(p->values.size(), 4 * payload);
+    EXPECT_EQ(p->scales.size(), 4u);
+    EXPECT_EQ(p->mins.size(), q2 ? 4u : 0u);
+    const uint8_t* raw = static_cast<const uint8_t*>(layer.weight_data()) + 3 * block;
+    const uint8_t* packed = p->values.data() + 3 * payload;
+    if (q2) {
+      EXPECT_EQ(std::memcmp(packed, raw + 16, 64), 0);
+      EXPECT_EQ(std::memcmp(packed + 64, raw, 16), 0);
+      EXPECT_EQ(std::memcmp(&p->mins[3], raw + 82, 2), 0);
+    } else {
+      EXPECT_EQ(std::memcmp(packed, raw, 108), 0);
+    }
+    EXPECT_EQ(std::memcmp(&p->scales[3], raw + payload, 2), 0);
+    EXPECT_EQ(vulkan::pack_weight(kind, layer.weight_data(), layer.weight_data_bytes() - block, 2, 300).status().code(),
+              StatusCode::kInvalidArgument);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Whole models on the Vulkan backend: the BERT encoder end to end against the cpu at f32 and in
-// the block formats, and run_job() with backend "vulkan" as a worker's job process runs it
-// (encoder, LLaMA-style decoder with KV cache, mixture of experts). Skips without a device.
+// the block formats, the convolution / pooling / recurrent families' graphs against the cpu, and
+// run_job() with backend "vulkan" as a worker's job process runs it (encoder, LLaMA-style decoder
+// with KV cache, mixture of experts, k-quants). Skips without a device.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +10,7 @@
 #include "kernels/job_runner.h"
 #include "kernels/models/encoder_only.h"
 #include "kernels/vulkan/vulkan_backend.h"
+#include "tests/kernels/device_family_cases.h"
 #include "tests/kernels/vulkan_test_util.h"
 
 namespace am::kernels {
@@ -136,16 +138,40 @@ TEST(VulkanJob, DecoderAndMixtureOfExpertsJobsPassWithDecodePhases) {
   }
 }
 
-TEST(VulkanJob, KQuantJobIsUnsupportedNamingTheOpAndFormat) {
+// The k-quant jobs run on the device with the cpu's accuracy: the same quantized weights and
+// the same q8 activations, so the NMSE against the f32 reference is the cpu job's to within
+// float summation order.
+TEST(VulkanJob, KQuantJobsRunWithTheCpusAccuracy) {
   AM_REQUIRE_VULKAN_DEVICE(device);
-  jobs::JobSpec spec = small_vulkan_job("q2_k");
-  spec.model_config["hidden"] = 256;
-  spec.model_config["heads"] = 4;
-  spec.model_config["intermediate"] = 256;
-  spec.mode = jobs::kModeAccuracy;
-  const JobOutcome out = run_job(spec);
-  EXPECT_EQ(out.status, am::ResultStatus::kUnsupported) << out.reason;
-  EXPECT_EQ(out.reason, "op linear (q2_k weights) not implemented on backend vulkan");
+  for (const char* precision : {"q2_k", "q3_k"}) {
+    SCOPED_TRACE(precision);
+    jobs::JobSpec spec = small_vulkan_job(precision);
+    spec.model_config["hidden"] = 256;
+    spec.model_config["heads"] = 4;
+    spec.model_config["intermediate"] = 256;
+    spec.model_config["layers"] = 1;
+    spec.batch = 1;
+    spec.seq_len = 8;
+    spec.mode = jobs::kModeAccuracy;
+    const JobOutcome out = run_job(spec);
+    spec.backend = "cpu";
+    const JobOutcome cpu = run_job(spec);
+    ASSERT_NE(out.status, am::ResultStatus::kUnsupported) << out.reason;
+    EXPECT_EQ(out.status, cpu.status) << out.reason << " / " << cpu.reason;
+    const double nmse = out.metrics.at("accuracy").at("nmse").get<double>();
+    const double cpu_nmse = cpu.metrics.at("accuracy").at("nmse").get<double>();
+    EXPECT_GT(nmse, 0.0);
+    EXPECT_NEAR(nmse, cpu_nmse, 1e-3 * cpu_nmse);
+    EXPECT_NE(out.metrics.at("device").get<std::string>().find(device.name), std::string::npos);
+  }
+}
+
+// Vision, speech, multimodal (audio), diffusion and state-space graphs: their convolutions,
+// group norms, pools and scans run on the device and the whole output matches the cpu.
+TEST(VulkanFamilies, ConvolutionPoolingAndRecurrentFamiliesMatchCpu) {
+  AM_REQUIRE_VULKAN_DEVICE(device);
+  testing::expect_families_match_cpu<VulkanTolerance>(
+      testing::vulkan_backend_for(device), [](Backend& be) { static_cast<VulkanBackend&>(be).release_cached_weights(); });
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ struct VulkanTolerance {
   static constexpr double kFloatMatmul = 1e-10;
   static constexpr double kQuantMatmul = 1e-10;
   static constexpr double kAttention = 1e-10;  // online softmax vs two-pass
+  // Convolutions: the cpu's order where it has one (direct, grouped), OpenBLAS's im2col GEMM
+  // otherwise: float summation order only.
+  static constexpr double kConvolution = 1e-10;
+  // selective_scan / time_mix: the device's exp (a few ULP) carried through the recurrence.
+  static constexpr double kRecurrence = 1e-10;
   // The whole encoder: every op above, compounded through layers and LayerNorms.
   static constexpr double kEncoder = 1e-8;
 };

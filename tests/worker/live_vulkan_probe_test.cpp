@@ -42,7 +42,7 @@ TEST(LiveVulkanProbe, FindsLavapipeAsASoftwareDevice) {
     EXPECT_EQ(d["schedulable"], !expected.empty());
     EXPECT_EQ(d["precisions"], expected);
 #if defined(AM_HAVE_VULKAN)
-    for (const char* p : {"f32", "f16", "bf16", "q8_0", "q4_0"}) {
+    for (const char* p : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q3_k", "q2_k", "mixed"}) {
       EXPECT_NE(std::find(expected.begin(), expected.end(), p), expected.end()) << p;
     }
 #endif

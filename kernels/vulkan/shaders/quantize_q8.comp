@@ -1,11 +1,21 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Activations to q8 blocks of 32, the cpu reference's arithmetic
+// Activations to q8 blocks, the cpu reference's arithmetic
 // (kernels/formats/quantized_activations.cpp): per block d = amax / 127, q = round-half-away(
-// x * (1 / d)) clamped to +-127, and the int sum of q; a block holding NaN/Inf gets d = NaN and
-// q = 0. Rows are zero-padded to whole blocks. One invocation per (row, block).
-// Bindings: x [M*K] f32, xq [M*blocks*8] (4 int8 per word), xd [M*blocks], xs [M*blocks].
+// x * (1 / d)) clamped to +-127; a block holding NaN/Inf gets d = NaN and q = 0. Rows are
+// zero-padded to whole blocks. One invocation per (row, block).
+// Blocks of 32 for q8_0/q4_0/q4_1; with the define SUPER_BLOCK, of 256 for the k-quants (GGUF's
+// q8_K). `xs` gets, per block, the int sum of its quants (blocks of 32) or the int sums of each
+// 16 quants (blocks of 256: the bsum of the q2_k min term).
+// Bindings: x [M*K] f32, xq [M*blocks*block/4] (4 int8 per word), xd [M*blocks], xs.
 #include "common.glsl"
+#if defined(SUPER_BLOCK)
+const uint kBlock = 256u;
+#else
+const uint kBlock = 32u;
+#endif
+const uint kWords = kBlock / 4u;
+const uint kSumGroup = kBlock == 32u ? 32u : 16u;
 layout(local_size_x = 64) in;
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer XQ { uint xq[]; };
@@ -18,8 +28,9 @@ void main() {
   if (id >= pc.total) return;
   const uint m = id / pc.blocks;
   const uint b = id % pc.blocks;
-  const uint base = m * pc.K + b * 32u;
-  const uint n = min(32u, pc.K - b * 32u);
+  const uint base = m * pc.K + b * kBlock;
+  const uint n = min(kBlock, pc.K - b * kBlock);
+  const uint sums = kBlock / kSumGroup;
   float amax = 0.0;
   bool finite = true;
   for (uint j = 0u; j < n; ++j) {
@@ -29,14 +40,14 @@ void main() {
   }
   if (!finite) {
     xd[id] = nan_value();
-    xs[id] = 0;
-    for (uint w = 0u; w < 8u; ++w) xq[id * 8u + w] = 0u;
+    for (uint g = 0u; g < sums; ++g) xs[id * sums + g] = 0;
+    for (uint w = 0u; w < kWords; ++w) xq[id * kWords + w] = 0u;
     return;
   }
   const float d = div_rn(amax, 127.0);
   const float inv = d != 0.0 ? div_rn(1.0, d) : 0.0;
   int total = 0;
-  for (uint w = 0u; w < 8u; ++w) {
+  for (uint w = 0u; w < kWords; ++w) {
     uint word = 0u;
     for (uint c = 0u; c < 4u; ++c) {
       const uint j = w * 4u + c;
@@ -46,8 +57,11 @@ void main() {
       total += q;
       word |= (uint(q) & 0xFFu) << (8u * c);
     }
-    xq[id * 8u + w] = word;
+    xq[id * kWords + w] = word;
+    if ((w + 1u) * 4u % kSumGroup == 0u) {
+      xs[id * sums + (w * 4u) / kSumGroup] = total;
+      total = 0;
+    }
   }
   xd[id] = d;
-  xs[id] = total;
 }
