@@ -231,7 +231,10 @@ TEST_F(SpeedupInterval, ABusyHostIsWarnedAboutInEveryReport) {
   int busy_jobs = 0;
   for (const json& v : d["jobs"]["host_busy"]) busy_jobs += v == 1 ? 1 : 0;
   EXPECT_EQ(busy_jobs, 1);
-  for (const json& c : d["cells"]) EXPECT_EQ(c["host_busy"], c["precision"] == "q8_0") << c["precision"];
+  const json& cells = d["cells"];  // by column (dashboard_data.h)
+  for (std::size_t i = 0; i < d["cell_count"].get<std::size_t>(); ++i) {
+    EXPECT_EQ(cells["host_busy"][i], cells["precision"][i] == "q8_0") << cells["precision"][i];
+  }
 
   const std::string csv = render_csv(run_record(), rows());
   EXPECT_NE(csv.find(",host_busy,"), std::string::npos);
