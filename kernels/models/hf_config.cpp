@@ -110,6 +110,15 @@ class Hf {
     }
     return dim("num_labels", fallback);
   }
+  // An encoder-decoder size our graphs model once: encoder_<what> (default `fallback`), refusing
+  // a decoder_<what> that differs from it.
+  Result<int64_t> shared_dim(const std::string& what, int64_t fallback, const char* modelled) const {
+    const std::string enc = "encoder_" + what, dec = "decoder_" + what;
+    AM_ASSIGN_OR_RETURN(int64_t e, dim(enc.c_str(), fallback));
+    AM_ASSIGN_OR_RETURN(int64_t d, dim(dec.c_str(), fallback));
+    if (d != e) return refuse(dec.c_str(), "differs from " + enc + "; one " + modelled + " is modelled");
+    return e;
+  }
   // Refuses `key` unless it is unset or equal to `want`.
   Status require_value(const char* key, const json& want, const std::string& why) const {
     if (!has(key) || doc_.at(key) == want) return Status::Ok();
@@ -308,16 +317,8 @@ Status detr_keys(const Hf& c, json& out) {
   out["hidden"] = hidden;
   AM_ASSIGN_OR_RETURN(out["encoder_layers"], c.dim("encoder_layers", 6));
   AM_ASSIGN_OR_RETURN(out["decoder_layers"], c.dim("decoder_layers", 6));
-  AM_ASSIGN_OR_RETURN(int64_t heads, c.dim("encoder_attention_heads", 8));
-  AM_ASSIGN_OR_RETURN(int64_t dec_heads, c.dim("decoder_attention_heads", 8));
-  if (dec_heads != heads) {
-    return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
-  }
-  out["heads"] = heads;
-  AM_ASSIGN_OR_RETURN(int64_t ffn, c.dim("encoder_ffn_dim", 2048));
-  AM_ASSIGN_OR_RETURN(int64_t dec_ffn, c.dim("decoder_ffn_dim", 2048));
-  if (dec_ffn != ffn) return c.refuse("decoder_ffn_dim", "differs from encoder_ffn_dim; one width is modelled");
-  out["intermediate"] = ffn;
+  AM_ASSIGN_OR_RETURN(out["heads"], c.shared_dim("attention_heads", 8, "head count"));
+  AM_ASSIGN_OR_RETURN(out["intermediate"], c.shared_dim("ffn_dim", 2048, "width"));
   AM_ASSIGN_OR_RETURN(out["num_queries"], c.dim("num_queries", 100));
   AM_ASSIGN_OR_RETURN(out["num_classes"], c.labels(91));
   AM_ASSIGN_OR_RETURN(out["activation"], c.activation("activation_function", "relu"));
@@ -347,16 +348,8 @@ Status whisper_keys(const Hf& c, json& out) {
   AM_ASSIGN_OR_RETURN(out["layers"], c.dim("encoder_layers", 4));
   AM_ASSIGN_OR_RETURN(out["decoder_layers"], c.dim("decoder_layers", 4));
   AM_ASSIGN_OR_RETURN(out["hidden"], c.dim("d_model", 384));
-  AM_ASSIGN_OR_RETURN(int64_t heads, c.dim("encoder_attention_heads", 6));
-  AM_ASSIGN_OR_RETURN(int64_t dec_heads, c.dim("decoder_attention_heads", 6));
-  if (dec_heads != heads) {
-    return c.refuse("decoder_attention_heads", "differs from encoder_attention_heads; one head count is modelled");
-  }
-  out["heads"] = heads;
-  AM_ASSIGN_OR_RETURN(int64_t ffn, c.dim("encoder_ffn_dim", 1536));
-  AM_ASSIGN_OR_RETURN(int64_t dec_ffn, c.dim("decoder_ffn_dim", 1536));
-  if (dec_ffn != ffn) return c.refuse("decoder_ffn_dim", "differs from encoder_ffn_dim; one width is modelled");
-  out["intermediate"] = ffn;
+  AM_ASSIGN_OR_RETURN(out["heads"], c.shared_dim("attention_heads", 6, "head count"));
+  AM_ASSIGN_OR_RETURN(out["intermediate"], c.shared_dim("ffn_dim", 1536, "width"));
   AM_ASSIGN_OR_RETURN(out["vocab"], c.dim("vocab_size", 51865));
   AM_ASSIGN_OR_RETURN(out["n_mels"], c.dim("num_mel_bins", 80));
   AM_ASSIGN_OR_RETURN(out["max_source_positions"], c.dim("max_source_positions", 1500));
