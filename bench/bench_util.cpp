@@ -201,19 +201,6 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s)
   return p;
 }
 
-std::string cpu_model_name() {
-  std::ifstream f("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) != 0) continue;
-    const std::size_t colon = line.find(':');
-    if (colon == std::string::npos) break;
-    const std::size_t start = line.find_first_not_of(" \t", colon + 1);
-    return start == std::string::npos ? "unknown CPU" : line.substr(start);
-  }
-  return "unknown CPU";
-}
-
 std::size_t last_level_cache_bytes() {
   // sysfs first: inside virtual machines sysconf may report the host's whole socket.
   for (const char* index : {"index3", "index2"}) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/process_stats.h"
 #include "kernels/thread_pool.h"
 
 namespace am::bench {
@@ -34,9 +35,7 @@ inline constexpr int kMinBandwidthPasses = 5;
 inline constexpr std::size_t kReadPrefetchBytes = 2048;
 
 std::size_t last_level_cache_bytes();
-// The CPU model as /proc/cpuinfo names it ("unknown CPU" where it does not): printed with every
-// table, since a figure means nothing without the machine it was measured on.
-std::string cpu_model_name();
+// cpu_model_name() is declared in bench/process_stats.h (shared with the whole-system benches).
 std::size_t streaming_buffer_bytes();
 
 struct ReadBandwidth {

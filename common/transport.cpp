@@ -389,6 +389,8 @@ Result<std::optional<proto::Message>> DealerEndpoint::recv(int timeout_ms) {
   return out;
 }
 
+void* DealerEndpoint::pollable() const { return impl_ ? impl_->socket.handle() : nullptr; }
+
 const RejectionCounters& DealerEndpoint::rejections() const {
   static const RejectionCounters kNone;
   return impl_ ? impl_->rejections : kNone;

@@ -97,6 +97,10 @@ class DealerEndpoint {
   Status send(const proto::Message& msg);
   Result<std::optional<proto::Message>> recv(int timeout_ms);
   const RejectionCounters& rejections() const;
+  // The underlying ZeroMQ socket (a `void*` for zmq_poll), so one thread can wait on many
+  // endpoints at once (tests/sim_fleet drives hundreds of simulated workers that way). Only for
+  // polling: reading or writing it directly would bypass the checks above.
+  void* pollable() const;
 
  private:
   DealerEndpoint();

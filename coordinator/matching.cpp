@@ -148,6 +148,18 @@ bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec) {
   return !ineligibility(device, spec).has_value();
 }
 
+bool device_admits_kind(const DeviceInfo& device, const jobs::JobSpec& spec) {
+  if (spec.command) {
+    return device.runs_commands && device.backend == spec.backend && has_tags(device, spec.required_tags);
+  }
+  return device.schedulable && device.backend == spec.backend && has_tags(device, spec.required_tags) &&
+         lists_precision(device, spec.precision);
+}
+
+bool fits_memory(const DeviceInfo& device, int64_t need_bytes) {
+  return need_bytes < 0 || device.memory_bytes <= 0 || need_bytes <= device.memory_bytes;
+}
+
 std::optional<Settlement> settle_ineligible(const jobs::JobSpec& spec, const std::vector<DeviceInfo>& devices) {
   const Tags& required_tags = spec.required_tags;
   std::set<std::string> backends;

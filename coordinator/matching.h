@@ -70,6 +70,14 @@ std::optional<std::string> ineligibility(const DeviceInfo& device, const jobs::J
 
 bool device_can_run(const DeviceInfo& device, const jobs::JobSpec& spec);
 
+// The scheduler's hot path, split so that it builds no reason string and estimates a job's memory
+// once: device_can_run(d, s) == device_admits_kind(d, s) && (s.command || fits_memory(d,
+// estimated_job_bytes(s).value_or(-1))). device_admits_kind() depends only on the spec's backend,
+// precision, required tags and command flag, so it holds for every job of a scheduler queue.
+bool device_admits_kind(const DeviceInfo& device, const jobs::JobSpec& spec);
+// `need_bytes` < 0 (not estimated) or an unknown device memory (0) always fits.
+bool fits_memory(const DeviceInfo& device, int64_t need_bytes);
+
 // Whether the device's worker carries every tag in `required`.
 bool has_tags(const DeviceInfo& device, const Tags& required);
 

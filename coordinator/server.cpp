@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,6 +18,7 @@
 #include "coordinator/device_health.h"
 #include "coordinator/exclusivity.h"
 #include "coordinator/health_job.h"
+#include "coordinator/job_queue.h"
 #include "coordinator/matching.h"
 #include "coordinator/peer_standing.h"
 #include "coordinator/placement.h"
@@ -37,6 +39,10 @@ std::shared_ptr<spdlog::logger> logger() {
 // from one peer cannot starve heartbeats and lease checks.
 constexpr int kMaxMessagesPerTick = 256;
 
+// How often the serving loop looks for silent workers and expired leases (at most; half the
+// heartbeat interval when that is shorter).
+constexpr int64_t kTimerScanMs = 100;
+
 // How often the serving loop looks for health jobs that fell due.
 constexpr int64_t kHealthWakeMs = 1000;
 
@@ -51,10 +57,11 @@ constexpr int64_t kDrainWaitMs = 3000;
 // that the CANCELs it sent leave (loopback and LAN need well under this).
 constexpr int64_t kCancelFlushMs = 100;
 
+struct QueueBucket;
+
 struct JobEntry {
   std::string run_id;
   std::string job_id;
-  nlohmann::json spec_doc;
   jobs::JobSpec spec;
   JobState state = JobState::kQueued;
   int attempts = 0;
@@ -73,6 +80,22 @@ struct JobEntry {
   PlacedTarget placed;               // the class or device it was made for (any: every device)
   std::string plan_job_id;           // the plan job it was made from (its own id when any)
   bool lease_exclusive = false;      // the current lease holds its hardware alone (§5.12)
+  // Scheduler indexes (Impl::index_job): submission order, the queue it waits in, its memory
+  // estimate (-1: none), and the worker whose lease index lists it while leased.
+  uint32_t seq = 0;
+  QueueBucket* bucket = nullptr;
+  int64_t need_bytes = -1;
+  std::string indexed_worker;
+  bool indexed_exclusive = false;
+};
+
+// The queued jobs of one kind for one placement target (any, a class, a device): a device takes
+// from the buckets of its three targets whose kind it admits (device_admits_kind), the lowest
+// submission order first. A fleet of any size and a run of any length pick a job in
+// O(buckets of the device's targets), not O(jobs) (docs/SCALE.md).
+struct QueueBucket {
+  jobs::JobSpec kind;                // a job of the bucket: backend, precision, tags, command
+  JobQueue queue;                    // seqs; entries that left the queue are skipped lazily
 };
 
 // A plan job whose placement is each-class or each-device: the coordinator makes one job of it
@@ -161,8 +184,31 @@ struct Server::Impl {
   std::unique_ptr<Store> store;
   RouterEndpoint router;
 
-  std::map<std::string, JobEntry> jobs;            // job id -> entry
-  std::vector<std::string> order;                  // job ids in submission order
+  std::map<std::string, JobEntry> jobs;            // job id -> entry (nodes never move)
+  // ---- indexes over `jobs`, kept by index_job()/set_state() (docs/SCALE.md) ----
+  std::vector<JobEntry*> by_seq;                   // submission order; nullptr: a removed stand-in
+  std::unordered_map<std::string, std::vector<std::unique_ptr<QueueBucket>>> buckets_by_target;
+  std::unordered_map<std::string, QueueBucket*> bucket_by_key;
+  // Worker id -> seqs of the jobs leased to it (a superset: entries are checked on use).
+  std::unordered_map<std::string, std::set<uint32_t>> leased_by_worker;
+  int count_queued = 0;
+  int count_queued_perf = 0;                       // of those: jobs that measure speed (exclusive)
+  int count_leased = 0;
+  int count_leased_exclusive = 0;                  // of those: exclusive leases
+  int count_done = 0;
+  std::map<ResultStatus, int> done_by_status;
+  std::unordered_map<std::string, int> open_by_run;     // run id -> jobs not terminal
+  std::unordered_map<std::string, int> queued_by_run;   // run id -> jobs queued
+  // Unplaced plan jobs per run, recomputed when a plan job is added, placed or stood in for.
+  mutable std::map<std::string, int> unplaced_cache;
+  mutable bool unplaced_dirty = true;
+  // (run, the placement-relevant traits of a device) already placed: a worker of a class that is
+  // already served adds nothing, so a thousand workers of one class do not each walk the plan.
+  std::set<std::string> placed_for;
+  std::set<std::string> runs_with_each_device;     // runs with an each-device plan job
+  // The registered devices' traits when ineligible `any` jobs were last settled.
+  std::set<std::string> ineligible_checked_kinds;
+  bool ineligible_checked = false;
   std::map<std::string, PlanJob> plan_jobs;        // each-class / each-device plan jobs by id
   std::vector<std::string> plan_job_order;
   std::set<std::string> workers_seen;              // worker ids registered in this session
@@ -186,6 +232,7 @@ struct Server::Impl {
   std::vector<PendingResult> pending;
   int64_t pending_since_ms = 0;
   int64_t last_heartbeat_ms = 0;
+  int64_t last_scan_ms = 0;                        // steady ms of the last silent-worker/lease scan
   bool assign_dirty = true;
   ServerCounters counters;
   PeerStanding standing;
@@ -250,22 +297,188 @@ struct Server::Impl {
     return c;
   }
 
+  // ---- indexes (docs/SCALE.md) ----------------------------------------------------------------
+  // Every job enters them once, through index_job(), and changes state only through set_state(),
+  // so that counts, queues and lease lists never disagree with the entries.
+  static std::string target_key(const PlacedTarget& p) {
+    switch (p.placement) {
+      case jobs::Placement::kAny: return "any";
+      case jobs::Placement::kEachClass: return "class\x1f" + p.hardware_class;
+      case jobs::Placement::kEachDevice: return "device\x1f" + p.worker_id + "\x1f" + p.device_key;
+    }
+    return "any";
+  }
+
+  // What device_admits_kind() reads of a spec.
+  static std::string kind_key(const jobs::JobSpec& spec) {
+    std::string k = spec.backend + "\x1f" + std::string(jobs::to_string(spec.precision)) + (spec.command ? "\x1f" "c" : "\x1f" "m");
+    for (const auto& [name, value] : spec.required_tags) k += "\x1f" + name + "=" + value;
+    return k;
+  }
+
+  QueueBucket* bucket_for(const JobEntry& j) {
+    const std::string target = target_key(j.placed);
+    const std::string key = target + "\x1e" + kind_key(j.spec);
+    auto it = bucket_by_key.find(key);
+    if (it != bucket_by_key.end()) return it->second;
+    auto b = std::make_unique<QueueBucket>();
+    b->kind = j.spec;
+    QueueBucket* raw = b.get();
+    buckets_by_target[target].push_back(std::move(b));
+    bucket_by_key.emplace(key, raw);
+    return raw;
+  }
+
+  // The buckets a device takes from: any, its class, itself.
+  template <typename Visit>
+  void for_each_bucket(const WorkerSession& s, const DeviceInfo& device, Visit&& visit) const {
+    PlacedTarget any;
+    PlacedTarget cls;
+    cls.placement = jobs::Placement::kEachClass;
+    cls.hardware_class = device.hardware_class;
+    PlacedTarget dev;
+    dev.placement = jobs::Placement::kEachDevice;
+    dev.worker_id = s.worker_id;
+    dev.device_key = device.key;
+    for (const PlacedTarget* t : {&any, &cls, &dev}) {
+      auto it = buckets_by_target.find(target_key(*t));
+      if (it == buckets_by_target.end()) continue;
+      for (const auto& b : it->second) {
+        if (device_admits_kind(device, b->kind)) visit(*b);
+      }
+    }
+  }
+
+  bool is_queued(uint32_t seq) const {
+    return seq < by_seq.size() && by_seq[seq] != nullptr && by_seq[seq]->state == JobState::kQueued;
+  }
+
+  // Adds a job just put into `jobs` (with the state it has) to the indexes.
+  JobEntry& index_job(JobEntry& j) {
+    j.seq = static_cast<uint32_t>(by_seq.size());
+    by_seq.push_back(&j);
+    j.bucket = bucket_for(j);
+    j.need_bytes = j.spec.command ? -1 : estimated_job_bytes(j.spec).value_or(-1);
+    enter_state(j, /*fresh=*/true);
+    return j;
+  }
+
+  // Takes a job out of the indexes before it leaves `jobs` (a stand-in giving way).
+  void unindex_job(JobEntry& j) {
+    leave_state(j);
+    by_seq[j.seq] = nullptr;
+  }
+
+  void enter_state(JobEntry& j, bool fresh) {
+    switch (j.state) {
+      case JobState::kQueued:
+        ++count_queued;
+        count_queued_perf += measures_speed(j.spec);
+        ++open_by_run[j.run_id];
+        ++queued_by_run[j.run_id];
+        if (fresh) {
+          j.bucket->queue.append(j.seq);
+        } else {
+          j.bucket->queue.requeue(j.seq);
+        }
+        break;
+      case JobState::kLeased:
+        ++count_leased;
+        ++open_by_run[j.run_id];
+        j.indexed_exclusive = j.lease_exclusive;
+        count_leased_exclusive += j.indexed_exclusive;
+        j.indexed_worker = j.lease_worker;
+        leased_by_worker[j.indexed_worker].insert(j.seq);
+        break;
+      case JobState::kDone:
+        ++count_done;
+        if (j.status) ++done_by_status[*j.status];
+        break;
+    }
+  }
+
+  void leave_state(JobEntry& j) {
+    switch (j.state) {
+      case JobState::kQueued:
+        --count_queued;
+        count_queued_perf -= measures_speed(j.spec);
+        --open_by_run[j.run_id];
+        --queued_by_run[j.run_id];
+        break;   // the queue drops it lazily
+      case JobState::kLeased: {
+        --count_leased;
+        --open_by_run[j.run_id];
+        count_leased_exclusive -= j.indexed_exclusive;
+        auto it = leased_by_worker.find(j.indexed_worker);
+        if (it != leased_by_worker.end()) {
+          it->second.erase(j.seq);
+          if (it->second.empty()) leased_by_worker.erase(it);
+        }
+        j.indexed_worker.clear();
+        break;
+      }
+      case JobState::kDone:
+        --count_done;
+        if (j.status) --done_by_status[*j.status];
+        break;
+    }
+  }
+
+  // The one way a job changes state. For kLeased, set lease_worker first; for kDone, `status`.
+  void set_state(JobEntry& j, JobState to, std::optional<ResultStatus> status = std::nullopt) {
+    leave_state(j);
+    j.state = to;
+    if (to == JobState::kDone) j.status = status;
+    enter_state(j, /*fresh=*/false);
+  }
+
+  // The jobs leased to `worker_id` now, in submission order (a copy: the caller may change them).
+  std::vector<JobEntry*> leased_to(const std::string& worker_id) const {
+    std::vector<JobEntry*> out;
+    auto it = leased_by_worker.find(worker_id);
+    if (it == leased_by_worker.end()) return out;
+    for (uint32_t seq : it->second) {
+      JobEntry* j = by_seq[seq];
+      if (j && j->state == JobState::kLeased && j->lease_worker == worker_id) out.push_back(j);
+    }
+    return out;
+  }
+
+  // Every job leased now, in submission order.
+  std::vector<JobEntry*> all_leased() const {
+    std::vector<uint32_t> seqs;
+    for (const auto& [worker, set] : leased_by_worker) seqs.insert(seqs.end(), set.begin(), set.end());
+    std::sort(seqs.begin(), seqs.end());
+    std::vector<JobEntry*> out;
+    for (uint32_t seq : seqs) {
+      JobEntry* j = by_seq[seq];
+      if (j && j->state == JobState::kLeased) out.push_back(j);
+    }
+    return out;
+  }
+
+  const std::map<std::string, int>& unplaced_counts() const {
+    if (unplaced_dirty) {
+      unplaced_cache.clear();
+      for (const auto& [id, pj] : plan_jobs) {
+        if (pj.placed == 0 && !pj.stand_in) ++unplaced_cache[pj.run_id];
+      }
+      unplaced_dirty = false;
+    }
+    return unplaced_cache;
+  }
+
   Progress snapshot() const {
     Progress p;
     p.total = static_cast<int>(jobs.size());
     // A plan job not placed yet is work to come: counted as queued.
     const int waiting = unplaced_plan_jobs();
     p.total += waiting;
-    p.queued += waiting;
-    for (const auto& [id, j] : jobs) {
-      if (j.state == JobState::kDone) {
-        ++p.done;
-        if (j.status) ++p.by_status[*j.status];
-      } else if (j.state == JobState::kLeased) {
-        ++p.leased;
-      } else {
-        ++p.queued;
-      }
+    p.queued += waiting + count_queued;
+    p.done = count_done;
+    p.leased = count_leased;
+    for (const auto& [status, n] : done_by_status) {
+      if (n > 0) p.by_status[status] = n;
     }
     p.workers = static_cast<int>(sessions.size());
     for (const auto& [identity, s] : sessions) p.slots += s.slots;
@@ -276,10 +489,13 @@ struct Server::Impl {
   }
 
   int unplaced_plan_jobs(const std::string* run_id = nullptr) const {
-    int n = 0;
-    for (const auto& [id, pj] : plan_jobs) {
-      n += pj.placed == 0 && !pj.stand_in && (run_id == nullptr || pj.run_id == *run_id);
+    const auto& counts = unplaced_counts();
+    if (run_id != nullptr) {
+      auto it = counts.find(*run_id);
+      return it == counts.end() ? 0 : it->second;
     }
+    int n = 0;
+    for (const auto& [run, count] : counts) n += count;
     return n;
   }
 
@@ -302,8 +518,7 @@ struct Server::Impl {
   // and classes registered (PLANS.md
   // "Placement": when a run is complete). A rerun with nothing to do is done at once.
   bool all_done() const {
-    const bool jobs_done = std::all_of(jobs.begin(), jobs.end(),
-                                       [](const auto& kv) { return kv.second.state == JobState::kDone; });
+    const bool jobs_done = count_queued == 0 && count_leased == 0;
     const bool fleet_settled = expectations_met() || std::all_of(runs_to_finish.begin(), runs_to_finish.end(),
                                                                  [this](const std::string& r) {
                                                                    return closed_runs.count(r) > 0;
@@ -318,8 +533,7 @@ struct Server::Impl {
       storage_fault("storing the terminal status of " + j.job_id, st);
       return;
     }
-    j.state = JobState::kDone;
-    j.status = status;
+    set_state(j, JobState::kDone, status);
     runs_dirty = true;
     last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
     logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
@@ -361,7 +575,7 @@ struct Server::Impl {
     j.lease_worker.clear();
     j.lease_attempt = 0;
     j.lease_answered = false;
-    j.state = JobState::kQueued;
+    set_state(j, JobState::kQueued);
     assign_dirty = true;
     if (static_cast<int>(j.failed_on.size()) >= opt.max_infra_attempts ||
         j.infra_failures >= opt.max_infra_attempts * reliability::kMaxInfraFailuresFactor) {
@@ -387,7 +601,7 @@ struct Server::Impl {
     j.lease_worker.clear();
     j.lease_attempt = 0;
     j.lease_answered = false;
-    j.state = JobState::kQueued;
+    set_state(j, JobState::kQueued);
     assign_dirty = true;
   }
 
@@ -397,9 +611,10 @@ struct Server::Impl {
   // Returns how many were released.
   int release_all_leases(const std::string& reason) {
     int released = 0;
-    for (auto& [id, j] : jobs) {
+    for (JobEntry* jp : all_leased()) {
+      JobEntry& j = *jp;
       if (fatal) return released;
-      if (j.state != JobState::kLeased || j.result_pending) continue;
+      if (j.result_pending) continue;
       const std::string worker = j.lease_worker;
       const int attempt = j.lease_attempt;
       lease_interrupted(j, reason);
@@ -434,8 +649,9 @@ struct Server::Impl {
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     drop_health_leases(worker_id);
-    for (auto& [id, j] : jobs) {
-      if (j.state != JobState::kLeased || j.lease_worker != worker_id || j.result_pending) continue;
+    for (JobEntry* jp : leased_to(worker_id)) {
+      JobEntry& j = *jp;
+      if (j.result_pending) continue;
       if (expected) {
         // A worker that stops cleanly (BYE) hands its leases back: not a failure of the job.
         lease_interrupted(j, "worker " + worker_id + " left: " + reason);
@@ -577,8 +793,8 @@ struct Server::Impl {
     }
     // Leases the worker does not hold any more (an ASSIGN lost with a dead connection, or a
     // restarted worker) are reclaimed now rather than when they run out.
-    for (auto& [id, j] : jobs) {
-      if (j.state != JobState::kLeased || j.lease_worker != h.worker_id) continue;
+    for (JobEntry* jp : leased_to(h.worker_id)) {
+      JobEntry& j = *jp;
       auto held = h.held.find(j.job_id);
       if (held == h.held.end() || held->second != j.lease_attempt) {
         ++counters.leases_reclaimed;
@@ -603,17 +819,32 @@ struct Server::Impl {
     return runs_to_finish.count(run_id) > 0 && closed_runs.count(run_id) == 0;
   }
 
-  JobEntry& add_entry(const std::string& run_id, const jobs::PlannedJob& job, nlohmann::json spec_doc,
+  JobEntry& add_entry(const std::string& run_id, const jobs::PlannedJob& job,
                       const PlacedTarget& placed, const std::string& plan_job_id) {
     JobEntry j;
     j.run_id = run_id;
     j.job_id = job.job_id;
-    j.spec_doc = std::move(spec_doc);
     j.spec = job.spec;
     j.placed = placed;
     j.plan_job_id = plan_job_id;
-    order.push_back(job.job_id);
-    return jobs[job.job_id] = std::move(j);
+    auto [it, inserted] = jobs.try_emplace(job.job_id);
+    if (!inserted) unindex_job(it->second);
+    it->second = std::move(j);
+    return index_job(it->second);
+  }
+
+  // What placement_for() reads of a device, with the run: a device whose traits were placed for
+  // the run already makes no new job of an each-class plan job (each-device ones name the device).
+  static std::string placement_traits(const std::string& run_id, const std::string& worker_id, const DeviceInfo& d) {
+    std::string k = run_id + "\x1f" + d.hardware_class + "\x1f" + d.backend + (d.runs_commands ? "\x1f" "c" : "\x1f" "-") +
+                    "\x1f" + worker_id + "\x1f" + d.key;
+    for (const auto& [name, value] : d.worker_tags) k += "\x1f" + name + "=" + value;
+    return k;
+  }
+  static std::string class_traits(const std::string& run_id, const DeviceInfo& d) {
+    std::string k = run_id + "\x1f" + d.hardware_class + "\x1f" + d.backend + (d.runs_commands ? "\x1f" "c" : "\x1f" "-");
+    for (const auto& [name, value] : d.worker_tags) k += "\x1f" + name + "=" + value;
+    return k;
   }
 
   // Makes the jobs a newly registered worker's devices are owed: for each plan job of an open run,
@@ -630,10 +861,27 @@ struct Server::Impl {
     };
     std::map<std::string, std::vector<Made>> by_run;
     std::set<std::string> made_ids;
+    // Devices (per run) whose class was placed already and whose run has no each-device plan
+    // job: nothing to make for them. Decided per run before the walk, recorded after it.
+    std::set<std::pair<std::string, std::string>> skip;   // (run, device key)
+    std::vector<std::string> newly_placed;
+    for (const std::string& run_id : runs) {
+      if (!run_open(run_id)) continue;
+      for (const DeviceInfo& d : s.devices) {
+        const std::string traits = runs_with_each_device.count(run_id) ? placement_traits(run_id, s.worker_id, d)
+                                                                        : class_traits(run_id, d);
+        if (placed_for.count(traits)) {
+          skip.emplace(run_id, d.key);
+        } else {
+          newly_placed.push_back(traits);
+        }
+      }
+    }
     for (const std::string& pid : plan_job_order) {
       const PlanJob& pj = plan_jobs[pid];
       if (!run_open(pj.run_id)) continue;
       for (const DeviceInfo& d : s.devices) {
+        if (skip.count({pj.run_id, d.key})) continue;
         std::optional<PlacedTarget> placed = placement_for(pj.spec, s.worker_id, d);
         if (!placed) continue;
         std::string id = jobs::job_id_of(pj.run_id, pj.canonical, placed->target);
@@ -655,9 +903,10 @@ struct Server::Impl {
         return;
       }
       for (const Made& m : made) {
-        JobEntry& j = add_entry(run_id, m.job, jobs::to_json(m.job.spec), m.placed, m.plan_job_id);
+        JobEntry& j = add_entry(run_id, m.job, m.placed, m.plan_job_id);
         PlanJob& pj = plan_jobs[m.plan_job_id];
         ++pj.placed;
+        unplaced_dirty = true;
         logger()->debug("job {} made for {} ({})", j.job_id, m.placed.target, describe(j));
         if (pj.stand_in) remove_stand_in(pj);
         if (!device_can_run(*m.device, j.spec)) {
@@ -669,6 +918,7 @@ struct Server::Impl {
       }
       logger()->info("run {}: {} job(s) made for the devices of worker {}", run_id, made.size(), s.worker_id);
     }
+    placed_for.insert(newly_placed.begin(), newly_placed.end());
   }
 
   // Hardware that can take the plan job arrived after its stand-in was settled: the stand-in
@@ -678,9 +928,12 @@ struct Server::Impl {
       storage_fault("removing the stand-in " + pj.job_id, st);
       return;
     }
-    jobs.erase(pj.job_id);
-    order.erase(std::remove(order.begin(), order.end(), pj.job_id), order.end());
+    if (auto it = jobs.find(pj.job_id); it != jobs.end()) {
+      unindex_job(it->second);
+      jobs.erase(it);
+    }
     pj.stand_in = false;
+    unplaced_dirty = true;
     runs_dirty = true;
   }
 
@@ -706,9 +959,10 @@ struct Server::Impl {
         return;
       }
       for (PlanJob* pj : pending) {
-        JobEntry& j = add_entry(run, jobs::PlannedJob{pj->job_id, pj->spec, ""}, jobs::to_json(pj->spec), PlacedTarget{},
+        JobEntry& j = add_entry(run, jobs::PlannedJob{pj->job_id, pj->spec, ""}, PlacedTarget{},
                                 pj->job_id);
         pj->stand_in = true;
+        unplaced_dirty = true;
         if (status) {
           settle(j, *status, reason);
         } else {
@@ -725,16 +979,41 @@ struct Server::Impl {
   void settle_ineligible_jobs() {
     if (opt.expect_workers <= 0 || static_cast<int>(sessions.size()) < opt.expect_workers) return;
     // Plan jobs no registered hardware took: once the expected classes are here too.
-    if (classes_in_use() >= opt.expect_classes) settle_unplaced("", std::nullopt, "");
+    if (classes_in_use() >= opt.expect_classes && unplaced_plan_jobs() > 0) settle_unplaced("", std::nullopt, "");
+    // Only `any` jobs are left to check (a job made for a class or a device was settled when made,
+    // if that hardware cannot run it), and only when the registered devices differ from the last
+    // check: a thousand workers of one kind registering check once.
+    auto any = buckets_by_target.find("any");
+    if (any == buckets_by_target.end()) return;
     std::vector<DeviceInfo> all;
-    for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
-    for (const auto& id : order) {
-      JobEntry& j = jobs[id];
-      // A job made for a class or a device was settled when made, if that hardware cannot run it.
-      if (j.state != JobState::kQueued || !j.placed.target.empty()) continue;
+    std::set<std::string> kinds;
+    for (const auto& [id, s] : sessions) {
+      for (const auto& d : s.devices) {
+        std::string kind = d.backend + "\x1f" + d.hardware_class + "\x1f" + (d.schedulable ? "s" : "-") +
+                           (d.runs_commands ? "c" : "-") + "\x1f" + std::to_string(d.memory_bytes);
+        for (const auto& p : d.precisions) kind += "\x1f" + std::string(jobs::to_string(p));
+        for (const auto& [name, value] : d.worker_tags) kind += "\x1f" + name + "=" + value;
+        kinds.insert(std::move(kind));
+        all.push_back(d);
+      }
+    }
+    if (ineligible_checked && kinds == ineligible_checked_kinds) return;
+    ineligible_checked = true;
+    ineligible_checked_kinds = std::move(kinds);
+    std::vector<uint32_t> queued;
+    for (const auto& b : any->second) {
+      b->queue.scan([this](uint32_t seq) { return is_queued(seq); }, [&](uint32_t seq) {
+        queued.push_back(seq);
+        return true;
+      });
+    }
+    std::sort(queued.begin(), queued.end());
+    for (uint32_t seq : queued) {
+      JobEntry& j = *by_seq[seq];
       if (auto settlement = settle_ineligible(j.spec, all)) {
         settle(j, settlement->status, settlement->reason);
       }
+      if (fatal) return;
     }
   }
 
@@ -748,7 +1027,9 @@ struct Server::Impl {
     return owner->has_value() && **owner == worker_id;
   }
 
-  void on_result(WorkerSession& s, const proto::JobResult& r) {
+  // Takes the metrics, reason and log tail out of `r` (a result is ~1 KiB of JSON: copying it
+  // was a tenth of the coordinator's CPU at dispatch rate).
+  void on_result(WorkerSession& s, proto::JobResult& r) {
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
     auto it = jobs.find(r.job_id);
     if (it == jobs.end() || !worker_owns_attempt(s.worker_id, it->second, r.attempt)) {
@@ -765,9 +1046,9 @@ struct Server::Impl {
     rec.attempt = r.attempt;
     rec.worker_id = s.worker_id;
     rec.status = r.status;
-    rec.reason = r.reason;
-    rec.metrics = r.metrics;
-    rec.log_tail = r.log_tail;
+    rec.reason = std::move(r.reason);
+    rec.metrics = std::move(r.metrics);
+    rec.log_tail = std::move(r.log_tail);
     rec.started_at_ms = r.started_at_ms;
     rec.finished_at_ms = r.finished_at_ms;
     rec.received_at_ms = now_epoch_ms();
@@ -789,18 +1070,20 @@ struct Server::Impl {
   }
 
   // Stores the batch in one transaction, then ACKs: a result is never acknowledged before it
-  // is durable. On a store failure nothing is ACKed and the batch is retried next tick.
+  // is durable. A store failure is a storage fault: nothing is ACKed and serving stops.
   void flush_results() {
     if (pending.empty() || fatal) return;
     std::vector<ResultRecord> batch;
     batch.reserve(pending.size());
-    for (const auto& p : pending) batch.push_back(p.record);
+    for (auto& p : pending) batch.push_back(std::move(p.record));
+    pending.clear();
     auto outcomes = store->store_results(batch);
     if (!outcomes.ok()) {
+      // Nothing was ACKed: the workers keep these results and re-send them to the next
+      // coordinator (a storage fault stops this one).
       storage_fault("storing " + std::to_string(batch.size()) + " result(s)", outcomes.status());
       return;
     }
-    pending.clear();
     assign_dirty = true;   // leases ended: credits the slot cap held back are usable again
     for (std::size_t i = 0; i < batch.size(); ++i) {
       const ResultRecord& rec = batch[i];
@@ -810,7 +1093,9 @@ struct Server::Impl {
         logger()->info("result {} of {} attempt {} from {} answers a CANCEL of an attempt already closed; "
                        "kept out of the job's record", to_string(rec.status), rec.job_id, rec.attempt, rec.worker_id);
       }
-      JobEntry& j = jobs[rec.job_id];
+      auto found = jobs.find(rec.job_id);
+      if (found == jobs.end()) continue;   // stored, and nothing here to update (cannot happen)
+      JobEntry& j = found->second;
       j.result_pending = false;
       const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
       if (out.became_terminal) {
@@ -828,8 +1113,7 @@ struct Server::Impl {
           send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt,
                                                        "job already has a result"});
         }
-        j.state = JobState::kDone;
-        j.status = rec.status;
+        set_state(j, JobState::kDone, rec.status);
         j.lease_worker.clear();
         j.lease_attempt = 0;
         last_event = std::string(to_string(rec.status)) + "  " + describe(j) + summarize_metrics(rec.metrics) +
@@ -843,21 +1127,36 @@ struct Server::Impl {
     }
   }
 
-  int leases_held_by(const std::string& worker_id) const {
-    int n = 0;
-    for (const auto& [id, j] : jobs) {
-      n += (j.state == JobState::kLeased && j.lease_worker == worker_id && !j.result_pending);
+  // Health leases out per worker and per (worker, device): counted once per scheduling pass.
+  struct HealthCounts {
+    std::unordered_map<std::string, int> by_worker;
+    std::map<std::pair<std::string, std::string>, int> by_device;
+  };
+  HealthCounts health_counts() const {
+    HealthCounts c;
+    for (const auto& [id, h] : health_leases) {
+      ++c.by_worker[h.worker_id];
+      ++c.by_device[{h.worker_id, h.device}];
     }
-    for (const auto& [id, h] : health_leases) n += h.worker_id == worker_id;
+    return c;
+  }
+
+  int leases_held_by(const std::string& worker_id, const HealthCounts& hc) const {
+    int n = 0;
+    if (auto it = leased_by_worker.find(worker_id); it != leased_by_worker.end()) {
+      for (uint32_t seq : it->second) {
+        const JobEntry* j = by_seq[seq];
+        n += j && j->state == JobState::kLeased && j->lease_worker == worker_id && !j->result_pending;
+      }
+    }
+    if (auto it = hc.by_worker.find(worker_id); it != hc.by_worker.end()) n += it->second;
     return n;
   }
 
-  int leases_on_device(const std::string& worker_id, const std::string& device) const {
+  int leases_on_device(const std::string& worker_id, const std::string& device, const HealthCounts& hc) const {
     int n = 0;
-    for (const auto& [id, j] : jobs) {
-      n += (j.state == JobState::kLeased && j.lease_worker == worker_id && j.lease_device == device);
-    }
-    for (const auto& [id, h] : health_leases) n += h.worker_id == worker_id && h.device == device;
+    for (const JobEntry* j : leased_to(worker_id)) n += j->lease_device == device;
+    if (auto it = hc.by_device.find({worker_id, device}); it != hc.by_device.end()) n += it->second;
     return n;
   }
 
@@ -898,8 +1197,8 @@ struct Server::Impl {
     standing.on_answer(s.worker_id);
   }
 
-  void handle(const Envelope& env) {
-    const proto::Body& body = env.message.body;
+  void handle(Envelope& env) {
+    proto::Body& body = env.message.body;
     if (const auto* hello = std::get_if<proto::Hello>(&body)) {
       on_hello(env, *hello);
       return;
@@ -919,7 +1218,7 @@ struct Server::Impl {
     if (std::holds_alternative<proto::Heartbeat>(body)) return;
     if (const auto* progress = std::get_if<proto::Progress>(&body)) return on_progress(s, *progress);
     if (const auto* ready = std::get_if<proto::Ready>(&body)) return on_ready(s, *ready);
-    if (const auto* result = std::get_if<proto::JobResult>(&body)) return on_result(s, *result);
+    if (auto* result = std::get_if<proto::JobResult>(&body)) return on_result(s, *result);
     if (const auto* bye = std::get_if<proto::Bye>(&body)) {
       return remove_session(env.peer, "said BYE: " + bye->reason, /*expected=*/true);
     }
@@ -945,17 +1244,25 @@ struct Server::Impl {
     return false;
   }
 
+  // The first queued job in submission order that fits the device; infrastructure retries go to
+  // a different worker when one could take them (a job lost on this worker is its fallback only).
   JobEntry* pick_job(const WorkerSession& s, const DeviceInfo& device) {
+    JobEntry* best = nullptr;
     JobEntry* fallback = nullptr;
-    for (const auto& id : order) {
-      JobEntry& j = jobs[id];
-      if (j.state != JobState::kQueued || !fits(j, s, device)) continue;
-      // Infrastructure retries go to a different worker when one could take them.
-      if (j.lost_on.count(s.worker_id) && someone_else_could_run(j, s.worker_id)) continue;
-      if (!j.lost_on.count(s.worker_id)) return &j;
-      if (!fallback) fallback = &j;
-    }
-    return fallback;
+    for_each_bucket(s, device, [&](QueueBucket& b) {
+      b.queue.scan([this](uint32_t seq) { return is_queued(seq); }, [&](uint32_t seq) {
+        if (best && seq > best->seq) return false;   // nothing later in this bucket can win
+        JobEntry& j = *by_seq[seq];
+        if (!fits_memory(device, j.need_bytes)) return true;
+        if (!j.lost_on.empty() && j.lost_on.count(s.worker_id)) {
+          if (!someone_else_could_run(j, s.worker_id) && (!fallback || seq < fallback->seq)) fallback = &j;
+          return true;
+        }
+        best = &j;
+        return false;
+      });
+    });
+    return best ? best : fallback;
   }
 
   static const DeviceInfo* device_of(const WorkerSession& s, const std::string& key) {
@@ -970,8 +1277,9 @@ struct Server::Impl {
   // the scheduler could hand out anyway.
   Occupancy current_occupancy() const {
     Occupancy occ;
-    for (const auto& [id, j] : jobs) {
-      if (j.state != JobState::kLeased || j.result_pending) continue;
+    for (const JobEntry* jp : all_leased()) {
+      const JobEntry& j = *jp;
+      if (j.result_pending) continue;
       const WorkerSession* s = session_of_const(j.lease_worker);
       const DeviceInfo* d = s ? device_of(*s, j.lease_device) : nullptr;
       if (d) occ.hold(slot_of(s->host_key, s->worker_id, *d), j.lease_exclusive);
@@ -1015,8 +1323,29 @@ struct Server::Impl {
     if (!assign_dirty) return;
     assign_dirty = false;
     const int64_t now = steady_ms();
-    Occupancy occupancy = current_occupancy();
-    reserve_for_waiting_perf_jobs(occupancy, now);
+    const HealthCounts hc = health_counts();
+    // Most passes in a large fleet find one or two workers with a free credit: find them first,
+    // and build the hardware picture only when some worker could take a job.
+    bool anyone_free = false;
+    for (const auto& [identity, s] : sessions) {
+      if (!takes_work(s, now)) continue;
+      const int held = leases_held_by(s.worker_id, hc);
+      for (const auto& device : s.devices) {
+        if (s.credits.available(device.key, held) > 0) {
+          anyone_free = true;
+          break;
+        }
+      }
+      if (anyone_free) break;
+    }
+    if (!anyone_free) return;
+    // Exclusivity matters only with a perf job queued or leased; without one every shared job may
+    // start anywhere it fits, and the picture would be empty of all that could stop it.
+    Occupancy occupancy;
+    if (count_queued_perf > 0 || count_leased_exclusive > 0) {
+      occupancy = current_occupancy();
+      reserve_for_waiting_perf_jobs(occupancy, now);
+    }
     // Round robin: the pass starts after the worker served first last time, so workers that
     // share hardware take turns at exclusive jobs instead of the first in map order taking all.
     std::vector<std::pair<const std::string, WorkerSession>*> turn;
@@ -1024,6 +1353,11 @@ struct Server::Impl {
     auto first = std::upper_bound(turn.begin(), turn.end(), last_served,
                                   [](const std::string& id, const auto* kv) { return id < kv->first; });
     std::rotate(turn.begin(), first, turn.end());
+    // The pass's leases are stored in one transaction before any of its ASSIGNs leaves (a lease
+    // is durable before its worker hears of it); one commit per lease capped dispatch at a few
+    // thousand jobs/s (docs/SCALE.md).
+    std::vector<LeaseRecord> leases;
+    std::vector<std::pair<std::string, proto::Assign>> outgoing;
     for (auto* kv : turn) {
       const std::string& identity = kv->first;
       WorkerSession& s = kv->second;
@@ -1033,9 +1367,9 @@ struct Server::Impl {
       const bool bounded = !s.authenticated && !standing.proven(s.worker_id);
       // Credits are per device, slots per worker: a worker with one slot and two devices
       // grants a credit on each, yet runs one job at a time.
-      int held = leases_held_by(s.worker_id);
+      int held = leases_held_by(s.worker_id, hc);
       for (const auto& device : s.devices) {
-        int on_device = bounded ? leases_on_device(s.worker_id, device.key) : 0;
+        int on_device = bounded ? leases_on_device(s.worker_id, device.key, hc) : 0;
         const HardwareSlot slot = slot_of(s.host_key, s.worker_id, device);
         // A due health job goes first; until a device's first one passes, and while it is
         // quarantined, it runs nothing else. A device no queued job could use is not checked
@@ -1080,19 +1414,16 @@ struct Server::Impl {
           lease.leased_at_ms = now_epoch_ms();
           lease.lease_expires_at_ms = lease.leased_at_ms + lease_ms;
           lease.exclusive = exclusive;
-          if (Status st = store->record_lease(lease); !st.ok()) {
-            storage_fault("recording the lease of " + j->job_id, st);
-            return;
-          }
           j->attempts = attempt;
-          j->state = JobState::kLeased;
           j->lease_worker = s.worker_id;
+          j->lease_exclusive = exclusive;
+          set_state(*j, JobState::kLeased);
           j->lease_attempt = attempt;
           j->lease_expires_at_ms = lease.lease_expires_at_ms;
           j->lease_started_ms = lease.leased_at_ms;
           j->lease_answered = false;
           j->lease_device = device.key;
-          j->lease_exclusive = exclusive;
+          leases.push_back(std::move(lease));
           occupancy.hold(slot, exclusive);
           s.credits.on_assign(device.key);
           ++held;
@@ -1102,12 +1433,20 @@ struct Server::Impl {
           a.attempt = attempt;
           a.lease_ms = lease_ms;
           a.device = device.key;
-          a.spec = j->spec_doc;
-          send(identity, std::move(a));
+          a.spec = jobs::to_json(j->spec);   // made when sent: a document per queued job cost ~3 KiB each
+          outgoing.emplace_back(identity, std::move(a));
           last_served = identity;
-          logger()->debug("assigned {} attempt {} to {}", j->job_id, attempt, s.worker_id);
         }
       }
+    }
+    if (leases.empty()) return;
+    if (Status st = store->record_leases(leases); !st.ok()) {
+      storage_fault("recording " + plural_of(leases.size(), "lease") + " (first: " + leases.front().job_id + ")", st);
+      return;
+    }
+    for (auto& [identity, a] : outgoing) {
+      logger()->debug("assigned {} attempt {} to {}", a.job_id, a.attempt, identity);
+      send(identity, std::move(a));
     }
   }
 
@@ -1162,11 +1501,9 @@ struct Server::Impl {
       if (e.event == "quarantined") {
         ++counters.device_quarantines;
         logger()->warn("device {}/{} quarantined: {}", e.worker_id, e.device, e.reason);
-        for (auto& [id, j] : jobs) {
-          if (j.state != JobState::kLeased || j.lease_worker != e.worker_id || j.lease_device != e.device ||
-              j.result_pending) {
-            continue;
-          }
+        for (JobEntry* jp : leased_to(e.worker_id)) {
+          JobEntry& j = *jp;
+          if (j.lease_device != e.device || j.result_pending) continue;
           const int attempt = j.lease_attempt;
           j.lost_on.insert(e.worker_id);   // prefer another worker for it
           lease_interrupted(j, "device " + e.worker_id + "/" + e.device + " quarantined");
@@ -1214,11 +1551,16 @@ struct Server::Impl {
     assign_dirty = true;
   }
 
-  bool has_queued_job_for(const WorkerSession& s, const DeviceInfo& device) const {
-    for (const auto& [id, j] : jobs) {
-      if (j.state == JobState::kQueued && fits(j, s, device)) return true;
-    }
-    return false;
+  bool has_queued_job_for(const WorkerSession& s, const DeviceInfo& device) {
+    bool found = false;
+    for_each_bucket(s, device, [&](QueueBucket& b) {
+      if (found) return;
+      b.queue.scan([this](uint32_t seq) { return is_queued(seq); }, [&](uint32_t seq) {
+        found = fits_memory(device, by_seq[seq]->need_bytes);
+        return !found;
+      });
+    });
+    return found;
   }
 
   void run_health_timers() {
@@ -1258,14 +1600,9 @@ struct Server::Impl {
     // A closed run (cancelled, time budget spent) takes no more placements, so it does not wait
     // for the expected fleet either.
     for (const auto& run_id : runs_to_finish) complete[run_id] = fleet_ready || closed_runs.count(run_id) > 0;
-    for (const auto& [id, j] : jobs) {
-      if (j.state != JobState::kDone) {
-        if (auto c = complete.find(j.run_id); c != complete.end()) c->second = false;
-      }
-    }
-    for (const auto& [id, pj] : plan_jobs) {
-      if (pj.placed > 0 || pj.stand_in) continue;
-      if (auto c = complete.find(pj.run_id); c != complete.end()) c->second = false;
+    for (auto& [run_id, done] : complete) {
+      if (auto open = open_by_run.find(run_id); open != open_by_run.end() && open->second > 0) done = false;
+      if (unplaced_plan_jobs(&run_id) > 0) done = false;
     }
     for (const auto& [run_id, done] : complete) {
       if (!done) continue;
@@ -1417,8 +1754,7 @@ struct Server::Impl {
       return false;
     }
     send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, reason});
-    j.state = JobState::kDone;
-    j.status = ResultStatus::kCancelled;
+    set_state(j, JobState::kDone, ResultStatus::kCancelled);
     j.lease_worker.clear();
     j.lease_attempt = 0;
     runs_dirty = true;
@@ -1439,9 +1775,9 @@ struct Server::Impl {
       closed_runs.insert(id);
       settle_unplaced(id, ResultStatus::kCancelled, reason);
       if (fatal) return *fatal;
-      for (const auto& job_id : order) {
-        JobEntry& j = jobs[job_id];
-        if (j.run_id != id) continue;
+      for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
+        if (by_seq[seq] == nullptr || by_seq[seq]->run_id != id) continue;
+        JobEntry& j = *by_seq[seq];
         const bool was_leased = j.state == JobState::kLeased;
         if (cancel_job(j, reason)) {
           ++cancelled;
@@ -1494,7 +1830,7 @@ struct Server::Impl {
     if (s == nullptr) {
       return not_found("worker '" + worker.substr(0, 128) + "' is not connected (connected: " + connected_workers() + ")");
     }
-    const int held = leases_held_by(worker);
+    const int held = leases_held_by(worker, health_counts());
     if (!s->draining) {
       s->draining = true;
       send(s->identity, proto::Drain{"drained by an administrator"});
@@ -1726,7 +2062,10 @@ struct Server::Impl {
         continue;
       }
       placed_jobs.push_back(job);
+      if (job.spec.placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
       if (!m.plan_jobs.count(job.job_id)) {
+        m.unplaced_dirty = true;
+        m.placed_for.clear();   // devices placed before have this new plan job to make
         PlanJob pj;
         pj.run_id = run_id;
         pj.job_id = job.job_id;
@@ -1736,6 +2075,7 @@ struct Server::Impl {
         m.plan_job_order.push_back(job.job_id);
       }
     }
+    m.ineligible_checked = false;   // new `any` jobs: check them against the devices here
     AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
     AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, any_jobs));
     AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
@@ -1746,17 +2086,17 @@ struct Server::Impl {
       JobEntry j;
       j.run_id = row.run_id;
       j.job_id = row.job_id;
-      j.spec_doc = row.spec;
       j.state = row.state;
       j.attempts = row.attempts;
       j.status = row.status;
       if (j.state != JobState::kDone) had_work = true;
       auto spec = jobs::job_spec_from_json(row.spec);
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
-      m.order.push_back(row.job_id);
       if (!spec.ok() || !placed) {
-        m.jobs[row.job_id] = std::move(j);
-        m.settle(m.jobs[row.job_id], ResultStatus::kError,
+        // Indexed as a queued `any` job of an empty spec (no device admits it), then settled.
+        j.state = JobState::kQueued;
+        JobEntry& e = m.index_job(m.jobs[row.job_id] = std::move(j));
+        m.settle(e, ResultStatus::kError,
                  !spec.ok() ? "stored job spec is invalid: " + spec.status().message()
                             : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         continue;
@@ -1778,7 +2118,7 @@ struct Server::Impl {
         j.lease_expires_at_ms = row.lease_expires_at_ms;
         j.lease_exclusive = measures_speed(j.spec);   // its worker may still be measuring
       }
-      m.jobs[row.job_id] = std::move(j);
+      m.index_job(m.jobs[row.job_id] = std::move(j));
     }
     m.runs.insert(run_id);
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
@@ -1803,20 +2143,28 @@ struct Server::Impl {
       last_heartbeat_ms = now;
       for (const auto& [identity, s] : sessions) send(identity, proto::Heartbeat{});
     }
-    const int64_t dead_after = opt.heartbeat_interval_ms * opt.heartbeat_liveness;
-    std::vector<std::string> dead;
-    for (const auto& [identity, s] : sessions) {
-      if (now - s.last_seen_ms > dead_after) dead.push_back(identity);
-    }
-    for (const auto& identity : dead) {
-      remove_session(identity, "silent for more than " + std::to_string(dead_after) + " ms");
-    }
-    const int64_t epoch = now_epoch_ms();
-    for (auto& [id, j] : jobs) {
-      if (j.state == JobState::kLeased && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
-        send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
-        ++counters.leases_expired;
-        lease_lost(j, "lease expired");
+    // Silent workers and expired leases are looked for every kTimerScanMs (or half a heartbeat
+    // interval, when that is shorter), not on every tick: with a thousand workers each tick
+    // handles a message or two, and walking every session and lease per tick was most of an idle
+    // coordinator's CPU (docs/SCALE.md).
+    if (now - last_scan_ms >= std::min<int64_t>(kTimerScanMs, std::max<int64_t>(1, opt.heartbeat_interval_ms / 2))) {
+      last_scan_ms = now;
+      const int64_t dead_after = opt.heartbeat_interval_ms * opt.heartbeat_liveness;
+      std::vector<std::string> dead;
+      for (const auto& [identity, s] : sessions) {
+        if (now - s.last_seen_ms > dead_after) dead.push_back(identity);
+      }
+      for (const auto& identity : dead) {
+        remove_session(identity, "silent for more than " + std::to_string(dead_after) + " ms");
+      }
+      const int64_t epoch = now_epoch_ms();
+      for (JobEntry* jp : all_leased()) {
+        JobEntry& j = *jp;
+        if (j.state == JobState::kLeased && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
+          send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
+          ++counters.leases_expired;
+          lease_lost(j, "lease expired");
+        }
       }
     }
     if (!pending.empty() &&
@@ -1844,8 +2192,7 @@ struct Server::Impl {
       if (now - from < static_cast<int64_t>(budget * 1000.0)) continue;
       const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
       if (budget_spent.insert(run_id).second) {
-        int queued = unplaced_plan_jobs(&run_id);
-        for (const auto& [id, j] : jobs) queued += (j.run_id == run_id && j.state == JobState::kQueued);
+        const int queued = unplaced_plan_jobs(&run_id) + queued_by_run[run_id];
         logger()->warn("run {}: time budget of {:g} s ran out; no new job starts, {} job(s) not started are skipped",
                        run_id, budget, queued);
         // No class registering from now on gets a share of it.
@@ -1853,9 +2200,9 @@ struct Server::Impl {
         settle_unplaced(run_id, ResultStatus::kSkipped, reason);
         if (fatal) return;
       }
-      for (const auto& id : order) {
-        JobEntry& j = jobs[id];
-        if (j.run_id == run_id && j.state == JobState::kQueued) settle(j, ResultStatus::kSkipped, reason);
+      if (queued_by_run[run_id] == 0) continue;
+      for (JobEntry* j : by_seq) {
+        if (j != nullptr && j->run_id == run_id && j->state == JobState::kQueued) settle(*j, ResultStatus::kSkipped, reason);
         if (fatal) return;
       }
     }
@@ -1907,15 +2254,16 @@ Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, 
                                    const std::string& reason) {
   Impl& m = *impl_;
   int reclaimed = 0;
-  for (auto& [id, j] : m.jobs) {
-    if (j.state != JobState::kLeased || !gone(j.lease_worker, j.lease_host)) continue;
+  for (JobEntry* jp : m.all_leased()) {
+    JobEntry& j = *jp;
+    if (!gone(j.lease_worker, j.lease_host)) continue;
     const std::string why = reason + " (worker " + j.lease_worker + ")";
     AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id, j.job_id, j.lease_attempt, why, now_epoch_ms()));
     logger()->info("job {} attempt {}: lease reclaimed: {}", j.job_id, j.lease_attempt, why);
     j.lease_worker.clear();
     j.lease_host.clear();
     j.lease_attempt = 0;
-    j.state = JobState::kQueued;
+    m.set_state(j, JobState::kQueued);
     ++m.counters.leases_reclaimed;
     ++reclaimed;
   }

@@ -58,6 +58,7 @@ class Statement {
   int column_int(std::string_view name) const { return column_int(column_index(name)); }
   double column_double(std::string_view name) const { return column_double(column_index(name)); }
   std::string column_text(std::string_view name) const { return column_text(column_index(name)); }
+  bool column_is_null(std::string_view name) const { return column_is_null(column_index(name)); }
   int column_index(std::string_view name) const;
 
   // Rows changed by the last completed INSERT/UPDATE/DELETE on this connection.

@@ -285,7 +285,37 @@ Status Store::check_file_identity() const {
   return Status::Ok();
 }
 
-Store::~Store() { sqlite::SqliteDb closer(db_); }
+Store::~Store() {
+  statements_.clear();   // finalized before the connection closes
+  sqlite::SqliteDb closer(db_);
+}
+
+// A cached statement in use: reset (bindings cleared, read snapshot released) when it goes out of
+// scope, so a SELECT stepped once does not hold the database open.
+class Store::CachedStatement {
+ public:
+  explicit CachedStatement(Statement* s) : s_(s) {}
+  CachedStatement(CachedStatement&& o) noexcept : s_(std::exchange(o.s_, nullptr)) {}
+  CachedStatement& operator=(CachedStatement&&) = delete;
+  ~CachedStatement() {
+    if (s_) s_->reset();
+  }
+  Statement* operator->() const { return s_; }
+  Statement& operator*() const { return *s_; }
+
+ private:
+  Statement* s_;
+};
+
+Result<Store::CachedStatement> Store::cached(std::string_view sql) {
+  auto it = statements_.find(std::string(sql));
+  if (it == statements_.end()) {
+    AM_ASSIGN_OR_RETURN(Statement stmt, prepare(db_, sql));
+    it = statements_.emplace(std::string(sql), std::make_unique<Statement>(std::move(stmt))).first;
+  }
+  it->second->reset();
+  return CachedStatement(it->second.get());
+}
 
 int Store::schema_version() const {
   auto version = read_schema_version(db_);
@@ -509,19 +539,34 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
 // ---------------------------------------------------------------------------------------------
 // Leases
 
-Status Store::record_lease(const LeaseRecord& lease) {
-  AM_RETURN_IF_ERROR(require_ids(lease.run_id, lease.job_id));
-  if (lease.attempt < 1) {
-    return invalid_argument("attempt must be >= 1 (got " + std::to_string(lease.attempt) + ") for " +
-                            job_name(lease.run_id, lease.job_id));
+Status Store::record_lease(const LeaseRecord& lease) { return record_leases({lease}); }
+
+Status Store::record_leases(const std::vector<LeaseRecord>& leases) {
+  for (const LeaseRecord& lease : leases) {
+    AM_RETURN_IF_ERROR(require_ids(lease.run_id, lease.job_id));
+    if (lease.attempt < 1) {
+      return invalid_argument("attempt must be >= 1 (got " + std::to_string(lease.attempt) + ") for " +
+                              job_name(lease.run_id, lease.job_id));
+    }
   }
+  if (leases.empty()) return Status::Ok();
   AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
-  AM_ASSIGN_OR_RETURN(auto state, job_state(db_, lease.run_id, lease.job_id));
-  if (!state) return not_found(job_name(lease.run_id, lease.job_id) + " is not in the store");
+  for (const LeaseRecord& lease : leases) AM_RETURN_IF_ERROR(record_lease_in_transaction(lease));
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
+}
+
+Status Store::record_lease_in_transaction(const LeaseRecord& lease) {
+  {
+    AM_ASSIGN_OR_RETURN(auto exists, cached("SELECT 1 FROM jobs WHERE run_id = ? AND job_id = ?"));
+    exists->bind(1, lease.run_id).bind(2, lease.job_id);
+    AM_ASSIGN_OR_RETURN(bool known, exists->step());
+    if (!known) return not_found(job_name(lease.run_id, lease.job_id) + " is not in the store");
+  }
 
   // Renewing a lease that is still out updates it; an attempt that already expired or has a
   // result is history and is not revived (the scheduler issues a new attempt number instead).
-  AM_ASSIGN_OR_RETURN(auto upsert, prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto upsert, cached(R"sql(
       INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, device,
                            hardware_class, leased_at, lease_expires_at, state, exclusive)
       VALUES (?1, ?2, ?3, ?4,
@@ -534,7 +579,7 @@ Status Store::record_lease(const LeaseRecord& lease) {
         leased_at = excluded.leased_at, lease_expires_at = excluded.lease_expires_at,
         exclusive = excluded.exclusive
       WHERE attempts.state = :attempt_leased)sql"));
-  upsert.bind(1, lease.run_id)
+  upsert->bind(1, lease.run_id)
       .bind(2, lease.job_id)
       .bind(3, lease.attempt)
       .bind(4, lease.worker_id)
@@ -543,8 +588,8 @@ Status Store::record_lease(const LeaseRecord& lease) {
       .bind(7, lease.leased_at_ms != 0 ? lease.leased_at_ms : now_epoch_ms())
       .bind(8, lease.lease_expires_at_ms)
       .bind(9, lease.exclusive ? 1 : 0);
-  AM_RETURN_IF_ERROR(upsert.run());
-  if (upsert.changes() == 0) {
+  AM_RETURN_IF_ERROR(upsert->run());
+  if (upsert->changes() == 0) {
     return failed_precondition("attempt " + std::to_string(lease.attempt) + " of " +
                                job_name(lease.run_id, lease.job_id) +
                                " already expired or has a result; lease a new attempt instead");
@@ -552,14 +597,12 @@ Status Store::record_lease(const LeaseRecord& lease) {
 
   // A done job keeps its state: a lease recorded after the terminal result changes nothing
   // but the attempt counter.
-  AM_ASSIGN_OR_RETURN(auto job, prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto job, cached(R"sql(
       UPDATE jobs SET attempts = max(attempts, ?3),
                       state = CASE WHEN state = :job_done THEN :job_done ELSE :job_leased END
       WHERE run_id = ?1 AND job_id = ?2)sql"));
-  job.bind(1, lease.run_id).bind(2, lease.job_id).bind(3, lease.attempt);
-  AM_RETURN_IF_ERROR(job.run());
-  AM_RETURN_IF_ERROR(tx.commit());
-  return check_file_identity();
+  job->bind(1, lease.run_id).bind(2, lease.job_id).bind(3, lease.attempt);
+  return job->run();
 }
 
 namespace {
@@ -654,14 +697,14 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
   AM_RETURN_IF_ERROR(check_file_identity());
 
   AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
-  AM_ASSIGN_OR_RETURN(auto job_exists, Statement::prepare(
-                                           db_, "SELECT 1 FROM jobs WHERE run_id = ? AND job_id = ?"));
-  AM_ASSIGN_OR_RETURN(auto attempt_state, Statement::prepare(
-                                              db_, "SELECT state FROM attempts WHERE run_id = ? AND job_id = ? AND attempt = ?"));
+  // Whether the job exists and the attempt's state, in one statement.
+  AM_ASSIGN_OR_RETURN(auto lookup, cached(R"sql(
+      SELECT EXISTS (SELECT 1 FROM jobs WHERE run_id = ?1 AND job_id = ?2) AS known,
+             (SELECT state FROM attempts WHERE run_id = ?1 AND job_id = ?2 AND attempt = ?3) AS state)sql"));
   // Without a lease row (e.g. the result of an attempt leased before a coordinator restart
   // that lost it) the attempt is created from the result alone. The lease's worker, device and
   // hardware class are kept when present.
-  AM_ASSIGN_OR_RETURN(auto upsert, prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto upsert, cached(R"sql(
       INSERT INTO attempts(run_id, job_id, attempt, worker_id, hostname, build, state, status,
                            reason, metrics_json, log_tail, started_at, finished_at, received_at)
       VALUES (?1, ?2, ?3, ?4,
@@ -677,28 +720,24 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
         started_at = excluded.started_at, finished_at = excluded.finished_at,
         received_at = excluded.received_at
       WHERE attempts.state <> :attempt_done)sql"));
-  AM_ASSIGN_OR_RETURN(auto settle, prepare(db_, R"sql(
+  AM_ASSIGN_OR_RETURN(auto settle, cached(R"sql(
       UPDATE jobs SET state = :job_done, status = ?3, reason = ?4, terminal_attempt = ?5,
                       finished_at = ?6
       WHERE run_id = ?1 AND job_id = ?2 AND state <> :job_done)sql"));
-  AM_ASSIGN_OR_RETURN(auto count_attempt, Statement::prepare(
-                                              db_, "UPDATE jobs SET attempts = max(attempts, ?3) WHERE run_id = ?1 AND job_id = ?2"));
+  AM_ASSIGN_OR_RETURN(auto count_attempt, cached("UPDATE jobs SET attempts = max(attempts, ?3) WHERE run_id = ?1 AND job_id = ?2"));
 
   const int64_t now = now_epoch_ms();
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ResultRecord& r = results[i];
-    job_exists.reset();
-    job_exists.bind(1, r.run_id).bind(2, r.job_id);
-    AM_ASSIGN_OR_RETURN(bool known, job_exists.step());
-    if (!known) {
+    lookup->reset();
+    lookup->bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
+    AM_ASSIGN_OR_RETURN(bool row, lookup->step());
+    if (!row || lookup->column_int("known") == 0) {
       return not_found("result " + std::to_string(i) + ": " + job_name(r.run_id, r.job_id) +
                        " is not in the store; nothing of this batch was stored");
     }
-    attempt_state.reset();
-    attempt_state.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
-    AM_ASSIGN_OR_RETURN(bool has_attempt, attempt_state.step());
     const std::optional<AttemptState> was =
-        has_attempt ? parse_attempt_state(attempt_state.column_text("state")) : std::nullopt;
+        lookup->column_is_null("state") ? std::nullopt : parse_attempt_state(lookup->column_text("state"));
     if (was == AttemptState::kDone) {
       outcomes[i].duplicate = true;
       continue;
@@ -711,8 +750,8 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
       continue;
     }
     const int64_t received = r.received_at_ms != 0 ? r.received_at_ms : now;
-    upsert.reset();
-    upsert.bind(1, r.run_id)
+    upsert->reset();
+    upsert->bind(1, r.run_id)
         .bind(2, r.job_id)
         .bind(3, r.attempt)
         .bind(4, r.worker_id)
@@ -723,21 +762,21 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
         .bind(9, r.started_at_ms)
         .bind(10, r.finished_at_ms)
         .bind(11, received);
-    AM_RETURN_IF_ERROR(upsert.run());
+    AM_RETURN_IF_ERROR(upsert->run());
 
-    settle.reset();
-    settle.bind(1, r.run_id)
+    settle->reset();
+    settle->bind(1, r.run_id)
         .bind(2, r.job_id)
         .bind(3, to_string(r.status))
         .bind(4, r.reason)
         .bind(5, r.attempt)
         .bind(6, r.finished_at_ms != 0 ? r.finished_at_ms : received);
-    AM_RETURN_IF_ERROR(settle.run());
-    outcomes[i].became_terminal = settle.changes() > 0;
+    AM_RETURN_IF_ERROR(settle->run());
+    outcomes[i].became_terminal = settle->changes() > 0;
 
-    count_attempt.reset();
-    count_attempt.bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
-    AM_RETURN_IF_ERROR(count_attempt.run());
+    count_attempt->reset();
+    count_attempt->bind(1, r.run_id).bind(2, r.job_id).bind(3, r.attempt);
+    AM_RETURN_IF_ERROR(count_attempt->run());
   }
   AM_RETURN_IF_ERROR(tx.commit());
   // A file removed between the check above and the commit took this batch with it.

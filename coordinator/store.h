@@ -38,6 +38,8 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -50,6 +52,9 @@
 struct sqlite3;
 
 namespace am::coord {
+namespace sqlite {
+class Statement;
+}
 
 inline constexpr int kSchemaVersion = 5;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
                                           // 4: device_events; 5: placement targets, exclusive attempts, host ids
@@ -229,6 +234,9 @@ class Store {
 
   // Leases: records attempt `attempt` as leased and the job as state=leased.
   Status record_lease(const LeaseRecord& lease);
+  // Several leases in one transaction (one scheduling pass): all are recorded or none is; the
+  // error names the lease that failed.
+  Status record_leases(const std::vector<LeaseRecord>& leases);
   // The lease of (job, attempt) ran out or its worker was lost: the attempt is closed with
   // `reason`, the job goes back to queued (unless already done).
   Status expire_lease(const std::string& run_id, const std::string& job_id, int attempt,
@@ -283,6 +291,13 @@ class Store {
 
  private:
   Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino);
+  // A statement of the per-message paths (leases, results), prepared once per connection and
+  // reset after each use (CachedStatement) — parsing the SQL each time cost a quarter of the
+  // coordinator's CPU at dispatch rate (docs/SCALE.md).
+  class CachedStatement;
+  Result<CachedStatement> cached(std::string_view sql);
+  Status record_lease_in_transaction(const LeaseRecord& lease);
+  std::unordered_map<std::string, std::unique_ptr<sqlite::Statement>> statements_;
   sqlite3* db_;
   std::filesystem::path path_;
   uint64_t dev_ = 0;

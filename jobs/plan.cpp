@@ -28,9 +28,12 @@ using detail::Placed;
 using detail::PlanSettings;
 using nlohmann::json;
 
-// A plan that expands further than this is almost certainly a mistake (a stray list of
-// hundreds of sizes), and would flood the store before anyone noticed.
-constexpr std::size_t kMaxJobsPerPlan = 100'000;
+// A plan may expand to at most `[plan] max_jobs` jobs (docs/PLANS.md): by default a million, a
+// size the coordinator is measured at (bench/bench_scale, docs/SCALE.md); beyond it a stray list
+// of hundreds of sizes would flood the store before anyone noticed. A plan may raise its own
+// limit up to kMaxJobsLimit.
+constexpr int64_t kDefaultMaxJobsPerPlan = 1'000'000;
+constexpr int64_t kMaxJobsLimit = 100'000'000;
 
 // Derived seeds keep to 53 bits so they survive every JSON reader (doubles) and SQLite (int64).
 constexpr int kDerivedSeedBits = 53;
@@ -39,7 +42,7 @@ constexpr uint64_t kDerivedSeedMask = (uint64_t{1} << kDerivedSeedBits) - 1;
 constexpr const char* kCatalogEnv = "ACCELMATRIX_CATALOG";
 
 const std::vector<std::string> kRootKeys = {"plan", "defaults", "models", "commands"};
-const std::vector<std::string> kPlanKeys = {"name", "description", "mode", "seed", "time_budget_s"};
+const std::vector<std::string> kPlanKeys = {"name", "description", "mode", "seed", "time_budget_s", "max_jobs"};
 
 struct PlanHeader {
   std::string name;
@@ -47,6 +50,7 @@ struct PlanHeader {
   std::string mode = kModeBoth;
   int64_t seed = 0;
   double time_budget_s = 0;
+  int64_t max_jobs = kDefaultMaxJobsPerPlan;
 };
 
 // One [[models]] entry after parsing, before the catalog is consulted.
@@ -99,6 +103,8 @@ PlanHeader read_plan_table(const toml::table& t, ErrorList& errors) {
     } else if (k == "time_budget_s") {
       detail::read_number("plan.time_budget_s", value, 0.0, false,
                           std::numeric_limits<double>::max(), errors, h.time_budget_s);
+    } else if (k == "max_jobs") {
+      detail::read_integer("plan.max_jobs", value, 1, kMaxJobsLimit, errors, h.max_jobs);
     } else {
       report_unknown_key(key, "[plan]", kPlanKeys, errors);
     }
@@ -370,9 +376,12 @@ class Expander {
     }
     std::string id = compute_job_id(header_.name, spec);
     if (!seen_.insert(id).second) return true;  // the same job listed twice runs once
-    if (jobs_.size() >= kMaxJobsPerPlan) {
-      errors_.add_unplaced("plan expands to more than " + std::to_string(kMaxJobsPerPlan) +
-                           " jobs; split it into smaller plans");
+    if (static_cast<int64_t>(jobs_.size()) >= header_.max_jobs) {
+      errors_.add_unplaced("plan expands to more than " + std::to_string(header_.max_jobs) +
+                           " jobs (plan.max_jobs" +
+                           (header_.max_jobs == kDefaultMaxJobsPerPlan ? std::string(", the default") : std::string()) +
+                           "); raise [plan] max_jobs (at most " + std::to_string(kMaxJobsLimit) +
+                           ") or split it into smaller plans");
       return false;
     }
     jobs_.push_back(PlannedJob{std::move(id), std::move(spec), std::string()});

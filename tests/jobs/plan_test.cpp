@@ -254,6 +254,42 @@ batch = [2]
   EXPECT_EQ(plan.jobs[1].spec.batch, 2);
 }
 
+TEST_F(PlanLoader, MaxJobsCapsTheExpansionAndNamesTheKey) {
+  // 2 batches x 3 lengths = 6 jobs: max_jobs = 6 takes them, 5 refuses naming the key.
+  const Plan plan = load_ok(R"(
+[plan]
+name = "capped"
+max_jobs = 6
+[defaults]
+batch = [1, 2]
+seq_len = [16, 32, 64]
+[[models]]
+name = "tiny-a"
+)");
+  EXPECT_EQ(plan.jobs.size(), 6u);
+  auto refused = load(R"(
+[plan]
+name = "capped"
+max_jobs = 5
+[defaults]
+batch = [1, 2]
+seq_len = [16, 32, 64]
+[[models]]
+name = "tiny-a"
+)");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("more than 5 jobs (plan.max_jobs)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("raise [plan] max_jobs"), std::string::npos);
+  expect_error_at(R"(
+[plan]
+name = "capped"
+max_jobs = 0
+[[models]]
+name = "tiny-a"
+)", 3, "plan.max_jobs");
+}
+
 TEST_F(PlanLoader, BuiltInDefaultsFillAMinimalPlan) {
   const Plan plan = load_ok(R"(
 [plan]

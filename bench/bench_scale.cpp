@@ -1,0 +1,309 @@
+// bench_scale: the coordinator at a million jobs (issue 15, docs/SCALE.md). Every figure is a
+// measurement of the shipped code on this machine, in one run:
+//   1. expand:   the plan (bert-tiny at 9 precisions x batches x lengths, placement `any`) expanded
+//                in this process (jobs::load_plan_text), then `accelmatrix serve` started on a fresh
+//                database: spawn -> endpoint written = parse + expand + insert + load; its RSS then,
+//                with every job queued.
+//   2. ingest:   the store (coordinator/store.h, WAL, the production synchronous setting, on disk)
+//                takes leases and ~1 KiB results for half of the jobs, in batches of each size of
+//                --batch; rows/s per batch size (all of the store's indexes in place).
+//   3. restart:  `accelmatrix serve` started again on that database (half done): spawn -> endpoint,
+//                spawn -> first ASSIGN of a run job to one simulated worker (tests/sim_fleet), RSS.
+//   4. status:   `accelmatrix status --json` against that coordinator, wall time.
+//   5. report:   the other half ingested, then `accelmatrix report --format F` (json, md, html, csv)
+//                on the complete run, wall time and output size.
+#include <sys/resource.h>
+
+#include <csignal>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "bench/coordinator_process.h"
+#include "bench/process_stats.h"
+#include "common/clock.h"
+#include "common/spawn.h"
+#include "coordinator/store.h"
+#include "jobs/plan.h"
+#include "tests/sim_fleet/sim_fleet.h"
+#include "tests/sim_fleet/sim_plan.h"
+#include "tests/sim_fleet/sim_records.h"
+
+#ifndef ACCELMATRIX_SOURCE_DIR
+#error "ACCELMATRIX_SOURCE_DIR must be defined by the build (bench/CMakeLists.txt)"
+#endif
+
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr const char* kRun = "scale";
+
+struct Args {
+  int64_t jobs = 1'000'000;
+  std::vector<int> batches{64, 256, 1024, 4096};
+  int64_t rows_per_batch_size = 20'000;   // measured rows per batch size before the rest
+  std::string json_path;
+  std::string accelmatrix;
+  std::string dir;
+  bool keep = false;
+  double timeout_s = 1800;
+};
+
+fs::path catalog() { return fs::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models"; }
+
+double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
+
+// Runs the accelmatrix CLI to completion; its wall time, or an error naming the command.
+am::Result<double> timed_cli(const std::string& bin, const std::vector<std::string>& args, const fs::path& log) {
+  am::SpawnOptions so;
+  so.output = am::SpawnOptions::Output::kFile;
+  so.output_file = log;
+  std::vector<std::string> argv{bin};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const auto t0 = am::SteadyClock::now();
+  auto child = am::ChildProcess::spawn(argv, so);
+  if (!child.ok()) return child.status();
+  auto exit = child->wait();
+  const double s = am::seconds_since(t0);
+  if (!exit.ok()) return exit.status();
+  if (exit->shell_code() != 0) {
+    return am::internal_error(fmt::format("{} {} exited {}: {}", bin, args.front(), exit->shell_code(),
+                                          am::bench::read_text(log).substr(0, 2000)));
+  }
+  return s;
+}
+
+// Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s.
+am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string>& ids, std::size_t from,
+                          std::size_t to, int batch) {
+  const auto t0 = am::SteadyClock::now();
+  std::vector<am::coord::LeaseRecord> leases;
+  std::vector<am::coord::ResultRecord> results;
+  for (std::size_t i = from; i < to;) {
+    const std::size_t end = std::min(to, i + static_cast<std::size_t>(batch));
+    leases.clear();
+    results.clear();
+    const int64_t now = am::now_epoch_ms();
+    for (std::size_t k = i; k < end; ++k) {
+      am::coord::LeaseRecord l;
+      l.run_id = kRun;
+      l.job_id = ids[k];
+      l.attempt = 1;
+      l.worker_id = "sim-scale-0";
+      l.device = "cpu:0";
+      l.hardware_class = am::sim::kSimHardwareClass;
+      l.leased_at_ms = now;
+      l.lease_expires_at_ms = now + 150'000;
+      leases.push_back(std::move(l));
+      am::coord::ResultRecord r;
+      r.run_id = kRun;
+      r.job_id = ids[k];
+      r.attempt = 1;
+      r.worker_id = "sim-scale-0";
+      r.status = am::ResultStatus::kPass;
+      r.metrics = am::sim::sim_metrics(k);
+      r.log_tail = "simulated job: finished at once\n";
+      r.started_at_ms = now - 5;
+      r.finished_at_ms = now;
+      r.received_at_ms = now;
+      results.push_back(std::move(r));
+    }
+    // As the coordinator does: the leases of a scheduling pass in one transaction, then the
+    // results of a batch in one.
+    AM_RETURN_IF_ERROR(store.record_leases(leases));
+    AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
+    (void)outcomes;
+    i = end;
+  }
+  return static_cast<double>(to - from) / std::max(1e-9, am::seconds_since(t0));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_scale: coordinator expansion, RSS, ingest, restart, status and report at a million jobs"};
+  Args args;
+  app.add_option("--jobs", args.jobs, "Jobs in the plan (at least; the plan rounds up)")->check(CLI::Range(1000, 100'000'000));
+  app.add_option("--batch", args.batches, "Ingest batch sizes to measure, e.g. 64,256,1024")->delimiter(',');
+  app.add_option("--rows-per-batch-size", args.rows_per_batch_size, "Rows measured per batch size");
+  app.add_option("--json", args.json_path, "Write the figures as JSON to this file");
+  app.add_option("--accelmatrix", args.accelmatrix, "The coordinator binary (default: ../accelmatrix beside this one)");
+  app.add_option("--dir", args.dir, "Scratch directory on a disk (default: the system temp dir)");
+  app.add_flag("--keep", args.keep, "Keep the scratch directory");
+  CLI11_PARSE(app, argc, argv);
+  if (args.accelmatrix.empty()) args.accelmatrix = (am::bench::self_dir().parent_path() / "accelmatrix").string();
+  const fs::path base = args.dir.empty() ? fs::temp_directory_path() : fs::path(args.dir);
+  if (am::Status disk = am::bench::require_disk_backed(base); !disk.ok()) {
+    std::cerr << "bench_scale: " << disk.to_string() << " (use --dir on a disk)\n";
+    return 2;
+  }
+  const fs::path dir = base / fmt::format("bench-scale-{}", ::getpid());
+  fs::create_directories(dir);
+  json out{{"cpu", am::bench::cpu_model_name()}, {"cpus", std::thread::hardware_concurrency()}};
+  auto fail = [&](const std::string& what, const am::Status& st) {
+    std::cerr << "bench_scale: " << what << ": " << st.to_string() << "\n";
+    if (!args.keep) fs::remove_all(dir);
+    return 1;
+  };
+
+  // 1. expansion, insert, RSS with every job queued
+  const am::sim::SimPlan plan = am::sim::many_jobs_plan(kRun, args.jobs, "accuracy", "any");
+  std::string toml = plan.toml;
+  toml.insert(toml.find("\n\n[defaults]"), "\nmax_jobs = " + std::to_string(plan.jobs));
+  double expand_s = 0;
+  std::vector<std::string> ids;   // the bench keeps the job ids, not a million specs
+  {
+    const auto te = am::SteadyClock::now();
+    auto parsed = am::jobs::load_plan_text(toml, "scale.toml", catalog());
+    expand_s = am::seconds_since(te);
+    if (!parsed.ok()) return fail("expanding the plan", parsed.status());
+    ids.reserve(parsed->jobs.size());
+    for (const auto& j : parsed->jobs) ids.push_back(j.job_id);
+  }
+  const std::size_t n = ids.size();
+  std::printf("bench_scale on %s (%u CPUs online), %zu jobs\n", out["cpu"].get<std::string>().c_str(),
+              std::thread::hardware_concurrency(), n);
+  std::printf("  expand plan (in-process)           %8.2f s\n", expand_s);
+  std::fflush(stdout);
+
+  am::bench::ServeOptions so;
+  so.accelmatrix = args.accelmatrix;
+  so.dir = dir / "serve";
+  so.plan_toml = toml;
+  so.catalog = catalog();
+  so.timeout_s = args.timeout_s;
+  auto first = am::bench::start_coordinator(so);
+  if (!first.ok()) return fail("starting the coordinator", first.status());
+  const am::bench::ProcessSample queued = am::bench::sample_process(first->child->pid());
+  am::bench::stop_coordinator(*first);
+  std::printf("  serve: expand + insert + load      %8.2f s   RSS %7.1f MB with %zu queued (peak %.1f MB)\n",
+              first->startup_s, mib(queued.rss_bytes), n, mib(queued.peak_rss_bytes));
+  std::fflush(stdout);
+  out["expand_s"] = expand_s;
+  out["serve_start_s"] = first->startup_s;
+  out["queued_rss_mb"] = mib(queued.rss_bytes);
+  out["queued_peak_rss_mb"] = mib(queued.peak_rss_bytes);
+  out["jobs"] = n;
+
+  // 2. ingest half, by batch size first
+  const std::size_t half = n / 2;
+  {
+    auto store = am::coord::Store::open(first->db);
+    if (!store.ok()) return fail("opening the store", store.status());
+    am::coord::WorkerRecord w;
+    w.worker_id = "sim-scale-0";
+    w.hostname = "simhost";
+    w.capabilities = am::sim::sim_capabilities("simhost", "simhost");
+    if (am::Status st = (*store)->upsert_worker(w); !st.ok()) return fail("storing the worker", st);
+    std::size_t at = 0;
+    json rates = json::array();
+    int best_batch = args.batches.empty() ? 256 : args.batches.front();
+    double best = 0;
+    for (int b : args.batches) {
+      const std::size_t to = std::min(half, at + static_cast<std::size_t>(args.rows_per_batch_size));
+      if (to <= at) break;
+      auto rate = ingest(**store, ids, at, to, b);
+      if (!rate.ok()) return fail("ingesting", rate.status());
+      std::printf("  ingest batch %5d                  %8.0f rows/s (lease + result per row)\n", b, *rate);
+      std::fflush(stdout);
+      rates.push_back({{"batch", b}, {"rows_per_s", *rate}, {"rows", to - at}});
+      if (*rate > best) {
+        best = *rate;
+        best_batch = b;
+      }
+      at = to;
+    }
+    auto rest = ingest(**store, ids, at, half, best_batch);
+    if (!rest.ok()) return fail("ingesting", rest.status());
+    std::printf("  ingest to half done (batch %d)    %8.0f rows/s over %zu rows\n", best_batch, *rest, half - at);
+    out["ingest"] = rates;
+    out["ingest_rest"] = {{"batch", best_batch}, {"rows_per_s", *rest}, {"rows", half - at}};
+  }
+
+  // 3. restart on the half-done database, 4. status
+  {
+    const auto t0 = am::steady_ms();
+    auto second = am::bench::start_coordinator(so);
+    if (!second.ok()) return fail("restarting the coordinator", second.status());
+    am::sim::FleetOptions fo;
+    fo.endpoint = second->endpoint;
+    fo.workers = 1;
+    fo.slots = 1;
+    fo.prefix = "scale";
+    auto fleet = am::sim::SimFleet::start(fo);
+    if (!fleet.ok()) return fail("starting the simulated worker", fleet.status());
+    const bool assigned = am::sim::SimFleet::wait_until([&] { return (*fleet)->stats().first_assign_ms != 0; },
+                                                        std::chrono::seconds(600));
+    const double to_assign = assigned ? static_cast<double>((*fleet)->stats().first_assign_ms - t0) / 1000.0 : -1;
+    const am::bench::ProcessSample rs = am::bench::sample_process(second->child->pid());
+    std::printf("  restart: spawn -> endpoint         %8.2f s\n", second->startup_s);
+    std::printf("  restart: spawn -> first ASSIGN     %8.2f s   RSS %7.1f MB with %zu queued\n", to_assign,
+                mib(rs.rss_bytes), n - half);
+    auto status_s = timed_cli(args.accelmatrix, {"status", "--json", "--coordinator", second->endpoint, "--timeout-ms", "600000"},
+                              dir / "status.json");
+    (*fleet)->stop();
+    am::bench::stop_coordinator(*second);
+    if (!status_s.ok()) return fail("accelmatrix status", status_s.status());
+    std::printf("  status --json                      %8.2f s\n", *status_s);
+    std::fflush(stdout);
+    out["restart_endpoint_s"] = second->startup_s;
+    out["restart_first_assign_s"] = to_assign;
+    out["restart_rss_mb"] = mib(rs.rss_bytes);
+    out["status_s"] = *status_s;
+  }
+
+  // 5. the rest ingested, then reports on every result
+  {
+    auto store = am::coord::Store::open(first->db);
+    if (!store.ok()) return fail("opening the store", store.status());
+    const int64_t done = am::bench::sql_int(first->db, "SELECT count(*) FROM jobs WHERE state = 'done'");
+    // Jobs the restarted coordinator's worker finished are done already; ingest the rest.
+    std::vector<std::string> rest;
+    {
+      auto rows = (*store)->load_jobs(kRun);
+      if (!rows.ok()) return fail("loading jobs", rows.status());
+      for (const auto& r : *rows) {
+        if (r.state != am::coord::JobState::kDone && r.attempts == 0) rest.push_back(r.job_id);
+      }
+    }
+    auto rate = ingest(**store, rest, 0, rest.size(), out["ingest_rest"]["batch"].get<int>());
+    if (!rate.ok()) return fail("ingesting", rate.status());
+    std::printf("  ingest the other half              %8.0f rows/s over %zu rows (%lld done before)\n", *rate,
+                rest.size(), static_cast<long long>(done));
+  }
+  const int64_t results = am::bench::sql_int(first->db, "SELECT count(*) FROM attempts WHERE state = 'done'");
+  out["results"] = results;
+  json reports = json::object();
+  for (const char* format : {"json", "md", "csv", "html"}) {
+    const fs::path file = dir / (std::string("report.") + format);
+    auto s = timed_cli(args.accelmatrix, {"report", "--db", first->db.string(), "--format", format, "-o", file.string()},
+                       dir / "report.log");
+    if (!s.ok()) return fail(std::string("report --format ") + format, s.status());
+    std::error_code ec;
+    const auto size = fs::file_size(file, ec);
+    std::printf("  report --format %-4s on %lld results %8.2f s   %7.1f MB\n", format, static_cast<long long>(results), *s,
+                ec ? 0.0 : mib(static_cast<int64_t>(size)));
+    std::fflush(stdout);
+    reports[format] = {{"seconds", *s}, {"bytes", ec ? 0 : size}};
+  }
+  out["reports"] = reports;
+  std::error_code ec;
+  out["db_mb"] = mib(static_cast<int64_t>(fs::file_size(first->db, ec)));
+  std::printf("  database %.1f MB\n", out["db_mb"].get<double>());
+  if (!args.json_path.empty()) std::ofstream(args.json_path) << out.dump(2) << "\n";
+  if (!args.keep) fs::remove_all(dir);
+  return 0;
+}
