@@ -86,10 +86,11 @@ am::Result<double> timed_cli(const std::string& bin, const std::vector<std::stri
   return s;
 }
 
-// Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s.
+// Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s of
+// the store calls alone (the records are made before the clock runs).
 am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string>& ids, std::size_t from,
                           std::size_t to, int batch) {
-  const auto t0 = am::SteadyClock::now();
+  double stored_s = 0;
   std::vector<am::coord::LeaseRecord> leases;
   std::vector<am::coord::ResultRecord> results;
   for (std::size_t i = from; i < to;) {
@@ -123,12 +124,14 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
     }
     // As the coordinator does: the leases of a scheduling pass in one transaction, then the
     // results of a batch in one.
+    const auto t0 = am::SteadyClock::now();
     AM_RETURN_IF_ERROR(store.record_leases(leases));
     AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
+    stored_s += am::seconds_since(t0);
     (void)outcomes;
     i = end;
   }
-  return static_cast<double>(to - from) / std::max(1e-9, am::seconds_since(t0));
+  return static_cast<double>(to - from) / std::max(1e-9, stored_s);
 }
 
 }  // namespace

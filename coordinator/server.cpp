@@ -23,7 +23,9 @@
 #include "coordinator/peer_standing.h"
 #include "coordinator/placement.h"
 #include "coordinator/store.h"
+#include "jobs/spec_family.h"
 
+#include <malloc.h>
 #include <sodium.h>
 #include <unistd.h>
 
@@ -59,10 +61,20 @@ constexpr int64_t kCancelFlushMs = 100;
 
 struct QueueBucket;
 
+// What the jobs of one model entry share (everything but precision, batch and sequence length),
+// kept once (Impl::intern_family) — a spec per job cost ~1.5 KiB, most of a queued job's memory.
+struct SpecFamily {
+  jobs::SpecTemplate canonical;      // its family() is the shared spec, with neutral scalars
+  const jobs::JobSpec& spec() const { return canonical.family(); }
+};
+
 struct JobEntry {
   std::string run_id;
   std::string job_id;
-  jobs::JobSpec spec;
+  std::shared_ptr<const SpecFamily> family;
+  jobs::JobScalars scalars;
+  jobs::JobSpec spec() const { return jobs::with_scalars(family->spec(), scalars); }
+  const jobs::JobSpec& family_spec() const { return family->spec(); }
   JobState state = JobState::kQueued;
   int attempts = 0;
   std::optional<ResultStatus> status;
@@ -106,8 +118,11 @@ struct QueueBucket {
 struct PlanJob {
   std::string run_id;
   std::string job_id;                // compute_job_id(run, spec): the stand-in's id
-  jobs::JobSpec spec;
-  std::string canonical;             // to_json(spec).dump(), for job_id_of()
+  std::shared_ptr<const SpecFamily> family;
+  jobs::JobScalars scalars;
+  jobs::JobSpec spec() const { return jobs::with_scalars(family->spec(), scalars); }
+  const jobs::JobSpec& family_spec() const { return family->spec(); }
+  std::string canonical() const { return family->canonical.canonical(scalars); }   // for job_id_of()
   int placed = 0;                    // jobs made of it for classes or devices
   bool stand_in = false;             // its stand-in is in `jobs`
 };
@@ -155,9 +170,9 @@ struct PendingResult {
 };
 
 std::string describe(const JobEntry& j) {
-  const auto& s = j.spec;
-  return fmt::format("{} {} {} b{} s{}", s.model, s.backend, jobs::to_string(s.precision), s.batch,
-                     s.seq_len);
+  const auto& f = j.family_spec();
+  return fmt::format("{} {} {} b{} s{}", f.model, f.backend, jobs::to_string(j.scalars.precision), j.scalars.batch,
+                     j.scalars.seq_len);
 }
 
 std::string plural_of(std::size_t n, const char* word) {
@@ -297,6 +312,23 @@ struct Server::Impl {
     return c;
   }
 
+  // ---- spec families -------------------------------------------------------------------------
+  // Jobs in plan order mostly share the previous job's family: that one is checked first.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<const SpecFamily>>> families;
+  std::shared_ptr<const SpecFamily> last_family;
+
+  std::shared_ptr<const SpecFamily> intern_family(const jobs::JobSpec& spec) {
+    const jobs::JobSpec family = jobs::family_of(spec);
+    if (last_family && last_family->spec() == family) return last_family;
+    auto& list = families[family.model + "\x1f" + family.backend + "\x1f" + family.mode];
+    for (const auto& f : list) {
+      if (f->spec() == family) return last_family = f;
+    }
+    auto made = std::make_shared<const SpecFamily>(SpecFamily{jobs::SpecTemplate::of(spec)});
+    list.push_back(made);
+    return last_family = made;
+  }
+
   // ---- indexes (docs/SCALE.md) ----------------------------------------------------------------
   // Every job enters them once, through index_job(), and changes state only through set_state(),
   // so that counts, queues and lease lists never disagree with the entries.
@@ -310,19 +342,19 @@ struct Server::Impl {
   }
 
   // What device_admits_kind() reads of a spec.
-  static std::string kind_key(const jobs::JobSpec& spec) {
-    std::string k = spec.backend + "\x1f" + std::string(jobs::to_string(spec.precision)) + (spec.command ? "\x1f" "c" : "\x1f" "m");
+  static std::string kind_key(const jobs::JobSpec& spec, jobs::Precision precision) {
+    std::string k = spec.backend + "\x1f" + std::string(jobs::to_string(precision)) + (spec.command ? "\x1f" "c" : "\x1f" "m");
     for (const auto& [name, value] : spec.required_tags) k += "\x1f" + name + "=" + value;
     return k;
   }
 
   QueueBucket* bucket_for(const JobEntry& j) {
     const std::string target = target_key(j.placed);
-    const std::string key = target + "\x1e" + kind_key(j.spec);
+    const std::string key = target + "\x1e" + kind_key(j.family_spec(), j.scalars.precision);
     auto it = bucket_by_key.find(key);
     if (it != bucket_by_key.end()) return it->second;
     auto b = std::make_unique<QueueBucket>();
-    b->kind = j.spec;
+    b->kind = j.spec();
     QueueBucket* raw = b.get();
     buckets_by_target[target].push_back(std::move(b));
     bucket_by_key.emplace(key, raw);
@@ -358,7 +390,7 @@ struct Server::Impl {
     j.seq = static_cast<uint32_t>(by_seq.size());
     by_seq.push_back(&j);
     j.bucket = bucket_for(j);
-    j.need_bytes = j.spec.command ? -1 : estimated_job_bytes(j.spec).value_or(-1);
+    j.need_bytes = j.family_spec().command ? -1 : estimated_job_bytes(j.spec()).value_or(-1);
     enter_state(j, /*fresh=*/true);
     return j;
   }
@@ -373,7 +405,7 @@ struct Server::Impl {
     switch (j.state) {
       case JobState::kQueued:
         ++count_queued;
-        count_queued_perf += measures_speed(j.spec);
+        count_queued_perf += measures_speed(j.family_spec());
         ++open_by_run[j.run_id];
         ++queued_by_run[j.run_id];
         if (fresh) {
@@ -401,7 +433,7 @@ struct Server::Impl {
     switch (j.state) {
       case JobState::kQueued:
         --count_queued;
-        count_queued_perf -= measures_speed(j.spec);
+        count_queued_perf -= measures_speed(j.family_spec());
         --open_by_run[j.run_id];
         --queued_by_run[j.run_id];
         break;   // the queue drops it lazily
@@ -824,7 +856,8 @@ struct Server::Impl {
     JobEntry j;
     j.run_id = run_id;
     j.job_id = job.job_id;
-    j.spec = job.spec;
+    j.family = intern_family(job.spec);
+    j.scalars = jobs::scalars_of(job.spec);
     j.placed = placed;
     j.plan_job_id = plan_job_id;
     auto [it, inserted] = jobs.try_emplace(job.job_id);
@@ -882,11 +915,11 @@ struct Server::Impl {
       if (!run_open(pj.run_id)) continue;
       for (const DeviceInfo& d : s.devices) {
         if (skip.count({pj.run_id, d.key})) continue;
-        std::optional<PlacedTarget> placed = placement_for(pj.spec, s.worker_id, d);
+        std::optional<PlacedTarget> placed = placement_for(pj.family_spec(), s.worker_id, d);
         if (!placed) continue;
-        std::string id = jobs::job_id_of(pj.run_id, pj.canonical, placed->target);
+        std::string id = jobs::job_id_of(pj.run_id, pj.canonical(), placed->target);
         if (jobs.count(id) || !made_ids.insert(id).second) continue;
-        by_run[pj.run_id].push_back(Made{jobs::PlannedJob{std::move(id), pj.spec, placed->target}, *placed, &d, pid});
+        by_run[pj.run_id].push_back(Made{jobs::PlannedJob{std::move(id), pj.spec(), placed->target}, *placed, &d, pid});
       }
     }
     for (auto& [run_id, made] : by_run) {
@@ -909,8 +942,8 @@ struct Server::Impl {
         unplaced_dirty = true;
         logger()->debug("job {} made for {} ({})", j.job_id, m.placed.target, describe(j));
         if (pj.stand_in) remove_stand_in(pj);
-        if (!device_can_run(*m.device, j.spec)) {
-          std::optional<Settlement> why = settle_ineligible(j.spec, {*m.device});
+        if (!device_can_run(*m.device, m.job.spec)) {
+          std::optional<Settlement> why = settle_ineligible(m.job.spec, {*m.device});
           settle(j, why ? why->status : ResultStatus::kUnsupported,
                  (why ? why->reason : std::string("the device cannot run it")) + " [" + m.placed.target + "]");
         }
@@ -953,22 +986,22 @@ struct Server::Impl {
     }
     for (auto& [run, pending] : by_run) {
       std::vector<jobs::PlannedJob> batch;
-      for (PlanJob* pj : pending) batch.push_back(jobs::PlannedJob{pj->job_id, pj->spec, ""});
+      for (PlanJob* pj : pending) batch.push_back(jobs::PlannedJob{pj->job_id, pj->spec(), ""});
       if (auto added = store->add_jobs(run, batch); !added.ok()) {
         storage_fault("settling " + std::to_string(batch.size()) + " unplaced job(s) of run " + run, added.status());
         return;
       }
       for (PlanJob* pj : pending) {
-        JobEntry& j = add_entry(run, jobs::PlannedJob{pj->job_id, pj->spec, ""}, PlacedTarget{},
+        JobEntry& j = add_entry(run, jobs::PlannedJob{pj->job_id, pj->spec(), ""}, PlacedTarget{},
                                 pj->job_id);
         pj->stand_in = true;
         unplaced_dirty = true;
         if (status) {
           settle(j, *status, reason);
         } else {
-          std::optional<Settlement> why = settle_ineligible(pj->spec, all);
+          std::optional<Settlement> why = settle_ineligible(pj->spec(), all);
           settle(j, why ? why->status : ResultStatus::kSkipped,
-                 why ? why->reason : "no eligible hardware registered for " + pj->spec.backend);
+                 why ? why->reason : "no eligible hardware registered for " + pj->family_spec().backend);
         }
         if (fatal) return;
       }
@@ -1010,7 +1043,7 @@ struct Server::Impl {
     std::sort(queued.begin(), queued.end());
     for (uint32_t seq : queued) {
       JobEntry& j = *by_seq[seq];
-      if (auto settlement = settle_ineligible(j.spec, all)) {
+      if (auto settlement = settle_ineligible(j.spec(), all)) {
         settle(j, settlement->status, settlement->reason);
       }
       if (fatal) return;
@@ -1064,7 +1097,7 @@ struct Server::Impl {
     // one), before the slot it frees is leased again: a device that just crossed the crash
     // threshold gets no next job.
     if (!device.empty()) {
-      apply_health_events(health.on_job_outcome(s.worker_id, device, j.spec.model, r.status, steady_ms()));
+      apply_health_events(health.on_job_outcome(s.worker_id, device, j.family_spec().model, r.status, steady_ms()));
     }
     pending.push_back({std::move(rec)});
   }
@@ -1231,7 +1264,8 @@ struct Server::Impl {
   // The job may run on this device of this worker: the device can run it and it is one of the
   // devices the job was made for (any device, its class, or itself).
   static bool fits(const JobEntry& j, const WorkerSession& s, const DeviceInfo& device) {
-    return admits(j.placed, s.worker_id, device) && device_can_run(device, j.spec);
+    return admits(j.placed, s.worker_id, device) && j.bucket != nullptr && device_admits_kind(device, j.bucket->kind) &&
+           (j.family_spec().command || fits_memory(device, j.need_bytes));
   }
 
   bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
@@ -1312,7 +1346,7 @@ struct Server::Impl {
         if (device.schedulable && !health.may_run_jobs(s.worker_id, device.key)) continue;
         const HardwareSlot slot = slot_of(s.host_key, s.worker_id, device);
         const JobEntry* head = pick_job(s, device);
-        if (head && measures_speed(head->spec) && !occupancy.can_start(slot, /*exclusive=*/true)) {
+        if (head && measures_speed(head->family_spec()) && !occupancy.can_start(slot, /*exclusive=*/true)) {
           occupancy.reserve(slot);
         }
       }
@@ -1391,11 +1425,11 @@ struct Server::Impl {
           if (!j) break;
           // A perf job waits until it can have the hardware to itself; the device takes nothing
           // else meanwhile (its first job in plan order decides, so none is starved).
-          const bool exclusive = measures_speed(j->spec);
+          const bool exclusive = measures_speed(j->family_spec());
           if (!occupancy.can_start(slot, exclusive)) break;
           const int attempt = j->attempts + 1;
           const int64_t lease_ms =
-              static_cast<int64_t>(j->spec.timeout_s * 1000.0) + opt.lease_grace_ms;
+              static_cast<int64_t>(j->family_spec().timeout_s * 1000.0) + opt.lease_grace_ms;
           if (!s.record_stored) {
             s.record.last_seen_at_ms = now_epoch_ms();
             if (Status st = store->upsert_worker(s.record); !st.ok()) {
@@ -1433,7 +1467,7 @@ struct Server::Impl {
           a.attempt = attempt;
           a.lease_ms = lease_ms;
           a.device = device.key;
-          a.spec = jobs::to_json(j->spec);   // made when sent: a document per queued job cost ~3 KiB each
+          a.spec = jobs::to_json(j->spec());   // made when sent: a document per queued job cost ~3 KiB each
           outgoing.emplace_back(identity, std::move(a));
           last_served = identity;
         }
@@ -1984,8 +2018,8 @@ struct Server::Impl {
       }
       w["jobs"] = nlohmann::json::array();
       for (const JobEntry* j : running[s.worker_id]) {
-        nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id}, {"model", j->spec.model},
-                           {"backend", j->spec.backend}, {"precision", std::string(jobs::to_string(j->spec.precision))},
+        nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id}, {"model", j->family_spec().model},
+                           {"backend", j->family_spec().backend}, {"precision", std::string(jobs::to_string(j->scalars.precision))},
                            {"device", j->lease_device}, {"attempt", j->lease_attempt}};
         if (j->lease_started_ms > 0) job["running_s"] = (now_epoch - j->lease_started_ms) / 1000.0;
         w["jobs"].push_back(std::move(job));
@@ -2069,8 +2103,8 @@ struct Server::Impl {
         PlanJob pj;
         pj.run_id = run_id;
         pj.job_id = job.job_id;
-        pj.spec = job.spec;
-        pj.canonical = jobs::to_json(job.spec).dump();
+        pj.family = m.intern_family(job.spec);
+        pj.scalars = jobs::scalars_of(job.spec);
         m.plan_jobs[job.job_id] = std::move(pj);
         m.plan_job_order.push_back(job.job_id);
       }
@@ -2078,11 +2112,15 @@ struct Server::Impl {
     m.ineligible_checked = false;   // new `any` jobs: check them against the devices here
     AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
     AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, any_jobs));
-    AM_ASSIGN_OR_RETURN(std::vector<JobRow> rows, m.store->load_jobs(run_id));
-    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device", run_id,
-                   rows.size(), added, plan.jobs.size() - any_jobs.size());
-    for (const JobRow& row : rows) {
-      if (m.jobs.count(row.job_id)) continue;
+    // The stored jobs are read back (their states, leases and placements), one row at a time and
+    // without their spec documents: a spec comes from the plan — the `any` job of the same id (rows
+    // and plan list them in the same order), or the plan job it was made from — and only a job the
+    // plan does not name (a run extended by another plan) has its stored spec parsed.
+    std::size_t next_any = 0;
+    std::size_t rows = 0;
+    Status loaded = m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
+      ++rows;
+      if (m.jobs.count(row.job_id)) return Status::Ok();
       JobEntry j;
       j.run_id = row.run_id;
       j.job_id = row.job_id;
@@ -2090,21 +2128,45 @@ struct Server::Impl {
       j.attempts = row.attempts;
       j.status = row.status;
       if (j.state != JobState::kDone) had_work = true;
-      auto spec = jobs::job_spec_from_json(row.spec);
+      if (row.plan_job_id.empty() && !row.target.empty()) {
+        // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
+        if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
+      }
+      j.plan_job_id = plan_job_id_of(run_id, row);
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
-      if (!spec.ok() || !placed) {
-        // Indexed as a queued `any` job of an empty spec (no device admits it), then settled.
+      Status spec_status = Status::Ok();
+      if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
+        j.family = pj->second.family;
+        j.scalars = pj->second.scalars;
+      } else if (next_any < any_jobs.size() && any_jobs[next_any].job_id == row.job_id) {
+        j.family = m.intern_family(any_jobs[next_any].spec);
+        j.scalars = jobs::scalars_of(any_jobs[next_any].spec);
+        ++next_any;
+      } else {
+        auto doc = m.store->job_spec(run_id, row.job_id);
+        auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
+        if (spec.ok()) {
+          j.family = m.intern_family(*spec);
+          j.scalars = jobs::scalars_of(*spec);
+        } else {
+          spec_status = spec.status();
+        }
+      }
+      if (!spec_status.ok() || !placed) {
+        // Indexed as a queued `any` job of a spec no device admits, then settled.
+        jobs::JobSpec none;
+        none.backend.clear();
+        j.family = m.intern_family(none);
         j.state = JobState::kQueued;
         JobEntry& e = m.index_job(m.jobs[row.job_id] = std::move(j));
         m.settle(e, ResultStatus::kError,
-                 !spec.ok() ? "stored job spec is invalid: " + spec.status().message()
-                            : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
-        continue;
+                 !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()
+                                   : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
+        return Status::Ok();
       }
-      j.spec = std::move(spec).value();
       j.placed = *placed;
-      j.plan_job_id = plan_job_id_of(run_id, row);
       if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
+        m.unplaced_dirty = true;
         if (row.target.empty()) {
           pj->second.stand_in = true;   // settled before for want of hardware
         } else {
@@ -2116,10 +2178,14 @@ struct Server::Impl {
         j.lease_host = row.lease_host;
         j.lease_attempt = row.attempts;
         j.lease_expires_at_ms = row.lease_expires_at_ms;
-        j.lease_exclusive = measures_speed(j.spec);   // its worker may still be measuring
+        j.lease_exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
       }
       m.index_job(m.jobs[row.job_id] = std::move(j));
-    }
+      return Status::Ok();
+    });
+    AM_RETURN_IF_ERROR(loaded);
+    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device", run_id,
+                   rows, added, plan.jobs.size() - any_jobs.size());
     m.runs.insert(run_id);
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);
@@ -2329,6 +2395,9 @@ Status Server::serve(const std::atomic<bool>& stop) {
 
 Status Server::serve_loop(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  // The plan's expansion and the store's read-back freed far more heap than serving keeps (a
+  // million-job plan: gigabytes); hand it back to the system before the long haul.
+  malloc_trim(0);
   m.serve_started_ms = steady_ms();
   m.last_tick_notify_ms = m.serve_started_ms;
   m.notify();

@@ -31,6 +31,11 @@ using sqlite::Transaction;
 // `accelmatrix report` or a second writer is delayed at most by one batch.
 constexpr int kBusyTimeoutMs = 5000;
 
+// The writer's page cache, KiB (SQLite's default is 2 MiB). Results and leases update rows all over
+// a large jobs table and its indexes; with the default cache each one missed it (measured with
+// bench/bench_scale: docs/SCALE.md). Counts toward the coordinator's RSS.
+constexpr int64_t kWriterCacheKib = 64 * 1024;
+
 // The first 16 bytes of every SQLite 3 database file, NUL included.
 constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
                                                 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
@@ -195,6 +200,7 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
   // NORMAL is durable across application crashes in WAL mode; only a power loss may lose the
   // last transactions, which workers re-send until acknowledged anyway.
   AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"));
+  AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
   AM_RETURN_IF_ERROR(migrate(db.get(), kSchemaVersion));
   struct stat st {};
   if (::stat(db_path.c_str(), &st) != 0) {
@@ -497,9 +503,18 @@ Status Store::remove_unattempted_job(const std::string& run_id, const std::strin
 }
 
 Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
+  std::vector<JobRow> rows;
+  AM_RETURN_IF_ERROR(for_each_job(run_id, /*with_spec=*/true, [&rows](JobRow& row) {
+    rows.push_back(std::move(row));
+    return Status::Ok();
+  }));
+  return rows;
+}
+
+Status Store::for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit) {
   // The outstanding lease is the highest attempt still in state 'leased'.
-  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
-      SELECT j.job_id, j.spec_json, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, std::string(R"sql(
+      SELECT j.job_id, )sql") + (with_spec ? "j.spec_json" : "'' AS spec_json") + R"sql(, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
              coalesce(a.worker_id, '') AS lease_worker, coalesce(a.hostname, '') AS lease_host,
              coalesce(a.lease_expires_at, 0) AS lease_expires_at, j.target, j.hardware_class, j.plan_job_id
       FROM jobs j
@@ -511,7 +526,6 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
       WHERE j.run_id = ?1
       ORDER BY j.seq)sql"));
   stmt.bind(1, run_id);
-  std::vector<JobRow> rows;
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
@@ -519,7 +533,9 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
     job.run_id = run_id;
     job.job_id = stmt.column_text("job_id");
     const std::string what = job_name(run_id, job.job_id);
-    AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+    if (with_spec) {
+      AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+    }
     AM_ASSIGN_OR_RETURN(job.state, stored_job_state(stmt.column_text("state"), what));
     job.attempts = stmt.column_int("attempts");
     AM_ASSIGN_OR_RETURN(job.status, stored_status(stmt.column_text("status"), what));
@@ -531,9 +547,17 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
     job.target = stmt.column_text("target");
     job.hardware_class = stmt.column_text("hardware_class");
     job.plan_job_id = stmt.column_text("plan_job_id");
-    rows.push_back(std::move(job));
+    AM_RETURN_IF_ERROR(visit(job));
   }
-  return rows;
+  return Status::Ok();
+}
+
+Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, cached("SELECT spec_json FROM jobs WHERE run_id = ?1 AND job_id = ?2"));
+  stmt->bind(1, run_id).bind(2, job_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt->step());
+  if (!row) return not_found(job_name(run_id, job_id) + " is not in the store");
+  return parse_stored_json(stmt->column_text("spec_json"), "spec of " + job_name(run_id, job_id));
 }
 
 // ---------------------------------------------------------------------------------------------

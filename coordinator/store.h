@@ -34,6 +34,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -231,6 +232,11 @@ class Store {
   // when the job has attempts: results are never deleted.
   Status remove_unattempted_job(const std::string& run_id, const std::string& job_id);
   Result<std::vector<JobRow>> load_jobs(const std::string& run_id);
+  // The same rows one at a time, in submission order, without holding them all (a million-job run
+  // restarts without a million rows in memory). Without `with_spec` each row's spec is null:
+  // job_spec() reads one. A visit that returns an error stops the walk with it.
+  Status for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit);
+  Result<nlohmann::json> job_spec(const std::string& run_id, const std::string& job_id);
 
   // Leases: records attempt `attempt` as leased and the job as state=leased.
   Status record_lease(const LeaseRecord& lease);

@@ -43,6 +43,7 @@ struct CommandSpec {
   // The plan's `precision` text when it is not one of ours (the job's precision is then
   // "external"); empty otherwise.
   std::string precision_label;
+  bool operator==(const CommandSpec&) const = default;
 };
 
 nlohmann::json command_to_json(const CommandSpec& c);

@@ -251,4 +251,13 @@ std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, 
   return hex64(fnv1a64(canonical));
 }
 
+JobScalars scalars_of(const JobSpec& spec) { return JobScalars{spec.precision, spec.batch, spec.seq_len}; }
+
+JobSpec with_scalars(JobSpec family, const JobScalars& scalars) {
+  family.precision = scalars.precision;
+  family.batch = scalars.batch;
+  family.seq_len = scalars.seq_len;
+  return family;
+}
+
 }  // namespace am::jobs

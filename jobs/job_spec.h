@@ -67,7 +67,21 @@ struct JobSpec {
   // Where the job runs (jobs/placement.h). Part of the identity only when not `any`, so jobs of
   // plans from before placements keep their ids; a plan's default is each-class.
   Placement placement = Placement::kAny;
+  // Every field, so a field added later is compared too (the coordinator shares one copy of the
+  // fields its jobs have in common: coordinator/server.cpp, SpecFamilies).
+  bool operator==(const JobSpec&) const = default;
 };
+
+// What a plan varies within one model entry: the rest of a JobSpec is its family.
+struct JobScalars {
+  Precision precision = Precision::kF32;
+  int batch = 1;
+  int seq_len = 32;
+  bool operator==(const JobScalars&) const = default;
+};
+JobScalars scalars_of(const JobSpec& spec);
+// `family` with these scalars: with_scalars(s, scalars_of(s)) == s.
+JobSpec with_scalars(JobSpec family, const JobScalars& scalars);
 
 nlohmann::json to_json(const JobSpec& spec);
 Result<JobSpec> job_spec_from_json(const nlohmann::json& doc);

@@ -1,0 +1,70 @@
+#include "jobs/spec_family.h"
+
+#include <array>
+#include <charconv>
+
+namespace am::jobs {
+namespace {
+
+// Values no real job has, so that their rendering can be found in a dump.
+constexpr int kBatchMarker = 987654321;
+constexpr int kSeqLenMarker = 987654323;
+
+std::string int_text(int v) {
+  std::array<char, 16> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+  return std::string(buf.data(), end);
+}
+
+}  // namespace
+
+JobSpec family_of(JobSpec spec) { return with_scalars(std::move(spec), JobScalars{}); }
+
+SpecTemplate SpecTemplate::of(const JobSpec& spec) {
+  SpecTemplate t;
+  t.family_ = family_of(spec);
+  // Render once with markers in the two integer fields and a known precision, then cut the dump
+  // around them. The precision's text sits between "precision":" and the closing quote.
+  const JobSpec marked = with_scalars(spec, JobScalars{Precision::kF32, kBatchMarker, kSeqLenMarker});
+  const std::string dump = to_json(marked).dump();
+  const std::string batch_key = "\"batch\":" + int_text(kBatchMarker);
+  const std::string precision_key = "\"precision\":\"" + std::string(to_string(Precision::kF32)) + "\"";
+  const std::string seq_key = "\"seq_len\":" + int_text(kSeqLenMarker);
+  const auto b = dump.find(batch_key);
+  const auto p = dump.find(precision_key);
+  const auto s = dump.find(seq_key);
+  if (b != std::string::npos && p != std::string::npos && s != std::string::npos && b < p && p < s &&
+      dump.find(batch_key, b + 1) == std::string::npos && dump.find(precision_key, p + 1) == std::string::npos &&
+      dump.find(seq_key, s + 1) == std::string::npos) {
+    const auto b_end = b + batch_key.size();
+    const auto p_value = p + std::string("\"precision\":\"").size();
+    const auto p_end = p + precision_key.size() - 1;   // the closing quote stays in the next piece
+    const auto s_end = s + seq_key.size();
+    t.pieces_ = {dump.substr(0, b) + "\"batch\":", dump.substr(b_end, p_value - b_end),
+                 dump.substr(p_end, s + std::string("\"seq_len\":").size() - p_end), dump.substr(s_end)};
+    // Checked against real dumps: of the spec itself, and with every scalar changed (a marker
+    // found in the wrong place would pass the first check alone).
+    const JobScalars other{spec.precision == Precision::kQ4_1 ? Precision::kQ8_0 : Precision::kQ4_1,
+                           spec.batch == 3 ? 5 : 3, spec.seq_len == 7 ? 11 : 7};
+    t.exact_ = t.canonical(scalars_of(spec)) == to_json(spec).dump() &&
+               t.canonical(other) == to_json(with_scalars(spec, other)).dump();
+  }
+  if (!t.exact_) t.pieces_.clear();
+  return t;
+}
+
+std::string SpecTemplate::canonical(const JobScalars& scalars) const {
+  if (pieces_.empty()) return to_json(with_scalars(family_, scalars)).dump();
+  std::string out;
+  out.reserve(pieces_[0].size() + pieces_[1].size() + pieces_[2].size() + pieces_[3].size() + 32);
+  out += pieces_[0];
+  out += int_text(scalars.batch);
+  out += pieces_[1];
+  out += to_string(scalars.precision);
+  out += pieces_[2];
+  out += int_text(scalars.seq_len);
+  out += pieces_[3];
+  return out;
+}
+
+}  // namespace am::jobs

@@ -1,0 +1,39 @@
+// Job-spec families: within one model entry the jobs a plan expands to differ only in precision,
+// batch size and sequence length (jobs::JobScalars). A family is everything else, kept once; a job
+// is its family plus three scalars. This is what lets a coordinator hold a million queued jobs in
+// a few hundred megabytes and place them without a JSON document per job (docs/SCALE.md).
+//
+// Contract:
+// - family_of(s) is `s` with neutral scalars; with_scalars(family_of(s), scalars_of(s)) == s.
+// - SpecTemplate::of(spec) pre-renders the canonical JSON of spec's family (to_json(...).dump(),
+//   the bytes job ids hash) around the three scalars; canonical(scalars) returns the same bytes as
+//   dumping to_json(with_scalars(family, scalars)) without building a document. of() checks the
+//   assembled form against real dumps (exact()); where it could not, canonical() dumps for real.
+// - Pure and thread-compatible.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "jobs/job_spec.h"
+
+namespace am::jobs {
+
+JobSpec family_of(JobSpec spec);
+
+class SpecTemplate {
+ public:
+  static SpecTemplate of(const JobSpec& spec);
+  bool exact() const { return exact_; }
+  std::string canonical(const JobScalars& scalars) const;
+  const JobSpec& family() const { return family_; }
+
+ private:
+  JobSpec family_;
+  // The canonical form is pieces_[0] batch pieces_[1] precision pieces_[2] seq_len pieces_[3]
+  // ("batch" < "precision" < "seq_len" in the sorted key order of the dump).
+  std::vector<std::string> pieces_;
+  bool exact_ = false;
+};
+
+}  // namespace am::jobs
