@@ -92,11 +92,19 @@ struct JobEntry {
   PlacedTarget placed;               // the class or device it was made for (any: every device)
   std::string plan_job_id;           // the plan job it was made from (its own id when any)
   bool lease_exclusive = false;      // the current lease holds its hardware alone (§5.12)
-  // Scheduler indexes (Impl::index_job): submission order, the queue it waits in, its memory
-  // estimate (-1: none), and the worker whose lease index lists it while leased.
+  // Scheduler indexes (Impl::index_job): submission order, the queue it waits in, and the worker
+  // whose lease index lists it while leased.
   uint32_t seq = 0;
   QueueBucket* bucket = nullptr;
-  int64_t need_bytes = -1;
+  // Device memory it needs (-1: not estimated for it), worked out the first time a device asks
+  // (need_bytes()): estimating a million jobs up front was seconds of every restart.
+  mutable std::optional<int64_t> need_bytes_cache;
+  int64_t need_bytes() const {
+    if (!need_bytes_cache) {
+      need_bytes_cache = family_spec().command ? -1 : estimated_job_bytes(spec()).value_or(-1);
+    }
+    return *need_bytes_cache;
+  }
   std::string indexed_worker;
   bool indexed_exclusive = false;
 };
@@ -199,7 +207,9 @@ struct Server::Impl {
   std::unique_ptr<Store> store;
   RouterEndpoint router;
 
-  std::map<std::string, JobEntry> jobs;            // job id -> entry (nodes never move)
+  // Job id -> entry. A hash map: a million ids in a tree cost a third of a restart in string
+  // compares. Entries never move (by_seq and the queues hold pointers); iterate by_seq for order.
+  std::unordered_map<std::string, JobEntry> jobs;
   // ---- indexes over `jobs`, kept by index_job()/set_state() (docs/SCALE.md) ----
   std::vector<JobEntry*> by_seq;                   // submission order; nullptr: a removed stand-in
   std::unordered_map<std::string, std::vector<std::unique_ptr<QueueBucket>>> buckets_by_target;
@@ -224,7 +234,7 @@ struct Server::Impl {
   // The registered devices' traits when ineligible `any` jobs were last settled.
   std::set<std::string> ineligible_checked_kinds;
   bool ineligible_checked = false;
-  std::map<std::string, PlanJob> plan_jobs;        // each-class / each-device plan jobs by id
+  std::unordered_map<std::string, PlanJob> plan_jobs;   // each-class / each-device plan jobs by id (plan_job_order: order)
   std::vector<std::string> plan_job_order;
   std::set<std::string> workers_seen;              // worker ids registered in this session
   std::map<std::string, std::string> classes_seen; // hardware classes registered in this session -> backend
@@ -390,7 +400,6 @@ struct Server::Impl {
     j.seq = static_cast<uint32_t>(by_seq.size());
     by_seq.push_back(&j);
     j.bucket = bucket_for(j);
-    j.need_bytes = j.family_spec().command ? -1 : estimated_job_bytes(j.spec()).value_or(-1);
     enter_state(j, /*fresh=*/true);
     return j;
   }
@@ -1265,7 +1274,7 @@ struct Server::Impl {
   // devices the job was made for (any device, its class, or itself).
   static bool fits(const JobEntry& j, const WorkerSession& s, const DeviceInfo& device) {
     return admits(j.placed, s.worker_id, device) && j.bucket != nullptr && device_admits_kind(device, j.bucket->kind) &&
-           (j.family_spec().command || fits_memory(device, j.need_bytes));
+           (j.family_spec().command || fits_memory(device, j.need_bytes()));
   }
 
   bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
@@ -1287,7 +1296,7 @@ struct Server::Impl {
       b.queue.scan([this](uint32_t seq) { return is_queued(seq); }, [&](uint32_t seq) {
         if (best && seq > best->seq) return false;   // nothing later in this bucket can win
         JobEntry& j = *by_seq[seq];
-        if (!fits_memory(device, j.need_bytes)) return true;
+        if (!fits_memory(device, j.need_bytes())) return true;
         if (!j.lost_on.empty() && j.lost_on.count(s.worker_id)) {
           if (!someone_else_could_run(j, s.worker_id) && (!fallback || seq < fallback->seq)) fallback = &j;
           return true;
@@ -1590,7 +1599,7 @@ struct Server::Impl {
     for_each_bucket(s, device, [&](QueueBucket& b) {
       if (found) return;
       b.queue.scan([this](uint32_t seq) { return is_queued(seq); }, [&](uint32_t seq) {
-        found = fits_memory(device, by_seq[seq]->need_bytes);
+        found = fits_memory(device, by_seq[seq]->need_bytes());
         return !found;
       });
     });
@@ -1610,7 +1619,7 @@ struct Server::Impl {
                                                   "no result within the health job's lease", steady_ms()));
     }
     // Health jobs fall due with time, not with messages: wake the scheduler for them (at most
-    // every kHealthWakeMs: a due check may wait for work, and a scheduling pass costs O(jobs)).
+    // every kHealthWakeMs: a due check may wait for work, and a scheduling pass walks every session).
     const int64_t now = steady_ms();
     if (!health.checks_on() || assign_dirty || now - last_health_wake_ms < kHealthWakeMs) return;
     last_health_wake_ms = now;
@@ -1753,10 +1762,10 @@ struct Server::Impl {
     notify();
     int total = 0;
     int remaining = 0;
-    for (const auto& [id, j] : jobs) {
-      if (j.run_id != run_id) continue;
+    for (const JobEntry* j : by_seq) {
+      if (j == nullptr || j->run_id != run_id) continue;
       ++total;
-      remaining += j.state != JobState::kDone;
+      remaining += j->state != JobState::kDone;
     }
     return nlohmann::json{{"run_id", run_id},
                           {"plan", plan.name},
@@ -1938,7 +1947,9 @@ struct Server::Impl {
     };
     std::map<std::string, Counts> counts;
     std::map<std::string, std::vector<const JobEntry*>> running;   // worker -> leased jobs
-    for (const auto& [id, j] : jobs) {
+    for (const JobEntry* jp : by_seq) {   // submission order
+      if (jp == nullptr) continue;
+      const JobEntry& j = *jp;
       Counts& c = counts[j.run_id];
       ++c.total;
       if (j.state == JobState::kDone) {
@@ -2087,15 +2098,21 @@ struct Server::Impl {
     }
     // Jobs placed `any` are made now; the others when hardware of their backend registers (they
     // are stored as plan jobs meanwhile, so `runs` and reports list them).
-    std::vector<jobs::PlannedJob> any_jobs;
-    std::vector<jobs::PlannedJob> placed_jobs;
-    for (const jobs::PlannedJob& job : plan.jobs) {
-      m.backends_planned.insert(job.spec.backend);
-      if (job.spec.placement == jobs::Placement::kAny) {
-        any_jobs.push_back(job);
-        continue;
-      }
-      placed_jobs.push_back(job);
+    // A plan is mostly of one placement: then its job list is used as it is (a million specs are
+    // not copied); a mixed plan is split.
+    const auto is_any = [](const jobs::PlannedJob& j) { return j.spec.placement == jobs::Placement::kAny; };
+    const bool all_any = std::all_of(plan.jobs.begin(), plan.jobs.end(), is_any);
+    const bool none_any = std::none_of(plan.jobs.begin(), plan.jobs.end(), is_any);
+    std::vector<jobs::PlannedJob> any_split;
+    std::vector<jobs::PlannedJob> placed_split;
+    if (!all_any && !none_any) {
+      for (const jobs::PlannedJob& job : plan.jobs) (is_any(job) ? any_split : placed_split).push_back(job);
+    }
+    static const std::vector<jobs::PlannedJob> kNone;
+    const std::vector<jobs::PlannedJob>& any_jobs = all_any ? plan.jobs : none_any ? kNone : any_split;
+    const std::vector<jobs::PlannedJob>& placed_jobs = none_any ? plan.jobs : all_any ? kNone : placed_split;
+    for (const jobs::PlannedJob& job : plan.jobs) m.backends_planned.insert(job.spec.backend);
+    for (const jobs::PlannedJob& job : placed_jobs) {
       if (job.spec.placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
       if (!m.plan_jobs.count(job.job_id)) {
         m.unplaced_dirty = true;
@@ -2110,8 +2127,24 @@ struct Server::Impl {
       }
     }
     m.ineligible_checked = false;   // new `any` jobs: check them against the devices here
-    AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
-    AM_ASSIGN_OR_RETURN(int added, m.store->add_jobs(run_id, any_jobs));
+    const auto store_started = SteadyClock::now();
+    // A restart of the same plan finds its jobs stored: adding them would only be ignored, a
+    // million times. They are all there when the run's hash is this plan's and the counts agree
+    // (add_jobs and add_plan_jobs each commit all of their rows or none).
+    bool stored = false;
+    if (existing && existing->plan_hash == run.plan_hash) {
+      AM_ASSIGN_OR_RETURN(int64_t untargeted, m.store->count_untargeted_jobs(run_id));
+      AM_ASSIGN_OR_RETURN(int64_t stored_plan_jobs, m.store->count_plan_jobs(run_id));
+      stored = untargeted >= static_cast<int64_t>(any_jobs.size()) &&
+               stored_plan_jobs == static_cast<int64_t>(placed_jobs.size());
+    }
+    int added = 0;
+    if (!stored) {
+      AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
+      AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs));
+    }
+    const double store_s = seconds_since(store_started);
+    const auto load_started = SteadyClock::now();
     // The stored jobs are read back (their states, leases and placements), one row at a time and
     // without their spec documents: a spec comes from the plan — the `any` job of the same id (rows
     // and plan list them in the same order), or the plan job it was made from — and only a job the
@@ -2120,7 +2153,8 @@ struct Server::Impl {
     std::size_t rows = 0;
     Status loaded = m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
       ++rows;
-      if (m.jobs.count(row.job_id)) return Status::Ok();
+      auto [slot, fresh] = m.jobs.try_emplace(row.job_id);
+      if (!fresh) return Status::Ok();
       JobEntry j;
       j.run_id = row.run_id;
       j.job_id = row.job_id;
@@ -2158,7 +2192,7 @@ struct Server::Impl {
         none.backend.clear();
         j.family = m.intern_family(none);
         j.state = JobState::kQueued;
-        JobEntry& e = m.index_job(m.jobs[row.job_id] = std::move(j));
+        JobEntry& e = m.index_job(slot->second = std::move(j));
         m.settle(e, ResultStatus::kError,
                  !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()
                                    : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
@@ -2180,12 +2214,13 @@ struct Server::Impl {
         j.lease_expires_at_ms = row.lease_expires_at_ms;
         j.lease_exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
       }
-      m.index_job(m.jobs[row.job_id] = std::move(j));
+      m.index_job(slot->second = std::move(j));
       return Status::Ok();
     });
     AM_RETURN_IF_ERROR(loaded);
-    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device", run_id,
-                   rows, added, plan.jobs.size() - any_jobs.size());
+    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
+                   "(stored in {:.2f} s, read back in {:.2f} s)",
+                   run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started));
     m.runs.insert(run_id);
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);

@@ -19,6 +19,7 @@
 #include "coordinator/sqlite_statement.h"
 #include "coordinator/sqlite_transaction.h"
 #include "jobs/job_spec.h"
+#include "jobs/spec_family.h"
 
 namespace am::coord {
 namespace {
@@ -67,6 +68,22 @@ Status check_file_header(const std::filesystem::path& path) {
 std::string dump_json(const nlohmann::json& doc) {
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
+
+// The stored JSON of job specs, from their family's template (jobs/spec_family.h) while
+// consecutive jobs share one: the same text as dump_json(to_json(spec)) for valid UTF-8, made
+// without a document per job (docs/SCALE.md). Commands (free text) are
+// dumped for real.
+class SpecDumps {
+ public:
+  std::string of(const jobs::JobSpec& spec) {
+    if (spec.command) return dump_json(jobs::to_json(spec));
+    if (!family_ || !(family_->family() == jobs::family_of(spec))) family_.emplace(jobs::SpecTemplate::of(spec));
+    return family_->canonical(jobs::scalars_of(spec));
+  }
+
+ private:
+  std::optional<jobs::SpecTemplate> family_;
+};
 
 Result<nlohmann::json> parse_stored_json(const std::string& text, const std::string& what) {
   if (text.empty()) return nlohmann::json::object();
@@ -421,6 +438,7 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
       ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
   const int64_t now = now_epoch_ms();
   int inserted = 0;
+  SpecDumps dumps;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const jobs::PlannedJob& job = jobs[i];
     if (job.job_id.empty()) return invalid_argument("empty job id in run '" + run_id + "'");
@@ -428,7 +446,7 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
     insert.bind(1, run_id)
         .bind(2, job.job_id)
         .bind(3, next_seq)
-        .bind(4, dump_json(jobs::to_json(job.spec)))
+        .bind(4, dumps.of(job.spec))
         .bind(5, job.spec.model)
         .bind(6, job.spec.architecture)
         .bind(7, job.spec.backend)
@@ -465,13 +483,14 @@ Result<int> Store::add_plan_jobs(const std::string& run_id, const std::vector<jo
       ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
   const int64_t now = now_epoch_ms();
   int inserted = 0;
+  SpecDumps dumps;
   for (const jobs::PlannedJob& job : plan_jobs) {
     if (job.job_id.empty()) return invalid_argument("empty plan job id in run '" + run_id + "'");
     insert.reset();
     insert.bind(1, run_id)
         .bind(2, job.job_id)
         .bind(3, next_seq)
-        .bind(4, dump_json(jobs::to_json(job.spec)))
+        .bind(4, dumps.of(job.spec))
         .bind(5, jobs::to_string(job.spec.placement))
         .bind(6, now);
     AM_RETURN_IF_ERROR(insert.run());
@@ -550,6 +569,20 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     AM_RETURN_IF_ERROR(visit(job));
   }
   return Status::Ok();
+}
+
+Result<int64_t> Store::count_untargeted_jobs(const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT count(*) AS n FROM jobs WHERE run_id = ?1 AND target = ''"));
+  stmt.bind(1, run_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  return row ? stmt.column_int64("n") : 0;
+}
+
+Result<int64_t> Store::count_plan_jobs(const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT count(*) AS n FROM plan_jobs WHERE run_id = ?1"));
+  stmt.bind(1, run_id);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  return row ? stmt.column_int64("n") : 0;
 }
 
 Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {

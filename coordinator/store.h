@@ -237,6 +237,9 @@ class Store {
   // job_spec() reads one. A visit that returns an error stops the walk with it.
   Status for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit);
   Result<nlohmann::json> job_spec(const std::string& run_id, const std::string& job_id);
+  // Jobs of the run without a placement target (`any` jobs and stand-ins), and its plan jobs.
+  Result<int64_t> count_untargeted_jobs(const std::string& run_id);
+  Result<int64_t> count_plan_jobs(const std::string& run_id);
 
   // Leases: records attempt `attempt` as leased and the job as state=leased.
   Status record_lease(const LeaseRecord& lease);

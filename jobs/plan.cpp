@@ -1,10 +1,13 @@
 #include "jobs/plan.h"
+#include "jobs/spec_family.h"
+#include "jobs/spec_limits.h"
 
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/hash.h"
@@ -369,12 +372,26 @@ class Expander {
 
   bool add_checked(JobSpec spec, const toml::node& where, const std::string& what) {
     // The plan checks above should make this unreachable; it guarantees that a plan can never
-    // hand the scheduler a spec a worker would refuse.
-    if (auto checked = job_spec_from_json(to_json(spec)); !checked.ok()) {
-      errors_.add(where, what + " expands to an invalid job: " + checked.status().message());
-      return false;
+    // hand the scheduler a spec a worker would refuse. A spec is checked whole (through its JSON
+    // form, as a worker reads it) once per family; the other jobs of the family differ only in
+    // precision (an enum value), batch and seq_len, whose ranges are checked here — any doubt and
+    // the whole check runs, for its message. Ids are hashed from the family's canonical template
+    // (jobs/spec_family.h): a million-job plan expands in seconds, not minutes (docs/SCALE.md).
+    // Compared with neutral scalars in place (no copy of the spec and its model config).
+    const JobScalars scalars = scalars_of(spec);
+    spec = with_scalars(std::move(spec), JobScalars{});
+    const bool same_family = family_ && !spec.command && family_->family() == spec;
+    spec = with_scalars(std::move(spec), scalars);
+    const bool scalars_in_range = spec.batch >= 1 && spec.batch <= kMaxBatch && spec.seq_len >= 1 &&
+                                  spec.seq_len <= kMaxSeqLen;
+    if (!same_family || !scalars_in_range) {
+      if (auto checked = job_spec_from_json(to_json(spec)); !checked.ok()) {
+        errors_.add(where, what + " expands to an invalid job: " + checked.status().message());
+        return false;
+      }
+      family_.emplace(SpecTemplate::of(spec));
     }
-    std::string id = compute_job_id(header_.name, spec);
+    std::string id = job_id_of(header_.name, family_->canonical(scalars_of(spec)));
     if (!seen_.insert(id).second) return true;  // the same job listed twice runs once
     if (static_cast<int64_t>(jobs_.size()) >= header_.max_jobs) {
       errors_.add_unplaced("plan expands to more than " + std::to_string(header_.max_jobs) +
@@ -392,6 +409,7 @@ class Expander {
   ErrorList& errors_;
   std::unordered_set<std::string> seen_;
   std::vector<PlannedJob> jobs_;
+  std::optional<SpecTemplate> family_;   // of the last job checked whole
 };
 
 std::string list_or_none(const std::vector<std::string>& names) {
@@ -565,15 +583,37 @@ std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file) {
 }
 
 std::string plan_hash(const std::vector<PlannedJob>& jobs) {
-  // Each spec's canonical form (nlohmann::json objects are key-sorted), sorted, so the order in
-  // which the plan lists models and values does not matter.
-  std::vector<std::string> specs;
-  specs.reserve(jobs.size());
-  for (const PlannedJob& j : jobs) specs.push_back(j.job_id + " " + to_json(j.spec).dump());
-  std::sort(specs.begin(), specs.end());
+  // Each job's "id canonical-spec" line (nlohmann::json objects are key-sorted), the lines sorted,
+  // so the order in which the plan lists models and values does not matter. A line starts with
+  // its job id, 16 hex digits unique in the plan, so sorting the ids sorts the lines: they are
+  // hashed in that order as they are made (from the family's template, jobs/spec_family.h),
+  // never all held at once (a million-job plan's lines are most of a gigabyte).
+  std::vector<uint32_t> order(jobs.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&jobs](uint32_t a, uint32_t b) {
+    return jobs[a].job_id != jobs[b].job_id ? jobs[a].job_id < jobs[b].job_id
+                                            : to_json(jobs[a].spec).dump() < to_json(jobs[b].spec).dump();
+  });
   uint64_t h = fnv1a64("accelmatrix plan v1\n");
-  for (const std::string& spec : specs) {
-    h = fnv1a64(spec, h);
+  // Templates per family, found by model and backend, then compared whole.
+  std::unordered_map<std::string, std::vector<SpecTemplate>> templates;
+  for (uint32_t i : order) {
+    const JobSpec& spec = jobs[i].spec;
+    const SpecTemplate* t = nullptr;
+    if (!spec.command) {
+      const JobSpec family = family_of(spec);
+      auto& list = templates[spec.model + '\x1f' + spec.backend];
+      for (const SpecTemplate& candidate : list) {
+        if (candidate.family() == family) t = &candidate;
+      }
+      if (t == nullptr) {
+        list.push_back(SpecTemplate::of(spec));
+        t = &list.back();
+      }
+    }
+    h = fnv1a64(jobs[i].job_id, h);
+    h = fnv1a64(" ", h);
+    h = fnv1a64(t ? t->canonical(scalars_of(spec)) : to_json(spec).dump(), h);
     h = fnv1a64("\n", h);
   }
   return hex64(h);

@@ -341,5 +341,39 @@ TEST(MatchingRecordedMachines, ALabOfAllThreeSettlesOnlyWhatNoneCanRun) {
   EXPECT_EQ(rocm->status, ResultStatus::kSkipped);
 }
 
+// The scheduler's split check (kind once per queue, memory per job) must decide exactly as
+// device_can_run() on every combination: random seeded devices and jobs, commands included.
+TEST(Matching, KindAndMemoryChecksTogetherAreDeviceCanRun) {
+  std::mt19937 rng(20261127);
+  const std::vector<std::string> backends = {"cpu", "opencl", "vulkan"};
+  const std::vector<std::string> precisions = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q3_k", "q2_k"};
+  auto pick = [&rng](const auto& v) { return v[std::uniform_int_distribution<std::size_t>(0, v.size() - 1)(rng)]; };
+  int agreed_yes = 0;
+  int agreed_no = 0;
+  for (int i = 0; i < 4000; ++i) {
+    std::vector<std::string> listed;
+    for (const auto& p : precisions) {
+      if (rng() % 2) listed.push_back(p);
+    }
+    const int64_t memory = (rng() % 4 == 0) ? 0 : static_cast<int64_t>(rng() % 64 + 1) * 256 * kMiB;
+    DeviceInfo d = device("d" + std::to_string(i), pick(backends), listed, memory);
+    d.schedulable = rng() % 8 != 0;
+    d.runs_commands = rng() % 2 == 0;
+    if (rng() % 2) d.worker_tags["rack"] = rng() % 2 ? "a" : "b";
+    jobs::JobSpec spec = job(pick(backends), pick(precisions), rng() % 3 == 0 ? big_encoder_config() : bert_tiny_config());
+    spec.batch = 1 + static_cast<int>(rng() % 64);
+    if (rng() % 3 == 0) spec.required_tags["rack"] = "a";
+    if (rng() % 5 == 0) spec.command = jobs::CommandSpec{"probe", {"/bin/true"}};
+    const bool split = device_admits_kind(d, spec) &&
+                       (spec.command.has_value() || fits_memory(d, estimated_job_bytes(spec).value_or(-1)));
+    ASSERT_EQ(split, device_can_run(d, spec)) << "device " << d.key << " " << d.backend << " job " << spec.backend << " "
+                                              << jobs::to_string(spec.precision) << " batch " << spec.batch;
+    (split ? agreed_yes : agreed_no) += 1;
+  }
+  // Both answers were exercised many times.
+  EXPECT_GT(agreed_yes, 200);
+  EXPECT_GT(agreed_no, 200);
+}
+
 }  // namespace
 }  // namespace am::coord

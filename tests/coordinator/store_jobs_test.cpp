@@ -190,6 +190,71 @@ TEST_F(StoreJobs, ExpiredLeaseReturnsTheJobToTheQueue) {
   EXPECT_EQ(store_->expire_lease(kRun, id, 7, "x", kT0).code(), StatusCode::kNotFound);
 }
 
+TEST_F(StoreJobs, LeasesOfOnePassAreRecordedTogetherOrNotAtAll) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  const std::string b = add(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"));
+  const std::string c = add(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0"));
+  lease(c, 1);
+  ASSERT_TRUE(store_->expire_lease(kRun, c, 1, "lease expired", kT0 + 5000).ok());
+  // The third lease renews an expired attempt: refused, and the two before it are rolled back.
+  std::vector<LeaseRecord> pass = {{kRun, a, 1, "worker-a", "cpu:0", "cpu-1", kT0, kT0 + 60'000},
+                                   {kRun, b, 1, "worker-a", "cpu:0", "cpu-1", kT0, kT0 + 60'000},
+                                   {kRun, c, 1, "worker-a", "cpu:0", "cpu-1", kT0, kT0 + 60'000}};
+  Status refused = store_->record_leases(pass);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused.to_string();
+  EXPECT_NE(refused.message().find(c), std::string::npos) << refused.message();
+  auto before = store_->load_jobs(kRun);
+  ASSERT_TRUE(before.ok());
+  for (const auto& row : *before) {
+    EXPECT_NE(row.state, am::coord::JobState::kLeased) << row.job_id;
+  }
+  pass.pop_back();
+  ASSERT_TRUE(store_->record_leases(pass).ok());
+  int leased = 0;
+  auto after = store_->load_jobs(kRun);
+  ASSERT_TRUE(after.ok());
+  for (const auto& row : *after) {
+    if (row.state == am::coord::JobState::kLeased) {
+      ++leased;
+      EXPECT_EQ(row.lease_worker, "worker-a");
+    }
+  }
+  EXPECT_EQ(leased, 2);
+}
+
+TEST_F(StoreJobs, JobsReadOneAtATimeWithoutSpecsMatchTheLoadedRows) {
+  std::vector<std::string> ids;
+  for (const char* p : {"f32", "f16", "q8_0", "q4_0"}) ids.push_back(add(make_spec("bert-tiny", "encoder-only", "cpu", p)));
+  lease(ids[1], 1);
+  auto loaded_rows = store_->load_jobs(kRun);
+  ASSERT_TRUE(loaded_rows.ok());
+  const std::vector<JobRow>& loaded = *loaded_rows;
+  std::vector<JobRow> walked;
+  ASSERT_TRUE(store_->for_each_job(kRun, /*with_spec=*/false, [&](JobRow& r) {
+                      walked.push_back(r);
+                      return Status::Ok();
+                    }).ok());
+  ASSERT_EQ(walked.size(), loaded.size());
+  for (std::size_t i = 0; i < walked.size(); ++i) {
+    EXPECT_EQ(walked[i].job_id, loaded[i].job_id);
+    EXPECT_EQ(walked[i].state, loaded[i].state);
+    EXPECT_EQ(walked[i].lease_worker, loaded[i].lease_worker);
+    EXPECT_TRUE(walked[i].spec.is_null());
+    auto spec = store_->job_spec(kRun, walked[i].job_id);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    EXPECT_EQ(*spec, loaded[i].spec);
+  }
+  // A visit that fails stops the walk with its error.
+  int visits = 0;
+  Status stopped = store_->for_each_job(kRun, false, [&](JobRow&) {
+    ++visits;
+    return internal_error("enough");
+  });
+  EXPECT_EQ(stopped.code(), StatusCode::kInternal);
+  EXPECT_EQ(visits, 1);
+  EXPECT_EQ(store_->job_spec(kRun, "ffffffffffffffff").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(StoreJobs, InterruptedLeaseReturnsTheJobToTheQueueAsNobodysFailure) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
   lease(id, 1);

@@ -1,0 +1,80 @@
+// Spec families (jobs/spec_family.h): the coordinator keeps one spec per family and rebuilds each
+// job's canonical JSON — the bytes its id hashes — by splicing precision, batch and sequence
+// length into a pre-rendered template. A wrong splice would give a job another id, so every job of
+// every shipped plan is checked against a real dump, through the template of another job of its
+// family.
+#include "jobs/spec_family.h"
+
+#include <map>
+
+#include <gtest/gtest.h>
+
+#include "jobs/plan.h"
+
+namespace am::jobs {
+namespace {
+
+const std::filesystem::path kSourceDir(ACCELMATRIX_SOURCE_DIR);
+
+TEST(SpecFamily, TemplatesOfEveryShippedPlanReproduceEachJobsCanonicalJson) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir / "jobs" / "plans")) {
+    if (entry.path().extension() != ".toml") continue;
+    auto plan = load_plan(entry.path(), kSourceDir / "jobs" / "models");
+    ASSERT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().to_string();
+    // One template per family, made from the first job of the family met.
+    std::vector<std::pair<JobSpec, SpecTemplate>> templates;
+    for (const PlannedJob& job : plan->jobs) {
+      const JobSpec family = family_of(job.spec);
+      const SpecTemplate* t = nullptr;
+      for (const auto& [f, tmpl] : templates) {
+        if (f == family) t = &tmpl;
+      }
+      if (t == nullptr) {
+        templates.emplace_back(family, SpecTemplate::of(job.spec));
+        t = &templates.back().second;
+        EXPECT_TRUE(t->exact()) << entry.path().filename() << " " << job.spec.model;
+      }
+      ASSERT_EQ(t->canonical(scalars_of(job.spec)), to_json(job.spec).dump()) << entry.path().filename();
+      EXPECT_EQ(with_scalars(t->family(), scalars_of(job.spec)), job.spec);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
+TEST(SpecFamily, FamiliesDifferInAnythingButTheScalars) {
+  JobSpec a;
+  a.model = "bert-tiny";
+  a.model_config = {{"layers", 2}, {"hidden", 128}};
+  JobSpec b = a;
+  b.precision = Precision::kQ4_0;
+  b.batch = 8;
+  b.seq_len = 128;
+  EXPECT_NE(a, b);
+  EXPECT_EQ(family_of(a), family_of(b));
+  b.model_config["hidden"] = 256;   // a changed config is another family
+  EXPECT_NE(family_of(a), family_of(b));
+  b = a;
+  b.required_tags["rack"] = "a";
+  EXPECT_NE(family_of(a), family_of(b));
+  b = a;
+  b.command = CommandSpec{"probe", {"/bin/true"}};
+  EXPECT_NE(family_of(a), family_of(b));
+}
+
+TEST(SpecFamily, MarkerTextInsideACommandDoesNotFoolTheTemplate) {
+  // The template finds the scalars by marker values; a command whose arguments and seed carry the
+  // same digits must still splice the real fields only (of() verifies against real dumps).
+  JobSpec s;
+  s.model = "tool";
+  s.command = CommandSpec{"tool", {"/bin/echo", "\"batch\":987654321", "987654323"}};
+  s.seed = 987654321;
+  const SpecTemplate t = SpecTemplate::of(s);
+  EXPECT_EQ(t.canonical(scalars_of(s)), to_json(s).dump());
+  JobScalars other{Precision::kQ8_0, 4, 64};
+  EXPECT_EQ(t.canonical(other), to_json(with_scalars(s, other)).dump());
+}
+
+}  // namespace
+}  // namespace am::jobs
