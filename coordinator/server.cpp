@@ -421,6 +421,9 @@ struct Server::Impl {
           j.bucket->queue.append(j.seq);
         } else {
           j.bucket->queue.requeue(j.seq);
+          // Queued again (a lease lost): an `any` job is checked against the registered devices
+          // at the next registration even if their kinds did not change (settle_ineligible_jobs).
+          if (j.placed.placement == jobs::Placement::kAny) ineligible_checked = false;
         }
         break;
       case JobState::kLeased:
@@ -2067,6 +2070,7 @@ struct Server::Impl {
     run.plan_hash = jobs::plan_hash(plan.jobs);
     AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
     bool had_work = !existing || existing->finished_at_ms == 0;
+    bool record_plan_after_jobs = false;
     if (!existing) {
       AM_RETURN_IF_ERROR(m.store->upsert_run(run));
     } else if (existing->plan_hash != run.plan_hash) {
@@ -2094,7 +2098,9 @@ struct Server::Impl {
         logger()->info("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
         had_work = had_work || only_plan > 0;
       }
-      AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
+      // The run names this plan only once its jobs are stored (below): a crash in between leaves
+      // the old hash, so the next submit adds them instead of finding "the same plan, stored".
+      record_plan_after_jobs = true;
     }
     // Jobs placed `any` are made now; the others when hardware of their backend registers (they
     // are stored as plan jobs meanwhile, so `runs` and reports list them).
@@ -2143,6 +2149,7 @@ struct Server::Impl {
       AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
       AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs));
     }
+    if (record_plan_after_jobs) AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
     const double store_s = seconds_since(store_started);
     const auto load_started = SteadyClock::now();
     // The stored jobs are read back (their states, leases and placements), one row at a time and
@@ -2151,6 +2158,9 @@ struct Server::Impl {
     // plan does not name (a run extended by another plan) has its stored spec parsed.
     std::size_t next_any = 0;
     std::size_t rows = 0;
+    // Jobs whose stored spec or target is invalid are settled after the walk (no write to the
+    // jobs table while its rows are being read).
+    std::vector<std::pair<JobEntry*, std::string>> invalid;
     Status loaded = m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
       ++rows;
       auto [slot, fresh] = m.jobs.try_emplace(row.job_id);
@@ -2193,9 +2203,8 @@ struct Server::Impl {
         j.family = m.intern_family(none);
         j.state = JobState::kQueued;
         JobEntry& e = m.index_job(slot->second = std::move(j));
-        m.settle(e, ResultStatus::kError,
-                 !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()
-                                   : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
+        invalid.emplace_back(&e, !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()
+                                                   : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         return Status::Ok();
       }
       j.placed = *placed;
@@ -2218,6 +2227,10 @@ struct Server::Impl {
       return Status::Ok();
     });
     AM_RETURN_IF_ERROR(loaded);
+    for (auto& [entry, reason] : invalid) {
+      m.settle(*entry, ResultStatus::kError, reason);
+      if (m.fatal) return *m.fatal;
+    }
     logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
                    "(stored in {:.2f} s, read back in {:.2f} s)",
                    run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started));
@@ -2432,7 +2445,9 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   // The plan's expansion and the store's read-back freed far more heap than serving keeps (a
   // million-job plan: gigabytes); hand it back to the system before the long haul.
+#ifdef __GLIBC__
   malloc_trim(0);
+#endif
   m.serve_started_ms = steady_ms();
   m.last_tick_notify_ms = m.serve_started_ms;
   m.notify();
