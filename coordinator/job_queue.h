@@ -36,9 +36,6 @@ class JobQueue {
     requeued_.insert(job);
   }
 
-  // Optional: forgets a requeued job at once instead of at the next scan.
-  void remove(uint32_t job) { requeued_.erase(job); }
-
   template <typename Queued, typename Visit>
   void scan(Queued&& queued, Visit&& visit) {
     // Entries at the head that are gone stay gone: move past them once, for every later scan.
@@ -63,8 +60,6 @@ class JobQueue {
       if (!visit(job)) return;
     }
   }
-
-  bool empty_hint() const { return head_ >= appended_.size() && requeued_.empty(); }
 
  private:
   // Drops the consumed prefix once it is most of the vector, so memory follows the queue.

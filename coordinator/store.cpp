@@ -76,13 +76,11 @@ std::string dump_json(const nlohmann::json& doc) {
 class SpecDumps {
  public:
   std::string of(const jobs::JobSpec& spec) {
-    if (spec.command) return dump_json(jobs::to_json(spec));
-    if (!family_ || !(family_->family() == jobs::family_of(spec))) family_.emplace(jobs::SpecTemplate::of(spec));
-    return family_->canonical(jobs::scalars_of(spec));
+    return spec.command ? dump_json(jobs::to_json(spec)) : templates_.canonical(spec);
   }
 
  private:
-  std::optional<jobs::SpecTemplate> family_;
+  jobs::SpecTemplates templates_;
 };
 
 Result<nlohmann::json> parse_stored_json(const std::string& text, const std::string& what) {

@@ -7,7 +7,6 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <unordered_set>
 
 #include "common/hash.h"
@@ -377,21 +376,17 @@ class Expander {
     // precision (an enum value), batch and seq_len, whose ranges are checked here — any doubt and
     // the whole check runs, for its message. Ids are hashed from the family's canonical template
     // (jobs/spec_family.h): a million-job plan expands in seconds, not minutes (docs/SCALE.md).
-    // Compared with neutral scalars in place (no copy of the spec and its model config).
-    const JobScalars scalars = scalars_of(spec);
-    spec = with_scalars(std::move(spec), JobScalars{});
-    const bool same_family = family_ && !spec.command && family_->family() == spec;
-    spec = with_scalars(std::move(spec), scalars);
+    bool new_family = false;
+    const SpecTemplate& family = templates_.of(spec, &new_family);
     const bool scalars_in_range = spec.batch >= 1 && spec.batch <= kMaxBatch && spec.seq_len >= 1 &&
                                   spec.seq_len <= kMaxSeqLen;
-    if (!same_family || !scalars_in_range) {
+    if (new_family || spec.command || !scalars_in_range) {
       if (auto checked = job_spec_from_json(to_json(spec)); !checked.ok()) {
         errors_.add(where, what + " expands to an invalid job: " + checked.status().message());
         return false;
       }
-      family_.emplace(SpecTemplate::of(spec));
     }
-    std::string id = job_id_of(header_.name, family_->canonical(scalars_of(spec)));
+    std::string id = job_id_of(header_.name, family.canonical(scalars_of(spec)));
     if (!seen_.insert(id).second) return true;  // the same job listed twice runs once
     if (static_cast<int64_t>(jobs_.size()) >= header_.max_jobs) {
       errors_.add_unplaced("plan expands to more than " + std::to_string(header_.max_jobs) +
@@ -409,7 +404,7 @@ class Expander {
   ErrorList& errors_;
   std::unordered_set<std::string> seen_;
   std::vector<PlannedJob> jobs_;
-  std::optional<SpecTemplate> family_;   // of the last job checked whole
+  SpecTemplates templates_;   // a family met before was checked whole then
 };
 
 std::string list_or_none(const std::vector<std::string>& names) {
@@ -595,25 +590,12 @@ std::string plan_hash(const std::vector<PlannedJob>& jobs) {
                                             : to_json(jobs[a].spec).dump() < to_json(jobs[b].spec).dump();
   });
   uint64_t h = fnv1a64("accelmatrix plan v1\n");
-  // Templates per family, found by model and backend, then compared whole.
-  std::unordered_map<std::string, std::vector<SpecTemplate>> templates;
+  SpecTemplates templates;
   for (uint32_t i : order) {
     const JobSpec& spec = jobs[i].spec;
-    const SpecTemplate* t = nullptr;
-    if (!spec.command) {
-      const JobSpec family = family_of(spec);
-      auto& list = templates[spec.model + '\x1f' + spec.backend];
-      for (const SpecTemplate& candidate : list) {
-        if (candidate.family() == family) t = &candidate;
-      }
-      if (t == nullptr) {
-        list.push_back(SpecTemplate::of(spec));
-        t = &list.back();
-      }
-    }
     h = fnv1a64(jobs[i].job_id, h);
     h = fnv1a64(" ", h);
-    h = fnv1a64(t ? t->canonical(scalars_of(spec)) : to_json(spec).dump(), h);
+    h = fnv1a64(spec.command ? to_json(spec).dump() : templates.canonical(spec), h);
     h = fnv1a64("\n", h);
   }
   return hex64(h);

@@ -67,4 +67,17 @@ std::string SpecTemplate::canonical(const JobScalars& scalars) const {
   return out;
 }
 
+const SpecTemplate& SpecTemplates::of(const JobSpec& spec, bool* made) {
+  if (made) *made = false;
+  const JobSpec family = family_of(spec);
+  if (last_ != nullptr && last_->family() == family) return *last_;
+  auto& list = by_model_[spec.model + '\x1f' + spec.backend];
+  for (const SpecTemplate& t : list) {
+    if (t.family() == family) return *(last_ = &t);
+  }
+  if (made) *made = true;
+  list.push_back(SpecTemplate::of(spec));
+  return *(last_ = &list.back());
+}
+
 }  // namespace am::jobs

@@ -12,7 +12,9 @@
 // - Pure and thread-compatible.
 #pragma once
 
+#include <deque>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "jobs/job_spec.h"
@@ -34,6 +36,21 @@ class SpecTemplate {
   // ("batch" < "precision" < "seq_len" in the sorted key order of the dump).
   std::vector<std::string> pieces_;
   bool exact_ = false;
+};
+
+// The templates of the families met so far, found by model and backend and then compared whole,
+// the last one first (jobs in plan order mostly share it). One cache for every place that makes
+// canonical JSON a job at a time: plan expansion, the plan hash, the stored spec documents.
+class SpecTemplates {
+ public:
+  // The template of spec's family (valid as long as the cache); `made` (optional) says whether it
+  // was made by this call.
+  const SpecTemplate& of(const JobSpec& spec, bool* made = nullptr);
+  std::string canonical(const JobSpec& spec) { return of(spec).canonical(scalars_of(spec)); }
+
+ private:
+  std::unordered_map<std::string, std::deque<SpecTemplate>> by_model_;   // deque: references stay valid
+  const SpecTemplate* last_ = nullptr;
 };
 
 }  // namespace am::jobs
