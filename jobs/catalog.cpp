@@ -141,6 +141,17 @@ Status check_model_config(const json& config, std::string_view prefix) {
     return invalid_argument(p + ": hidden (" + hidden->dump() + ") is not divisible by heads (" +
                             heads->dump() + ")");
   }
+  // A token id names a row of the embedding table: a vocabulary scaled down below it (an
+  // override) must move the id too, or every job of the model fails at run time.
+  auto vocab = config.find("vocab");
+  auto image_token = config.find("image_token_index");
+  if (vocab != config.end() && image_token != config.end() && is_positive_int(*vocab) &&
+      image_token->is_number_integer() &&
+      (image_token->get<int64_t>() < 0 || image_token->get<int64_t>() >= vocab->get<int64_t>())) {
+    return invalid_argument(p + ": image_token_index (" + image_token->dump() +
+                            ") is outside the vocabulary (vocab " + vocab->dump() +
+                            "); with a smaller vocab, set image_token_index below it too");
+  }
   return Status::Ok();
 }
 

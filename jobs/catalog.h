@@ -50,7 +50,8 @@ struct ModelEntry {
 // An override that lowers a size key below its published value marks a job as scaled.
 bool is_size_key(std::string_view key);
 
-// Checks the rules of a flat config (size keys positive; hidden % heads == 0). Errors name the
+// Checks the rules of a flat config (size keys positive; hidden % heads == 0; image_token_index
+// inside the vocab). Errors name the
 // key as "<prefix>.<key>: ..." (or "<prefix>: ..." for cross-key rules), without a file
 // position; callers add where the config came from.
 Status check_model_config(const nlohmann::json& config, std::string_view prefix = "config");

@@ -657,6 +657,43 @@ layer = 1
 )", 6, "override 'layer' is not a config key of model 'tiny-a' (did you mean 'layers'?)");
 }
 
+// The shipped LLaVA entries name image token 32000: a plan that scales the vocabulary below it
+// must move the token too, and is told so at load time (not by every job failing at run time).
+TEST_F(PlanLoader, AVocabScaledBelowTheImageTokenIsRefusedNamingBothKeys) {
+  dir_.write("models/tiny-llava.toml", R"([model]
+name = "tiny-llava"
+architecture = "multimodal"
+family = "llava"
+source = "example/tiny-llava"
+
+[config]
+layers = 2
+hidden = 32
+heads = 2
+intermediate = 96
+vocab = 40000
+image_token_index = 32000
+)");
+  expect_error_at(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-llava"
+[models.overrides]
+vocab = 2048
+)", 5, "image_token_index (32000) is outside the vocabulary (vocab 2048)");
+  auto ok = load(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-llava"
+[models.overrides]
+vocab = 2048
+image_token_index = 2047
+)");
+  EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+}
+
 TEST_F(PlanLoader, ReportsLineOfBadOverrideValues) {
   expect_error_at(R"(
 [plan]
