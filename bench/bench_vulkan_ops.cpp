@@ -9,13 +9,16 @@
 //   - GEMM (tiled, shared memory) f16 and f32 at M = 512, K = 4096, N = 4096: GFLOPS and % of
 //     the fp32 FMA rate (the GEMM accumulates in fp32 whatever the weight format).
 // Everything runs on buffers already on the device (kernels/vulkan/vk_ops.h); no host copies
-// are timed. Each figure is the median of kReps timed batches after a warm-up batch, a batch
-// being several back-to-back dispatches; the clock is the queue's timestamps when it has them,
+// are timed. Each figure is the median of kReps timed batches after untimed warm-up batches that
+// keep the device busy for 0.2 s (so its clocks are up), a batch being several back-to-back
+// dispatches; the clock is the queue's timestamps when it has them,
 // else the wall clock around the fence wait (printed). GEMV batches run without barriers (the
 // dispatches are independent: distinct outputs, activations quantized once beforehand) so they
 // measure the shader's throughput, not the gaps between dispatches.
 //
-//   build/bench/bench_vulkan_ops [--json FILE] [--quick]
+//   build/bench/bench_vulkan_ops [--json FILE] [--quick] [--only gemv|gemm]
+//                                [--matvec-lanes N] [--matvec-rows 1|2|4] [--coopmat-k-step 32|64]
+// The last two override the built-in choices, to sweep them on a real device.
 //
 // --quick: smaller shapes (GEMV 2048 x 1024, GEMM 32 x 512 x 512) and buffers, for CI on
 // lavapipe; exits 0 with a message when there is no Vulkan device. ACCELMATRIX_VULKAN_DEVICE
@@ -41,6 +44,8 @@ namespace am::kernels::vulkan {
 namespace {
 
 constexpr int kReps = 5;                    // timed batches per figure (the median is reported)
+constexpr double kWarmupSeconds = 0.2;      // device-busy time before a figure's timed batches
+constexpr int kMaxWarmupBatches = 2000;     // ... or this many warm-up batches (tiny ones)
 constexpr int kGemvBatch = 8;               // dispatches per timed GEMV batch
 constexpr int kGemmBatch = 2;
 constexpr int kCopyBatch = 4;
@@ -51,6 +56,8 @@ constexpr uint32_t kFmaFlopsPerIteration = 4 * 4 * 2;  // 4 vec4 chains, 2 flops
 constexpr double kFmaTargetSeconds = 0.02;  // grow the FMA workload until a batch takes this long
 constexpr std::size_t kCopyBytesFull = std::size_t{512} << 20;
 constexpr std::size_t kCopyBytesQuick = std::size_t{32} << 20;
+// Weight bytes a full-mode GEMV batch streams at least (8 copies of the smallest matrix, 31 MiB):
+// over the last-level cache of every GPU we know (H200 L2 60 MB, MI300X Infinity Cache 256 MB).
 
 struct Row {
   std::string what;
@@ -79,14 +86,24 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Seconds per operation: one warm-up batch, then the median of kReps batches of `per_batch`
-// operations each recorded by `record`.
+// Seconds per operation: warm-up batches (at least one, kWarmupSeconds of device time), then the
+// median of kReps batches of `per_batch` operations each recorded by `record`.
 Result<double> time_batches(VulkanDevice& dev, int per_batch, const std::function<Status()>& record) {
-  std::vector<double> t;
-  for (int rep = 0; rep <= kReps; ++rep) {
+  // Warm-up batches until the device has been busy for kWarmupSeconds: a GPU left idle (the host
+  // uploading the next weights) drops to its idle clock, and a few milliseconds of timed work
+  // would be measured before it climbs back (an H200 ran the same GEMM 5x slower after the GEMV
+  // section than on its own).
+  double busy = 0.0;
+  for (int warm = 0; warm < kMaxWarmupBatches && busy < kWarmupSeconds; ++warm) {
     for (int i = 0; i < per_batch; ++i) AM_RETURN_IF_ERROR(record());
     AM_ASSIGN_OR_RETURN(double s, dev.submit_timed());
-    if (rep > 0) t.push_back(s / per_batch);
+    busy += s;
+  }
+  std::vector<double> t;
+  for (int rep = 1; rep <= kReps; ++rep) {
+    for (int i = 0; i < per_batch; ++i) AM_RETURN_IF_ERROR(record());
+    AM_ASSIGN_OR_RETURN(double s, dev.submit_timed());
+    t.push_back(s / per_batch);
   }
   return median(t);
 }
@@ -145,6 +162,7 @@ std::string shape_text(int64_t a, int64_t b) { return std::to_string(a) + "x" + 
 class Bench {
  public:
   Bench(VulkanDevice& dev, bool quick) : dev_(dev), ops_(dev), quick_(quick) {}
+  void set_tuning(const DeviceOpsTuning& t) { ops_.set_tuning(t); }
 
   Status copy_bandwidth() {
     const std::size_t bytes =
@@ -210,6 +228,16 @@ class Bench {
       add({what, shape, 0, 0, "GB/s", -1, "skipped: " + w.status().message()});
       return Status::Ok();
     }
+    // One copy of the weight per dispatch of a batch: the dispatches run concurrently (no
+    // barriers), and two reading the same matrix at once share its DRAM stream through L2 (an
+    // H200 showed 148% of its copy bandwidth with 3 copies in turn); one 31 MiB matrix read 8
+    // times would also be served from its 60 MB L2.
+    std::vector<DeviceLinear> copies;
+    const std::size_t wanted = quick_ ? 1 : kGemvBatch;
+    for (std::size_t i = 1; i < wanted; ++i) {
+      AM_ASSIGN_OR_RETURN(DeviceLinear c, upload_linear(dev_, packed, nullptr));
+      copies.push_back(std::move(c));
+    }
     AM_ASSIGN_OR_RETURN(Buffer x, random_activations(dev_, k, 7));
     std::vector<Buffer> ys;
     for (int i = 0; i < kGemvBatch; ++i) {
@@ -224,14 +252,17 @@ class Bench {
     int next = 0;
     dev_.set_barriers(false);
     Result<double> t = time_batches(dev_, kGemvBatch, [&]() -> Status {
-      const Buffer& y = ys[static_cast<std::size_t>(next++ % kGemvBatch)];
-      return blocks ? ops_.block_matmul(*w, 1, y) : ops_.linear_path(*w, x, 1, y, false);
+      const std::size_t i = static_cast<std::size_t>(next++ % kGemvBatch);
+      const Buffer& y = ys[i];
+      const DeviceLinear& wi = i % (copies.size() + 1) == 0 ? *w : copies[i % (copies.size() + 1) - 1];
+      return blocks ? ops_.block_matmul(wi, 1, y) : ops_.linear_path(wi, x, 1, y, false);
     });
     dev_.set_barriers(true);
     AM_RETURN_IF_ERROR(t.status());
     const double gbs = static_cast<double>(w->weight_bytes) / *t / kBytesPerGB;
     add({what, shape, *t, gbs, "GB/s", copy_gbs_ > 0 ? 100.0 * gbs / copy_gbs_ : -1,
-         std::to_string(w->weight_bytes >> 20) + " MiB of weights"});
+         std::to_string(w->weight_bytes >> 20) + " MiB of weights" +
+             (copies.empty() ? std::string() : ", " + std::to_string(copies.size() + 1) + " copies, one per dispatch")});
     return Status::Ok();
   }
 
@@ -300,7 +331,12 @@ class Bench {
   std::vector<Row> rows_;
 };
 
-int run(const std::string& json_path, bool quick) {
+struct Sweep {
+  std::string only;  // "", "gemv" or "gemm"
+  DeviceOpsTuning tuning;
+};
+
+int run(const std::string& json_path, bool quick, const Sweep& sweep) {
   Result<VulkanDeviceInfo> info = select_vulkan_device();
   if (!info.ok()) {
     std::printf("bench_vulkan_ops: %s; nothing to measure\n", info.status().message().c_str());
@@ -312,10 +348,18 @@ int run(const std::string& json_path, bool quick) {
     return 1;
   }
   const VulkanDeviceInfo& d = (*dev)->info();
-  std::printf("device: %s\ndriver: %s\nclock: %s\nmode: %s\n\n", d.label().c_str(), d.driver.c_str(),
+  std::printf("device: %s\ndriver: %s\nclock: %s\nmode: %s\ncooperative matrices (f16 GEMM): %s\ninteger dot products: %s\n\n",
+              d.label().c_str(),
+              d.driver.c_str(),
               (*dev)->timing() == Timing::kTimestamps ? "queue timestamps" : "wall clock around fence waits",
-              quick ? "quick" : "full");
+              quick ? "quick" : "full", (*dev)->coopmat_f16() ? "on" : (d.coopmat_f16 ? "off (portable)" : "not on this device"),
+              (*dev)->int_dot() ? "on (gemv q8_0/q4_0/q4_1 use OpSDot)"
+                                : (d.int_dot ? "off (" + std::string(kVulkanPortableEnv) + ")" : "not on this device").c_str());
   Bench bench(**dev, quick);
+  bench.set_tuning(sweep.tuning);
+  std::printf("matvec lanes: %s, float matvec rows: %u, cooperative-matrix K step: %u\n\n",
+              sweep.tuning.matvec_lanes == 0 ? "built-in" : std::to_string(sweep.tuning.matvec_lanes).c_str(),
+              sweep.tuning.matvec_rows, sweep.tuning.coopmat_k_step);
   auto check = [](Status s) {
     if (!s.ok()) {
       std::fprintf(stderr, "bench_vulkan_ops: %s\n", s.to_string().c_str());
@@ -328,19 +372,21 @@ int run(const std::string& json_path, bool quick) {
   const std::vector<std::pair<int64_t, int64_t>> gemv_shapes =
       quick ? std::vector<std::pair<int64_t, int64_t>>{{2048, 1024}}
             : std::vector<std::pair<int64_t, int64_t>>{{14336, 4096}, {4096, 14336}};
-  for (const auto& [n, k] : gemv_shapes) {
+  for (const auto& [n, k] : sweep.only == "gemm" ? decltype(gemv_shapes){} : gemv_shapes) {
     for (WeightKind kind : {WeightKind::kQ4_0, WeightKind::kQ8_0, WeightKind::kF16, WeightKind::kF32}) {
       check(bench.gemv(kind, n, k));
     }
   }
   const int64_t gm = quick ? 32 : 512;
   const int64_t gk = quick ? 512 : 4096;
-  for (WeightKind kind : {WeightKind::kF16, WeightKind::kF32}) check(bench.gemm(kind, gm, gk, gk));
+  if (sweep.only != "gemv") {
+    for (WeightKind kind : {WeightKind::kF16, WeightKind::kF32}) check(bench.gemm(kind, gm, gk, gk));
+  }
   bench.print();
   if (!json_path.empty()) {
     nlohmann::json doc = bench.to_json();
     doc["device"] = {{"name", d.name}, {"driver", d.driver}, {"type", d.type_name()}, {"software", d.software},
-                     {"fp16", d.fp16}, {"subgroup_size", d.subgroup_size}};
+                     {"fp16", d.fp16}, {"int_dot", (*dev)->int_dot()}, {"coopmat_f16", (*dev)->coopmat_f16()}, {"subgroup_size", d.subgroup_size}};
     doc["clock"] = (*dev)->timing() == Timing::kTimestamps ? "timestamps" : "wall";
     doc["quick"] = quick;
     std::ofstream out(json_path);
@@ -362,6 +408,18 @@ int main(int argc, char** argv) {
   bool quick = false;
   app.add_option("--json", json, "write the results as JSON to this file");
   app.add_flag("--quick", quick, "smaller shapes and buffers (CI on lavapipe)");
+  am::kernels::vulkan::Sweep sweep;
+  app.add_option("--only", sweep.only, "measure only the ceilings and these: gemv or gemm")
+      ->check(CLI::IsMember({"gemv", "gemm"}));
+  app.add_option("--matvec-lanes", sweep.tuning.matvec_lanes,
+                 "invocations per matrix-vector row instead of the built-in choice (tuning)")
+      ->check(CLI::IsMember({1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}));
+  app.add_option("--matvec-rows", sweep.tuning.matvec_rows,
+                 "float-weight matrix-vector rows per invocation set (tuning; default the built-in kMatvecRows)")
+      ->check(CLI::IsMember({1u, 2u, 4u}));
+  app.add_option("--coopmat-k-step", sweep.tuning.coopmat_k_step,
+                 "K step of the cooperative-matrix GEMM (tuning; default the built-in kCoopmatKStep)")
+      ->check(CLI::IsMember({32u, 64u}));
   CLI11_PARSE(app, argc, argv);
-  return am::kernels::vulkan::run(json, quick);
+  return am::kernels::vulkan::run(json, quick, sweep);
 }

@@ -36,6 +36,8 @@ Result<InstanceFns> VulkanLoader::load_instance(VkInstance instance) const {
   if (f.name == nullptr) return unsupported("Vulkan loader lacks " #name " (Vulkan 1.1 needed)");
   AM_VK_INSTANCE_FUNCTIONS(AM_VK_LOAD_INSTANCE)
 #undef AM_VK_LOAD_INSTANCE
+  f.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+      global_.vkGetInstanceProcAddr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
   return f;
 }
 

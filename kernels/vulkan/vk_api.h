@@ -98,6 +98,8 @@ struct GlobalFns {
 };
 struct InstanceFns {
   AM_VK_INSTANCE_FUNCTIONS(AM_VK_DECLARE)
+  // Optional (null where the loader does not know VK_NV_cooperative_matrix).
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV vkGetPhysicalDeviceCooperativeMatrixPropertiesNV = nullptr;
 };
 struct DeviceFns {
   AM_VK_DEVICE_FUNCTIONS(AM_VK_DECLARE)

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "common/log.h"
@@ -75,6 +76,38 @@ bool has_extension(const InstanceFns& fn, VkPhysicalDevice pd, const char* name)
   return false;
 }
 
+// gemm_coopmat.comp: 4 subgroups of 32 per work-group; 34 KiB of shared memory at its largest
+// K step (64).
+constexpr uint32_t kCoopmatSubgroup = 32;
+constexpr uint32_t kCoopmatSharedBytes = 2 * 64 * (64 + 8) * 2 + 64 * 64 * 4;
+
+bool has_coopmat_f16(const InstanceFns& fn, VkPhysicalDevice pd) {
+  if (fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV == nullptr ||
+      !has_extension(fn, pd, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME)) {
+    return false;
+  }
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV feat{};
+  feat.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &feat;
+  fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+  if (feat.cooperativeMatrix != VK_TRUE) return false;
+  uint32_t count = 0;
+  if (fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkCooperativeMatrixPropertiesNV> props(count);
+  for (auto& p : props) p.sType = VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  if (fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, props.data()) != VK_SUCCESS) return false;
+  for (const auto& p : props) {
+    if (p.MSize == 16 && p.NSize == 16 && p.KSize == 16 && p.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+        p.BType == VK_COMPONENT_TYPE_FLOAT16_NV && p.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+        p.DType == VK_COMPONENT_TYPE_FLOAT32_NV && p.scope == VK_SCOPE_SUBGROUP_NV) {
+      return true;
+    }
+  }
+  return false;
+}
+
 VulkanDeviceInfo describe(const InstanceFns& fn, VkPhysicalDevice pd, int index) {
   VulkanDeviceInfo d;
   d.index = index;
@@ -119,6 +152,18 @@ VulkanDeviceInfo describe(const InstanceFns& fn, VkPhysicalDevice pd, int index)
     d.fp16 = f16.shaderFloat16 == VK_TRUE;
     d.int8 = f16.shaderInt8 == VK_TRUE;
   }
+  // Through the KHR extension, not Vulkan 1.3 core: the instance asks for at most 1.2.
+  if (has_extension(fn, pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
+    VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
+    dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+    VkPhysicalDeviceFeatures2 features{};
+    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    features.pNext = &dot;
+    fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+    d.int_dot = dot.shaderIntegerDotProduct == VK_TRUE;
+  }
+  d.coopmat_f16 = d.fp16 && d.subgroup_size == kCoopmatSubgroup && d.max_shared_bytes >= kCoopmatSharedBytes &&
+                  has_coopmat_f16(fn, pd);
 
   uint32_t families = 0;
   fn.vkGetPhysicalDeviceQueueFamilyProperties(pd, &families, nullptr);
@@ -178,6 +223,11 @@ const char* VulkanDeviceInfo::type_name() const {
 
 std::string VulkanDeviceInfo::label() const {
   return name + " [vulkan:" + std::to_string(index) + ", " + type_name() + (software ? ", software" : "") + "]";
+}
+
+bool portable_shaders_forced() {
+  const char* env = std::getenv(kVulkanPortableEnv);
+  return env != nullptr && *env != '\0' && std::string_view(env) != "0";
 }
 
 Result<std::vector<VulkanDeviceInfo>> list_vulkan_devices() {
@@ -243,9 +293,32 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::create(const VulkanDeviceInf
   f16.shaderFloat16 = info.fp16 ? VK_TRUE : VK_FALSE;
   std::vector<const char*> extensions;
   if (info.fp16 && info.api_version < kApi12) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  // Integer dot products (the gemv_q *_dot shaders) unless the portable shaders are asked for.
+  dev->int_dot_ = info.int_dot && !options.portable_shaders && !portable_shaders_forced();
+  VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
+  dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+  dot.shaderIntegerDotProduct = VK_TRUE;
+  void* chain = nullptr;
+  if (dev->int_dot_) {
+    extensions.push_back(VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+    chain = &dot;
+  }
+  dev->coopmat_f16_ = info.coopmat_f16 && !options.portable_shaders && !portable_shaders_forced();
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV coop{};
+  coop.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
+  coop.cooperativeMatrix = VK_TRUE;
+  if (dev->coopmat_f16_) {
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    coop.pNext = chain;
+    chain = &coop;
+  }
+  if (info.fp16) {
+    f16.pNext = chain;
+    chain = &f16;
+  }
   VkDeviceCreateInfo dci{};
   dci.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
-  dci.pNext = info.fp16 ? &f16 : nullptr;
+  dci.pNext = chain;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
   dci.enabledExtensionCount = static_cast<uint32_t>(extensions.size());

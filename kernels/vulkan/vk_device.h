@@ -43,6 +43,9 @@
 namespace am::kernels::vulkan {
 
 inline constexpr const char* kVulkanDeviceEnv = "ACCELMATRIX_VULKAN_DEVICE";
+// Set (and not "0"): every device uses the portable shaders only (no integer dot products), as
+// VulkanDeviceOptions::portable_shaders does; CI runs that path on lavapipe too.
+inline constexpr const char* kVulkanPortableEnv = "ACCELMATRIX_VULKAN_PORTABLE";
 // Vulkan guarantees 128 bytes of push constants on every device.
 inline constexpr uint32_t kPushConstantBytes = 128;
 // Descriptor sets per pool before the recorded work is flushed and the pool reset.
@@ -61,6 +64,10 @@ struct VulkanDeviceInfo {
   bool software = false;         // a CPU renderer (lavapipe, SwiftShader)
   bool fp16 = false;             // shaderFloat16
   bool int8 = false;             // shaderInt8
+  bool int_dot = false;          // shaderIntegerDotProduct (VK_KHR_shader_integer_dot_product)
+  // VK_NV_cooperative_matrix lists 16x16x16 f16 x f16 + f32 at subgroup scope, subgroups are 32
+  // wide and shared memory holds gemm_coopmat.comp's tiles: the f16 GEMM runs on matrix units.
+  bool coopmat_f16 = false;
   uint32_t subgroup_size = 0;
   bool subgroup_arithmetic = false;  // compute-stage subgroupAdd & co.
   uint32_t timestamp_valid_bits = 0;  // of the compute queue family chosen
@@ -76,6 +83,8 @@ struct VulkanDeviceInfo {
 };
 
 Result<std::vector<VulkanDeviceInfo>> list_vulkan_devices();
+// True when kVulkanPortableEnv asks for the portable shaders.
+bool portable_shaders_forced();
 Result<VulkanDeviceInfo> select_vulkan_device();
 
 // A VkBuffer with its own memory. `mapped` is non-null when the memory is host-visible.
@@ -105,6 +114,9 @@ struct VulkanDeviceOptions {
   // vkCmdCopyBuffer, the path of a discrete GPU's VRAM. The tests turn it on to check that path
   // on lavapipe.
   bool staging_transfers = false;
+  // Portable shaders only: no integer dot products even where the device has them (the tests
+  // check both paths on the same device).
+  bool portable_shaders = false;
 };
 
 class VulkanDevice {
@@ -147,6 +159,10 @@ class VulkanDevice {
 
   // The largest group count in one dimension (maxComputeWorkGroupCount[0]).
   uint32_t max_groups_x() const { return max_groups_x_; }
+  // Integer dot products are enabled: the *_dot shader variants may be used.
+  bool int_dot() const { return int_dot_; }
+  // Cooperative matrices are enabled: f16 GEMMs use gemm_coopmat.comp.
+  bool coopmat_f16() const { return coopmat_f16_; }
 
  private:
   VulkanDevice() = default;
@@ -160,6 +176,8 @@ class VulkanDevice {
 
   VulkanDeviceInfo info_;
   VulkanDeviceOptions options_;
+  bool int_dot_ = false;
+  bool coopmat_f16_ = false;
   std::shared_ptr<const VulkanLoader> loader_;
   InstanceFns ifn_{};
   VkPhysicalDevice physical_ = VK_NULL_HANDLE;

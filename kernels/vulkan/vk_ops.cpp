@@ -119,20 +119,28 @@ Status DeviceOps::linear_path(const DeviceLinear& w, const Buffer& x, int64_t m,
   const uint32_t has_bias = w.bias ? 1u : 0u;
   if (!is_block_kind(w.kind)) {
     if (gemm) {
-      AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemm_shader(w.kind), 4));
+      // f16 weights on the device's matrix units where it has them (gemm_coopmat.comp).
+      const bool coop = w.kind == WeightKind::kF16 && dev_.coopmat_f16();
+      const int64_t tile = coop ? kCoopmatTile : kGemmTile;
+      const int32_t coop_spec[] = {static_cast<int32_t>(tuning_.coopmat_k_step), k % 4 == 0 ? 1 : 0};
+      AM_ASSIGN_OR_RETURN(const Pipeline* p,
+                          coop ? dev_.pipeline("gemm_f16_coopmat", 4, coop_spec) : dev_.pipeline(gemm_shader(w.kind), 4));
       const uint32_t push[] = {static_cast<uint32_t>(m), static_cast<uint32_t>(n), static_cast<uint32_t>(k),
                                static_cast<uint32_t>(w.padded), has_bias};
-      const int64_t tiles_n = (n + kGemmTile - 1) / kGemmTile;
-      const int64_t tiles_m = (m + kGemmTile - 1) / kGemmTile;
+      const int64_t tiles_n = (n + tile - 1) / tile;
+      const int64_t tiles_m = (m + tile - 1) / tile;
       if (tiles_n > dev_.max_groups_x() || tiles_m > kMaxGridZ) return too_big("linear");
       return dev_.dispatch(*p, {x.get(), w.values.get(), bias, y.get()}, push, sizeof push,
                            static_cast<uint32_t>(tiles_n), static_cast<uint32_t>(tiles_m));
     }
     if (m > kMaxGridZ) return too_big("linear");
     const int64_t per_chunk = w.kind == WeightKind::kF32 ? 4 : 8;
-    const uint32_t lanes = matvec_lanes((k + per_chunk - 1) / per_chunk);
-    const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes)};
-    const int64_t rows_per_group = kMatvecGroup / lanes;
+    const uint32_t lanes = tuning_.matvec_lanes != 0 ? tuning_.matvec_lanes : matvec_lanes((k + per_chunk - 1) / per_chunk);
+    // X_VEC4: rows of x start on 16 bytes, so gemv_f.comp reads them as vec4.
+    const uint32_t rows = tuning_.matvec_rows;
+    const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes), k % 4 == 0 ? 1 : 0,
+                            static_cast<int32_t>(rows)};
+    const int64_t rows_per_group = (kMatvecGroup / lanes) * rows;
     uint32_t gx = 0, gy = 0;
     groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
     AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemv_shader(w.kind), 4, spec));
@@ -169,12 +177,16 @@ Status DeviceOps::block_matmul(const DeviceLinear& w, int64_t m, const Buffer& y
   if (m > kMaxGridZ || m * n > kMaxIndex) return too_big("linear");
   AM_ASSIGN_OR_RETURN(VkBuffer none, dummy());
   // gemv_k.comp splits a super-block into 8 runs of 32 (its units); gemv_q.comp reads whole blocks.
-  const uint32_t lanes = matvec_lanes(is_k_quant_kind(w.kind) ? w.padded * 8 : w.padded);
+  const uint32_t lanes = tuning_.matvec_lanes != 0 ? tuning_.matvec_lanes
+                                                  : matvec_lanes(is_k_quant_kind(w.kind) ? w.padded * 8 : w.padded);
   const int32_t spec[] = {static_cast<int32_t>(kMatvecGroup), static_cast<int32_t>(lanes)};
   const int64_t rows_per_group = kMatvecGroup / lanes;
   uint32_t gx = 0, gy = 0;
   groups_2d((n + rows_per_group - 1) / rows_per_group, gx, gy);
-  AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(gemv_shader(w.kind), 8, spec));
+  // q8_0/q4_0/q4_1 have an integer-dot-product variant (same bits, fewer instructions).
+  std::string shader = gemv_shader(w.kind);
+  if (dev_.int_dot() && !is_k_quant_kind(w.kind)) shader += "_dot";
+  AM_ASSIGN_OR_RETURN(const Pipeline* p, dev_.pipeline(shader, 8, spec));
   const uint32_t push[] = {static_cast<uint32_t>(n), static_cast<uint32_t>(w.padded), w.bias ? 1u : 0u};
   const VkBuffer bias = w.bias ? w.bias.get() : none;
   const VkBuffer mins = w.mins ? w.mins.get() : none;

@@ -54,15 +54,37 @@ inline constexpr uint32_t kQuantizeGroup = 64;
 inline constexpr int64_t kKQuantSumGroup = 16;  // values per int sum of a k-quant activation block
 inline constexpr uint32_t kAttentionGroup = 64;  // per (sample, head, query)
 inline constexpr uint32_t kGemmTile = 128;     // gemm_f.comp's BM = BN
+inline constexpr uint32_t kCoopmatTile = 64;   // gemm_coopmat.comp's BM = BN
 // selective_scan.comp keeps a channel's states in one work-group of this many invocations.
 inline constexpr int64_t kScanMaxState = 256;
 // Below this many rows a float matmul runs as M matrix-vector products (each re-reads W, which
 // stays in cache for small M); from it on, the tiled GEMM.
 inline constexpr int64_t kGemmMinRows = 8;
 
+// Float-weight matrix-vector rows per invocation set (gemv_f.comp ROWS): each activation chunk
+// is loaded once for this many rows. On an H200 (bench_vulkan_ops --only gemv --matvec-rows N,
+// every figure warmed up) 1, 2 and 4 were within 3% of each other at 96-108% of the copy
+// bandwidth; 2 was never the slowest.
+inline constexpr uint32_t kMatvecRows = 2;
+
+// gemm_coopmat.comp's K step (halves staged per row and pass): on an H200 the f16 GEMM at
+// M512 N4096 K4096 ran at 40.4 TFLOPS with 64 and 35.4 with 32 (bench_vulkan_ops
+// --coopmat-k-step); shared memory 2 * 64 * (BK + 8) * 2 + 64 * 64 * 4 bytes.
+inline constexpr uint32_t kCoopmatKStep = 64;
+
+// Knobs the bench sweeps to choose the defaults above on a real device; production code leaves
+// them at their defaults.
+struct DeviceOpsTuning {
+  uint32_t matvec_lanes = 0;  // invocations per matrix-vector row; 0: matvec_lanes(units)
+  uint32_t matvec_rows = kMatvecRows;  // rows per invocation set in gemv_f.comp (1, 2 or 4)
+  uint32_t coopmat_k_step = kCoopmatKStep;  // 32 or 64
+};
+
 class DeviceOps {
  public:
   explicit DeviceOps(VulkanDevice& dev) : dev_(dev) {}
+
+  void set_tuning(const DeviceOpsTuning& t) { tuning_ = t; }
 
   // y[m, N] = x[m, K] · W^T + bias.
   Status linear(const DeviceLinear& w, const Buffer& x, int64_t m, const Buffer& y);
@@ -143,6 +165,7 @@ class DeviceOps {
   void groups_2d(int64_t n, uint32_t& gx, uint32_t& gy) const;
 
  private:
+  DeviceOpsTuning tuning_;
   // `n` invocations of a shader with `group`-wide work-groups (split over x/y).
   Status flat(const Pipeline& p, std::initializer_list<VkBuffer> buffers, const void* push, uint32_t push_bytes,
               int64_t n, uint32_t group);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -50,7 +51,10 @@ const MatmulShape kMatmulShapes[] = {{1, 32, 16},   {1, 45, 33},     {7, 45, 33}
 
 const char* const kLinearFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1"};
 
-double linear_tolerance(std::string_view format) {
+double linear_tolerance(std::string_view format, const vulkan::VulkanDeviceInfo& device, int64_t m) {
+  if (format == "f16" && m >= vulkan::kGemmMinRows && device.coopmat_f16 && !vulkan::portable_shaders_forced()) {
+    return VulkanTolerance::kF16ActivationMatmul;
+  }
   return (format == "f32" || format == "f16" || format == "bf16") ? VulkanTolerance::kFloatMatmul
                                                                   : VulkanTolerance::kQuantMatmul;
 }
@@ -119,7 +123,7 @@ TEST(VulkanBackend, LinearMatchesCpuForEveryFormatAndShape) {
         const Status st = be.linear(layer, x.view(), y.view());
         ASSERT_TRUE(st.ok()) << st.message();
         ASSERT_TRUE(all_finite(y.view()));
-        EXPECT_LE(nmse(y.view(), ref.view()), linear_tolerance(name));
+        EXPECT_LE(nmse(y.view(), ref.view()), linear_tolerance(name, device, s.m));
         // The second call reuses the uploaded weight and must give the same bits.
         Tensor again(Shape{s.m, s.n});
         ASSERT_TRUE(be.linear(layer, x.view(), again.view()).ok());
@@ -245,6 +249,42 @@ TEST(VulkanBackend, StagingTransfersGiveTheSameBitsAsMappedBuffers) {
   ASSERT_TRUE(mapped.rms_norm(x.view(), gamma.data(), 1e-6f, a.view()).ok());
   ASSERT_TRUE((*be)->rms_norm(x.view(), gamma.data(), 1e-6f, b.view()).ok());
   EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+}
+
+TEST(VulkanBackend, IntegerDotShadersGiveThePortableShadersBits) {
+  // q8_0/q4_0/q4_1 use OpSDot where the device enables integer dot products (lavapipe does).
+  // The block sums are integers either way and the float arithmetic around them is the same, so
+  // the two variants must agree to the bit; q4_0's offset is taken off through the activation sums.
+  AM_REQUIRE_VULKAN_DEVICE(device);
+  if (!device.int_dot || vulkan::portable_shaders_forced()) {
+    GTEST_SKIP() << "no integer dot products on " << device.label();
+  }
+  const ExecContext ctx = scalar_context();
+  vulkan::VulkanDeviceOptions portable_only;
+  portable_only.portable_shaders = true;
+  Result<std::unique_ptr<VulkanBackend>> portable = VulkanBackend::create(device, portable_only);
+  ASSERT_TRUE(portable.ok()) << portable.status().message();
+  VulkanBackend& dot = vulkan_backend_for(device);
+  uint32_t seed = 700;
+  for (const char* name : {"q8_0", "q4_0", "q4_1"}) {
+    for (const auto& [m, k, n] : {std::array<int64_t, 3>{1, 32, 5}, {1, 1000, 77}, {3, 4096, 40}, {17, 200, 33}}) {
+      SCOPED_TRACE(std::string(name) + " m=" + std::to_string(m) + " k=" + std::to_string(k) + " n=" + std::to_string(n));
+      seed += 3;
+      const Linear layer = Linear::create(random_tensor(Shape{n, k}, seed, 0.5f), random_tensor(Shape{n}, seed + 1),
+                                          format_named(name), ctx);
+      const Tensor x = random_tensor(Shape{m, k}, seed + 2, 2.0f);
+      Tensor a(Shape{m, n}), b(Shape{m, n});
+      poison(a.view());
+      poison(b.view());
+      ASSERT_TRUE(dot.linear(layer, x.view(), a.view()).ok());
+      const Status st = (*portable)->linear(layer, x.view(), b.view());
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_TRUE(all_finite(a.view()));
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.bytes()), 0);
+      dot.release_cached_weights();
+      (*portable)->release_cached_weights();
+    }
+  }
 }
 
 TEST(VulkanBackend, LinearRejectsMismatchedShapes) {

@@ -28,7 +28,9 @@ void main() {
   } else if (pc.kind == 1u) {
     r = 0.5 * v * (1.0 + tanh(0.79788456080286535588 * (v + 0.044715 * v * v * v)));
   } else if (pc.kind == 2u) {
-    r = v < 0.0 ? 0.0 : v;
+    // Not `v < 0.0 ? 0.0 : v`: NVIDIA's compiler turns that into max(v, 0.0), which drops NaN
+    // (Vulkan does not promise NaN-preserving float arithmetic); the bit test is integer math.
+    r = is_nan_bits(v) ? v : max(v, 0.0);
   } else if (pc.kind == 3u) {
     r = v / (1.0 + exp(-v));
   } else if (pc.kind == 4u) {

@@ -6,6 +6,9 @@ uint flat_group() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupI
 
 float nan_value() { return uintBitsToFloat(0x7FC00000u); }
 
+// NaN by its bits: a float isnan() may be folded away where the device assumes no NaNs.
+bool is_nan_bits(float v) { return (floatBitsToUint(v) & 0x7FFFFFFFu) > 0x7F800000u; }
+
 // bf16 -> f32 is exact (the top half of the bits); f32 -> bf16 rounds to nearest even and keeps
 // NaN a quiet NaN, like kernels/formats/bf16.h.
 float round_to_bf16(float f) {

@@ -1,5 +1,6 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 // Y = X · W^T + bias for M > 1 with float weights (define F32, F16 or BF16), tiled through
 // shared memory: a work-group of 256 invocations computes a BM x BN = 128 x 128 tile of Y, each
 // invocation an 8 x 8 block of it, walking K in steps of BK = 16. Per step every invocation loads
@@ -47,11 +48,11 @@ void main() {
   const uint tx = t % 16u;
   const uint ty = t / 16u;
   float acc[TM][TN];
-  for (uint i = 0u; i < TM; ++i)
-    for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
+  [[unroll]] for (uint i = 0u; i < TM; ++i)
+    [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] = 0.0;
 
   for (uint k0 = 0u; k0 < pc.K; k0 += BK) {
-    for (uint i = 0u; i < 8u; ++i) xs[lk + i][lrow / 4u][lrow % 4u] = load_x(m0 + lrow, k0 + lk + i);
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) xs[lk + i][lrow / 4u][lrow % 4u] = load_x(m0 + lrow, k0 + lk + i);
     const uint n = n0 + lrow;
     const uint kk = k0 + lk;
     float wv[8];
@@ -64,7 +65,7 @@ void main() {
       wv = float[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
 #else
       const uvec4 v = w[(n * pc.KP + kk) / 8u];
-      for (uint i = 0u; i < 4u; ++i) {
+      [[unroll]] for (uint i = 0u; i < 4u; ++i) {
 #if defined(F16)
         const vec2 h = unpackHalf2x16(v[i]);
 #else
@@ -75,26 +76,26 @@ void main() {
       }
 #endif
     } else {
-      for (uint i = 0u; i < 8u; ++i) wv[i] = 0.0;
+      [[unroll]] for (uint i = 0u; i < 8u; ++i) wv[i] = 0.0;
     }
-    for (uint i = 0u; i < 8u; ++i) ws[lk + i][lrow / 4u][lrow % 4u] = kk + i < pc.K ? wv[i] : 0.0;
+    [[unroll]] for (uint i = 0u; i < 8u; ++i) ws[lk + i][lrow / 4u][lrow % 4u] = kk + i < pc.K ? wv[i] : 0.0;
     barrier();
-    for (uint k = 0u; k < BK; ++k) {
+    [[unroll]] for (uint k = 0u; k < BK; ++k) {
       const vec4 a0 = xs[k][ty];
       const vec4 a1 = xs[k][16u + ty];
       const vec4 b0 = ws[k][tx];
       const vec4 b1 = ws[k][16u + tx];
       const float a[TM] = float[TM](a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w);
       const float b[TN] = float[TN](b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w);
-      for (uint i = 0u; i < TM; ++i)
-        for (uint j = 0u; j < TN; ++j) acc[i][j] += a[i] * b[j];
+      [[unroll]] for (uint i = 0u; i < TM; ++i)
+        [[unroll]] for (uint j = 0u; j < TN; ++j) acc[i][j] += a[i] * b[j];
     }
     barrier();
   }
-  for (uint i = 0u; i < TM; ++i) {
+  [[unroll]] for (uint i = 0u; i < TM; ++i) {
     const uint m = m0 + (i < 4u ? 4u * ty + i : 64u + 4u * ty + (i - 4u));
     if (m >= pc.M) continue;
-    for (uint j = 0u; j < TN; ++j) {
+    [[unroll]] for (uint j = 0u; j < TN; ++j) {
       const uint n = n0 + (j < 4u ? 4u * tx + j : 64u + 4u * tx + (j - 4u));
       if (n < pc.N) y[m * pc.N + n] = acc[i][j] + (pc.has_bias != 0u ? bias[n] : 0.0);
     }
