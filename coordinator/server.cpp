@@ -2074,9 +2074,17 @@ struct Server::Impl {
     if (!existing) {
       AM_RETURN_IF_ERROR(m.store->upsert_run(run));
     } else if (existing->plan_hash != run.plan_hash) {
-      AM_ASSIGN_OR_RETURN(std::vector<JobRow> stored, m.store->load_jobs(run_id));
-      std::set<std::string> stored_ids;   // the plan jobs they were made from
-      for (const JobRow& row : stored) stored_ids.insert(plan_job_id_of(run_id, row));
+      // The plan jobs the stored jobs were made from, without their specs: one damaged spec
+      // must not refuse the run (the read-back below settles that job `error`).
+      std::set<std::string> stored_ids;
+      AM_RETURN_IF_ERROR(m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
+        if (row.plan_job_id.empty() && !row.target.empty()) {
+          // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
+          if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
+        }
+        stored_ids.insert(plan_job_id_of(run_id, row));
+        return Status::Ok();
+      }));
       std::set<std::string> plan_ids;
       for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
       std::size_t only_plan = 0;

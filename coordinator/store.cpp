@@ -1047,6 +1047,7 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT )sql" + placement_columns + R"sql(,
              j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
+             j.batch AS job_batch, j.seq_len AS job_seq_len,
              j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at AS job_finished_at,
              a.attempt IS NOT NULL AS has_attempt, coalesce(a.worker_id, '') AS worker_id,
              coalesce(nullif(a.hostname, ''), w.hostname, '') AS hostname,
@@ -1071,7 +1072,15 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     r.run_id = run_id;
     r.job_id = stmt.column_text("job_id");
     const std::string what = job_name(run_id, r.job_id);
-    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+    // One damaged document does not take the report down: the job is shown from its columns
+    // (model, backend, precision, shape, status) with the damage named in its reason.
+    std::string damaged;
+    if (Result<nlohmann::json> spec = parse_stored_json(stmt.column_text("spec_json"), "spec of " + what); spec.ok()) {
+      r.spec = std::move(spec).value();
+    } else {
+      r.spec = {{"batch", stmt.column_int64("job_batch")}, {"seq_len", stmt.column_int64("job_seq_len")}};
+      damaged = spec.status().message();
+    }
     r.model = stmt.column_text("model");
     r.architecture = stmt.column_text("architecture");
     r.backend = stmt.column_text("backend");
@@ -1095,7 +1104,17 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     r.target = stmt.column_text("target");
     r.exclusive = stmt.column_int("exclusive") != 0;
     r.device = stmt.column_text("device");
-    AM_ASSIGN_OR_RETURN(r.metrics, parse_stored_json(stmt.column_text("metrics_json"), "metrics of " + what));
+    if (Result<nlohmann::json> metrics = parse_stored_json(stmt.column_text("metrics_json"), "metrics of " + what);
+        metrics.ok()) {
+      r.metrics = std::move(metrics).value();
+    } else {
+      r.metrics = nlohmann::json::object();
+      damaged += (damaged.empty() ? "" : "; ") + metrics.status().message();
+    }
+    if (!damaged.empty()) {
+      get_logger("coordinator/store")->warn("{}", damaged);
+      r.reason += (r.reason.empty() ? "" : "; ") + damaged;
+    }
     r.log_tail = stmt.column_text("log_tail");
     r.started_at_ms = stmt.column_int64("started_at");
     const int64_t attempt_finished = stmt.column_int64("finished_at");

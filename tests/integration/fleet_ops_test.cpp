@@ -5,7 +5,9 @@
 // - a plan is a plan: another plan under the same run id is refused (exit 2) unless --extend;
 // - progress: one updating line on a terminal (NO_COLOR honoured), plain lines elsewhere;
 //   -q/-v/--log-level after the subcommand;
-// - the plan's time_budget_s: when it runs out no new job starts, the rest is `skipped`.
+// - the plan's time_budget_s: when it runs out no new job starts, the rest is `skipped`;
+// - a damaged stored job spec: named in the report (which still shows every job), and settled
+//   `error` when an extended run must read it back; it never refuses the run.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -16,6 +18,8 @@
 
 #include <csignal>
 #include <memory>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/run_helpers.h"
 
@@ -190,6 +194,81 @@ TEST(ResumeWithoutWaiting, ARerunWithNothingToDoReturnsAtOnceWithoutWarningsAndL
   EXPECT_EQ(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'noop'"), finished);
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 1);
   std::cout << "[ measured ] no-op rerun: " << took_s << " s\n";
+}
+
+// Three bert-tiny jobs with placement "any" (stored at once, before any worker registers a
+// class) are stored by a `serve` that no worker joins and stopped cleanly; then the spec of the
+// first is damaged in the database. Returns its job id.
+std::string store_three_jobs_and_damage_one(const ScratchDir& dir, const std::filesystem::path& plan,
+                                            const std::filesystem::path& db) {
+  {
+    Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+    EXPECT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
+    EXPECT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs") == 3; }, 20s)) << serve.log();
+    serve.terminate();
+    EXPECT_EQ(serve.wait(30s), 3) << serve.log();
+  }
+  const auto first = sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq LIMIT 1");
+  if (first.size() != 1) return "";
+  EXPECT_EQ(sql_exec(db, "UPDATE jobs SET spec_json = '{\"model\": ' WHERE job_id = '" + first[0][0] + "'"), "");
+  return first[0][0];
+}
+
+std::filesystem::path write_any_plan(const ScratchDir& dir, const std::string& file, const std::string& seq_lens) {
+  return write_bert_plan(dir / file, "damaged", 0.02, seq_lens, "[\"f32\"]", "accuracy",
+                         "timeout_s = 60\nplacement = \"any\"\n");
+}
+
+// Resumed with the same plan, the coordinator takes the damaged job's spec from the plan (it
+// does not read stored specs back then), so the job runs; the report, which does read it, shows
+// the job from its columns with the damage named instead of failing the whole report.
+TEST(ResumeWithoutWaiting, ADamagedStoredSpecIsNamedInTheReportWhichStillShowsEveryJob) {
+  ScratchDir dir("resume-damaged");
+  const auto db = dir / "d.db";
+  const auto plan = write_any_plan(dir, "damaged.toml", "[8, 16, 32]");
+  const std::string id = store_three_jobs_and_damage_one(dir, plan, db);
+  ASSERT_FALSE(id.empty());
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "resume", run_args(plan, db), &log), 0) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND status = 'pass'"), 3) << log;
+  EXPECT_TRUE(has(log, "corrupt spec of job '" + id + "'")) << log;
+  EXPECT_TRUE(has(log, "| bert-tiny")) << "the report is printed\n" << log;
+  std::string report;
+  ASSERT_EQ(run_logged(dir, "report", {coordinator_binary().string(), "report", "--db", db.string(), "--format", "json"},
+                       &report),
+            0)
+      << report;
+  // All three jobs are in it, the damaged one with the damage named.
+  // The log holds the store's warning (stderr) before the document (stdout).
+  const std::size_t start = report.rfind("\n{", report.find("\"columns\""));
+  ASSERT_NE(start, std::string::npos) << report;
+  const nlohmann::json doc = nlohmann::json::parse(report.substr(start), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << report;
+  ASSERT_TRUE(doc.contains("results")) << report;
+  EXPECT_EQ(doc.at("results").size(), 3u) << report;
+  EXPECT_TRUE(has(report, "corrupt spec of job '" + id + "'")) << report;
+}
+
+// Extended with another plan, the first plan's jobs are read back from the store: the damaged
+// one cannot be run and ends `error` with the reason, settled after the read-back walk (no write
+// to the jobs table while its rows are stepped through); every other job runs once.
+TEST(ResumeWithoutWaiting, AnExtendedRunEndsADamagedStoredJobErrorAndRunsTheRestOnce) {
+  ScratchDir dir("extend-damaged");
+  const auto db = dir / "e.db";
+  const std::string id = store_three_jobs_and_damage_one(dir, write_any_plan(dir, "a.toml", "[8, 16, 32]"), db);
+  ASSERT_FALSE(id.empty());
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "extend", run_args(write_any_plan(dir, "b.toml", "[24]"), db, {"--extend"}), &log), 1)
+      << "error is a --fail-on status\n" << log;
+  EXPECT_EQ(sql_rows(db, "SELECT status, substr(reason, 1, 27) FROM jobs WHERE job_id = '" + id + "'"),
+            (std::vector<std::vector<std::string>>{{"error", "stored job spec is invalid:"}}))
+      << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE job_id = '" + id + "'"), 0) << "no worker held it\n" << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs"), 4);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE job_id <> '" + id + "' AND state = 'done' AND status = 'pass'"),
+            3)
+      << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE job_id <> '" + id + "'"), 3) << log;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -119,6 +119,24 @@ int64_t sql_int(const std::filesystem::path& db, const std::string& query) {
   return std::stoll(rows[0][0]);
 }
 
+std::string sql_exec(const std::filesystem::path& db, const std::string& statements) {
+  sqlite3* h = nullptr;
+  if (sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    const std::string why = h != nullptr ? sqlite3_errmsg(h) : "out of memory";
+    sqlite3_close(h);
+    return "cannot open " + db.string() + ": " + why;
+  }
+  sqlite3_busy_timeout(h, 5000);
+  char* err = nullptr;
+  std::string why;
+  if (sqlite3_exec(h, statements.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    why = err != nullptr ? err : "sqlite3_exec failed";
+  }
+  sqlite3_free(err);
+  sqlite3_close(h);
+  return why;
+}
+
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path);
   out << text;

@@ -62,6 +62,9 @@ bool wait_until(const std::function<bool()>& pred, std::chrono::milliseconds tim
 
 // Runs a query returning one integer (0 when no row).
 int64_t sql_int(const std::filesystem::path& db, const std::string& query);
+// Runs statements that change the database (a test corrupting what a process stored); returns
+// "" or SQLite's error.
+std::string sql_exec(const std::filesystem::path& db, const std::string& statements);
 // Runs a query and returns every row as strings (NULL -> "").
 std::vector<std::vector<std::string>> sql_rows(const std::filesystem::path& db,
                                                const std::string& query);
