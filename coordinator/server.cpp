@@ -2205,10 +2205,16 @@ struct Server::Impl {
         }
       }
       if (!spec_status.ok() || !placed) {
-        // Indexed as a queued `any` job of a spec no device admits, then settled.
+        // Indexed as a queued `any` job of a spec no device admits, then settled; a finished
+        // one keeps its stored result (the store would not overwrite it, and the run's summary
+        // and exit code must say what the store says).
         jobs::JobSpec none;
         none.backend.clear();
         j.family = m.intern_family(none);
+        if (j.state == JobState::kDone) {
+          m.index_job(slot->second = std::move(j));
+          return Status::Ok();
+        }
         j.state = JobState::kQueued;
         JobEntry& e = m.index_job(slot->second = std::move(j));
         invalid.emplace_back(&e, !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()

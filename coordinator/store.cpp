@@ -1111,10 +1111,6 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
       r.metrics = nlohmann::json::object();
       damaged += (damaged.empty() ? "" : "; ") + metrics.status().message();
     }
-    if (!damaged.empty()) {
-      get_logger("coordinator/store")->warn("{}", damaged);
-      r.reason += (r.reason.empty() ? "" : "; ") + damaged;
-    }
     r.log_tail = stmt.column_text("log_tail");
     r.started_at_ms = stmt.column_int64("started_at");
     const int64_t attempt_finished = stmt.column_int64("finished_at");
@@ -1122,6 +1118,10 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     // A job back in the queue says why its last attempt ended (e.g. the lease expired).
     if (r.reason.empty() && has_attempt && r.state != JobState::kDone) {
       r.reason = stmt.column_text("attempt_reason");
+    }
+    if (!damaged.empty()) {
+      get_logger("coordinator/store")->warn("{}", damaged);
+      r.reason += (r.reason.empty() ? "" : "; ") + damaged;
     }
     rows.push_back(std::move(r));
   }
@@ -1140,9 +1140,16 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
     r.run_id = run_id;
     r.job_id = unplaced.column_text("job_id");
     const std::string what = "plan job '" + r.job_id + "' of run '" + run_id + "'";
-    AM_ASSIGN_OR_RETURN(r.spec, parse_stored_json(unplaced.column_text("spec_json"), "spec of " + what));
-    auto spec = jobs::job_spec_from_json(r.spec);
-    if (!spec.ok()) return internal_error("invalid spec of " + what + " in the store: " + spec.status().message());
+    // A plan job whose stored spec is damaged (or no longer valid) cannot be shown by model:
+    // it is left out with a warning naming it, and the rest of the report stands.
+    Result<nlohmann::json> doc = parse_stored_json(unplaced.column_text("spec_json"), "spec of " + what);
+    auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
+    if (!spec.ok()) {
+      get_logger("coordinator/store")->warn("{} left out of the report: its stored spec is invalid: {}", what,
+                                            spec.status().message());
+      continue;
+    }
+    r.spec = std::move(doc).value();
     r.model = spec->model;
     r.architecture = spec->architecture;
     r.backend = spec->backend;

@@ -93,6 +93,13 @@ bool has_coopmat_f16(const InstanceFns& fn, VkPhysicalDevice pd) {
   features.pNext = &feat;
   fn.vkGetPhysicalDeviceFeatures2(pd, &features);
   if (feat.cooperativeMatrix != VK_TRUE) return false;
+  VkPhysicalDeviceCooperativeMatrixPropertiesNV stages{};
+  stages.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
+  VkPhysicalDeviceProperties2 device_props{};
+  device_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+  device_props.pNext = &stages;
+  fn.vkGetPhysicalDeviceProperties2(pd, &device_props);
+  if ((stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) == 0) return false;
   uint32_t count = 0;
   if (fn.vkGetPhysicalDeviceCooperativeMatrixPropertiesNV(pd, &count, nullptr) != VK_SUCCESS) return false;
   std::vector<VkCooperativeMatrixPropertiesNV> props(count);

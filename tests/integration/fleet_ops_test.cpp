@@ -271,6 +271,26 @@ TEST(ResumeWithoutWaiting, AnExtendedRunEndsADamagedStoredJobErrorAndRunsTheRest
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE job_id <> '" + id + "'"), 3) << log;
 }
 
+// A finished job keeps its stored result when its stored spec turns out damaged on an extended
+// run's read-back: the run's summary and exit code say what the store says.
+TEST(ResumeWithoutWaiting, AnExtendedRunKeepsAFinishedJobsResultWhenItsStoredSpecIsDamaged) {
+  ScratchDir dir("extend-damaged-done");
+  const auto db = dir / "f.db";
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "first", run_args(write_any_plan(dir, "a.toml", "[8, 16]"), db), &log), 0) << log;
+  const auto first = sql_rows(db, "SELECT job_id FROM jobs ORDER BY seq LIMIT 1");
+  ASSERT_EQ(first.size(), 1u);
+  const std::string id = first[0][0];
+  ASSERT_EQ(sql_exec(db, "UPDATE jobs SET spec_json = '[' WHERE job_id = '" + id + "'"), "");
+  EXPECT_EQ(run_logged(dir, "extend", run_args(write_any_plan(dir, "b.toml", "[24]"), db, {"--extend"}), &log), 0)
+      << log;
+  EXPECT_EQ(sql_rows(db, "SELECT state, status FROM jobs WHERE job_id = '" + id + "'"),
+            (std::vector<std::vector<std::string>>{{"done", "pass"}}))
+      << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND status = 'pass'"), 3) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 3) << "the finished jobs did not run again\n" << log;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 4: a plan is a plan
 
