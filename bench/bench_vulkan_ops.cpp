@@ -392,6 +392,13 @@ int run(const std::string& json_path, bool quick, const Sweep& sweep) {
                      {"fp16", d.fp16}, {"int_dot", (*dev)->int_dot()}, {"coopmat_f16", (*dev)->coopmat_f16()}, {"subgroup_size", d.subgroup_size}};
     doc["clock"] = (*dev)->timing() == Timing::kTimestamps ? "timestamps" : "wall";
     doc["quick"] = quick;
+    // What the figures were taken with, so that a sweep's files tell themselves apart.
+    doc["settings"] = {{"only", sweep.only.empty() ? "all" : sweep.only},
+                       {"matvec_lanes", sweep.tuning.matvec_lanes == 0 ? nlohmann::json("built-in")
+                                                                        : nlohmann::json(sweep.tuning.matvec_lanes)},
+                       {"matvec_rows", sweep.tuning.matvec_rows},
+                       {"coopmat_k_step", sweep.tuning.coopmat_k_step},
+                       {"portable_shaders", portable_shaders_forced()}};
     std::ofstream out(json_path);
     out << doc.dump(2) << "\n";
     if (!out) {
@@ -415,14 +422,21 @@ int main(int argc, char** argv) {
   app.add_option("--only", sweep.only, "measure only the ceilings and these: gemv or gemm")
       ->check(CLI::IsMember({"gemv", "gemm"}));
   app.add_option("--matvec-lanes", sweep.tuning.matvec_lanes,
-                 "invocations per matrix-vector row instead of the built-in choice (tuning)")
+                 "invocations per matrix-vector row (tuning; default: by row length, 32 to 128)")
       ->check(CLI::IsMember({1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}));
   app.add_option("--matvec-rows", sweep.tuning.matvec_rows,
-                 "float-weight matrix-vector rows per invocation set (tuning; default the built-in kMatvecRows)")
+                 "float-weight matrix-vector rows per invocation set (tuning; default " +
+                     std::to_string(am::kernels::vulkan::kMatvecRows) + ")")
       ->check(CLI::IsMember({1u, 2u, 4u}));
   app.add_option("--coopmat-k-step", sweep.tuning.coopmat_k_step,
-                 "K step of the cooperative-matrix GEMM (tuning; default the built-in kCoopmatKStep)")
+                 "K step of the cooperative-matrix GEMM (tuning; default " +
+                     std::to_string(am::kernels::vulkan::kCoopmatKStep) + "; unused without cooperative matrices)")
       ->check(CLI::IsMember({32u, 64u}));
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Usage errors exit 2, like accelmatrix's own commands (help and version exit 0).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   return am::kernels::vulkan::run(json, quick, sweep);
 }

@@ -472,7 +472,9 @@ Result<RunRecord> pick_run(Store& store, const std::string& db, const std::strin
     if (r.run_id != avoid) return r;
   }
   if (runs.empty()) return not_found(db + " holds no runs");
-  return not_found(db + " holds only run '" + avoid + "'; name two runs with --base-run and --new-run");
+  return not_found(db + " holds only run '" + avoid +
+                   "'; compare needs two: run a plan into it again under another --run id, or compare with "
+                   "a second database");
 }
 
 struct RenderedComparison {

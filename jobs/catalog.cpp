@@ -148,9 +148,10 @@ Status check_model_config(const json& config, std::string_view prefix) {
   if (vocab != config.end() && image_token != config.end() && is_positive_int(*vocab) &&
       image_token->is_number_integer() &&
       (image_token->get<int64_t>() < 0 || image_token->get<int64_t>() >= vocab->get<int64_t>())) {
-    return invalid_argument(p + ": image_token_index (" + image_token->dump() +
-                            ") is outside the vocabulary (vocab " + vocab->dump() +
-                            "); with a smaller vocab, set image_token_index below it too");
+    const int64_t last = vocab->get<int64_t>() - 1;
+    return invalid_argument(p + ": image_token_index (" + image_token->dump() + ") is outside the vocabulary (vocab " +
+                            vocab->dump() + "): it must be 0.." + std::to_string(last) +
+                            (image_token->get<int64_t>() < 0 ? "" : "; with a smaller vocab, set image_token_index below it too"));
   }
   return Status::Ok();
 }

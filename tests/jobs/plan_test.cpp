@@ -692,6 +692,20 @@ vocab = 2048
 image_token_index = 2047
 )");
   EXPECT_TRUE(ok.ok()) << ok.status().to_string();
+  auto negative = load(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-llava"
+[models.overrides]
+vocab = 2048
+image_token_index = -1
+)");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("image_token_index (-1) is outside the vocabulary (vocab 2048): it must be 0..2047"),
+            std::string::npos)
+      << negative.status().message();
+  EXPECT_EQ(negative.status().message().find("below it too"), std::string::npos) << negative.status().message();
 }
 
 TEST_F(PlanLoader, ReportsLineOfBadOverrideValues) {
