@@ -235,8 +235,10 @@ Result<std::unique_ptr<ModelGraph>> build_llava_graph_on(const jobs::JobSpec& sp
   const int64_t k = static_cast<int64_t>(feature_layer);
   const int64_t used = k < 0 ? vc.layers + 1 + k : k;
   if (static_cast<double>(k) != feature_layer || used < 1 || used > vc.layers) {
-    return cfg.error("'vision_feature_layer' " + std::to_string(k) + " must select the output of 1.." +
-                     std::to_string(vc.layers) + " vision layers");
+    const std::string n = std::to_string(vc.layers);
+    return cfg.error("'vision_feature_layer' " + std::to_string(k) + " selects no layer's output of the " + n +
+                     "-layer vision tower: it must be 1.." + n + " or -" + n + "..-1 (fewer vision_layers need a "
+                     "vision_feature_layer that fits)");
   }
   vc.layers = used;
   vc.pre_norm = true;
