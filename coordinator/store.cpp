@@ -569,18 +569,24 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
   return Status::Ok();
 }
 
-Result<int64_t> Store::count_untargeted_jobs(const std::string& run_id) {
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT count(*) AS n FROM jobs WHERE run_id = ?1 AND target = ''"));
+namespace {
+
+// The single count(*) AS n of `sql` with ?1 bound to run_id.
+Result<int64_t> count_of_run(sqlite3* db, const char* sql, const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db, sql));
   stmt.bind(1, run_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt.step());
   return row ? stmt.column_int64("n") : 0;
 }
 
+}  // namespace
+
+Result<int64_t> Store::count_untargeted_jobs(const std::string& run_id) {
+  return count_of_run(db_, "SELECT count(*) AS n FROM jobs WHERE run_id = ?1 AND target = ''", run_id);
+}
+
 Result<int64_t> Store::count_plan_jobs(const std::string& run_id) {
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "SELECT count(*) AS n FROM plan_jobs WHERE run_id = ?1"));
-  stmt.bind(1, run_id);
-  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
-  return row ? stmt.column_int64("n") : 0;
+  return count_of_run(db_, "SELECT count(*) AS n FROM plan_jobs WHERE run_id = ?1", run_id);
 }
 
 Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {

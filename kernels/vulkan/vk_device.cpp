@@ -76,6 +76,14 @@ bool has_extension(const InstanceFns& fn, VkPhysicalDevice pd, const char* name)
   return false;
 }
 
+// Fills one feature struct (sType set by the caller) through vkGetPhysicalDeviceFeatures2.
+void query_features(const InstanceFns& fn, VkPhysicalDevice pd, void* feature_struct) {
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = feature_struct;
+  fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+}
+
 // gemm_coopmat.comp: 4 subgroups of 32 per work-group; 34 KiB of shared memory at its largest
 // K step (64).
 constexpr uint32_t kCoopmatSubgroup = 32;
@@ -88,10 +96,7 @@ bool has_coopmat_f16(const InstanceFns& fn, VkPhysicalDevice pd) {
   }
   VkPhysicalDeviceCooperativeMatrixFeaturesNV feat{};
   feat.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV;
-  VkPhysicalDeviceFeatures2 features{};
-  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-  features.pNext = &feat;
-  fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+  query_features(fn, pd, &feat);
   if (feat.cooperativeMatrix != VK_TRUE) return false;
   VkPhysicalDeviceCooperativeMatrixPropertiesNV stages{};
   stages.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_NV;
@@ -152,10 +157,7 @@ VulkanDeviceInfo describe(const InstanceFns& fn, VkPhysicalDevice pd, int index)
   if (has_f16) {
     VkPhysicalDeviceShaderFloat16Int8Features f16{};
     f16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
-    VkPhysicalDeviceFeatures2 features{};
-    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    features.pNext = &f16;
-    fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+    query_features(fn, pd, &f16);
     d.fp16 = f16.shaderFloat16 == VK_TRUE;
     d.int8 = f16.shaderInt8 == VK_TRUE;
   }
@@ -163,10 +165,7 @@ VulkanDeviceInfo describe(const InstanceFns& fn, VkPhysicalDevice pd, int index)
   if (has_extension(fn, pd, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME)) {
     VkPhysicalDeviceShaderIntegerDotProductFeatures dot{};
     dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
-    VkPhysicalDeviceFeatures2 features{};
-    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    features.pNext = &dot;
-    fn.vkGetPhysicalDeviceFeatures2(pd, &features);
+    query_features(fn, pd, &dot);
     d.int_dot = dot.shaderIntegerDotProduct == VK_TRUE;
   }
   d.coopmat_f16 = d.fp16 && d.subgroup_size == kCoopmatSubgroup && d.max_shared_bytes >= kCoopmatSharedBytes &&
