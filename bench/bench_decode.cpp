@@ -176,7 +176,7 @@ struct RunResult {
 Result<RunResult> run_once(kernels::Backend& be, const kernels::DecoderLm& m, const std::vector<int32_t>& prompt,
                            const std::vector<int32_t>& forced) {
   const int64_t prompt_len = static_cast<int64_t>(prompt.size()), steps = static_cast<int64_t>(forced.size());
-  kernels::StackCache cache = m.stack.make_cache(1, prompt_len + steps);
+  kernels::StackCache cache = m.stack.make_cache(be, 1, prompt_len + steps);
   kernels::Tensor logits(kernels::Shape{steps + 1, m.config.vocab});
   kernels::PhaseTimes phases;
   AM_RETURN_IF_ERROR(kernels::generate_teacher_forced(be, m.stack, m.embedding, m.head, 1, prompt, prompt_len, forced,

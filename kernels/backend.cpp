@@ -57,6 +57,29 @@ Status Backend::unsupported_op(Op op, std::string_view detail) const {
 
 Status Backend::supports(Op op, WeightFormat) const { return unsupported_op(op); }
 
+Tensor Backend::tensor(Shape shape) { return Tensor(shape); }
+Status Backend::to_host(ConstTensorView) { return Status::Ok(); }
+Status Backend::from_host(ConstTensorView) { return Status::Ok(); }
+TransferCounts Backend::transfers() const { return {}; }
+
+TransferCounts TransferCounts::operator-(const TransferCounts& o) const {
+  TransferCounts d;
+  d.weight_uploads = weight_uploads - o.weight_uploads;
+  d.weight_upload_bytes = weight_upload_bytes - o.weight_upload_bytes;
+  d.tensor_uploads = tensor_uploads - o.tensor_uploads;
+  d.tensor_upload_bytes = tensor_upload_bytes - o.tensor_upload_bytes;
+  d.tensor_downloads = tensor_downloads - o.tensor_downloads;
+  d.tensor_download_bytes = tensor_download_bytes - o.tensor_download_bytes;
+  d.plain_uploads = plain_uploads - o.plain_uploads;
+  d.plain_upload_bytes = plain_upload_bytes - o.plain_upload_bytes;
+  d.plain_downloads = plain_downloads - o.plain_downloads;
+  d.plain_download_bytes = plain_download_bytes - o.plain_download_bytes;
+  d.index_uploads = index_uploads - o.index_uploads;
+  d.index_upload_bytes = index_upload_bytes - o.index_upload_bytes;
+  d.device_copies = device_copies - o.device_copies;
+  return d;
+}
+
 Status Backend::linear(const Linear&, ConstTensorView, TensorView) { return unsupported_op(Op::kLinear); }
 Status Backend::gather_rows(ConstTensorView, const int32_t*, int64_t, TensorView, bool) {
   return unsupported_op(Op::kGatherRows);

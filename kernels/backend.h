@@ -6,10 +6,18 @@
 //   (op, weight format) it needs; a backend that lacks one answers Unsupported with a message
 //   naming the op, the format and the backend ("op attention (causal) not implemented on backend
 //   opencl"). That message becomes the job's `unsupported` reason, i.e. the matrix cell's ❌.
-// - Every op reads and writes host tensors (TensorView, row-major f32). A device backend copies
-//   activations in and out per op; it MAY cache weights on its device: every `Linear` and every
-//   pointer documented as a weight (norm gamma/beta, embedding tables) is immutable and stays
-//   alive and unmoved for the backend's lifetime, so it can be cached by address.
+// - Every op takes tensor views (TensorView, row-major f32) addressed by host pointers. Weights:
+//   every `Linear` and every pointer documented as a weight (norm gamma/beta, embedding tables)
+//   is immutable and stays alive and unmoved for the backend's lifetime, so a device backend
+//   uploads it once and caches it by address.
+// - Residency. Activations a graph allocates with tensor() live on this backend: a device
+//   backend keeps their current values on the device between ops (ops on them are only
+//   recorded, and run when a result is needed), so their host bytes may be stale. A graph
+//   calls to_host(v) before the host reads v, and from_host(v) after the host writes v
+//   (any part of a tensor() tensor). Plain `Tensor`s (not from tensor()) are copied in and out
+//   per op, as are the int32 arrays (ids, masks, positions) ops take. On the cpu backend all
+//   three are plain host memory and no-ops. transfers() counts what crossed between host and
+//   device, so tests can assert that a forward pass moves only its inputs and outputs.
 // - Row-wise ops (layer_norm, rms_norm) accept y aliasing x exactly (in place).
 // - Outputs are fully written. Ops return Status; they never throw, except std::bad_alloc.
 // - The base class implements every op as Unsupported, so a new op is added here (with its
@@ -78,6 +86,25 @@ Status unsupported_op_on(std::string_view backend, Op op, std::string_view detai
 // coordinator schedules a precision on a device only when the device's backend runs it.
 std::vector<Precision> supported_precisions(const std::function<Status(Op, WeightFormat)>& supports);
 
+// Host<->device traffic of a device backend since it was made (all zero on the cpu backend).
+struct TransferCounts {
+  int64_t weight_uploads = 0;        // weights and their device layouts, once per weight
+  int64_t weight_upload_bytes = 0;
+  int64_t tensor_uploads = 0;        // tensor() activations the host wrote, uploaded on first use
+  int64_t tensor_upload_bytes = 0;
+  int64_t tensor_downloads = 0;      // to_host() of a tensor() activation the device wrote
+  int64_t tensor_download_bytes = 0;
+  int64_t plain_uploads = 0;         // plain host tensors copied in for one op
+  int64_t plain_upload_bytes = 0;
+  int64_t plain_downloads = 0;       // plain host tensors copied out after one op
+  int64_t plain_download_bytes = 0;
+  int64_t index_uploads = 0;         // int32 ids, masks and positions
+  int64_t index_upload_bytes = 0;
+  int64_t device_copies = 0;         // device-side copies (row ranges of resident tensors)
+
+  TransferCounts operator-(const TransferCounts& o) const;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -87,6 +114,17 @@ class Backend {
 
   // OK when `op` runs here (with weights in `format` for kLinear; other ops ignore `format`).
   virtual Status supports(Op op, WeightFormat format = WeightFormat::kF32) const;
+
+  // Residency (see the contract). tensor(): a zero-filled activation tensor kept on this
+  // backend's device between ops (a plain Tensor on the cpu backend). It may outlive the
+  // backend (then it is plain host memory).
+  virtual Tensor tensor(Shape shape);
+  // The host is about to read `v`: make its host bytes current (downloads the whole tensor it
+  // lies in when the device holds newer values; waits for every op recorded before).
+  virtual Status to_host(ConstTensorView v);
+  // The host wrote `v` (part of a tensor() tensor): bring the device copy up to date.
+  virtual Status from_host(ConstTensorView v);
+  virtual TransferCounts transfers() const;
 
   // Ops. Shapes are checked; a mismatch is InvalidArgument naming the op.
   virtual Status linear(const Linear& layer, ConstTensorView x, TensorView y);

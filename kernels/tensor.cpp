@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 #include <new>
 
 #include "common/check.h"
@@ -49,7 +50,14 @@ TensorView TensorView::row_range(int64_t begin, int64_t count) const {
   return {data + begin * cols(), Shape{count, cols()}};
 }
 
-void Tensor::FreeDeleter::operator()(float* p) const { std::free(p); }
+void Tensor::FreeDeleter::operator()(float* p) const {
+  if (std::shared_ptr<TensorStorageObserver> o = observer.lock()) o->storage_freed(p);
+  std::free(p);
+}
+
+Tensor::Tensor(Shape shape, std::weak_ptr<TensorStorageObserver> observer) : Tensor(shape) {
+  data_.get_deleter().observer = std::move(observer);
+}
 
 Tensor::Tensor(Shape shape) : shape_(shape) {
   // aligned_alloc wants a size that is a multiple of the alignment; round up so that SIMD loops

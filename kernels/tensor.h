@@ -9,6 +9,9 @@
 //   - TensorView / ConstTensorView are non-owning (pointer + shape) views of contiguous data; they
 //     do not extend the lifetime of what they point at. rows(begin, count) narrows a view to a
 //     range of rows.
+//   - A tensor made with an observer (Backend::tensor(), for a device backend that keeps a
+//     device copy of it) tells that observer when its storage is freed, if the observer is still
+//     alive; the observer must not throw. Moves carry the observer with the storage.
 //   - Not thread-safe for concurrent mutation; concurrent reads are fine.
 #pragma once
 
@@ -20,6 +23,14 @@
 #include <string>
 
 namespace am::kernels {
+
+// Told when a tensor's storage is freed (see the contract): a device backend forgets the device
+// copy of that storage.
+class TensorStorageObserver {
+ public:
+  virtual ~TensorStorageObserver() = default;
+  virtual void storage_freed(const float* data) noexcept = 0;
+};
 
 inline constexpr int kMaxDims = 4;
 inline constexpr std::size_t kTensorAlignmentBytes = 64;
@@ -73,6 +84,8 @@ class Tensor {
  public:
   Tensor() = default;
   explicit Tensor(Shape shape);  // zero-filled
+  // Zero-filled, and `observer` is told when the storage is freed.
+  Tensor(Shape shape, std::weak_ptr<TensorStorageObserver> observer);
   Tensor(Tensor&&) noexcept = default;
   Tensor& operator=(Tensor&&) noexcept = default;
   Tensor(const Tensor&) = delete;
@@ -100,6 +113,7 @@ class Tensor {
 
  private:
   struct FreeDeleter {
+    std::weak_ptr<TensorStorageObserver> observer;
     void operator()(float* p) const;
   };
   std::unique_ptr<float[], FreeDeleter> data_;

@@ -29,10 +29,10 @@ class DecoderLmGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return batch_ * (prompt_len_ + m_.config.decode_steps); }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const auto started = std::chrono::steady_clock::now();
     const int64_t steps = m_.config.decode_steps;
-    StackCache cache = m_.stack.make_cache(batch_, prompt_len_ + steps);
+    StackCache cache = m_.stack.make_cache(be, batch_, prompt_len_ + steps);
     GraphOutput out;
     out.logits = true;
     out.output = Tensor(Shape{batch_ * (steps + 1), m_.config.vocab});

@@ -86,14 +86,17 @@ Status generate_teacher_forced(Backend& be, const TransformerStack& stack, const
     return invalid_argument("generate: prompt, forced tokens or logits have the wrong size");
   }
   // Prefill: the whole prompt at once, logits only where the next token is predicted.
-  Tensor x(Shape{batch * prompt_len, hidden});
+  Tensor x = be.tensor(Shape{batch * prompt_len, hidden});
   AM_RETURN_IF_ERROR(emb.embed(be, prompt.data(), batch, prompt_len, 0, x.view()));
   AM_RETURN_IF_ERROR(stack.forward(be, x.view(), batch, prompt_len, 0, &cache, nullptr));
   std::vector<int32_t> last(static_cast<std::size_t>(batch));
   for (int64_t b = 0; b < batch; ++b) last[static_cast<std::size_t>(b)] = static_cast<int32_t>(b * prompt_len + prompt_len - 1);
-  Tensor h(Shape{batch, hidden}), step_logits(Shape{batch, vocab});
+  Tensor h = be.tensor(Shape{batch, hidden}), step_logits = be.tensor(Shape{batch, vocab});
   AM_RETURN_IF_ERROR(be.index_rows(x.view(), last.data(), batch, h.view()));
   AM_RETURN_IF_ERROR(be.linear(head, h.view(), step_logits.view()));
+  // Each step's logits come to the host, as a sampler needs them before the next step (the
+  // wait is part of the step's time).
+  AM_RETURN_IF_ERROR(be.to_host(step_logits.view()));
   place_logits(step_logits, batch, steps, 0, logits);
   phases.prefill_ms = ms_since(started);
   phases.prefill_tokens = batch * prompt_len;
@@ -106,6 +109,7 @@ Status generate_teacher_forced(Backend& be, const TransformerStack& stack, const
     AM_RETURN_IF_ERROR(emb.embed(be, ids.data(), batch, 1, prompt_len + t, h.view()));
     AM_RETURN_IF_ERROR(stack.forward(be, h.view(), batch, 1, prompt_len + t, &cache, nullptr));
     AM_RETURN_IF_ERROR(be.linear(head, h.view(), step_logits.view()));
+    AM_RETURN_IF_ERROR(be.to_host(step_logits.view()));
     place_logits(step_logits, batch, steps, t + 1, logits);
     if (t == 0) phases.first_token_ms = phases.prefill_ms + ms_since(decode_start);
   }

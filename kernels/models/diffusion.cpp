@@ -444,7 +444,7 @@ class UnetGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return 0; }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const int64_t passes = c_.guided() ? 2 : 1;
     Ctx c{be, passes * batch_};
     Tensor x = latent_.clone();

@@ -27,7 +27,7 @@ class EncDecGraph final : public ModelGraph {
   std::size_t weights_bytes() const override { return m_.weights_bytes(); }
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return batch_ * (src_len_ + 1 + m_.config.decode_steps); }
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const auto started = std::chrono::steady_clock::now();
     GraphOutput out;
     out.logits = true;
@@ -177,11 +177,11 @@ Status EncDecModel::generate(Backend& be, int64_t batch, const std::vector<int32
                              const int32_t* src_mask, const std::vector<int32_t>& forced,
                              std::chrono::steady_clock::time_point started, Tensor& logits, PhaseTimes& phases) const {
   if (static_cast<int64_t>(src.size()) != batch * src_len) return invalid_argument("encoder-decoder: source size");
-  Tensor memory(Shape{batch * src_len, config.encoder.hidden});
+  Tensor memory = be.tensor(Shape{batch * src_len, config.encoder.hidden});
   AM_RETURN_IF_ERROR(encoder_embedding.embed(be, src.data(), batch, src_len, 0, memory.view()));
   AM_RETURN_IF_ERROR(encoder.forward(be, memory.view(), batch, src_len, 0, nullptr, src_mask));
   const int64_t steps = config.decode_steps;
-  StackCache cache = decoder.make_cache(batch, 1 + steps);
+  StackCache cache = decoder.make_cache(be, batch, 1 + steps);
   AM_RETURN_IF_ERROR(decoder.precompute_cross(be, memory.view(), batch, src_len, src_mask, cache));
   const std::vector<int32_t> start(static_cast<std::size_t>(batch), config.decoder_start);
   AM_RETURN_IF_ERROR(generate_teacher_forced(be, decoder, decoder_embedding, head, batch, start, 1, forced, steps, cache,

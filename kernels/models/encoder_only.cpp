@@ -273,16 +273,17 @@ Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) con
     }
   }
 
-  Tensor x(Shape{tokens, h});
+  Tensor x = be.tensor(Shape{tokens, h});
   AM_RETURN_IF_ERROR(be.gather_rows(word_embeddings_.view(), input.token_ids.data(), tokens, x.view(), false));
   AM_RETURN_IF_ERROR(be.gather_rows(position_embeddings_.view(), positions.data(), tokens, x.view(), true));
   AM_RETURN_IF_ERROR(
       be.gather_rows(token_type_embeddings_.view(), input.token_type_ids.data(), tokens, x.view(), true));
   AM_RETURN_IF_ERROR(be.layer_norm(x.view(), embedding_norm_gamma_.data(), embedding_norm_beta_.data(), eps, x.view()));
 
-  Tensor q(Shape{tokens, h}), k(Shape{tokens, h}), v(Shape{tokens, h}), context(Shape{tokens, h});
-  Tensor branch(Shape{tokens, h});
-  Tensor ffn_hidden(Shape{tokens, config_.intermediate});
+  Tensor q = be.tensor(Shape{tokens, h}), k = be.tensor(Shape{tokens, h}), v = be.tensor(Shape{tokens, h});
+  Tensor context = be.tensor(Shape{tokens, h});
+  Tensor branch = be.tensor(Shape{tokens, h});
+  Tensor ffn_hidden = be.tensor(Shape{tokens, config_.intermediate});
   AttentionArgs attn;
   attn.q = q.view();
   attn.k = k.view();
@@ -310,6 +311,7 @@ Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) con
     AM_RETURN_IF_ERROR(be.add(branch.view(), x.view()));
     AM_RETURN_IF_ERROR(be.layer_norm(branch.view(), l.ffn_norm_gamma.data(), l.ffn_norm_beta.data(), eps, x.view()));
   }
+  AM_RETURN_IF_ERROR(be.to_host(x.view()));
   x.reshape(Shape{input.batch, input.seq, h});
   return x;
 }

@@ -12,7 +12,8 @@
 //   Unsupported / InvalidArgument with a message naming the key.
 // - required_ops() lists every (op, weight format) run() calls; the runner asks the backend
 //   about each before running, so a missing op is reported as `unsupported` with its name.
-// - run() executes the whole workload once on `be` and returns the output compared for
+// - run() executes the whole workload once on `be` (forward(), which keeps activations on a
+//   device backend's device) and returns, on the host, the output compared for
 //   accuracy: a [rows, cols] tensor whose rows are the units top-1 agreement (and, for logits,
 //   KL divergence) are taken over — tokens for text models, samples or patches otherwise.
 //   Generative graphs run a prefill and then decode steps token by token, teacher-forced on
@@ -63,7 +64,13 @@ class ModelGraph {
   // Samples and tokens one run processes (tokens 0 for non-text inputs).
   virtual int64_t samples_per_run() const = 0;
   virtual int64_t tokens_per_run() const = 0;
-  virtual Result<GraphOutput> run(Backend& be) const = 0;
+  // Runs forward() and brings its output to the host (Backend::to_host).
+  Result<GraphOutput> run(Backend& be) const;
+
+ protected:
+  // The graph itself. Activations come from be.tensor(), inputs the host fills included (then
+  // be.from_host()), and the host touches one only after be.to_host() (backend.h, Residency).
+  virtual Result<GraphOutput> forward(Backend& be) const = 0;
 };
 
 Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, Precision precision,

@@ -267,7 +267,7 @@ class ClapGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return text_in_.batch * text_in_.seq; }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     AM_ASSIGN_OR_RETURN(Tensor audio, encode_audio(be));
     AM_ASSIGN_OR_RETURN(Tensor text, encode_text(be));
     GraphOutput out;

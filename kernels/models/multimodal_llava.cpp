@@ -88,7 +88,7 @@ class LlavaGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return batch_ * (prefill_len() + m_.lm.config.decode_steps); }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const int64_t steps = m_.lm.config.decode_steps, hidden = m_.lm.stack.config().hidden;
     const int64_t tokens = m_.tower.config().tokens(), skip = m_.keep_class ? 0 : 1, per_crop = tokens - skip;
     const int64_t img = image_tokens(), prefill = prefill_len(), feats_per_image = crops_ * per_crop;
@@ -129,7 +129,7 @@ class LlavaGraph final : public ModelGraph {
       copy_rows(image_embeds.view().row_range(b * img, img), x.view(), b * prefill + at);
       if (after > 0) copy_rows(text.view().row_range(b * prompt_len_ + at + 1, after), x.view(), b * prefill + at + img);
     }
-    StackCache cache = m_.lm.stack.make_cache(batch_, prefill + steps);
+    StackCache cache = m_.lm.stack.make_cache(be, batch_, prefill + steps);
     AM_RETURN_IF_ERROR(m_.lm.stack.forward(be, x.view(), batch_, prefill, 0, &cache, nullptr));
     const int64_t vocab = m_.lm.head.out_features();
     GraphOutput out;

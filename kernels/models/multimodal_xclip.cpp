@@ -312,7 +312,7 @@ class XclipGraph final : public ModelGraph {
   std::size_t weights_bytes() const override { return m_.weights_bytes(); }
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return texts_.batch * texts_.len; }
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     GraphOutput out;
     out.logits = true;
     AM_ASSIGN_OR_RETURN(out.output, m_.logits(be, pixels_.view(), batch_, texts_));

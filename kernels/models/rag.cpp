@@ -61,7 +61,7 @@ class RagGraph final : public ModelGraph {
     return input.batch * (input.seq + n_docs * (input.seq + passage_len + 1 + generator.config.decode_steps));
   }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const auto started = std::chrono::steady_clock::now();
     const int64_t batch = input.batch, seq = input.seq;
     AM_ASSIGN_OR_RETURN(Tensor hidden, question.forward(input, be));

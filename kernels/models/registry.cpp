@@ -36,6 +36,12 @@ GraphBuilder graph_builder_for(std::string_view architecture) {
   return nullptr;
 }
 
+Result<GraphOutput> ModelGraph::run(Backend& be) const {
+  AM_ASSIGN_OR_RETURN(GraphOutput out, forward(be));
+  AM_RETURN_IF_ERROR(be.to_host(out.output.view()));
+  return out;
+}
+
 Result<std::unique_ptr<ModelGraph>> build_graph(const jobs::JobSpec& spec, Precision precision,
                                                 const ExecContext& ctx) {
   GraphBuilder build = graph_builder_for(spec.architecture);

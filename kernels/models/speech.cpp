@@ -88,7 +88,7 @@ class WhisperGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch; }
   int64_t tokens_per_run() const override { return batch * (kWhisperPromptTokens + config.steps); }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const auto started = std::chrono::steady_clock::now();
     Tensor a, b;
     AM_RETURN_IF_ERROR(conv1.run(be, mel.view(), batch, frames, a));
@@ -100,7 +100,7 @@ class WhisperGraph final : public ModelGraph {
     for (int64_t r = 0; r < b.rows(); ++r) pos[static_cast<std::size_t>(r)] = static_cast<int32_t>(r % src_len);
     AM_RETURN_IF_ERROR(be.gather_rows(encoder_positions.view(), pos.data(), b.rows(), b.view(), true));
     AM_RETURN_IF_ERROR(encoder.forward(be, b.view(), batch, src_len, 0, nullptr, nullptr));
-    StackCache cache = decoder.make_cache(batch, kWhisperPromptTokens + config.steps);
+    StackCache cache = decoder.make_cache(be, batch, kWhisperPromptTokens + config.steps);
     AM_RETURN_IF_ERROR(decoder.precompute_cross(be, b.view(), batch, src_len, nullptr, cache));
     GraphOutput out;
     out.logits = true;
@@ -310,7 +310,7 @@ class Wav2Vec2Graph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch; }
   int64_t tokens_per_run() const override { return 0; }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     Tensor x, y;
     int64_t len = samples;
     ConstTensorView in = audio.view();

@@ -511,7 +511,7 @@ class RecurrentGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return batch_ * (prompt_len_ + steps_); }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const int64_t vocab = lm_->head().out_features();
     GraphOutput out;
     out.logits = true;

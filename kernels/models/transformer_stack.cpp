@@ -143,25 +143,25 @@ void TransformerStack::add_required_ops(std::vector<std::pair<Op, WeightFormat>>
 struct TransformerStack::Scratch {
   Tensor h, q, k, v, ctx, branch, ffn_a, ffn_b, bias;
   std::vector<int32_t> positions;
-  Scratch(const StackConfig& c, int64_t rows)
-      : h(Shape{rows, c.hidden}),
-        q(Shape{rows, c.heads * c.head_dim}),
-        k(Shape{rows, c.kv_heads * c.head_dim}),
-        v(Shape{rows, c.kv_heads * c.head_dim}),
-        ctx(Shape{rows, c.heads * c.head_dim}),
-        branch(Shape{rows, c.hidden}),
-        ffn_a(Shape{rows, c.intermediate}),
-        ffn_b(Shape{c.ffn == FfnKind::kGated ? rows : 0, c.intermediate}) {}
+  Scratch(Backend& be, const StackConfig& c, int64_t rows)
+      : h(be.tensor(Shape{rows, c.hidden})),
+        q(be.tensor(Shape{rows, c.heads * c.head_dim})),
+        k(be.tensor(Shape{rows, c.kv_heads * c.head_dim})),
+        v(be.tensor(Shape{rows, c.kv_heads * c.head_dim})),
+        ctx(be.tensor(Shape{rows, c.heads * c.head_dim})),
+        branch(be.tensor(Shape{rows, c.hidden})),
+        ffn_a(be.tensor(Shape{rows, c.intermediate})),
+        ffn_b(be.tensor(Shape{c.ffn == FfnKind::kGated ? rows : 0, c.intermediate})) {}
 };
 
-StackCache TransformerStack::make_cache(int64_t batch, int64_t max_len) const {
+StackCache TransformerStack::make_cache(Backend& be, int64_t batch, int64_t max_len) const {
   StackCache cache;
   cache.batch = batch;
   cache.max_len = max_len;
   const int64_t kv_cols = config_.kv_heads * config_.head_dim;
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    cache.k.emplace_back(Shape{batch * max_len, kv_cols});
-    cache.v.emplace_back(Shape{batch * max_len, kv_cols});
+    cache.k.push_back(be.tensor(Shape{batch * max_len, kv_cols}));
+    cache.v.push_back(be.tensor(Shape{batch * max_len, kv_cols}));
   }
   return cache;
 }
@@ -178,7 +178,7 @@ Status TransformerStack::precompute_cross(Backend& be, ConstTensorView memory, i
   cache.cross_v.clear();
   const int64_t kv_cols = config_.kv_heads * config_.head_dim;
   for (const Layer& l : layers_) {
-    Tensor k(Shape{batch * src_len, kv_cols}), v(Shape{batch * src_len, kv_cols});
+    Tensor k = be.tensor(Shape{batch * src_len, kv_cols}), v = be.tensor(Shape{batch * src_len, kv_cols});
     AM_RETURN_IF_ERROR(be.linear(l.cross.k, memory, k.view()));
     AM_RETURN_IF_ERROR(be.linear(l.cross.v, memory, v.view()));
     cache.cross_k.push_back(std::move(k));
@@ -210,12 +210,13 @@ Status TransformerStack::run_ffn(Backend& be, const Ffn& f, ConstTensorView x, T
 
 Status TransformerStack::run_moe(Backend& be, const Layer& l, ConstTensorView x, TensorView y, Scratch& s) const {
   const int64_t rows = x.rows(), k = config_.experts_per_token;
-  Tensor logits(Shape{rows, config_.experts});
+  Tensor logits = be.tensor(Shape{rows, config_.experts});
   AM_RETURN_IF_ERROR(be.linear(l.router, x, logits.view()));
   std::vector<int32_t> ids(static_cast<std::size_t>(rows * k));
   std::vector<float> weights(static_cast<std::size_t>(rows * k));
   AM_RETURN_IF_ERROR(be.top_k(logits.view(), k, config_.router_renormalize, ids.data(), weights.data()));
-  std::fill(y.data, y.data + y.numel(), 0.0f);
+  // The experts' sum starts from zeros made where the backend keeps its tensors (no upload).
+  Tensor sum = be.tensor(Shape{rows, config_.hidden});
   std::vector<int32_t> tokens;
   std::vector<float> scales;
   for (int64_t e = 0; e < config_.experts; ++e) {
@@ -229,12 +230,14 @@ Status TransformerStack::run_moe(Backend& be, const Layer& l, ConstTensorView x,
     }
     if (tokens.empty()) continue;  // no token chose this expert: it does no work, as in real MoE
     const int64_t m = static_cast<int64_t>(tokens.size());
-    Tensor xe(Shape{m, config_.hidden}), ye(Shape{m, config_.hidden});
+    Tensor xe = be.tensor(Shape{m, config_.hidden}), ye = be.tensor(Shape{m, config_.hidden});
     AM_RETURN_IF_ERROR(be.index_rows(x, tokens.data(), m, xe.view()));
     AM_RETURN_IF_ERROR(run_ffn(be, l.experts[static_cast<std::size_t>(e)], xe.view(), ye.view(), s));
-    AM_RETURN_IF_ERROR(be.scatter_add_rows(ye.view(), tokens.data(), scales.data(), m, y));
+    AM_RETURN_IF_ERROR(be.scatter_add_rows(ye.view(), tokens.data(), scales.data(), m, sum.view()));
   }
-  return Status::Ok();
+  std::vector<int32_t> all(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) all[static_cast<std::size_t>(r)] = static_cast<int32_t>(r);
+  return be.index_rows(sum.view(), all.data(), rows, y);
 }
 
 int32_t TransformerStack::relative_bucket(int64_t relative) const {
@@ -263,7 +266,7 @@ Status TransformerStack::relative_bias(Backend& be, int64_t q_len, int64_t kv_le
   for (int64_t i = 0; i < q_len; ++i)
     for (int64_t j = 0; j < kv_len; ++j)
       buckets[static_cast<std::size_t>(i * kv_len + j)] = relative_bucket(j - (offset + i));
-  bias = Tensor(Shape{q_len * kv_len, config_.heads});
+  bias = be.tensor(Shape{q_len * kv_len, config_.heads});
   return be.gather_rows(rel_table_.view(), buckets.data(), q_len * kv_len, bias.view(), false);
 }
 
@@ -281,8 +284,10 @@ Status TransformerStack::forward(Backend& be, TensorView x, int64_t batch, int64
   if (c.cross && (cache == nullptr || cache->cross_k.size() != layers_.size())) {
     return invalid_argument(c.family + ": cross-attention needs precompute_cross() first");
   }
-  Scratch s(c, rows);
-  const int64_t kv_cols = c.kv_heads * c.head_dim;
+  Scratch s(be, c, rows);
+  // Rows 0..q_len-1 in order: a sample's new keys and values land in its cache rows.
+  std::vector<int32_t> step_rows(static_cast<std::size_t>(q_len));
+  for (int64_t r = 0; r < q_len; ++r) step_rows[static_cast<std::size_t>(r)] = static_cast<int32_t>(r);
   const int64_t kv_len = cache != nullptr ? cache->max_len : q_len;
   s.positions.resize(static_cast<std::size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) s.positions[static_cast<std::size_t>(r)] = static_cast<int32_t>(offset + r % q_len);
@@ -323,10 +328,12 @@ Status TransformerStack::forward(Backend& be, TensorView x, int64_t batch, int64
       // Append this step's keys and values at their positions in each sample's cache rows.
       Tensor& ck = cache->k[li];
       Tensor& cv = cache->v[li];
-      const std::size_t bytes = static_cast<std::size_t>(q_len * kv_cols) * sizeof(float);
       for (int64_t b = 0; b < batch; ++b) {
-        std::memcpy(ck.row(b * cache->max_len + offset), s.k.row(b * q_len), bytes);
-        std::memcpy(cv.row(b * cache->max_len + offset), s.v.row(b * q_len), bytes);
+        const int64_t at = b * cache->max_len + offset;
+        AM_RETURN_IF_ERROR(be.index_rows(s.k.view().row_range(b * q_len, q_len), step_rows.data(), q_len,
+                                         ck.view().row_range(at, q_len)));
+        AM_RETURN_IF_ERROR(be.index_rows(s.v.view().row_range(b * q_len, q_len), step_rows.data(), q_len,
+                                         cv.view().row_range(at, q_len)));
       }
       self.k = ck.view();
       self.v = cv.view();

@@ -131,7 +131,8 @@ class TransformerStack {
   std::size_t weights_bytes() const;
   void add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) const;
 
-  StackCache make_cache(int64_t batch, int64_t max_len) const;
+  // Cache tensors are be.tensor()s (resident on a device backend).
+  StackCache make_cache(Backend& be, int64_t batch, int64_t max_len) const;
   // Projects `memory` [batch*src_len, memory cols = hidden] into every layer's cross keys/values.
   Status precompute_cross(Backend& be, ConstTensorView memory, int64_t batch, int64_t src_len,
                           const int32_t* src_mask, StackCache& cache) const;

@@ -26,7 +26,7 @@ class VitClassifierGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return 0; }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     GraphOutput out;
     AM_ASSIGN_OR_RETURN(out.output, model_.logits(be, pixels_.view(), batch_));
     out.logits = true;

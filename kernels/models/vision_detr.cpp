@@ -206,7 +206,7 @@ class DetrGraph final : public ModelGraph {
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return 0; }
 
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     int64_t side = m_.image;
     Tensor x;
     AM_RETURN_IF_ERROR(conv(be, m_.stem, pixels_.view(), batch_, side, x));

@@ -31,7 +31,7 @@ class ClipGraph final : public ModelGraph {
   std::size_t weights_bytes() const override { return model_.weights_bytes(); }
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return texts_.batch * texts_.len; }
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     AM_ASSIGN_OR_RETURN(Tensor img, model_.encode_images(be, pixels_.view(), batch_));
     AM_ASSIGN_OR_RETURN(Tensor txt, model_.encode_texts(be, texts_));
     GraphOutput out;
@@ -62,11 +62,11 @@ class CaptionerGraph final : public ModelGraph {
   std::size_t weights_bytes() const override { return encoder_.weights_bytes() + decoder_.weights_bytes(); }
   int64_t samples_per_run() const override { return batch_; }
   int64_t tokens_per_run() const override { return batch_ * (prompt_len_ + decoder_.config.decode_steps); }
-  Result<GraphOutput> run(Backend& be) const override {
+  Result<GraphOutput> forward(Backend& be) const override {
     const int64_t steps = decoder_.config.decode_steps;
     const auto started = std::chrono::steady_clock::now();
     AM_ASSIGN_OR_RETURN(Tensor memory, encoder_.forward(be, pixels_.view(), batch_));
-    StackCache cache = decoder_.stack.make_cache(batch_, prompt_len_ + steps);
+    StackCache cache = decoder_.stack.make_cache(be, batch_, prompt_len_ + steps);
     AM_RETURN_IF_ERROR(decoder_.stack.precompute_cross(be, memory.view(), batch_, encoder_.config().tokens(), nullptr, cache));
     GraphOutput out;
     out.logits = true;

@@ -1,5 +1,7 @@
 #include "kernels/opencl/backend_impl.h"
 
+#include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,11 +75,135 @@ OpenClBackend::Impl::Impl(opencl::DeviceRuntime runtime, const OpenClBackendOpti
       options(opts) {}
 
 OpenClBackend::Impl::~Impl() {
+  // Tensors that outlive the backend become plain host memory: bring back what only the device
+  // holds.
+  resident->release_device_buffers(
+      [this](Entry& e) { return rt.read(e.buffer.get(), const_cast<float*>(e.data), e.bytes); });
   // Queued transfers may still read host memory or write pooled buffers; drain before freeing.
   if (Status s = rt.finish(); !s.ok()) get_logger("kernels/opencl")->warn("{}", s.message());
 }
 
+Status OpenClBackend::Impl::queued_write(cl_mem dst, const void* host, std::size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  auto copy = std::make_unique<uint8_t[]>(bytes);
+  std::memcpy(copy.get(), host, bytes);
+  AM_RETURN_IF_ERROR(rt.write(dst, copy.get(), bytes));
+  pending_host.push_back(std::move(copy));
+  return Status::Ok();
+}
+
+Status OpenClBackend::Impl::ensure_buffer(Entry& e) {
+  if (e.buffer || resident->reuse_buffer(e)) return Status::Ok();
+  AM_ASSIGN_OR_RETURN(e.buffer, opencl::create_buffer(rt.context(), e.bytes, rt.device().max_alloc_bytes));
+  e.capacity = e.bytes;
+  return Status::Ok();
+}
+
+Status OpenClBackend::Impl::make_current(Entry& e) {
+  AM_RETURN_IF_ERROR(resident->verify(e));
+  if (e.state == Resident::State::kBoth || e.state == Resident::State::kDevice) return Status::Ok();
+  AM_RETURN_IF_ERROR(ensure_buffer(e));
+  if (e.state == Resident::State::kFresh) {
+    AM_RETURN_IF_ERROR(rt.fill_zero(e.buffer.get(), e.bytes));
+  } else {
+    // Blocking: the host may write the tensor again once it is current on both sides.
+    AM_RETURN_IF_ERROR(rt.write_now(e.buffer.get(), e.data, e.bytes));
+    ++counts.tensor_uploads;
+    counts.tensor_upload_bytes += static_cast<int64_t>(e.bytes);
+  }
+  resident->both_current(e);
+  return Status::Ok();
+}
+
+Result<cl_mem> OpenClBackend::Impl::input(ScratchSlot slot, const float* host, std::size_t bytes, bool private_copy) {
+  Entry* e = resident->find(host, bytes);
+  if (e == nullptr) {
+    ++counts.plain_uploads;
+    counts.plain_upload_bytes += static_cast<int64_t>(bytes);
+    AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
+    AM_RETURN_IF_ERROR(queued_write(buf, host, bytes));
+    return buf;
+  }
+  AM_RETURN_IF_ERROR(make_current(*e));
+  op_inputs.emplace_back(reinterpret_cast<const uint8_t*>(host), bytes);
+  const std::size_t off = Resident::offset_of(*e, host);
+  if (off == 0 && !private_copy) return e->buffer.get();
+  AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
+  AM_RETURN_IF_ERROR(rt.copy(e->buffer.get(), buf, bytes, off, 0));
+  ++counts.device_copies;
+  return buf;
+}
+
+Result<cl_mem> OpenClBackend::Impl::host_input(ScratchSlot slot, const void* host, std::size_t bytes) {
+  ++counts.index_uploads;
+  counts.index_upload_bytes += static_cast<int64_t>(bytes);
+  AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
+  AM_RETURN_IF_ERROR(queued_write(buf, host, bytes));
+  return buf;
+}
+
+Result<OpenClBackend::Impl::Out> OpenClBackend::Impl::output(ScratchSlot slot, float* host, std::size_t bytes,
+                                                             bool reads) {
+  Out o;
+  o.host = host;
+  o.bytes = bytes;
+  o.slot = slot;
+  o.entry = resident->find(host, bytes);
+  if (o.entry == nullptr) {
+    AM_ASSIGN_OR_RETURN(o.buffer, scratch.get(slot, bytes));
+    if (reads) {
+      ++counts.plain_uploads;
+      counts.plain_upload_bytes += static_cast<int64_t>(bytes);
+      AM_RETURN_IF_ERROR(queued_write(o.buffer, host, bytes));
+    }
+    return o;
+  }
+  Entry& e = *o.entry;
+  o.offset = Resident::offset_of(e, host);
+  // Bytes outside the op's range keep their values, so a partial write needs them current.
+  if (reads || bytes != e.bytes) {
+    AM_RETURN_IF_ERROR(make_current(e));
+  } else {
+    AM_RETURN_IF_ERROR(resident->verify(e));
+    AM_RETURN_IF_ERROR(ensure_buffer(e));
+  }
+  const auto* h = reinterpret_cast<const uint8_t*>(host);
+  bool aliased = false;
+  for (const auto& [p, n] : op_inputs) aliased = aliased || (h < p + n && p < h + bytes);
+  if (o.offset == 0 && !aliased) {
+    o.buffer = e.buffer.get();
+    return o;
+  }
+  AM_ASSIGN_OR_RETURN(o.buffer, scratch.get(slot, bytes));
+  if (reads) {
+    AM_RETURN_IF_ERROR(rt.copy(e.buffer.get(), o.buffer, bytes, o.offset, 0));
+    ++counts.device_copies;
+  }
+  return o;
+}
+
+Status OpenClBackend::Impl::finish(const Out& o) {
+  op_inputs.clear();
+  if (o.entry == nullptr) {
+    ++counts.plain_downloads;
+    counts.plain_download_bytes += static_cast<int64_t>(o.bytes);
+    AM_RETURN_IF_ERROR(rt.read(o.buffer, o.host, o.bytes));
+    drained();
+    return Status::Ok();
+  }
+  if (o.buffer != o.entry->buffer.get()) {
+    AM_RETURN_IF_ERROR(rt.copy(o.buffer, o.entry->buffer.get(), o.bytes, 0, o.offset));
+    ++counts.device_copies;
+  }
+  resident->device_wrote(*o.entry);
+  // The queue is in order: a freed tensor's buffer may serve the next one right away.
+  resident->recycle();
+  return Status::Ok();
+}
+
 Result<ClBuffer> OpenClBackend::Impl::upload(const void* host, std::size_t bytes) {
+  ++counts.weight_uploads;
+  counts.weight_upload_bytes += static_cast<int64_t>(bytes);
   return opencl::create_buffer(rt.context(), bytes, rt.device().max_alloc_bytes, host);
 }
 
@@ -110,11 +236,6 @@ Result<cl_mem> OpenClBackend::Impl::conv_weight(const float* host, int64_t out, 
   return mem;
 }
 
-Result<cl_mem> OpenClBackend::Impl::stage(ScratchSlot slot, const void* host, std::size_t bytes) {
-  AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
-  AM_RETURN_IF_ERROR(rt.write(buf, host, bytes));
-  return buf;
-}
 
 Result<const OpenClBackend::Impl::LinearOnDevice*> OpenClBackend::Impl::weight_linear(
   const Linear& layer, DeviceWeight kind) {
@@ -203,14 +324,12 @@ Status OpenClBackend::Impl::elementwise(KernelId id, const char* op, TensorView 
                        " (more than 2^31-1 elements) not implemented on backend opencl");
   }
   return run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, scratch.get(ScratchSlot::kOutput, float_bytes(n)));
-    AM_ASSIGN_OR_RETURN(cl_mem abuf, scratch.get(ScratchSlot::kOperand, float_bytes(n)));
-    AM_RETURN_IF_ERROR(rt.write(ybuf, y.data, float_bytes(n)));
-    AM_RETURN_IF_ERROR(rt.write(abuf, a.data, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(cl_mem abuf, input(ScratchSlot::kOperand, a.data, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Out yo, output(ScratchSlot::kOutput, y.data, float_bytes(n), true));
     auto launch = rt.kernel(id);
-    launch.mem(ybuf).mem(abuf).i32(static_cast<int32_t>(n));
+    launch.mem(yo.buffer).mem(abuf).i32(static_cast<int32_t>(n));
     AM_RETURN_IF_ERROR(launch_flat(n, launch));
-    return rt.read(ybuf, y.data, float_bytes(n));
+    return finish(yo);
   });
 }
 

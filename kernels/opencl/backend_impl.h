@@ -13,11 +13,15 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <memory>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "kernels/opencl/device_runtime.h"
 #include "kernels/opencl/device_scratch.h"
 #include "kernels/opencl/opencl_backend.h"
+#include "kernels/resident_tensors.h"
 
 namespace am::kernels {
 namespace opencl_detail {
@@ -68,6 +72,9 @@ struct OpenClBackend::Impl {
     std::size_t bytes = 0;
   };
 
+  using Resident = ResidentTensors<opencl::ClBuffer>;
+  using Entry = Resident::Entry;
+
   Impl(opencl::DeviceRuntime runtime, const OpenClBackendOptions& opts);
   ~Impl();
 
@@ -91,8 +98,39 @@ struct OpenClBackend::Impl {
   Result<cl_mem> weight_vector(const float* host, int64_t count);
   Result<cl_mem> conv_weight(const float* host, int64_t out, int64_t cin_g, int64_t taps);
   Result<const LinearOnDevice*> weight_linear(const Linear& layer, opencl_detail::DeviceWeight kind);
-  // `host` (bytes long) copied into a scratch slot; returns the slot's buffer.
-  Result<cl_mem> stage(opencl::ScratchSlot slot, const void* host, std::size_t bytes);
+
+  // Residency (backend.h): the tensor() tensors' device copies, the transfer counts, the
+  // resident ranges the current op reads (an output overlapping one goes through scratch), and
+  // copies of host inputs whose queued writes have not run yet (freed at the next blocking call).
+  std::shared_ptr<Resident> resident = std::make_shared<Resident>();
+  TransferCounts counts;
+  std::vector<std::pair<const uint8_t*, std::size_t>> op_inputs;
+  std::vector<std::unique_ptr<uint8_t[]>> pending_host;
+
+  // An op's output buffer and, for a resident tensor, where its bytes land.
+  struct Out {
+    cl_mem buffer = nullptr;
+    Entry* entry = nullptr;  // null: a plain host tensor, read back by finish()
+    std::size_t offset = 0;
+    void* host = nullptr;
+    std::size_t bytes = 0;
+    opencl::ScratchSlot slot = opencl::ScratchSlot::kOutput;
+  };
+  // A float activation the op reads: a resident tensor's buffer (a range not at its start, or
+  // any range when `private_copy` because the kernel modifies it, is copied on the device into
+  // `slot`), else the host bytes written into `slot`.
+  Result<cl_mem> input(opencl::ScratchSlot slot, const float* host, std::size_t bytes, bool private_copy = false);
+  // int32 ids, masks, positions and per-call parameters: always from the host.
+  Result<cl_mem> host_input(opencl::ScratchSlot slot, const void* host, std::size_t bytes);
+  // `reads`: the op reads the output first (accumulates or works in place).
+  Result<Out> output(opencl::ScratchSlot slot, float* host, std::size_t bytes, bool reads);
+  Status finish(const Out& o);
+  // A host read of queued results is done: queued writes have run.
+  void drained() { pending_host.clear(); resident->recycle(); }
+  Status make_current(Entry& e);
+  Status ensure_buffer(Entry& e);
+  // A queued write from a copy of `host` kept until the queue drains.
+  Status queued_write(cl_mem dst, const void* host, std::size_t bytes);
 
   // Runs an op body; on failure waits for the queue so no transfer still touches the caller's
   // host memory after we return.

@@ -89,6 +89,8 @@ Status load() {
   resolve(lib, "clEnqueueNDRangeKernel", a.EnqueueNDRangeKernel, missing);
   resolve(lib, "clEnqueueWriteBuffer", a.EnqueueWriteBuffer, missing);
   resolve(lib, "clEnqueueReadBuffer", a.EnqueueReadBuffer, missing);
+  resolve(lib, "clEnqueueCopyBuffer", a.EnqueueCopyBuffer, missing);
+  resolve(lib, "clEnqueueFillBuffer", a.EnqueueFillBuffer, missing);
   resolve(lib, "clFinish", a.Finish, missing);
   if (!missing.empty()) {
     // The library stays open (it may be in use elsewhere in the process); only our table is void.

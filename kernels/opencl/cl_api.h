@@ -58,6 +58,8 @@ struct ClApi {
   decltype(&::clEnqueueNDRangeKernel) EnqueueNDRangeKernel = nullptr;
   decltype(&::clEnqueueWriteBuffer) EnqueueWriteBuffer = nullptr;
   decltype(&::clEnqueueReadBuffer) EnqueueReadBuffer = nullptr;
+  decltype(&::clEnqueueCopyBuffer) EnqueueCopyBuffer = nullptr;
+  decltype(&::clEnqueueFillBuffer) EnqueueFillBuffer = nullptr;
   decltype(&::clFinish) Finish = nullptr;
 };
 

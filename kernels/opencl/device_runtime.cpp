@@ -171,6 +171,26 @@ Status DeviceRuntime::write(cl_mem dst, const void* host, std::size_t bytes) con
                   "clEnqueueWriteBuffer(" + std::to_string(bytes) + " bytes)");
 }
 
+Status DeviceRuntime::write_now(cl_mem dst, const void* host, std::size_t bytes, std::size_t offset) const {
+  if (bytes == 0) return Status::Ok();
+  return cl_check(cl().EnqueueWriteBuffer(queue_.get(), dst, CL_TRUE, offset, bytes, host, 0, nullptr, nullptr),
+                  "clEnqueueWriteBuffer(" + std::to_string(bytes) + " bytes, blocking)");
+}
+
+Status DeviceRuntime::copy(cl_mem src, cl_mem dst, std::size_t bytes, std::size_t src_offset,
+                           std::size_t dst_offset) const {
+  if (bytes == 0) return Status::Ok();
+  return cl_check(cl().EnqueueCopyBuffer(queue_.get(), src, dst, src_offset, dst_offset, bytes, 0, nullptr, nullptr),
+                  "clEnqueueCopyBuffer(" + std::to_string(bytes) + " bytes)");
+}
+
+Status DeviceRuntime::fill_zero(cl_mem dst, std::size_t bytes) const {
+  if (bytes == 0) return Status::Ok();
+  const float zero = 0.0f;
+  return cl_check(cl().EnqueueFillBuffer(queue_.get(), dst, &zero, sizeof(zero), 0, bytes, 0, nullptr, nullptr),
+                  "clEnqueueFillBuffer(" + std::to_string(bytes) + " bytes)");
+}
+
 Status DeviceRuntime::read(cl_mem src, void* host, std::size_t bytes) const {
   if (bytes == 0) return Status::Ok();
   return cl_check(cl().EnqueueReadBuffer(queue_.get(), src, CL_TRUE, 0, bytes, host, 0, nullptr,

@@ -99,6 +99,11 @@ class DeviceRuntime {
   // Non-blocking: `host` must stay valid until a later blocking call (read or finish) returns.
   Status write(cl_mem dst, const void* host, std::size_t bytes) const;
   Status read(cl_mem src, void* host, std::size_t bytes) const;  // blocking
+  // Blocking: returns when `host` has been copied (to dst at byte `offset`).
+  Status write_now(cl_mem dst, const void* host, std::size_t bytes, std::size_t offset = 0) const;
+  // Queued device-side copy and zero fill (bytes a multiple of 4).
+  Status copy(cl_mem src, cl_mem dst, std::size_t bytes, std::size_t src_offset, std::size_t dst_offset) const;
+  Status fill_zero(cl_mem dst, std::size_t bytes) const;
   Status finish() const;
 
  private:

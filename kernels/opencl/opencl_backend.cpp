@@ -143,9 +143,10 @@ Status OpenClBackend::linear(const Linear& layer, ConstTensorView x, TensorView 
   Impl& im = *impl_;
   return im.run([&]() -> Status {
     AM_ASSIGN_OR_RETURN(const Impl::LinearOnDevice* w, im.weight_linear(layer, kind));
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.scratch.get(ScratchSlot::kInput, float_bytes(m * k)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(m * n)));
-    AM_RETURN_IF_ERROR(im.rt.write(xbuf, x.data, float_bytes(m * k)));
+    // bf16 rounds the activations in place: on a copy, never on a resident tensor.
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(m * k), kind == DeviceWeight::kBF16));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(m * n), false));
+    cl_mem ybuf = yo.buffer;
     const int group = im.rt.config().matmul_group;
     const int64_t np = padded_columns(n);
     const bool one_row = m < opencl::kMatmulRows;
@@ -188,7 +189,7 @@ Status OpenClBackend::linear(const Linear& layer, ConstTensorView x, TensorView 
           .i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(np)).i32(static_cast<int32_t>(blocks));
     }
     AM_RETURN_IF_ERROR(launch.run(im.rt.queue(), 2, global, local));
-    return im.rt.read(ybuf, y.data, float_bytes(m * n));
+    return im.finish(yo);
   });
 }
 
@@ -211,14 +212,12 @@ Status OpenClBackend::gather_rows(ConstTensorView table, const int32_t* ids, int
   Impl& im = *impl_;
   return im.run([&]() -> Status {
     AM_ASSIGN_OR_RETURN(cl_mem tbuf, im.weight_vector(table.data, table.numel()));
-    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.scratch.get(ScratchSlot::kIndices, static_cast<std::size_t>(n) * sizeof(int32_t)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(n * cols)));
-    AM_RETURN_IF_ERROR(im.rt.write(ibuf, ids, static_cast<std::size_t>(n) * sizeof(int32_t)));
-    if (accumulate) AM_RETURN_IF_ERROR(im.rt.write(ybuf, y.data, float_bytes(n * cols)));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.host_input(ScratchSlot::kIndices, ids, int_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(n * cols), accumulate));
     auto launch = im.rt.kernel(KernelId::kGatherRows);
-    launch.mem(tbuf).mem(ibuf).mem(ybuf).i32(static_cast<int32_t>(cols)).i32(accumulate ? 1 : 0);
+    launch.mem(tbuf).mem(ibuf).mem(yo.buffer).i32(static_cast<int32_t>(cols)).i32(accumulate ? 1 : 0);
     AM_RETURN_IF_ERROR(im.launch_2d(cols, n, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(n * cols));
+    return im.finish(yo);
   });
 }
 
@@ -238,14 +237,13 @@ Status OpenClBackend::layer_norm(ConstTensorView x, const float* gamma, const fl
     if (beta != nullptr) {
       AM_ASSIGN_OR_RETURN(bbuf, im.weight_vector(beta, cols));
     }
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.scratch.get(ScratchSlot::kInput, float_bytes(rows * cols)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(rows * cols)));
-    AM_RETURN_IF_ERROR(im.rt.write(xbuf, x.data, float_bytes(rows * cols)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(rows * cols)));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(rows * cols), false));
     auto launch = im.rt.kernel(KernelId::kLayerNorm);
     launch.mem(xbuf).mem(gbuf).mem(bbuf).i32(beta != nullptr ? 1 : 0).f32(eps)
-        .i32(static_cast<int32_t>(cols)).mem(ybuf);
+        .i32(static_cast<int32_t>(cols)).mem(yo.buffer);
     AM_RETURN_IF_ERROR(im.launch_rows(rows, im.rt.config().row_group, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(rows * cols));
+    return im.finish(yo);
   });
 }
 
@@ -260,13 +258,12 @@ Status OpenClBackend::rms_norm(ConstTensorView x, const float* gamma, float eps,
   Impl& im = *impl_;
   return im.run([&]() -> Status {
     AM_ASSIGN_OR_RETURN(cl_mem gbuf, im.weight_vector(gamma, cols));
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.scratch.get(ScratchSlot::kInput, float_bytes(rows * cols)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(rows * cols)));
-    AM_RETURN_IF_ERROR(im.rt.write(xbuf, x.data, float_bytes(rows * cols)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(rows * cols)));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(rows * cols), false));
     auto launch = im.rt.kernel(KernelId::kRmsNorm);
-    launch.mem(xbuf).mem(gbuf).f32(eps).i32(static_cast<int32_t>(cols)).mem(ybuf);
+    launch.mem(xbuf).mem(gbuf).f32(eps).i32(static_cast<int32_t>(cols)).mem(yo.buffer);
     AM_RETURN_IF_ERROR(im.launch_rows(rows, im.rt.config().row_group, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(rows * cols));
+    return im.finish(yo);
   });
 }
 
@@ -278,12 +275,11 @@ Status OpenClBackend::activation(Activation act, TensorView x) {
   if (n > kMaxKernelIndex) return unsupported_op(Op::kActivation, "more than 2^31-1 elements");
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem buf, im.scratch.get(ScratchSlot::kOutput, float_bytes(n)));
-    AM_RETURN_IF_ERROR(im.rt.write(buf, x.data, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(ScratchSlot::kOutput, x.data, float_bytes(n), true));
     auto launch = im.rt.kernel(KernelId::kActivation);
-    launch.mem(buf).i32(kind).i32(static_cast<int32_t>(n));
+    launch.mem(o.buffer).i32(kind).i32(static_cast<int32_t>(n));
     AM_RETURN_IF_ERROR(im.launch_flat(n, launch));
-    return im.rt.read(buf, x.data, float_bytes(n));
+    return im.finish(o);
   });
 }
 
@@ -304,12 +300,11 @@ Status OpenClBackend::softmax(TensorView x) {
   }
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem buf, im.scratch.get(ScratchSlot::kOutput, float_bytes(rows * cols)));
-    AM_RETURN_IF_ERROR(im.rt.write(buf, x.data, float_bytes(rows * cols)));
+    AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(ScratchSlot::kOutput, x.data, float_bytes(rows * cols), true));
     auto launch = im.rt.kernel(KernelId::kSoftmax);
-    launch.mem(buf).i32(static_cast<int32_t>(cols));
+    launch.mem(o.buffer).i32(static_cast<int32_t>(cols));
     AM_RETURN_IF_ERROR(im.launch_rows(rows, im.rt.config().row_group, launch));
-    return im.rt.read(buf, x.data, float_bytes(rows * cols));
+    return im.finish(o);
   });
 }
 
@@ -332,16 +327,17 @@ Status OpenClBackend::Impl::attention(const AttentionArgs& a, const float* bias,
     const std::size_t kv_bytes = float_bytes(a.k.numel());
     cl_mem mbuf = nullptr;
     if (a.key_mask != nullptr) {
-      AM_ASSIGN_OR_RETURN(mbuf, stage(ScratchSlot::kIndices, a.key_mask, int_bytes(a.batch * a.kv_len)));
+      AM_ASSIGN_OR_RETURN(mbuf, host_input(ScratchSlot::kIndices, a.key_mask, int_bytes(a.batch * a.kv_len)));
     }
     cl_mem bbuf = nullptr;
     if (bias != nullptr) {
-      AM_ASSIGN_OR_RETURN(bbuf, stage(ScratchSlot::kAuxiliary, bias, float_bytes(a.q_len * a.kv_len * a.heads)));
+      AM_ASSIGN_OR_RETURN(bbuf, input(ScratchSlot::kAuxiliary, bias, float_bytes(a.q_len * a.kv_len * a.heads)));
     }
-    AM_ASSIGN_OR_RETURN(cl_mem qbuf, stage(ScratchSlot::kInput, a.q.data, q_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem kbuf, stage(ScratchSlot::kKeys, a.k.data, kv_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem vbuf, stage(ScratchSlot::kValues, a.v.data, kv_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem obuf, scratch.get(ScratchSlot::kOutput, q_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem qbuf, input(ScratchSlot::kInput, a.q.data, q_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem kbuf, input(ScratchSlot::kKeys, a.k.data, kv_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem vbuf, input(ScratchSlot::kValues, a.v.data, kv_bytes));
+    AM_ASSIGN_OR_RETURN(Out oo, output(ScratchSlot::kOutput, a.out.data, q_bytes, false));
+    cl_mem obuf = oo.buffer;
     auto launch = rt.kernel(KernelId::kAttention);
     launch.mem(qbuf).mem(kbuf).mem(vbuf).mem(obuf).mem(mbuf).i32(a.key_mask != nullptr ? 1 : 0)
         .mem(bbuf).i32(bias != nullptr ? 1 : 0)
@@ -350,9 +346,34 @@ Status OpenClBackend::Impl::attention(const AttentionArgs& a, const float* bias,
         .i32(static_cast<int32_t>(a.head_dim)).f32(scale).i32(a.causal ? 1 : 0)
         .i32(static_cast<int32_t>(a.q_offset));
     AM_RETURN_IF_ERROR(launch_rows(groups, group_size, launch));
-    return rt.read(obuf, a.out.data, q_bytes);
+    return finish(oo);
   });
 }
+
+Tensor OpenClBackend::tensor(Shape shape) {
+  Tensor t(shape, impl_->resident);
+  impl_->resident->add(t);
+  return t;
+}
+
+Status OpenClBackend::to_host(ConstTensorView v) {
+  Impl& im = *impl_;
+  return im.resident->to_host(v.data, float_bytes(v.numel()), im.counts, [&](Impl::Entry& e) -> Status {
+    AM_RETURN_IF_ERROR(im.rt.read(e.buffer.get(), const_cast<float*>(e.data), e.bytes));
+    im.drained();
+    return Status::Ok();
+  });
+}
+
+Status OpenClBackend::from_host(ConstTensorView v) {
+  Impl& im = *impl_;
+  return im.resident->from_host(v.data, float_bytes(v.numel()), im.counts,
+                                [&](Impl::Entry& e, const void* p, std::size_t bytes, std::size_t offset) {
+                                  return im.rt.write_now(e.buffer.get(), p, bytes, offset);
+                                });
+}
+
+TransferCounts OpenClBackend::transfers() const { return impl_->counts; }
 
 Result<std::unique_ptr<Backend>> make_opencl_backend() {
   AM_ASSIGN_OR_RETURN(opencl::OpenClDevice device, opencl::select_opencl_device());

@@ -48,13 +48,14 @@ Status OpenClBackend::rope(TensorView x, const int32_t* positions, const RopePar
   const bool neox = p.layout == RopeLayout::kNeox;
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kOutput, x.data, float_bytes(x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem cbuf, im.stage(ScratchSlot::kAuxiliary, cs.data(), float_bytes(rows * half * 2)));
+    AM_ASSIGN_OR_RETURN(cl_mem cbuf, im.host_input(ScratchSlot::kAuxiliary, cs.data(), float_bytes(rows * half * 2)));
+    AM_ASSIGN_OR_RETURN(Impl::Out xo, im.output(ScratchSlot::kOutput, x.data, float_bytes(x.numel()), true));
+    cl_mem xbuf = xo.buffer;
     auto launch = im.rt.kernel(KernelId::kRope);
     launch.mem(xbuf).mem(cbuf).i32(static_cast<int32_t>(p.heads)).i32(static_cast<int32_t>(p.head_dim))
         .i32(static_cast<int32_t>(half)).i32(neox ? 1 : 2).i32(static_cast<int32_t>(neox ? half : 1));
     AM_RETURN_IF_ERROR(im.launch_2d(half, rows * p.heads, launch));
-    return im.rt.read(xbuf, x.data, float_bytes(x.numel()));
+    return im.finish(xo);
   });
 }
 
@@ -69,7 +70,7 @@ Status OpenClBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
   }
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem lbuf, im.stage(ScratchSlot::kInput, logits.data, float_bytes(logits.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem lbuf, im.input(ScratchSlot::kInput, logits.data, float_bytes(logits.numel())));
     AM_ASSIGN_OR_RETURN(cl_mem pbuf, im.scratch.get(ScratchSlot::kAuxiliary, float_bytes(logits.numel())));
     AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.scratch.get(ScratchSlot::kIndices, int_bytes(rows * k)));
     AM_ASSIGN_OR_RETURN(cl_mem wbuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(rows * k)));
@@ -78,8 +79,14 @@ Status OpenClBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
         .i32(static_cast<int32_t>(k))
         .i32(renormalize ? 1 : 0).mem(ibuf).mem(wbuf);
     AM_RETURN_IF_ERROR(im.launch_flat(rows, launch));
+    // The routing decision goes to the host (the graph picks each expert's rows there).
+    im.op_inputs.clear();
+    im.counts.plain_downloads += 2;
+    im.counts.plain_download_bytes += static_cast<int64_t>(int_bytes(rows * k) + float_bytes(rows * k));
     AM_RETURN_IF_ERROR(im.rt.read(ibuf, ids, int_bytes(rows * k)));
-    return im.rt.read(wbuf, weights, float_bytes(rows * k));
+    AM_RETURN_IF_ERROR(im.rt.read(wbuf, weights, float_bytes(rows * k)));
+    im.drained();
+    return Status::Ok();
   });
 }
 
@@ -94,13 +101,13 @@ Status OpenClBackend::index_rows(ConstTensorView x, const int32_t* ids, int64_t 
   Impl& im = *impl_;
   return im.run([&]() -> Status {
     // The gather kernel, reading an activation staged per call instead of a cached weight.
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.stage(ScratchSlot::kIndices, ids, int_bytes(n)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(n * cols)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.host_input(ScratchSlot::kIndices, ids, int_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(n * cols), false));
     auto launch = im.rt.kernel(KernelId::kGatherRows);
-    launch.mem(xbuf).mem(ibuf).mem(ybuf).i32(static_cast<int32_t>(cols)).i32(0);
+    launch.mem(xbuf).mem(ibuf).mem(yo.buffer).i32(static_cast<int32_t>(cols)).i32(0);
     AM_RETURN_IF_ERROR(im.launch_2d(cols, n, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(n * cols));
+    return im.finish(yo);
   });
 }
 
@@ -117,14 +124,14 @@ Status OpenClBackend::scatter_add_rows(ConstTensorView x, const int32_t* ids, co
   }
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.stage(ScratchSlot::kIndices, ids, int_bytes(n)));
-    AM_ASSIGN_OR_RETURN(cl_mem sbuf, im.stage(ScratchSlot::kAuxiliary, scales, float_bytes(n)));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.stage(ScratchSlot::kOutput, y.data, float_bytes(y.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem ibuf, im.host_input(ScratchSlot::kIndices, ids, int_bytes(n)));
+    AM_ASSIGN_OR_RETURN(cl_mem sbuf, im.host_input(ScratchSlot::kAuxiliary, scales, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(y.numel()), true));
     auto launch = im.rt.kernel(KernelId::kScatterAddRows);
-    launch.mem(xbuf).mem(ibuf).mem(sbuf).mem(ybuf).i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(cols));
+    launch.mem(xbuf).mem(ibuf).mem(sbuf).mem(yo.buffer).i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(cols));
     AM_RETURN_IF_ERROR(im.launch_flat(cols, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(y.numel()));
+    return im.finish(yo);
   });
 }
 
@@ -139,14 +146,14 @@ Status OpenClBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scal
   }
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem abuf, im.stage(ScratchSlot::kInput, a.data, float_bytes(a.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem bbuf, im.stage(ScratchSlot::kOperand, b.data, float_bytes(b.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(m * n)));
+    AM_ASSIGN_OR_RETURN(cl_mem abuf, im.input(ScratchSlot::kInput, a.data, float_bytes(a.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem bbuf, im.input(ScratchSlot::kOperand, b.data, float_bytes(b.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(m * n), false));
     auto launch = im.rt.kernel(KernelId::kMatmulNt);
-    launch.mem(abuf).mem(bbuf).f32(scale).mem(ybuf).i32(static_cast<int32_t>(m))
+    launch.mem(abuf).mem(bbuf).f32(scale).mem(yo.buffer).i32(static_cast<int32_t>(m))
         .i32(static_cast<int32_t>(n)).i32(static_cast<int32_t>(k));
     AM_RETURN_IF_ERROR(im.launch_2d(n, m, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(m * n));
+    return im.finish(yo);
   });
 }
 
@@ -158,12 +165,12 @@ Status OpenClBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorVi
   const int64_t positions = x.rows() / batch;
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(batch * cols)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(batch * cols), false));
     auto launch = im.rt.kernel(KernelId::kGlobalAvgPool);
-    launch.mem(xbuf).mem(ybuf).i32(static_cast<int32_t>(positions)).i32(static_cast<int32_t>(cols));
+    launch.mem(xbuf).mem(yo.buffer).i32(static_cast<int32_t>(positions)).i32(static_cast<int32_t>(cols));
     AM_RETURN_IF_ERROR(im.launch_2d(cols, batch, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(batch * cols));
+    return im.finish(yo);
   });
 }
 

@@ -1,8 +1,8 @@
 // The OpenClBackend ops of the vision, speech, diffusion and state-space families: convolutions,
 // group norm, pooling windows and the two recurrences (cl_kernels_spatial_ops.cpp). Convolution
 // weights are rearranged once and cached by address; biases, gamma/beta, A, time_decay and
-// time_first are cached weight vectors; a recurrent op's carried state is uploaded, updated on
-// the device and read back with its output.
+// time_first are cached weight vectors; a recurrent op's carried state is read and written in
+// place (resident when the graph made it with tensor()).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -50,14 +50,15 @@ Status OpenClBackend::conv1d(const Conv1dArgs& a) {
     if (a.bias != nullptr) {
       AM_ASSIGN_OR_RETURN(bbuf, im.weight_vector(a.bias, a.out_channels));
     }
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(total)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, a.y.data, float_bytes(total), false));
+    cl_mem ybuf = yo.buffer;
     auto launch = im.rt.kernel(KernelId::kConv1d);
     launch.mem(xbuf).mem(wbuf).mem(bbuf).i32(a.bias != nullptr ? 1 : 0).mem(ybuf).i32(i32(total))
         .i32(i32(a.in_len)).i32(i32(out_len)).i32(i32(a.in_channels)).i32(i32(a.out_channels))
         .i32(i32(a.kernel)).i32(i32(a.stride)).i32(i32(a.dilation)).i32(i32(a.pad_left)).i32(i32(a.groups));
     AM_RETURN_IF_ERROR(im.launch_flat(total, launch));
-    return im.rt.read(ybuf, a.y.data, float_bytes(total));
+    return im.finish(yo);
   });
 }
 
@@ -79,15 +80,16 @@ Status OpenClBackend::conv2d(const Conv2dArgs& a) {
     if (a.bias != nullptr) {
       AM_ASSIGN_OR_RETURN(bbuf, im.weight_vector(a.bias, a.out_channels));
     }
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(total)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, a.y.data, float_bytes(total), false));
+    cl_mem ybuf = yo.buffer;
     auto launch = im.rt.kernel(KernelId::kConv2d);
     launch.mem(xbuf).mem(wbuf).mem(bbuf).i32(a.bias != nullptr ? 1 : 0).mem(ybuf).i32(i32(total))
         .i32(i32(a.height)).i32(i32(a.width)).i32(i32(oh)).i32(i32(ow)).i32(i32(a.in_channels))
         .i32(i32(a.out_channels)).i32(i32(a.kernel_h)).i32(i32(a.kernel_w)).i32(i32(a.stride))
         .i32(i32(a.padding)).i32(i32(a.groups));
     AM_RETURN_IF_ERROR(im.launch_flat(total, launch));
-    return im.rt.read(ybuf, a.y.data, float_bytes(total));
+    return im.finish(yo);
   });
 }
 
@@ -104,13 +106,14 @@ Status OpenClBackend::group_norm(ConstTensorView x, int64_t batch, int64_t group
     if (beta != nullptr) {
       AM_ASSIGN_OR_RETURN(bbuf, im.weight_vector(beta, channels));
     }
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, x.data, float_bytes(x.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, y.data, float_bytes(x.numel()), false));
+    cl_mem ybuf = yo.buffer;
     auto launch = im.rt.kernel(KernelId::kGroupNorm);
     launch.mem(xbuf).mem(gbuf).mem(bbuf).i32(beta != nullptr ? 1 : 0).f32(eps).i32(i32(groups))
         .i32(i32(x.rows() / batch)).i32(i32(channels)).mem(ybuf);
     AM_RETURN_IF_ERROR(im.launch_rows(batch * groups, im.rt.config().row_group, launch));
-    return im.rt.read(ybuf, y.data, float_bytes(x.numel()));
+    return im.finish(yo);
   });
 }
 
@@ -125,14 +128,15 @@ Status OpenClBackend::pool2d(const Pool2dArgs& a) {
   }
   Impl& im = *impl_;
   return im.run([&]() -> Status {
-    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.stage(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, float_bytes(total)));
+    AM_ASSIGN_OR_RETURN(cl_mem xbuf, im.input(ScratchSlot::kInput, a.x.data, float_bytes(a.x.numel())));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, a.y.data, float_bytes(total), false));
+    cl_mem ybuf = yo.buffer;
     auto launch = im.rt.kernel(KernelId::kPool2d);
     launch.mem(xbuf).mem(ybuf).i32(i32(total)).i32(i32(a.height)).i32(i32(a.width)).i32(i32(oh)).i32(i32(ow))
         .i32(i32(a.x.cols())).i32(i32(a.kernel)).i32(i32(a.stride)).i32(i32(a.padding))
         .i32(a.kind == PoolKind::kMax ? 1 : 0);
     AM_RETURN_IF_ERROR(im.launch_flat(total, launch));
-    return im.rt.read(ybuf, a.y.data, float_bytes(total));
+    return im.finish(yo);
   });
 }
 
@@ -164,20 +168,22 @@ Status OpenClBackend::selective_scan(const SelectiveScanArgs& a) {
         if (a.D != nullptr) params[static_cast<std::size_t>(d)] = a.D[d];
         if (a.delta_bias != nullptr) params[static_cast<std::size_t>(a.channels + d)] = a.delta_bias[d];
       }
-      AM_ASSIGN_OR_RETURN(pbuf, im.stage(ScratchSlot::kParams, params.data(), float_bytes(2 * a.channels)));
+      AM_ASSIGN_OR_RETURN(pbuf, im.host_input(ScratchSlot::kParams, params.data(), float_bytes(2 * a.channels)));
     }
     const std::size_t state_bytes = float_bytes(a.batch * a.channels * a.state_size);
-    cl_mem sbuf = nullptr;
+    Impl::Out so;
     if (a.state != nullptr) {
-      AM_ASSIGN_OR_RETURN(sbuf, im.stage(ScratchSlot::kState, a.state, state_bytes));
+      AM_ASSIGN_OR_RETURN(so, im.output(ScratchSlot::kState, a.state, state_bytes, true));
     }
+    cl_mem sbuf = so.buffer;
     const std::size_t act_bytes = float_bytes(rows * a.channels);
     const std::size_t bc_bytes = float_bytes(rows * a.state_size);
-    AM_ASSIGN_OR_RETURN(cl_mem ubuf, im.stage(ScratchSlot::kInput, a.u.data, act_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem dbuf, im.stage(ScratchSlot::kOperand, a.delta.data, act_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem bbuf, im.stage(ScratchSlot::kKeys, a.B.data, bc_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem cbuf, im.stage(ScratchSlot::kValues, a.C.data, bc_bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem ybuf, im.scratch.get(ScratchSlot::kOutput, act_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem ubuf, im.input(ScratchSlot::kInput, a.u.data, act_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem dbuf, im.input(ScratchSlot::kOperand, a.delta.data, act_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem bbuf, im.input(ScratchSlot::kKeys, a.B.data, bc_bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem cbuf, im.input(ScratchSlot::kValues, a.C.data, bc_bytes));
+    AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(ScratchSlot::kOutput, a.y.data, act_bytes, false));
+    cl_mem ybuf = yo.buffer;
     auto launch = im.rt.kernel(KernelId::kSelectiveScan);
     launch.mem(ubuf).mem(dbuf).mem(bbuf).mem(cbuf).mem(abuf).mem(pbuf).i32(a.D != nullptr ? 1 : 0)
         .i32(a.delta_bias != nullptr ? 1 : 0).i32(a.delta_softplus ? 1 : 0).mem(sbuf)
@@ -186,8 +192,8 @@ Status OpenClBackend::selective_scan(const SelectiveScanArgs& a) {
     const std::size_t global[2] = {static_cast<std::size_t>(channel_groups * group), static_cast<std::size_t>(a.batch)};
     const std::size_t local[2] = {static_cast<std::size_t>(group), 1};
     AM_RETURN_IF_ERROR(launch.run(im.rt.queue(), 2, global, local));
-    AM_RETURN_IF_ERROR(im.rt.read(ybuf, a.y.data, act_bytes));
-    if (sbuf != nullptr) return im.rt.read(sbuf, a.state, state_bytes);
+    AM_RETURN_IF_ERROR(im.finish(yo));
+    if (sbuf != nullptr) return im.finish(so);
     return Status::Ok();
   });
 }
@@ -203,20 +209,22 @@ Status OpenClBackend::time_mix(const TimeMixArgs& a) {
     AM_ASSIGN_OR_RETURN(cl_mem decay, im.weight_vector(a.time_decay, a.channels));
     AM_ASSIGN_OR_RETURN(cl_mem first, im.weight_vector(a.time_first, a.channels));
     const std::size_t state_bytes = float_bytes(3 * total);
-    cl_mem sbuf = nullptr;
+    Impl::Out so;
     if (a.state != nullptr) {
-      AM_ASSIGN_OR_RETURN(sbuf, im.stage(ScratchSlot::kState, a.state, state_bytes));
+      AM_ASSIGN_OR_RETURN(so, im.output(ScratchSlot::kState, a.state, state_bytes, true));
     }
+    cl_mem sbuf = so.buffer;
     const std::size_t bytes = float_bytes(a.k.numel());
-    AM_ASSIGN_OR_RETURN(cl_mem kbuf, im.stage(ScratchSlot::kKeys, a.k.data, bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem vbuf, im.stage(ScratchSlot::kValues, a.v.data, bytes));
-    AM_ASSIGN_OR_RETURN(cl_mem obuf, im.scratch.get(ScratchSlot::kOutput, bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem kbuf, im.input(ScratchSlot::kKeys, a.k.data, bytes));
+    AM_ASSIGN_OR_RETURN(cl_mem vbuf, im.input(ScratchSlot::kValues, a.v.data, bytes));
+    AM_ASSIGN_OR_RETURN(Impl::Out oo, im.output(ScratchSlot::kOutput, a.out.data, bytes, false));
+    cl_mem obuf = oo.buffer;
     auto launch = im.rt.kernel(KernelId::kTimeMix);
     launch.mem(kbuf).mem(vbuf).mem(decay).mem(first).mem(sbuf).i32(a.state != nullptr ? 1 : 0).mem(obuf)
         .i32(i32(total)).i32(i32(a.len)).i32(i32(a.channels));
     AM_RETURN_IF_ERROR(im.launch_flat(total, launch));
-    AM_RETURN_IF_ERROR(im.rt.read(obuf, a.out.data, bytes));
-    if (sbuf != nullptr) return im.rt.read(sbuf, a.state, state_bytes);
+    AM_RETURN_IF_ERROR(im.finish(oo));
+    if (sbuf != nullptr) return im.finish(so);
     return Status::Ok();
   });
 }

@@ -18,6 +18,7 @@
 
 #include "common/log.h"
 #include "kernels/conv_weight_layout.h"
+#include "kernels/resident_tensors.h"
 #include "kernels/vulkan/vk_ops.h"
 #include "kernels/vulkan/vk_weights.h"
 #include "kernels/vulkan/vulkan_backend.h"
@@ -70,8 +71,15 @@ struct VulkanBackend::Impl {
     DeviceLinear weight;
   };
 
-  explicit Impl(std::unique_ptr<vulkan::VulkanDevice> d) : dev(std::move(d)), ops(*dev) {}
+  using Resident = ResidentTensors<Buffer>;
+  using Entry = Resident::Entry;
+
+  explicit Impl(std::unique_ptr<vulkan::VulkanDevice> d)
+      : dev(std::move(d)), ops(*dev), resident(std::make_shared<Resident>()) {}
   ~Impl() {
+    // Tensors that outlive the backend become plain host memory: bring back what only the
+    // device holds.
+    resident->release_device_buffers([this](Entry& e) { return dev->download(e.buffer, const_cast<float*>(e.data), e.bytes); });
     // Every buffer below is freed right after this: the device must be done with all of them.
     if (Status s = dev->wait_idle(); !s.ok()) get_logger("kernels/vulkan")->warn("{}", s.message());
   }
@@ -88,6 +96,124 @@ struct VulkanBackend::Impl {
   };
   std::unordered_map<const float*, ConvOnDevice> convs;
 
+  std::shared_ptr<Resident> resident;
+  TransferCounts counts;
+  // Resident tensors this op reads (host ranges): an output overlapping one gets scratch.
+  std::vector<std::pair<const uint8_t*, std::size_t>> op_inputs;
+
+  // An op's output: the buffer the shader writes and, for a resident tensor, where it lands.
+  struct Out {
+    const Buffer* buffer = nullptr;
+    Entry* entry = nullptr;  // null: a plain host tensor, downloaded by finish()
+    std::size_t offset = 0;  // into entry->buffer
+    void* host = nullptr;
+    std::size_t bytes = 0;
+  };
+
+  // Device state of a resident tensor before an op reads it (or writes part of it).
+  Status make_current(Entry& e) {
+    AM_RETURN_IF_ERROR(resident->verify(e));
+    if (e.state == Resident::State::kBoth || e.state == Resident::State::kDevice) return Status::Ok();
+    AM_RETURN_IF_ERROR(ensure_buffer(e));
+    if (e.state == Resident::State::kFresh) {
+      AM_RETURN_IF_ERROR(dev->fill_zero(e.buffer.get(), e.bytes));
+    } else {
+      AM_RETURN_IF_ERROR(dev->upload(e.buffer, e.data, e.bytes));
+      ++counts.tensor_uploads;
+      counts.tensor_upload_bytes += static_cast<int64_t>(e.bytes);
+    }
+    resident->both_current(e);
+    return Status::Ok();
+  }
+  Status ensure_buffer(Entry& e) {
+    if (e.buffer || resident->reuse_buffer(e)) return Status::Ok();
+    AM_ASSIGN_OR_RETURN(e.buffer, dev->create_buffer(e.bytes));
+    e.capacity = e.bytes;
+    return Status::Ok();
+  }
+  // A float activation the op reads: a resident tensor's own buffer (a row range not at its
+  // start is copied on the device into slot s), else the host bytes uploaded into slot s.
+  Result<const Buffer*> input(Slot s, const float* host, std::size_t bytes) {
+    Entry* e = resident->find(host, bytes);
+    if (e == nullptr) {
+      ++counts.plain_uploads;
+      counts.plain_upload_bytes += static_cast<int64_t>(bytes);
+      return stage(s, host, bytes);
+    }
+    AM_RETURN_IF_ERROR(make_current(*e));
+    op_inputs.emplace_back(reinterpret_cast<const uint8_t*>(host), bytes);
+    const std::size_t off = Resident::offset_of(*e, host);
+    if (off == 0) return &e->buffer;
+    AM_ASSIGN_OR_RETURN(const Buffer* b, slot(s, bytes));
+    AM_RETURN_IF_ERROR(dev->copy(e->buffer.get(), b->get(), bytes, off, 0));
+    ++counts.device_copies;
+    return b;
+  }
+  // int32 ids, masks and positions, and per-call float parameters: always from the host.
+  Result<const Buffer*> host_input(Slot s, const void* host, std::size_t bytes) {
+    ++counts.index_uploads;
+    counts.index_upload_bytes += static_cast<int64_t>(bytes);
+    return stage(s, host, bytes);
+  }
+  // An op's output; `reads`: the op reads it first (accumulates or works in place).
+  Result<Out> output(Slot s, float* host, std::size_t bytes, bool reads) {
+    Out o;
+    o.host = host;
+    o.bytes = bytes;
+    o.entry = resident->find(host, bytes);
+    if (o.entry == nullptr) {
+      if (reads) {
+        ++counts.plain_uploads;
+        counts.plain_upload_bytes += static_cast<int64_t>(bytes);
+        AM_ASSIGN_OR_RETURN(o.buffer, stage(s, host, bytes));
+      } else {
+        AM_ASSIGN_OR_RETURN(o.buffer, slot(s, bytes));
+      }
+      return o;
+    }
+    Entry& e = *o.entry;
+    o.offset = Resident::offset_of(e, host);
+    // Bytes outside the op's range keep their values, so a partial write needs them current.
+    if (reads || bytes != e.bytes) {
+      AM_RETURN_IF_ERROR(make_current(e));
+    } else {
+      AM_RETURN_IF_ERROR(resident->verify(e));
+      AM_RETURN_IF_ERROR(ensure_buffer(e));
+    }
+    const auto* h = reinterpret_cast<const uint8_t*>(host);
+    bool aliased = false;
+    for (const auto& [p, n] : op_inputs) aliased = aliased || (h < p + n && p < h + bytes);
+    if (o.offset == 0 && !aliased) {
+      o.buffer = &e.buffer;
+      return o;
+    }
+    AM_ASSIGN_OR_RETURN(o.buffer, slot(s, bytes));
+    if (reads) {
+      AM_RETURN_IF_ERROR(dev->copy(e.buffer.get(), o.buffer->get(), bytes, o.offset, 0));
+      ++counts.device_copies;
+    }
+    return o;
+  }
+  // After the op is recorded: a resident output now lives on the device (copied there from
+  // scratch when it went through one); a plain one is downloaded.
+  Status finish(const Out& o) {
+    op_inputs.clear();
+    if (o.entry == nullptr) {
+      ++counts.plain_downloads;
+      counts.plain_download_bytes += static_cast<int64_t>(o.bytes);
+      AM_RETURN_IF_ERROR(dev->download(*o.buffer, o.host, o.bytes));
+      resident->recycle();  // the download waited for everything recorded
+      return Status::Ok();
+    }
+    if (o.buffer != &o.entry->buffer) {
+      AM_RETURN_IF_ERROR(dev->copy(o.buffer->get(), o.entry->buffer.get(), o.bytes, 0, o.offset));
+      ++counts.device_copies;
+    }
+    resident->device_wrote(*o.entry);
+    if (!dev->pending()) resident->recycle();
+    return Status::Ok();
+  }
+
   Result<const Buffer*> slot(Slot s, std::size_t bytes) {
     Buffer& b = scratch[static_cast<int>(s)];
     if (!b || b.bytes < bytes) {
@@ -102,12 +228,17 @@ struct VulkanBackend::Impl {
     AM_RETURN_IF_ERROR(dev->upload(*b, host, bytes));
     return b;
   }
+  void count_weight(std::size_t bytes) {
+    ++counts.weight_uploads;
+    counts.weight_upload_bytes += static_cast<int64_t>(bytes);
+  }
   Result<const Buffer*> weight_vector(const float* host, int64_t count) {
     const std::size_t bytes = float_bytes(count);
     auto it = vectors.find(host);
     if (it != vectors.end() && it->second.bytes >= bytes) return &it->second;
     AM_ASSIGN_OR_RETURN(Buffer b, dev->create_buffer(bytes));
     AM_RETURN_IF_ERROR(dev->upload(b, host, bytes));
+    count_weight(bytes);
     Buffer& slot_ref = vectors[host];
     slot_ref = std::move(b);
     return &slot_ref;
@@ -121,6 +252,7 @@ struct VulkanBackend::Impl {
     ConvOnDevice c{out, cin_g, taps, Buffer()};
     AM_ASSIGN_OR_RETURN(c.weight, dev->create_buffer(float_bytes(out * cin_g * taps)));
     AM_RETURN_IF_ERROR(dev->upload(c.weight, rearranged.data(), float_bytes(out * cin_g * taps)));
+    count_weight(float_bytes(out * cin_g * taps));
     // upload() submitted and waited for every recorded command: the old buffer is unused.
     if (it != convs.end()) convs.erase(it);
     auto [slot_it, inserted] = convs.emplace(host, std::move(c));
@@ -148,6 +280,7 @@ struct VulkanBackend::Impl {
     d.kind = kind;
     d.has_bias = has_bias;
     AM_ASSIGN_OR_RETURN(d.weight, vulkan::upload_linear(*dev, packed, layer.bias_data()));
+    count_weight(d.weight.bytes);
     auto [it, inserted] = linears.emplace(&layer, std::move(d));
     return &it->second.weight;
   }
@@ -161,27 +294,27 @@ struct VulkanBackend::Impl {
     const std::size_t kv_bytes = float_bytes(a.k.numel());
     const Buffer* mb = nullptr;
     if (a.key_mask != nullptr) {
-      AM_ASSIGN_OR_RETURN(mb, stage(Slot::kIndices, a.key_mask, static_cast<std::size_t>(a.batch * a.kv_len) * sizeof(int32_t)));
+      AM_ASSIGN_OR_RETURN(mb, host_input(Slot::kIndices, a.key_mask, static_cast<std::size_t>(a.batch * a.kv_len) * sizeof(int32_t)));
     }
     const Buffer* bb = nullptr;
     if (bias != nullptr) {
-      AM_ASSIGN_OR_RETURN(bb, stage(Slot::kAuxiliary, bias, float_bytes(a.q_len * a.kv_len * a.heads)));
+      AM_ASSIGN_OR_RETURN(bb, input(Slot::kAuxiliary, bias, float_bytes(a.q_len * a.kv_len * a.heads)));
     }
-    AM_ASSIGN_OR_RETURN(const Buffer* qb, stage(Slot::kInput, a.q.data, q_bytes));
-    AM_ASSIGN_OR_RETURN(const Buffer* kb, stage(Slot::kKeys, a.k.data, kv_bytes));
-    AM_ASSIGN_OR_RETURN(const Buffer* vb, stage(Slot::kValues, a.v.data, kv_bytes));
-    AM_ASSIGN_OR_RETURN(const Buffer* ob, slot(Slot::kOutput, q_bytes));
-    AM_RETURN_IF_ERROR(ops.attention(shape, *qb, *kb, *vb, mb, bb, *ob));
-    return dev->download(*ob, a.out.data, q_bytes);
+    AM_ASSIGN_OR_RETURN(const Buffer* qb, input(Slot::kInput, a.q.data, q_bytes));
+    AM_ASSIGN_OR_RETURN(const Buffer* kb, input(Slot::kKeys, a.k.data, kv_bytes));
+    AM_ASSIGN_OR_RETURN(const Buffer* vb, input(Slot::kValues, a.v.data, kv_bytes));
+    AM_ASSIGN_OR_RETURN(Out o, output(Slot::kOutput, a.out.data, q_bytes, false));
+    AM_RETURN_IF_ERROR(ops.attention(shape, *qb, *kb, *vb, mb, bb, *o.buffer));
+    return finish(o);
   }
   Status elementwise(uint32_t op, const char* name, TensorView y, ConstTensorView a) {
     AM_RETURN_IF_ERROR(same_shape(name, a, y));
     const int64_t n = y.numel();
     if (n == 0) return Status::Ok();
-    AM_ASSIGN_OR_RETURN(const Buffer* yb, stage(Slot::kOutput, y.data, float_bytes(n)));
-    AM_ASSIGN_OR_RETURN(const Buffer* ab, stage(Slot::kOperand, a.data, float_bytes(n)));
-    AM_RETURN_IF_ERROR(ops.binary(*yb, *ab, n, op));
-    return dev->download(*yb, y.data, float_bytes(n));
+    AM_ASSIGN_OR_RETURN(const Buffer* ab, input(Slot::kOperand, a.data, float_bytes(n)));
+    AM_ASSIGN_OR_RETURN(Out o, output(Slot::kOutput, y.data, float_bytes(n), true));
+    AM_RETURN_IF_ERROR(ops.binary(*o.buffer, *ab, n, op));
+    return finish(o);
   }
 };
 

@@ -668,6 +668,16 @@ Status VulkanDevice::copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::si
   return Status::Ok();
 }
 
+Status VulkanDevice::fill_zero(VkBuffer dst, std::size_t bytes) {
+  if (bytes == 0) return Status::Ok();
+  if (bytes % 4 != 0) return internal_error("vulkan fill of a size that is not a multiple of 4");
+  AM_RETURN_IF_ERROR(begin_if_needed());
+  fn.vkCmdFillBuffer(cmd_, dst, 0, bytes, 0u);
+  barrier();
+  ++recorded_;
+  return Status::Ok();
+}
+
 Result<double> VulkanDevice::submit_timed() {
   AM_RETURN_IF_ERROR(failed_);
   if (!recording_) return 0.0;

@@ -144,6 +144,11 @@ class VulkanDevice {
                   uint32_t push_bytes, uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
   Status copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::size_t src_offset = 0,
               std::size_t dst_offset = 0);
+  // Records zeroing of dst's first `bytes` (a multiple of 4).
+  Status fill_zero(VkBuffer dst, std::size_t bytes);
+  // Commands are recorded and not yet submitted (after submit() or a transfer, false: every
+  // buffer used so far is free to reuse or destroy).
+  bool pending() const { return recording_; }
   Status submit();
   // Seconds the recorded work took on the device (see the contract for the clock).
   Result<double> submit_timed();

@@ -48,6 +48,31 @@ std::size_t VulkanBackend::cached_weight_bytes() const {
   return total;
 }
 
+Tensor VulkanBackend::tensor(Shape shape) {
+  Tensor t(shape, impl_->resident);
+  impl_->resident->add(t);
+  return t;
+}
+
+Status VulkanBackend::to_host(ConstTensorView v) {
+  Impl& im = *impl_;
+  return im.resident->to_host(v.data, float_bytes(v.numel()), im.counts, [&](Impl::Entry& e) -> Status {
+    AM_RETURN_IF_ERROR(im.dev->download(e.buffer, const_cast<float*>(e.data), e.bytes));
+    im.resident->recycle();  // the download waited for everything recorded
+    return Status::Ok();
+  });
+}
+
+Status VulkanBackend::from_host(ConstTensorView v) {
+  Impl& im = *impl_;
+  return im.resident->from_host(v.data, float_bytes(v.numel()), im.counts,
+                                [&](Impl::Entry& e, const void* p, std::size_t bytes, std::size_t offset) {
+                                  return im.dev->upload(e.buffer, p, bytes, offset);
+                                });
+}
+
+TransferCounts VulkanBackend::transfers() const { return impl_->counts; }
+
 Status VulkanBackend::supports(Op op, WeightFormat format) const {
   return supports_on({device().name}, op, format);
 }
@@ -103,10 +128,10 @@ Status VulkanBackend::linear(const Linear& layer, ConstTensorView x, TensorView 
   if (m == 0 || n == 0) return Status::Ok();
   Impl& im = *impl_;
   AM_ASSIGN_OR_RETURN(const DeviceLinear* w, im.weight_linear(layer, kind));
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(m * k)));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(m * n)));
-  AM_RETURN_IF_ERROR(im.ops.linear(*w, *xb, m, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(m * n));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(m * k)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(m * n), false));
+  AM_RETURN_IF_ERROR(im.ops.linear(*w, *xb, m, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::gather_rows(ConstTensorView table, const int32_t* ids, int64_t n, TensorView y,
@@ -124,15 +149,10 @@ Status VulkanBackend::gather_rows(ConstTensorView table, const int32_t* ids, int
   if (n == 0 || cols == 0) return Status::Ok();
   Impl& im = *impl_;
   AM_ASSIGN_OR_RETURN(const Buffer* tb, im.weight_vector(table.data, table.numel()));
-  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.stage(Slot::kIndices, ids, static_cast<std::size_t>(n) * sizeof(int32_t)));
-  const Buffer* yb = nullptr;
-  if (accumulate) {
-    AM_ASSIGN_OR_RETURN(yb, im.stage(Slot::kOutput, y.data, float_bytes(n * cols)));
-  } else {
-    AM_ASSIGN_OR_RETURN(yb, im.slot(Slot::kOutput, float_bytes(n * cols)));
-  }
-  AM_RETURN_IF_ERROR(im.ops.gather_rows(*tb, *ib, n, cols, accumulate, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(n * cols));
+  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.host_input(Slot::kIndices, ids, static_cast<std::size_t>(n) * sizeof(int32_t)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(n * cols), accumulate));
+  AM_RETURN_IF_ERROR(im.ops.gather_rows(*tb, *ib, n, cols, accumulate, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::layer_norm(ConstTensorView x, const float* gamma, const float* beta, float eps,
@@ -147,10 +167,10 @@ Status VulkanBackend::layer_norm(ConstTensorView x, const float* gamma, const fl
   if (beta != nullptr) {
     AM_ASSIGN_OR_RETURN(bb, im.weight_vector(beta, cols));
   }
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(rows * cols)));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(rows * cols)));
-  AM_RETURN_IF_ERROR(im.ops.layer_norm(*xb, *gb, bb, eps, rows, cols, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(rows * cols));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(rows * cols)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(rows * cols), false));
+  AM_RETURN_IF_ERROR(im.ops.layer_norm(*xb, *gb, bb, eps, rows, cols, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::rms_norm(ConstTensorView x, const float* gamma, float eps, TensorView y) {
@@ -160,10 +180,10 @@ Status VulkanBackend::rms_norm(ConstTensorView x, const float* gamma, float eps,
   if (rows == 0 || cols == 0) return Status::Ok();
   Impl& im = *impl_;
   AM_ASSIGN_OR_RETURN(const Buffer* gb, im.weight_vector(gamma, cols));
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(rows * cols)));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(rows * cols)));
-  AM_RETURN_IF_ERROR(im.ops.rms_norm(*xb, *gb, eps, rows, cols, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(rows * cols));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(rows * cols)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(rows * cols), false));
+  AM_RETURN_IF_ERROR(im.ops.rms_norm(*xb, *gb, eps, rows, cols, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::activation(Activation act, TensorView x) {
@@ -172,9 +192,9 @@ Status VulkanBackend::activation(Activation act, TensorView x) {
   const int64_t n = x.numel();
   if (n == 0) return Status::Ok();
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* b, im.stage(Slot::kOutput, x.data, float_bytes(n)));
-  AM_RETURN_IF_ERROR(im.ops.activation(*b, n, static_cast<uint32_t>(code)));
-  return im.dev->download(*b, x.data, float_bytes(n));
+  AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(Slot::kOutput, x.data, float_bytes(n), true));
+  AM_RETURN_IF_ERROR(im.ops.activation(*o.buffer, n, static_cast<uint32_t>(code)));
+  return im.finish(o);
 }
 
 Status VulkanBackend::add(TensorView y, ConstTensorView a) { return impl_->elementwise(0, "add", y, a); }
@@ -185,9 +205,9 @@ Status VulkanBackend::softmax(TensorView x) {
   const int64_t cols = x.cols();
   if (rows == 0 || cols == 0) return Status::Ok();
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* b, im.stage(Slot::kOutput, x.data, float_bytes(rows * cols)));
-  AM_RETURN_IF_ERROR(im.ops.softmax(*b, rows, cols));
-  return im.dev->download(*b, x.data, float_bytes(rows * cols));
+  AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(Slot::kOutput, x.data, float_bytes(rows * cols), true));
+  AM_RETURN_IF_ERROR(im.ops.softmax(*o.buffer, rows, cols));
+  return im.finish(o);
 }
 
 Status VulkanBackend::attention(const AttentionArgs& args) {

@@ -65,6 +65,10 @@ class VulkanBackend final : public Backend {
   std::string_view name() const override { return kName; }
   std::string device_name() const override;
   Status supports(Op op, WeightFormat format = WeightFormat::kF32) const override;
+  Tensor tensor(Shape shape) override;
+  Status to_host(ConstTensorView v) override;
+  Status from_host(ConstTensorView v) override;
+  TransferCounts transfers() const override;
 
   Status linear(const Linear& layer, ConstTensorView x, TensorView y) override;
   Status gather_rows(ConstTensorView table, const int32_t* ids, int64_t n, TensorView y,

@@ -1,5 +1,5 @@
 // VulkanBackend: rope, top_k, index_rows, scatter_add_rows, matmul_nt and global_avg_pool, each
-// staged through the scratch buffers around one DeviceOps shader (vk_ops_sequence.cpp).
+// one DeviceOps shader between Impl::input/output/finish (vk_ops_sequence.cpp).
 #include <cmath>
 #include <vector>
 
@@ -40,10 +40,10 @@ Status VulkanBackend::rope(TensorView x, const int32_t* positions, const RopePar
   }
   const bool neox = p.layout == RopeLayout::kNeox;
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kOutput, x.data, float_bytes(x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* cb, im.stage(Slot::kAuxiliary, cs.data(), float_bytes(rows * half * 2)));
-  AM_RETURN_IF_ERROR(im.ops.rope(*xb, *cb, rows, p.heads, p.head_dim, half, neox ? 1 : 2, neox ? half : 1));
-  return im.dev->download(*xb, x.data, float_bytes(x.numel()));
+  AM_ASSIGN_OR_RETURN(const Buffer* cb, im.host_input(Slot::kAuxiliary, cs.data(), float_bytes(rows * half * 2)));
+  AM_ASSIGN_OR_RETURN(Impl::Out xo, im.output(Slot::kOutput, x.data, float_bytes(x.numel()), true));
+  AM_RETURN_IF_ERROR(im.ops.rope(*xo.buffer, *cb, rows, p.heads, p.head_dim, half, neox ? 1 : 2, neox ? half : 1));
+  return im.finish(xo);
 }
 
 Status VulkanBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize, int32_t* ids, float* weights) {
@@ -52,13 +52,19 @@ Status VulkanBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
   const int64_t experts = logits.cols();
   if (rows == 0) return Status::Ok();
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* lb, im.stage(Slot::kInput, logits.data, float_bytes(logits.numel())));
+  AM_ASSIGN_OR_RETURN(const Buffer* lb, im.input(Slot::kInput, logits.data, float_bytes(logits.numel())));
   AM_ASSIGN_OR_RETURN(const Buffer* pb, im.slot(Slot::kAuxiliary, float_bytes(logits.numel())));
   AM_ASSIGN_OR_RETURN(const Buffer* ib, im.slot(Slot::kIndices, int_bytes(rows * k)));
   AM_ASSIGN_OR_RETURN(const Buffer* wb, im.slot(Slot::kOutput, float_bytes(rows * k)));
   AM_RETURN_IF_ERROR(im.ops.top_k(*lb, *pb, rows, experts, k, renormalize, *ib, *wb));
+  // The routing decision goes to the host (the graph picks each expert's rows there).
+  im.op_inputs.clear();
+  im.counts.plain_downloads += 2;
+  im.counts.plain_download_bytes += static_cast<int64_t>(int_bytes(rows * k) + float_bytes(rows * k));
   AM_RETURN_IF_ERROR(im.dev->download(*ib, ids, int_bytes(rows * k)));
-  return im.dev->download(*wb, weights, float_bytes(rows * k));
+  AM_RETURN_IF_ERROR(im.dev->download(*wb, weights, float_bytes(rows * k)));
+  im.resident->recycle();
+  return Status::Ok();
 }
 
 Status VulkanBackend::index_rows(ConstTensorView x, const int32_t* ids, int64_t n, TensorView y) {
@@ -68,11 +74,11 @@ Status VulkanBackend::index_rows(ConstTensorView x, const int32_t* ids, int64_t 
   if (n == 0 || cols == 0) return Status::Ok();
   Impl& im = *impl_;
   // The gather shader, reading an activation staged per call instead of a cached weight.
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.stage(Slot::kIndices, ids, int_bytes(n)));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(n * cols)));
-  AM_RETURN_IF_ERROR(im.ops.gather_rows(*xb, *ib, n, cols, false, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(n * cols));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(x.numel())));
+  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.host_input(Slot::kIndices, ids, int_bytes(n)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(n * cols), false));
+  AM_RETURN_IF_ERROR(im.ops.gather_rows(*xb, *ib, n, cols, false, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
@@ -82,12 +88,12 @@ Status VulkanBackend::scatter_add_rows(ConstTensorView x, const int32_t* ids, co
   const int64_t cols = y.cols();
   if (n == 0 || cols == 0) return Status::Ok();
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.stage(Slot::kIndices, ids, int_bytes(n)));
-  AM_ASSIGN_OR_RETURN(const Buffer* sb, im.stage(Slot::kAuxiliary, scales, float_bytes(n)));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.stage(Slot::kOutput, y.data, float_bytes(y.numel())));
-  AM_RETURN_IF_ERROR(im.ops.scatter_add_rows(*xb, *ib, *sb, n, cols, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(y.numel()));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(x.numel())));
+  AM_ASSIGN_OR_RETURN(const Buffer* ib, im.host_input(Slot::kIndices, ids, int_bytes(n)));
+  AM_ASSIGN_OR_RETURN(const Buffer* sb, im.host_input(Slot::kAuxiliary, scales, float_bytes(n)));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(y.numel()), true));
+  AM_RETURN_IF_ERROR(im.ops.scatter_add_rows(*xb, *ib, *sb, n, cols, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) {
@@ -97,11 +103,11 @@ Status VulkanBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scal
   const int64_t k = a.cols();
   if (m == 0 || n == 0) return Status::Ok();
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* ab, im.stage(Slot::kInput, a.data, float_bytes(a.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* bb, im.stage(Slot::kOperand, b.data, float_bytes(b.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(m * n)));
-  AM_RETURN_IF_ERROR(im.ops.matmul_nt(*ab, *bb, scale, m, n, k, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(m * n));
+  AM_ASSIGN_OR_RETURN(const Buffer* ab, im.input(Slot::kInput, a.data, float_bytes(a.numel())));
+  AM_ASSIGN_OR_RETURN(const Buffer* bb, im.input(Slot::kOperand, b.data, float_bytes(b.numel())));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(m * n), false));
+  AM_RETURN_IF_ERROR(im.ops.matmul_nt(*ab, *bb, scale, m, n, k, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) {
@@ -110,10 +116,10 @@ Status VulkanBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorVi
   if (batch == 0 || cols == 0) return Status::Ok();
   const int64_t positions = x.rows() / batch;
   Impl& im = *impl_;
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, float_bytes(x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, float_bytes(batch * cols)));
-  AM_RETURN_IF_ERROR(im.ops.global_avg_pool(*xb, batch, positions, cols, *yb));
-  return im.dev->download(*yb, y.data, float_bytes(batch * cols));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, float_bytes(x.numel())));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(batch * cols), false));
+  AM_RETURN_IF_ERROR(im.ops.global_avg_pool(*xb, batch, positions, cols, *yo.buffer));
+  return im.finish(yo);
 }
 
 }  // namespace am::kernels

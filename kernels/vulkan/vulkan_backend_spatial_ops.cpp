@@ -1,8 +1,8 @@
-// VulkanBackend: conv1d, conv2d, group_norm, pool2d, selective_scan and time_mix, each staged
-// through the scratch buffers around one DeviceOps shader (vk_ops_spatial.cpp). Convolution
+// VulkanBackend: conv1d, conv2d, group_norm, pool2d, selective_scan and time_mix, each one
+// DeviceOps shader (vk_ops_spatial.cpp) between Impl::input/output/finish. Convolution
 // weights are rearranged once and cached by address (Impl::conv_weight); biases, A, time_decay
-// and time_first are cached weight vectors; a recurrent op's carried state is uploaded, updated
-// on the device and read back with its output.
+// and time_first are cached weight vectors; a recurrent op's carried state is read and written
+// in place (resident when the graph made it with tensor()).
 #include <vector>
 
 #include "kernels/cpu/conv1d.h"
@@ -26,12 +26,12 @@ Status VulkanBackend::conv1d(const Conv1dArgs& a) {
     AM_ASSIGN_OR_RETURN(bb, im.weight_vector(a.bias, a.out_channels));
   }
   const std::size_t y_bytes = float_bytes(a.y.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, y_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, a.y.data, y_bytes, false));
   const vulkan::DeviceOps::Conv1dShape shape{a.batch,        a.in_len, out_len,    a.in_channels, a.out_channels,
                                              a.kernel,       a.stride, a.dilation, a.pad_left,    a.groups};
-  AM_RETURN_IF_ERROR(im.ops.conv1d(shape, *xb, *wb, bb, *yb));
-  return im.dev->download(*yb, a.y.data, y_bytes);
+  AM_RETURN_IF_ERROR(im.ops.conv1d(shape, *xb, *wb, bb, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::conv2d(const Conv2dArgs& a) {
@@ -46,13 +46,13 @@ Status VulkanBackend::conv2d(const Conv2dArgs& a) {
     AM_ASSIGN_OR_RETURN(bb, im.weight_vector(a.bias, a.out_channels));
   }
   const std::size_t y_bytes = float_bytes(a.y.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, y_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, a.y.data, y_bytes, false));
   const vulkan::DeviceOps::Conv2dShape shape{a.batch,        a.height,   a.width,    oh,       ow,
                                              a.in_channels,  a.out_channels, a.kernel_h, a.kernel_w, a.stride,
                                              a.padding,      a.groups};
-  AM_RETURN_IF_ERROR(im.ops.conv2d(shape, *xb, *wb, bb, *yb));
-  return im.dev->download(*yb, a.y.data, y_bytes);
+  AM_RETURN_IF_ERROR(im.ops.conv2d(shape, *xb, *wb, bb, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::group_norm(ConstTensorView x, int64_t batch, int64_t groups, const float* gamma,
@@ -67,10 +67,10 @@ Status VulkanBackend::group_norm(ConstTensorView x, int64_t batch, int64_t group
     AM_ASSIGN_OR_RETURN(bb, im.weight_vector(beta, channels));
   }
   const std::size_t bytes = float_bytes(x.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, x.data, bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, bytes));
-  AM_RETURN_IF_ERROR(im.ops.group_norm(*xb, *gb, bb, eps, batch, x.rows() / batch, channels, groups, *yb));
-  return im.dev->download(*yb, y.data, bytes);
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, x.data, bytes));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, bytes, false));
+  AM_RETURN_IF_ERROR(im.ops.group_norm(*xb, *gb, bb, eps, batch, x.rows() / batch, channels, groups, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::pool2d(const Pool2dArgs& a) {
@@ -87,10 +87,10 @@ Status VulkanBackend::pool2d(const Pool2dArgs& a) {
                                              a.kind == PoolKind::kMax};
   Impl& im = *impl_;
   const std::size_t y_bytes = float_bytes(a.y.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.stage(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, y_bytes));
-  AM_RETURN_IF_ERROR(im.ops.pool2d(shape, *xb, *yb));
-  return im.dev->download(*yb, a.y.data, y_bytes);
+  AM_ASSIGN_OR_RETURN(const Buffer* xb, im.input(Slot::kInput, a.x.data, float_bytes(a.x.numel())));
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, a.y.data, y_bytes, false));
+  AM_RETURN_IF_ERROR(im.ops.pool2d(shape, *xb, *yo.buffer));
+  return im.finish(yo);
 }
 
 Status VulkanBackend::selective_scan(const SelectiveScanArgs& a) {
@@ -105,25 +105,25 @@ Status VulkanBackend::selective_scan(const SelectiveScanArgs& a) {
       if (a.D != nullptr) params[static_cast<std::size_t>(d)] = a.D[d];
       if (a.delta_bias != nullptr) params[static_cast<std::size_t>(a.channels + d)] = a.delta_bias[d];
     }
-    AM_ASSIGN_OR_RETURN(pb, im.stage(Slot::kParams, params.data(), float_bytes(2 * a.channels)));
+    AM_ASSIGN_OR_RETURN(pb, im.host_input(Slot::kParams, params.data(), float_bytes(2 * a.channels)));
   }
   const std::size_t state_bytes = float_bytes(a.batch * a.channels * a.state_size);
-  const Buffer* sb = nullptr;
-  if (a.state != nullptr) {
-    AM_ASSIGN_OR_RETURN(sb, im.stage(Slot::kState, a.state, state_bytes));
-  }
   const std::size_t act_bytes = float_bytes(a.u.numel());
   const std::size_t bc_bytes = float_bytes(a.B.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* ub, im.stage(Slot::kInput, a.u.data, act_bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* db, im.stage(Slot::kOperand, a.delta.data, act_bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* bmb, im.stage(Slot::kKeys, a.B.data, bc_bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* cmb, im.stage(Slot::kValues, a.C.data, bc_bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* yb, im.slot(Slot::kOutput, act_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* ub, im.input(Slot::kInput, a.u.data, act_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* db, im.input(Slot::kOperand, a.delta.data, act_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* bmb, im.input(Slot::kKeys, a.B.data, bc_bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* cmb, im.input(Slot::kValues, a.C.data, bc_bytes));
+  Impl::Out so;
+  if (a.state != nullptr) {
+    AM_ASSIGN_OR_RETURN(so, im.output(Slot::kState, a.state, state_bytes, true));
+  }
+  AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, a.y.data, act_bytes, false));
   const vulkan::DeviceOps::ScanShape shape{a.batch, a.len, a.channels, a.state_size, a.D != nullptr,
                                            a.delta_bias != nullptr, a.delta_softplus};
-  AM_RETURN_IF_ERROR(im.ops.selective_scan(shape, *ub, *db, *bmb, *cmb, *ab, pb, sb, *yb));
-  AM_RETURN_IF_ERROR(im.dev->download(*yb, a.y.data, act_bytes));
-  if (sb != nullptr) return im.dev->download(*sb, a.state, state_bytes);
+  AM_RETURN_IF_ERROR(im.ops.selective_scan(shape, *ub, *db, *bmb, *cmb, *ab, pb, so.buffer, *yo.buffer));
+  AM_RETURN_IF_ERROR(im.finish(yo));
+  if (so.buffer != nullptr) return im.finish(so);
   return Status::Ok();
 }
 
@@ -133,17 +133,17 @@ Status VulkanBackend::time_mix(const TimeMixArgs& a) {
   AM_ASSIGN_OR_RETURN(const Buffer* decay, im.weight_vector(a.time_decay, a.channels));
   AM_ASSIGN_OR_RETURN(const Buffer* first, im.weight_vector(a.time_first, a.channels));
   const std::size_t state_bytes = float_bytes(3 * a.batch * a.channels);
-  const Buffer* sb = nullptr;
-  if (a.state != nullptr) {
-    AM_ASSIGN_OR_RETURN(sb, im.stage(Slot::kState, a.state, state_bytes));
-  }
   const std::size_t bytes = float_bytes(a.k.numel());
-  AM_ASSIGN_OR_RETURN(const Buffer* kb, im.stage(Slot::kKeys, a.k.data, bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* vb, im.stage(Slot::kValues, a.v.data, bytes));
-  AM_ASSIGN_OR_RETURN(const Buffer* ob, im.slot(Slot::kOutput, bytes));
-  AM_RETURN_IF_ERROR(im.ops.time_mix(a.batch, a.len, a.channels, *kb, *vb, *decay, *first, sb, *ob));
-  AM_RETURN_IF_ERROR(im.dev->download(*ob, a.out.data, bytes));
-  if (sb != nullptr) return im.dev->download(*sb, a.state, state_bytes);
+  AM_ASSIGN_OR_RETURN(const Buffer* kb, im.input(Slot::kKeys, a.k.data, bytes));
+  AM_ASSIGN_OR_RETURN(const Buffer* vb, im.input(Slot::kValues, a.v.data, bytes));
+  Impl::Out so;
+  if (a.state != nullptr) {
+    AM_ASSIGN_OR_RETURN(so, im.output(Slot::kState, a.state, state_bytes, true));
+  }
+  AM_ASSIGN_OR_RETURN(Impl::Out oo, im.output(Slot::kOutput, a.out.data, bytes, false));
+  AM_RETURN_IF_ERROR(im.ops.time_mix(a.batch, a.len, a.channels, *kb, *vb, *decay, *first, so.buffer, *oo.buffer));
+  AM_RETURN_IF_ERROR(im.finish(oo));
+  if (so.buffer != nullptr) return im.finish(so);
   return Status::Ok();
 }
 

@@ -57,14 +57,14 @@ TEST(DecoderOnlyGraph, CachedDecodeMatchesOneFullPass) {
   const int64_t batch = 1, prompt = 3, steps = 4, total = prompt + steps, h = 64;
   std::vector<int32_t> ids = seeded_token_ids(total, 300, 9, 0);
   std::vector<int32_t> first(ids.begin(), ids.begin() + prompt), rest(ids.begin() + prompt, ids.end());
-  StackCache cache = model->stack.make_cache(batch, total);
+  StackCache cache = model->stack.make_cache(cpu, batch, total);
   Tensor logits(Shape{steps + 1, 300});
   PhaseTimes phases;
   ASSERT_TRUE(generate_teacher_forced(cpu, model->stack, model->embedding, model->head, batch, first, prompt, rest,
                                       steps, cache, std::chrono::steady_clock::now(), logits, phases)
                   .ok());
   // Full causal pass over prompt + forced tokens; logits at positions prompt-1 .. total-2 must match.
-  StackCache full = model->stack.make_cache(batch, total);
+  StackCache full = model->stack.make_cache(cpu, batch, total);
   Tensor x(Shape{total, h});
   ASSERT_TRUE(model->embedding.embed(cpu, ids.data(), 1, total, 0, x.view()).ok());
   ASSERT_TRUE(model->stack.forward(cpu, x.view(), 1, total, 0, &full, nullptr).ok());

@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/opencl/cl_device.h"
 #include "kernels/opencl/opencl_backend.h"
+#include "kernels/resident_tensors.h"
 
 namespace am::kernels::testing {
 
@@ -40,8 +41,11 @@ struct OpenClTolerance {
   static constexpr double kEncoder = 1e-8;
 };
 
-// Every OpenCL device, or the reason there is none.
+// Every OpenCL device, or the reason there is none. Every backend the tests make (run_job's
+// included) checks residency: a graph that reads a device-resident tensor without to_host() or
+// writes one without from_host() fails its test (resident_tensors.h).
 inline Result<std::vector<opencl::OpenClDevice>> opencl_devices_or_reason() {
+  setenv(kResidencyChecksEnv, "1", 0);
   return opencl::list_opencl_devices();
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernels/accuracy.h"
+#include "kernels/resident_tensors.h"
 #include "kernels/vulkan/vk_device.h"
 #include "kernels/vulkan/vulkan_backend.h"
 
@@ -40,7 +41,11 @@ struct VulkanTolerance {
 // The device every test runs on, or the reason there is none (no loader, no ICD: the sanitizer
 // stage's VK_ICD_FILENAMES=/nonexistent/x.json; or a device the backend refuses, e.g. one with
 // fewer than 256 invocations per work-group). Any other failure is a broken installation.
+// Every backend the tests make (run_job's included) checks residency: a graph that reads a
+// device-resident tensor without to_host() or writes one without from_host() fails its test
+// (resident_tensors.h).
 inline Result<vulkan::VulkanDeviceInfo> vulkan_device_or_reason() {
+  setenv(kResidencyChecksEnv, "1", 0);
   Result<vulkan::VulkanDeviceInfo> device = vulkan::select_vulkan_device();
   if (!device.ok()) return device;
   // Asked once per test binary: can the backend run on it at all?

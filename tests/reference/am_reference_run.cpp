@@ -117,10 +117,10 @@ Result<Tensor> run_decoder_lm(const std::string& family, const nlohmann::json& c
     return invalid_argument("prompt must hold batch*prompt_len ids and forced batch*decode_steps");
   }
   // What DecoderLmGraph::run() does, on these tokens.
-  StackCache cache = model.stack.make_cache(batch, prompt_len + steps);
+  CpuBackend be(ctx);
+  StackCache cache = model.stack.make_cache(be, batch, prompt_len + steps);
   Tensor logits(Shape{batch * (steps + 1), c.vocab});
   PhaseTimes phases;
-  CpuBackend be(ctx);
   AM_RETURN_IF_ERROR(generate_teacher_forced(be, model.stack, model.embedding, model.head, batch, prompt, prompt_len,
                                              forced, steps, cache, std::chrono::steady_clock::now(), logits, phases));
   return logits;
