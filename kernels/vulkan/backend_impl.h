@@ -138,6 +138,7 @@ struct VulkanBackend::Impl {
     if (e == nullptr) {
       ++counts.plain_uploads;
       counts.plain_upload_bytes += static_cast<int64_t>(bytes);
+      if (bytes <= vulkan::kHostInputMaxBytes) return dev->host_input(host, bytes);
       return stage(s, host, bytes);
     }
     AM_RETURN_IF_ERROR(make_current(*e));
@@ -149,10 +150,12 @@ struct VulkanBackend::Impl {
     ++counts.device_copies;
     return b;
   }
-  // int32 ids, masks and positions, and per-call float parameters: always from the host.
+  // int32 ids, masks and positions, and per-call float parameters: always from the host, into
+  // a host-visible buffer of their own (no wait for the recorded work), or staged when large.
   Result<const Buffer*> host_input(Slot s, const void* host, std::size_t bytes) {
     ++counts.index_uploads;
     counts.index_upload_bytes += static_cast<int64_t>(bytes);
+    if (bytes <= vulkan::kHostInputMaxBytes) return dev->host_input(host, bytes);
     return stage(s, host, bytes);
   }
   // An op's output; `reads`: the op reads it first (accumulates or works in place).

@@ -468,6 +468,32 @@ Status VulkanDevice::upload(const Buffer& dst, const void* src, std::size_t byte
   return Status::Ok();
 }
 
+Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t bytes) {
+  if (bytes > kHostInputMaxBytes) return internal_error("vulkan host input above kHostInputMaxBytes");
+  if (inputs_used_.size() >= kHostInputsPerSubmit) AM_RETURN_IF_ERROR(submit());
+  // The smallest free buffer that fits and is at most four times the size, else a new one.
+  auto best = inputs_free_.end();
+  for (auto it = inputs_free_.begin(); it != inputs_free_.end(); ++it) {
+    if (it->bytes >= bytes && it->bytes <= 4 * std::max<std::size_t>(bytes, 256) &&
+        (best == inputs_free_.end() || it->bytes < best->bytes)) {
+      best = it;
+    }
+  }
+  Buffer b;
+  if (best != inputs_free_.end()) {
+    b = std::move(*best);
+    inputs_free_.erase(best);
+  } else {
+    std::size_t size = 256;
+    while (size < bytes) size *= 2;
+    AM_ASSIGN_OR_RETURN(b, make_buffer(size, true));
+    if (b.mapped == nullptr) return internal_error("vulkan staging memory is not mappable on " + info_.name);
+  }
+  if (bytes > 0) std::memcpy(b.mapped, src, bytes);
+  inputs_used_.push_back(std::move(b));
+  return &inputs_used_.back();
+}
+
 Status VulkanDevice::download(const Buffer& src, void* dst, std::size_t bytes, std::size_t offset) {
   if (bytes == 0) return Status::Ok();
   if (offset + bytes > src.bytes) return internal_error("vulkan download past the end of a buffer");
@@ -711,6 +737,9 @@ Result<double> VulkanDevice::submit_timed() {
   AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer")));
   AM_RETURN_IF_ERROR(fail_on_error(
       vk_check(fn.vkResetDescriptorPool(dev, descriptor_pool_.get(), 0), "vkResetDescriptorPool")));
+  // The work that read the host inputs has completed.
+  for (Buffer& b : inputs_used_) inputs_free_.push_back(std::move(b));
+  inputs_used_.clear();
   if (timestamps_) {
     uint64_t ticks[kTimestampQueries] = {0, 0};
     AM_RETURN_IF_ERROR(vk_check(fn.vkGetQueryPoolResults(dev, query_pool_.get(), 0, kTimestampQueries, sizeof ticks,

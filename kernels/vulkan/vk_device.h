@@ -29,6 +29,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -51,6 +52,10 @@ inline constexpr uint32_t kPushConstantBytes = 128;
 // Descriptor sets per pool before the recorded work is flushed and the pool reset.
 inline constexpr uint32_t kDescriptorSetsPerPool = 1024;
 inline constexpr uint32_t kMaxBindings = 8;
+// host_input() copies at most this many bytes (larger inputs go through upload()), and at most
+// kHostInputsPerSubmit buffers are handed out before the recorded work is submitted.
+inline constexpr std::size_t kHostInputMaxBytes = std::size_t{4} << 20;
+inline constexpr std::size_t kHostInputsPerSubmit = 512;
 // Host<->device copies of non-mappable buffers go through a staging buffer of at most this size.
 inline constexpr std::size_t kStagingChunkBytes = std::size_t{64} << 20;
 
@@ -133,6 +138,11 @@ class VulkanDevice {
   Result<Buffer> create_buffer(std::size_t bytes);
   Result<Buffer> create_staging(std::size_t bytes);
   Status upload(const Buffer& dst, const void* src, std::size_t bytes, std::size_t offset = 0);
+  // A host-visible buffer holding a copy of `src` (at most kHostInputMaxBytes), for commands
+  // recorded until the next submit: unlike upload() nothing waits, since no recorded command
+  // uses the buffer handed out. For an op's small host inputs (ids, masks, positions, rope
+  // tables); the buffers are reused once the work that read them has completed.
+  Result<const Buffer*> host_input(const void* src, std::size_t bytes);
   Status download(const Buffer& src, void* dst, std::size_t bytes, std::size_t offset = 0);
 
   Result<const Pipeline*> pipeline(const std::string& name, uint32_t bindings,
@@ -205,6 +215,9 @@ class VulkanDevice {
   uint32_t recorded_ = 0;
   uint32_t max_groups_x_ = 65535;
   Buffer staging_;
+  // host_input() buffers: free ones, and those handed out since the last submit.
+  std::vector<Buffer> inputs_free_;
+  std::deque<Buffer> inputs_used_;  // a deque: handed-out pointers stay valid as it grows
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
 };
 
