@@ -205,7 +205,7 @@ struct VulkanBackend::Impl {
       ++counts.plain_downloads;
       counts.plain_download_bytes += static_cast<int64_t>(o.bytes);
       AM_RETURN_IF_ERROR(dev->download(*o.buffer, o.host, o.bytes));
-      resident->recycle();  // the download waited for everything recorded
+      idle();  // the download waited for everything recorded
       return Status::Ok();
     }
     if (o.buffer != &o.entry->buffer) {
@@ -213,8 +213,13 @@ struct VulkanBackend::Impl {
       ++counts.device_copies;
     }
     resident->device_wrote(*o.entry);
-    if (!dev->pending()) resident->recycle();
+    if (!dev->pending()) idle();
     return Status::Ok();
+  }
+  // Between ops with nothing recorded: buffers of freed tensors and of host inputs are free.
+  void idle() {
+    resident->recycle();
+    dev->recycle_host_inputs();
   }
 
   Result<const Buffer*> slot(Slot s, std::size_t bytes) {

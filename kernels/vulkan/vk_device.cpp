@@ -470,6 +470,8 @@ Status VulkanDevice::upload(const Buffer& dst, const void* src, std::size_t byte
 
 Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t bytes) {
   if (bytes > kHostInputMaxBytes) return internal_error("vulkan host input above kHostInputMaxBytes");
+  // Bounds the work a batch of host inputs waits on; they are reused only from
+  // recycle_host_inputs(), between ops.
   if (inputs_used_.size() >= kHostInputsPerSubmit) AM_RETURN_IF_ERROR(submit());
   // The smallest free buffer that fits and is at most four times the size, else a new one.
   auto best = inputs_free_.end();
@@ -492,6 +494,12 @@ Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t byte
   if (bytes > 0) std::memcpy(b.mapped, src, bytes);
   inputs_used_.push_back(std::move(b));
   return &inputs_used_.back();
+}
+
+void VulkanDevice::recycle_host_inputs() {
+  if (recording_) return;  // recorded work may still read them
+  for (Buffer& b : inputs_used_) inputs_free_.push_back(std::move(b));
+  inputs_used_.clear();
 }
 
 Status VulkanDevice::download(const Buffer& src, void* dst, std::size_t bytes, std::size_t offset) {
@@ -737,9 +745,6 @@ Result<double> VulkanDevice::submit_timed() {
   AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer")));
   AM_RETURN_IF_ERROR(fail_on_error(
       vk_check(fn.vkResetDescriptorPool(dev, descriptor_pool_.get(), 0), "vkResetDescriptorPool")));
-  // The work that read the host inputs has completed.
-  for (Buffer& b : inputs_used_) inputs_free_.push_back(std::move(b));
-  inputs_used_.clear();
   if (timestamps_) {
     uint64_t ticks[kTimestampQueries] = {0, 0};
     AM_RETURN_IF_ERROR(vk_check(fn.vkGetQueryPoolResults(dev, query_pool_.get(), 0, kTimestampQueries, sizeof ticks,

@@ -52,8 +52,8 @@ inline constexpr uint32_t kPushConstantBytes = 128;
 // Descriptor sets per pool before the recorded work is flushed and the pool reset.
 inline constexpr uint32_t kDescriptorSetsPerPool = 1024;
 inline constexpr uint32_t kMaxBindings = 8;
-// host_input() copies at most this many bytes (larger inputs go through upload()), and at most
-// kHostInputsPerSubmit buffers are handed out before the recorded work is submitted.
+// host_input() copies at most this many bytes (larger inputs go through upload()); after
+// kHostInputsPerSubmit buffers handed out the recorded work is submitted.
 inline constexpr std::size_t kHostInputMaxBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kHostInputsPerSubmit = 512;
 // Host<->device copies of non-mappable buffers go through a staging buffer of at most this size.
@@ -138,11 +138,14 @@ class VulkanDevice {
   Result<Buffer> create_buffer(std::size_t bytes);
   Result<Buffer> create_staging(std::size_t bytes);
   Status upload(const Buffer& dst, const void* src, std::size_t bytes, std::size_t offset = 0);
-  // A host-visible buffer holding a copy of `src` (at most kHostInputMaxBytes), for commands
-  // recorded until the next submit: unlike upload() nothing waits, since no recorded command
-  // uses the buffer handed out. For an op's small host inputs (ids, masks, positions, rope
-  // tables); the buffers are reused once the work that read them has completed.
+  // A host-visible buffer holding a copy of `src` (at most kHostInputMaxBytes) for the commands
+  // recorded next: unlike upload() nothing waits, since no recorded command uses the buffer
+  // handed out. For an op's small host inputs (ids, masks, positions, rope tables). Handed-out
+  // buffers stay valid (and unused by later calls) until recycle_host_inputs().
   Result<const Buffer*> host_input(const void* src, std::size_t bytes);
+  // Makes the handed-out host-input buffers reusable. Call only between ops (no pointer from
+  // host_input() still held) and when nothing is pending(): the work that read them is done.
+  void recycle_host_inputs();
   Status download(const Buffer& src, void* dst, std::size_t bytes, std::size_t offset = 0);
 
   Result<const Pipeline*> pipeline(const std::string& name, uint32_t bindings,

@@ -58,7 +58,7 @@ Status VulkanBackend::to_host(ConstTensorView v) {
   Impl& im = *impl_;
   return im.resident->to_host(v.data, float_bytes(v.numel()), im.counts, [&](Impl::Entry& e) -> Status {
     AM_RETURN_IF_ERROR(im.dev->download(e.buffer, const_cast<float*>(e.data), e.bytes));
-    im.resident->recycle();  // the download waited for everything recorded
+    im.idle();  // the download waited for everything recorded
     return Status::Ok();
   });
 }

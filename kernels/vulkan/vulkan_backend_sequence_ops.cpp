@@ -63,7 +63,7 @@ Status VulkanBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
   im.counts.plain_download_bytes += static_cast<int64_t>(int_bytes(rows * k) + float_bytes(rows * k));
   AM_RETURN_IF_ERROR(im.dev->download(*ib, ids, int_bytes(rows * k)));
   AM_RETURN_IF_ERROR(im.dev->download(*wb, weights, float_bytes(rows * k)));
-  im.resident->recycle();
+  im.idle();
   return Status::Ok();
 }
 
