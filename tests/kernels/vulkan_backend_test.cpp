@@ -59,6 +59,35 @@ double linear_tolerance(std::string_view format, const vulkan::VulkanDeviceInfo&
                                                                   : VulkanTolerance::kQuantMatmul;
 }
 
+// An op's host inputs (host_input()) keep their buffer and bytes through a submit made in the
+// middle of the op (a staged upload), and a later host input never gets one of them, until
+// recycle_host_inputs() between ops; then they are reused.
+TEST(VulkanDevices, HostInputsStayValidAcrossASubmitUntilRecycled) {
+  AM_REQUIRE_VULKAN_DEVICE(device);
+  Result<std::unique_ptr<vulkan::VulkanDevice>> dev = vulkan::VulkanDevice::create(device);
+  ASSERT_TRUE(dev.ok()) << dev.status().message();
+  const std::vector<int32_t> first = {3, 1, 4, 1, 5, 9, 2, 6};
+  const std::vector<int32_t> second = {2, 7, 1, 8, 2, 8, 1, 8};
+  Result<const vulkan::Buffer*> a = (*dev)->host_input(first.data(), first.size() * sizeof(int32_t));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  const VkBuffer a_handle = (*a)->get();
+  Result<vulkan::Buffer> other = (*dev)->create_buffer(64);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*dev)->upload(*other, second.data(), second.size() * sizeof(int32_t)).ok());  // submits
+  Result<const vulkan::Buffer*> b = (*dev)->host_input(second.data(), second.size() * sizeof(int32_t));
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE((*b)->get(), a_handle);
+  EXPECT_EQ((*a)->get(), a_handle);
+  ASSERT_NE((*a)->mapped, nullptr);
+  EXPECT_EQ(std::memcmp((*a)->mapped, first.data(), first.size() * sizeof(int32_t)), 0);
+  ASSERT_FALSE((*dev)->pending());
+  const VkBuffer b_handle = (*b)->get();
+  (*dev)->recycle_host_inputs();  // a and b are dangling from here
+  Result<const vulkan::Buffer*> c = (*dev)->host_input(first.data(), first.size() * sizeof(int32_t));
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE((*c)->get() == a_handle || (*c)->get() == b_handle);
+}
+
 TEST(VulkanDevices, SelectsADeviceAndHonoursTheIndexVariable) {
   AM_REQUIRE_VULKAN_DEVICE(device);
   EXPECT_FALSE(device.name.empty());
