@@ -108,7 +108,7 @@ class LlavaGraph final : public ModelGraph {
     AM_RETURN_IF_ERROR(be.linear(m_.proj1, feats.view(), mid.view()));
     AM_RETURN_IF_ERROR(be.activation(m_.projector_act, mid.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.proj2, mid.view(), projected.view().row_range(0, feat_rows)));
-    if (!m_.newline.empty()) copy_rows(m_.newline.view(), projected.view(), feat_rows);
+    if (!m_.newline.empty()) AM_RETURN_IF_ERROR(copy_weight_rows(be, m_.newline.view(), projected.view(), feat_rows));
     std::vector<int32_t> layout(static_cast<std::size_t>(batch_ * img));
     for (int64_t b = 0; b < batch_; ++b)
       for (int64_t i = 0; i < img; ++i) {
@@ -125,9 +125,9 @@ class LlavaGraph final : public ModelGraph {
     Tensor x(Shape{batch_ * prefill, hidden});
     for (int64_t b = 0; b < batch_; ++b) {
       const int64_t at = image_at_[static_cast<std::size_t>(b)], after = prompt_len_ - at - 1;
-      if (at > 0) copy_rows(text.view().row_range(b * prompt_len_, at), x.view(), b * prefill);
-      copy_rows(image_embeds.view().row_range(b * img, img), x.view(), b * prefill + at);
-      if (after > 0) copy_rows(text.view().row_range(b * prompt_len_ + at + 1, after), x.view(), b * prefill + at + img);
+      if (at > 0) AM_RETURN_IF_ERROR(copy_rows(be, text.view().row_range(b * prompt_len_, at), x.view(), b * prefill));
+      AM_RETURN_IF_ERROR(copy_rows(be, image_embeds.view().row_range(b * img, img), x.view(), b * prefill + at));
+      if (after > 0) AM_RETURN_IF_ERROR(copy_rows(be, text.view().row_range(b * prompt_len_ + at + 1, after), x.view(), b * prefill + at + img));
     }
     StackCache cache = m_.lm.stack.make_cache(be, batch_, prefill + steps);
     AM_RETURN_IF_ERROR(m_.lm.stack.forward(be, x.view(), batch_, prefill, 0, &cache, nullptr));

@@ -231,11 +231,11 @@ struct Xclip {
       AM_RETURN_IF_ERROR(self_attend(be, l.message_attn, normed.view(), videos, c.frames, v.heads, branch.view()));
       AM_RETURN_IF_ERROR(be.add(msg.view(), branch.view()));
       for (int64_t f = 0; f < n; ++f) {
-        copy_rows(x.view().row_range(f * tokens, tokens), ext.view(), f * (tokens + 1));
-        copy_rows(msg.view().row_range(f, 1), ext.view(), f * (tokens + 1) + tokens);
+        AM_RETURN_IF_ERROR(copy_rows(be, x.view().row_range(f * tokens, tokens), ext.view(), f * (tokens + 1)));
+        AM_RETURN_IF_ERROR(copy_rows(be, msg.view().row_range(f, 1), ext.view(), f * (tokens + 1) + tokens));
       }
       AM_RETURN_IF_ERROR(l.layer.forward(be, ext.view(), n, tokens + 1, 0, nullptr, nullptr));
-      for (int64_t f = 0; f < n; ++f) copy_rows(ext.view().row_range(f * (tokens + 1), tokens), x.view(), f * tokens);
+      for (int64_t f = 0; f < n; ++f) AM_RETURN_IF_ERROR(copy_rows(be, ext.view().row_range(f * (tokens + 1), tokens), x.view(), f * tokens));
     }
     return x;
   }

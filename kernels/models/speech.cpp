@@ -40,7 +40,7 @@ struct ConvLayer {
                  .pad_left = pad_left, .pad_right = pad_right, .groups = groups};
     const int64_t out_len = conv1d_out_len(a);
     if (out_len < 1) return invalid_argument("speech: input too short for a conv layer");
-    y = Tensor(Shape{batch * out_len, out});
+    y = be.tensor(Shape{batch * out_len, out});
     a.y = y.view();
     return be.conv1d(a);
   }
@@ -330,7 +330,7 @@ class Wav2Vec2Graph final : public ModelGraph {
       in = x.view();
     }
     AM_RETURN_IF_ERROR(be.layer_norm(x.view(), proj_norm_g.data(), proj_norm_b.data(), eps, x.view()));
-    Tensor h(Shape{x.rows(), hidden});
+    Tensor h = be.tensor(Shape{x.rows(), hidden});
     AM_RETURN_IF_ERROR(be.linear(projection, x.view(), h.view()));
     Tensor pos;
     AM_RETURN_IF_ERROR(pos_conv.run(be, h.view(), batch, len, pos));

@@ -35,7 +35,8 @@ class RecurrentLm {
   struct State {
     std::vector<Tensor> t;  // per layer, layout owned by the model
   };
-  virtual State fresh_state(int64_t batch) const = 0;
+  // The carried state at the start of a sequence, in be.tensor()s.
+  virtual Result<State> fresh_state(Backend& be, int64_t batch) const = 0;
   virtual Status step(Backend& be, const int32_t* ids, int64_t batch, int64_t q_len, State& st, Tensor& hidden) const = 0;
   virtual const Linear& head() const = 0;
   virtual int64_t hidden() const = 0;
@@ -44,8 +45,8 @@ class RecurrentLm {
 };
 
 // Copies each sample's last row of [batch*q_len, cols] into [batch, cols].
-void last_rows(ConstTensorView x, int64_t batch, int64_t q_len, TensorView y) {
-  for (int64_t b = 0; b < batch; ++b) std::memcpy(y.row(b), x.row(b * q_len + q_len - 1), y.cols() * sizeof(float));
+Status last_rows(Backend& be, ConstTensorView x, int64_t batch, int64_t q_len, TensorView y) {
+  return take_rows(be, x, q_len, q_len - 1, y);
 }
 
 // ---------------------------------------------------------------- Mamba
@@ -146,23 +147,25 @@ class MambaLm final : public RecurrentLm {
     return m;
   }
 
-  State fresh_state(int64_t batch) const override {
+  Result<State> fresh_state(Backend& be, int64_t batch) const override {
     State s;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      s.t.emplace_back(Shape{batch, c_.kernel - 1 > 0 ? c_.kernel - 1 : 1, c_.inner});  // conv window
-      s.t.emplace_back(Shape{batch, c_.inner, c_.state});                                 // scan state
+      s.t.push_back(be.tensor(Shape{batch, c_.kernel - 1 > 0 ? c_.kernel - 1 : 1, c_.inner}));  // conv window
+      s.t.push_back(be.tensor(Shape{batch, c_.inner, c_.state}));                                 // scan state
     }
     return s;
   }
 
   Status step(Backend& be, const int32_t* ids, int64_t batch, int64_t q_len, State& st, Tensor& x) const override {
     const int64_t rows = batch * q_len, hist = c_.kernel - 1;
-    x = Tensor(Shape{rows, c_.hidden});
+    x = be.tensor(Shape{rows, c_.hidden});
     AM_RETURN_IF_ERROR(be.gather_rows(embed_.view(), ids, rows, x.view(), false));
-    Tensor h(Shape{rows, c_.hidden}), xin(Shape{rows, c_.inner}), z(Shape{rows, c_.inner}), xc(Shape{rows, c_.inner});
-    Tensor window(Shape{batch * (hist + q_len), c_.inner});
-    Tensor dtl(Shape{rows, c_.dt_rank}), bm(Shape{rows, c_.state}), cm(Shape{rows, c_.state});
-    Tensor delta(Shape{rows, c_.inner}), y(Shape{rows, c_.inner}), out(Shape{rows, c_.hidden});
+    Tensor h = be.tensor(Shape{rows, c_.hidden}), xin = be.tensor(Shape{rows, c_.inner});
+    Tensor z = be.tensor(Shape{rows, c_.inner}), xc = be.tensor(Shape{rows, c_.inner});
+    Tensor window = be.tensor(Shape{batch * (hist + q_len), c_.inner});
+    Tensor dtl = be.tensor(Shape{rows, c_.dt_rank}), bm = be.tensor(Shape{rows, c_.state});
+    Tensor cm = be.tensor(Shape{rows, c_.state}), delta = be.tensor(Shape{rows, c_.inner});
+    Tensor y = be.tensor(Shape{rows, c_.inner}), out = be.tensor(Shape{rows, c_.hidden});
     for (std::size_t li = 0; li < layers_.size(); ++li) {
       const Layer& l = layers_[li];
       Tensor& conv_state = st.t[2 * li];
@@ -172,8 +175,8 @@ class MambaLm final : public RecurrentLm {
       // [carried window; this chunk] per sample, convolved without padding: the window is the
       // zero padding of a prompt and the history of a decode step alike.
       for (int64_t b = 0; b < batch; ++b) {
-        if (hist > 0) copy_rows(conv_state.view().row_range(b * hist, hist), window.view(), b * (hist + q_len));
-        copy_rows(xin.view().row_range(b * q_len, q_len), window.view(), b * (hist + q_len) + hist);
+        if (hist > 0) AM_RETURN_IF_ERROR(copy_rows(be, conv_state.view().row_range(b * hist, hist), window.view(), b * (hist + q_len)));
+        AM_RETURN_IF_ERROR(copy_rows(be, xin.view().row_range(b * q_len, q_len), window.view(), b * (hist + q_len) + hist));
       }
       Conv1dArgs conv;
       conv.x = window.view();
@@ -186,7 +189,7 @@ class MambaLm final : public RecurrentLm {
       conv.kernel = c_.kernel;
       AM_RETURN_IF_ERROR(be.conv1d(conv));
       for (int64_t b = 0; b < batch && hist > 0; ++b) {
-        copy_rows(window.view().row_range(b * (hist + q_len) + q_len, hist), conv_state.view(), b * hist);
+        AM_RETURN_IF_ERROR(copy_rows(be, window.view().row_range(b * (hist + q_len) + q_len, hist), conv_state.view(), b * hist));
       }
       AM_RETURN_IF_ERROR(be.activation(Activation::kSilu, xc.view()));
       AM_RETURN_IF_ERROR(be.linear(l.x_dt, xc.view(), dtl.view()));
@@ -361,15 +364,16 @@ class RwkvLm final : public RecurrentLm {
     return m;
   }
 
-  State fresh_state(int64_t batch) const override {
+  Result<State> fresh_state(Backend& be, int64_t batch) const override {
     State s;
     const int64_t C = c_.hidden;
     for (std::size_t i = 0; i < layers_.size(); ++i) {
-      s.t.emplace_back(Shape{batch, C});  // time-mix token shift
-      s.t.emplace_back(Shape{batch, C});  // channel-mix token shift
-      Tensor wkv(Shape{batch, 3, C});     // aa, bb, pp
+      s.t.push_back(be.tensor(Shape{batch, C}));  // time-mix token shift
+      s.t.push_back(be.tensor(Shape{batch, C}));  // channel-mix token shift
+      Tensor wkv = be.tensor(Shape{batch, 3, C});  // aa, bb, pp
       for (int64_t b = 0; b < batch; ++b)
         for (int64_t j = 0; j < C; ++j) wkv.data()[(b * 3 + 2) * C + j] = kRwkvInitialMax;
+      AM_RETURN_IF_ERROR(be.from_host(wkv.view()));
       s.t.push_back(std::move(wkv));
     }
     return s;
@@ -378,18 +382,19 @@ class RwkvLm final : public RecurrentLm {
   Status step(Backend& be, const int32_t* ids, int64_t batch, int64_t q_len, State& st, Tensor& x) const override {
     const int64_t rows = batch * q_len, C = c_.hidden;
     const float eps = c_.eps;
-    x = Tensor(Shape{rows, C});
+    x = be.tensor(Shape{rows, C});
     AM_RETURN_IF_ERROR(be.gather_rows(embed_.view(), ids, rows, x.view(), false));
     AM_RETURN_IF_ERROR(be.layer_norm(x.view(), ln0_g_.data(), ln0_b_.data(), eps, x.view()));
-    Tensor h(Shape{rows, C}), shifted(Shape{rows, C}), xk(Shape{rows, C}), xv(Shape{rows, C}), xr(Shape{rows, C});
-    Tensor k(Shape{rows, C}), v(Shape{rows, C}), r(Shape{rows, C}), wkv(Shape{rows, C}), out(Shape{rows, C});
-    Tensor fk(Shape{rows, c_.intermediate}), fk2(Shape{rows, c_.intermediate});
+    const Shape rc{rows, C};
+    Tensor h = be.tensor(rc), shifted = be.tensor(rc), xk = be.tensor(rc), xv = be.tensor(rc), xr = be.tensor(rc);
+    Tensor k = be.tensor(rc), v = be.tensor(rc), r = be.tensor(rc), wkv = be.tensor(rc), out = be.tensor(rc);
+    Tensor fk = be.tensor(Shape{rows, c_.intermediate}), fk2 = be.tensor(Shape{rows, c_.intermediate});
     std::vector<int32_t> zeros(static_cast<std::size_t>(rows), 0);
     for (std::size_t li = 0; li < layers_.size(); ++li) {
       const Layer& l = layers_[li];
       // Time mix.
       AM_RETURN_IF_ERROR(be.layer_norm(x.view(), l.ln1_g.data(), l.ln1_b.data(), eps, h.view()));
-      shift(h.view(), batch, q_len, st.t[3 * li], shifted.view());
+      AM_RETURN_IF_ERROR(shift(be, h.view(), batch, q_len, st.t[3 * li], shifted.view()));
       AM_RETURN_IF_ERROR(mix(be, l.att_mix, 0, h.view(), shifted.view(), zeros, xk.view()));
       AM_RETURN_IF_ERROR(mix(be, l.att_mix, 1, h.view(), shifted.view(), zeros, xv.view()));
       AM_RETURN_IF_ERROR(mix(be, l.att_mix, 2, h.view(), shifted.view(), zeros, xr.view()));
@@ -413,12 +418,12 @@ class RwkvLm final : public RecurrentLm {
       AM_RETURN_IF_ERROR(be.add(x.view(), out.view()));
       // Channel mix.
       AM_RETURN_IF_ERROR(be.layer_norm(x.view(), l.ln2_g.data(), l.ln2_b.data(), eps, h.view()));
-      shift(h.view(), batch, q_len, st.t[3 * li + 1], shifted.view());
+      AM_RETURN_IF_ERROR(shift(be, h.view(), batch, q_len, st.t[3 * li + 1], shifted.view()));
       AM_RETURN_IF_ERROR(mix(be, l.ffn_mix, 0, h.view(), shifted.view(), zeros, xk.view()));
       AM_RETURN_IF_ERROR(mix(be, l.ffn_mix, 1, h.view(), shifted.view(), zeros, xr.view()));
       AM_RETURN_IF_ERROR(be.linear(l.ffn_k, xk.view(), fk.view()));
       AM_RETURN_IF_ERROR(be.activation(Activation::kRelu, fk.view()));
-      std::memcpy(fk2.data(), fk.data(), fk.bytes());
+      AM_RETURN_IF_ERROR(copy_rows(be, fk.view(), fk2.view(), 0));
       AM_RETURN_IF_ERROR(be.mul(fk.view(), fk2.view()));  // squared ReLU
       AM_RETURN_IF_ERROR(be.linear(l.ffn_v, fk.view(), out.view()));
       AM_RETURN_IF_ERROR(be.linear(l.ffn_r, xr.view(), r.view()));
@@ -467,18 +472,20 @@ class RwkvLm final : public RecurrentLm {
   }
   // shifted[t] = h[t-1] within a sample, the carried previous row at t = 0; the carry becomes
   // each sample's last row.
-  static void shift(ConstTensorView h, int64_t batch, int64_t q_len, Tensor& carry, TensorView shifted) {
+  static Status shift(Backend& be, ConstTensorView h, int64_t batch, int64_t q_len, Tensor& carry,
+                      TensorView shifted) {
     for (int64_t b = 0; b < batch; ++b) {
-      copy_rows(carry.view().row_range(b, 1), shifted, b * q_len);
-      if (q_len > 1) copy_rows(h.row_range(b * q_len, q_len - 1), shifted, b * q_len + 1);
-      std::memcpy(carry.row(b), h.row(b * q_len + q_len - 1), static_cast<std::size_t>(h.cols()) * sizeof(float));
+      AM_RETURN_IF_ERROR(copy_rows(be, carry.view().row_range(b, 1), shifted, b * q_len));
+      if (q_len > 1) AM_RETURN_IF_ERROR(copy_rows(be, h.row_range(b * q_len, q_len - 1), shifted, b * q_len + 1));
+      AM_RETURN_IF_ERROR(copy_rows(be, h.row_range(b * q_len + q_len - 1, 1), carry.view(), b));
     }
+    return Status::Ok();
   }
   // y = h * mix_i + shifted * (1 - mix_i), the per-channel vectors broadcast via gather_rows.
   static Status mix(Backend& be, const Tensor& table, int64_t i, ConstTensorView h, ConstTensorView shifted,
                     std::vector<int32_t>& ids, TensorView y) {
     const int64_t rows = h.rows();
-    Tensor other(Shape{rows, h.cols()});
+    Tensor other = be.tensor(Shape{rows, h.cols()});
     std::fill(ids.begin(), ids.end(), static_cast<int32_t>(2 * i));
     AM_RETURN_IF_ERROR(be.gather_rows(table.view(), ids.data(), rows, y, false));
     AM_RETURN_IF_ERROR(be.mul(y, h));
@@ -516,12 +523,14 @@ class RecurrentGraph final : public ModelGraph {
     GraphOutput out;
     out.logits = true;
     out.output = Tensor(Shape{batch_ * (steps_ + 1), vocab});
-    RecurrentLm::State st = lm_->fresh_state(batch_);
-    Tensor hidden, last(Shape{batch_, lm_->hidden()}), logits(Shape{batch_, vocab});
+    AM_ASSIGN_OR_RETURN(RecurrentLm::State st, lm_->fresh_state(be, batch_));
+    Tensor hidden, last = be.tensor(Shape{batch_, lm_->hidden()}), logits = be.tensor(Shape{batch_, vocab});
     const Clock::time_point start = Clock::now();
     AM_RETURN_IF_ERROR(lm_->step(be, prompt_.data(), batch_, prompt_len_, st, hidden));
-    last_rows(hidden.view(), batch_, prompt_len_, last.view());
+    AM_RETURN_IF_ERROR(last_rows(be, hidden.view(), batch_, prompt_len_, last.view()));
     AM_RETURN_IF_ERROR(be.linear(lm_->head(), last.view(), logits.view()));
+    // Each step's logits come to the host, as a sampler needs them (the wait is in the timing).
+    AM_RETURN_IF_ERROR(be.to_host(logits.view()));
     out.phases.prefill_ms = ms_since(start);
     out.phases.prefill_tokens = batch_ * prompt_len_;
     store(logits, 0, out.output);
@@ -531,6 +540,7 @@ class RecurrentGraph final : public ModelGraph {
       for (int64_t b = 0; b < batch_; ++b) ids[static_cast<std::size_t>(b)] = forced_[static_cast<std::size_t>(b * steps_ + t)];
       AM_RETURN_IF_ERROR(lm_->step(be, ids.data(), batch_, 1, st, hidden));
       AM_RETURN_IF_ERROR(be.linear(lm_->head(), hidden.view(), logits.view()));
+      AM_RETURN_IF_ERROR(be.to_host(logits.view()));
       store(logits, t + 1, out.output);
       if (t == 0) out.phases.first_token_ms = ms_since(start);
     }

@@ -67,13 +67,13 @@ std::size_t VitClassifier::weights_bytes() const {
 Result<Tensor> VitClassifier::logits(Backend& be, ConstTensorView pixels, int64_t batch) const {
   AM_ASSIGN_OR_RETURN(Tensor hidden, tower.forward(be, pixels, batch));
   const int64_t tokens = tower.config().tokens();
-  Tensor cls(Shape{batch, tower.config().hidden});
+  Tensor cls = be.tensor(Shape{batch, tower.config().hidden});
   AM_RETURN_IF_ERROR(take_rows(be, hidden.view(), tokens, 0, cls.view()));
-  Tensor out(Shape{batch, head.out_features()});
+  Tensor out = be.tensor(Shape{batch, head.out_features()});
   AM_RETURN_IF_ERROR(be.linear(head, cls.view(), out.view()));
   if (distilled()) {
     AM_RETURN_IF_ERROR(take_rows(be, hidden.view(), tokens, 1, cls.view()));
-    Tensor dist(Shape{batch, head.out_features()});
+    Tensor dist = be.tensor(Shape{batch, head.out_features()});
     AM_RETURN_IF_ERROR(be.linear(head_dist, cls.view(), dist.view()));
     AM_RETURN_IF_ERROR(be.add(out.view(), dist.view()));
   }

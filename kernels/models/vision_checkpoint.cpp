@@ -23,10 +23,10 @@ Result<VitClassifier> load_vit_checkpoint(const std::string& path, const VitClas
   AM_ASSIGN_OR_RETURN(t.patch_b, file.read_f32(p + "embeddings.patch_embeddings.projection.bias", Shape{h}));
   AM_ASSIGN_OR_RETURN(Tensor cls, file.read_f32(p + "embeddings.cls_token", Shape{1, 1, h}));
   t.extra = Tensor(Shape{c.extra_tokens, h});
-  copy_rows(ConstTensorView{cls.data(), Shape{1, h}}, t.extra.view(), 0);
+  host_copy_rows(ConstTensorView{cls.data(), Shape{1, h}}, t.extra.view(), 0);
   if (distilled) {
     AM_ASSIGN_OR_RETURN(Tensor dist, file.read_f32(p + "embeddings.distillation_token", Shape{1, 1, h}));
-    copy_rows(ConstTensorView{dist.data(), Shape{1, h}}, t.extra.view(), 1);
+    host_copy_rows(ConstTensorView{dist.data(), Shape{1, h}}, t.extra.view(), 1);
   }
   AM_ASSIGN_OR_RETURN(t.positions, file.read_f32(p + "embeddings.position_embeddings", Shape{1, c.tokens(), h}));
   t.positions.reshape(Shape{c.tokens(), h});

@@ -70,7 +70,7 @@ Conv make_conv(SeededWeights& src, int64_t in, int64_t out, int64_t k, int64_t s
 
 Status conv(Backend& be, const Conv& c, ConstTensorView x, int64_t batch, int64_t& side, Tensor& y) {
   const int64_t out_side = conv_out_size(side, c.k, c.stride, c.pad);
-  y = Tensor(Shape{batch * out_side * out_side, c.out});
+  y = be.tensor(Shape{batch * out_side * out_side, c.out});
   Conv2dArgs a;
   a.x = x;
   a.y = y.view();
@@ -129,7 +129,8 @@ struct Detr {
 Status attend(Backend& be, const Attn& a, ConstTensorView q_in, ConstTensorView k_in, ConstTensorView v_in,
               int64_t batch, int64_t q_len, int64_t kv_len, int64_t heads, TensorView out) {
   const int64_t h = a.q.out_features();
-  Tensor tq(Shape{q_in.rows(), h}), tk(Shape{k_in.rows(), h}), tv(Shape{v_in.rows(), h}), ctx(Shape{q_in.rows(), h});
+  Tensor tq = be.tensor(Shape{q_in.rows(), h}), tk = be.tensor(Shape{k_in.rows(), h});
+  Tensor tv = be.tensor(Shape{v_in.rows(), h}), ctx = be.tensor(Shape{q_in.rows(), h});
   AM_RETURN_IF_ERROR(be.linear(a.q, q_in, tq.view()));
   AM_RETURN_IF_ERROR(be.linear(a.k, k_in, tk.view()));
   AM_RETURN_IF_ERROR(be.linear(a.v, v_in, tv.view()));
@@ -149,7 +150,8 @@ Status attend(Backend& be, const Attn& a, ConstTensorView q_in, ConstTensorView 
 
 // y = x + table[row % period] for every row (a position embedding broadcast over the batch).
 Status with_positions(Backend& be, ConstTensorView x, ConstTensorView table, int64_t period, Tensor& y) {
-  y = Tensor::from_view(x);
+  y = be.tensor(x.shape);
+  AM_RETURN_IF_ERROR(copy_rows(be, x, y.view(), 0));
   std::vector<int32_t> ids(static_cast<std::size_t>(x.rows()));
   for (int64_t i = 0; i < x.rows(); ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i % period);
   return be.gather_rows(table, ids.data(), x.rows(), y.view(), true);
@@ -220,7 +222,7 @@ class DetrGraph final : public ModelGraph {
     pool.stride = kPoolStride;
     pool.padding = 1;
     const int64_t pooled = conv_out_size(side, kPoolKernel, kPoolStride, 1);
-    Tensor p(Shape{batch_ * pooled * pooled, x.cols()});
+    Tensor p = be.tensor(Shape{batch_ * pooled * pooled, x.cols()});
     pool.y = p.view();
     AM_RETURN_IF_ERROR(be.pool2d(pool));
     x = std::move(p);
@@ -253,7 +255,7 @@ class DetrGraph final : public ModelGraph {
     }
     const ConstTensorView pos = m_.positions.view();
     // Encoder: q = k = src + pos, v = src; post-LN.
-    Tensor qk, branch(Shape{mem.rows(), h}), mid(Shape{mem.rows(), m_.inter});
+    Tensor qk, branch = be.tensor(Shape{mem.rows(), h}), mid = be.tensor(Shape{mem.rows(), m_.inter});
     for (const EncoderLayer& l : m_.encoder) {
       AM_RETURN_IF_ERROR(with_positions(be, mem.view(), pos, tokens, qk));
       AM_RETURN_IF_ERROR(
@@ -266,7 +268,8 @@ class DetrGraph final : public ModelGraph {
     }
     // Decoder: the target starts at zero; the object queries are its position embedding.
     const int64_t q = m_.queries, rows = batch_ * q;
-    Tensor t(Shape{rows, h}), tq, mem_k, tb(Shape{rows, h}), tmid(Shape{rows, m_.inter});
+    Tensor t = be.tensor(Shape{rows, h}), tq, mem_k, tb = be.tensor(Shape{rows, h});
+    Tensor tmid = be.tensor(Shape{rows, m_.inter});
     AM_RETURN_IF_ERROR(with_positions(be, mem.view(), pos, tokens, mem_k));
     for (const DecoderLayer& l : m_.decoder) {
       AM_RETURN_IF_ERROR(with_positions(be, t.view(), m_.query_embed.view(), q, tq));
@@ -282,7 +285,8 @@ class DetrGraph final : public ModelGraph {
       AM_RETURN_IF_ERROR(be.layer_norm(t.view(), l.n3g.data(), l.n3b.data(), m_.eps, t.view()));
     }
     AM_RETURN_IF_ERROR(be.layer_norm(t.view(), m_.dec_norm_g.data(), m_.dec_norm_b.data(), m_.eps, t.view()));
-    Tensor cls(Shape{rows, m_.classes + 1}), b1(Shape{rows, h}), b2(Shape{rows, h}), box(Shape{rows, 4});
+    Tensor cls = be.tensor(Shape{rows, m_.classes + 1}), b1 = be.tensor(Shape{rows, h});
+    Tensor b2 = be.tensor(Shape{rows, h}), box = be.tensor(Shape{rows, 4});
     AM_RETURN_IF_ERROR(be.linear(m_.class_head, t.view(), cls.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.box1, t.view(), b1.view()));
     AM_RETURN_IF_ERROR(be.activation(Activation::kRelu, b1.view()));
@@ -290,6 +294,9 @@ class DetrGraph final : public ModelGraph {
     AM_RETURN_IF_ERROR(be.activation(Activation::kRelu, b2.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.box3, b2.view(), box.view()));
     AM_RETURN_IF_ERROR(be.activation(Activation::kSigmoid, box.view()));
+    // The two heads' outputs side by side: assembled on the host (ops work on whole rows).
+    AM_RETURN_IF_ERROR(be.to_host(cls.view()));
+    AM_RETURN_IF_ERROR(be.to_host(box.view()));
     GraphOutput out;
     out.output = Tensor(Shape{rows, m_.classes + 1 + 4});
     for (int64_t r = 0; r < rows; ++r) {

@@ -125,7 +125,7 @@ void VitTower::add_required_ops(std::vector<std::pair<Op, WeightFormat>>& ops) c
 Result<Tensor> vit_embed(Backend& be, const VitTowerConfig& c, const VitEmbedding& e, ConstTensorView pixels,
                          int64_t batch) {
   const int64_t grid = c.image_size / c.patch;
-  Tensor patches(Shape{batch * grid * grid, c.hidden});
+  Tensor patches = be.tensor(Shape{batch * grid * grid, c.hidden});
   Conv2dArgs conv;
   conv.x = pixels;
   conv.y = patches.view();
@@ -139,10 +139,11 @@ Result<Tensor> vit_embed(Backend& be, const VitTowerConfig& c, const VitEmbeddin
   AM_RETURN_IF_ERROR(be.conv2d(conv));
 
   const int64_t tokens = c.tokens();
-  Tensor x(Shape{batch * tokens, c.hidden});
+  Tensor x = be.tensor(Shape{batch * tokens, c.hidden});
   for (int64_t b = 0; b < batch; ++b) {
-    copy_rows(e.extra.view(), x.view(), b * tokens);
-    copy_rows(patches.view().row_range(b * grid * grid, grid * grid), x.view(), b * tokens + c.extra_tokens);
+    AM_RETURN_IF_ERROR(copy_weight_rows(be, e.extra.view(), x.view(), b * tokens));
+    AM_RETURN_IF_ERROR(
+        copy_rows(be, patches.view().row_range(b * grid * grid, grid * grid), x.view(), b * tokens + c.extra_tokens));
   }
   std::vector<int32_t> pos(static_cast<std::size_t>(batch * tokens));
   for (std::size_t i = 0; i < pos.size(); ++i) pos[i] = static_cast<int32_t>(static_cast<int64_t>(i) % tokens);
@@ -175,12 +176,34 @@ Status add_per_group(Backend& be, ConstTensorView table, int64_t rows_per_group,
   for (int64_t i = 0; i < y.rows(); ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i / rows_per_group);
   // index_rows, not gather_rows: the table is an activation (a per-run time embedding), and a
   // gather table is a weight that device backends cache by address (backend.h).
-  Tensor rows(Shape{y.rows(), y.cols()});
+  Tensor rows = be.tensor(Shape{y.rows(), y.cols()});
   AM_RETURN_IF_ERROR(be.index_rows(table, ids.data(), y.rows(), rows.view()));
   return be.add(y, rows.view());
 }
 
-void copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row) {
+namespace {
+std::vector<int32_t> first_rows(int64_t n) {
+  std::vector<int32_t> ids(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i);
+  return ids;
+}
+}  // namespace
+
+Status copy_rows(Backend& be, ConstTensorView src, TensorView dst, int64_t dst_row) {
+  const int64_t n = src.rows();
+  if (n == 0) return Status::Ok();
+  const std::vector<int32_t> ids = first_rows(n);
+  return be.index_rows(src, ids.data(), n, dst.row_range(dst_row, n));
+}
+
+Status copy_weight_rows(Backend& be, ConstTensorView weight, TensorView dst, int64_t dst_row) {
+  const int64_t n = weight.rows();
+  if (n == 0) return Status::Ok();
+  const std::vector<int32_t> ids = first_rows(n);
+  return be.gather_rows(weight, ids.data(), n, dst.row_range(dst_row, n), false);
+}
+
+void host_copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row) {
   std::memcpy(dst.row(dst_row), src.data, static_cast<std::size_t>(src.numel()) * sizeof(float));
 }
 

@@ -104,8 +104,14 @@ Status take_rows(Backend& be, ConstTensorView x, int64_t stride, int64_t offset,
 // sample's rows) via index_rows and add; `table` may be an activation.
 Status add_per_group(Backend& be, ConstTensorView table, int64_t rows_per_group, TensorView y);
 
-// Copies rows into [dst_row, dst_row + src.rows()) of dst (concatenation of token sequences).
-void copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row);
+// Copies the activation rows `src` into [dst_row, dst_row + src.rows()) of dst (concatenation
+// of token sequences) through the backend (index_rows), so resident tensors stay on the device.
+Status copy_rows(Backend& be, ConstTensorView src, TensorView dst, int64_t dst_row);
+// The same for rows of a weight (a learned token, a table): gather_rows, so a device backend
+// uploads the weight once and not per run.
+Status copy_weight_rows(Backend& be, ConstTensorView weight, TensorView dst, int64_t dst_row);
+// Host copy of rows, for building weights at load time (no backend involved).
+void host_copy_rows(ConstTensorView src, TensorView dst, int64_t dst_row);
 
 // Adds an op to a required-ops list unless already present.
 void require(std::vector<std::pair<Op, WeightFormat>>& ops, Op op, WeightFormat f = WeightFormat::kF32);

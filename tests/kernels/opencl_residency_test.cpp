@@ -70,5 +70,12 @@ TEST(OpenClResidency, TensorOutlivingItsBackendKeepsTheDevicesValues) {
   });
 }
 
+TEST(OpenClResidency, EveryFamilyMovesOnlyItsInputsAndOutputs) {
+  AM_REQUIRE_OPENCL_DEVICES(devices);
+  on_every_device(devices, [](const testing::BackendFactory& make) {
+    testing::expect_every_family_moves_only_inputs_and_outputs(make, "opencl");
+  });
+}
+
 }  // namespace
 }  // namespace am::kernels

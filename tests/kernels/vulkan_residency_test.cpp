@@ -53,5 +53,10 @@ TEST(VulkanResidency, TensorOutlivingItsBackendKeepsTheDevicesValues) {
   testing::expect_tensor_outliving_its_backend_keeps_the_devices_values(vulkan_factory(device));
 }
 
+TEST(VulkanResidency, EveryFamilyMovesOnlyItsInputsAndOutputs) {
+  AM_REQUIRE_VULKAN_DEVICE(device);
+  testing::expect_every_family_moves_only_inputs_and_outputs(vulkan_factory(device), "vulkan");
+}
+
 }  // namespace
 }  // namespace am::kernels
