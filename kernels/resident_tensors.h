@@ -63,6 +63,13 @@ class ResidentTensors final : public TensorStorageObserver {
 
   ResidentTensors() : checks_(residency_checks_from_env()) {}
 
+  // A zero-filled tensor observed and recorded by `r` (Backend::tensor() of a device backend).
+  static Tensor make_tensor(const std::shared_ptr<ResidentTensors>& r, Shape shape) {
+    Tensor t(shape, r);
+    r->add(t);
+    return t;
+  }
+
   void set_checks(bool on) { checks_ = on; }
   bool checks() const { return checks_; }
 
@@ -87,6 +94,28 @@ class ResidentTensors final : public TensorStorageObserver {
 
   static std::size_t offset_of(const Entry& e, const void* p) {
     return static_cast<std::size_t>(static_cast<const uint8_t*>(p) - reinterpret_cast<const uint8_t*>(e.data));
+  }
+
+  // The op being recorded reads [p, p + bytes) of a resident tensor; end_op() once it is
+  // recorded (an op that fails halfway leaves entries that only make a later output take scratch).
+  void note_input(const void* p, std::size_t bytes) {
+    op_inputs_.emplace_back(static_cast<const uint8_t*>(p), bytes);
+  }
+  void end_op() { op_inputs_.clear(); }
+  // Whether the op's output [p, p + bytes) in e may be written in e's own buffer: it starts the
+  // tensor and overlaps none of the op's resident inputs. Else it goes through scratch.
+  bool output_in_place(const Entry& e, const void* p, std::size_t bytes) const {
+    if (offset_of(e, p) != 0) return false;
+    const auto* h = static_cast<const uint8_t*>(p);
+    for (const auto& [q, n] : op_inputs_) {
+      if (h < q + n && q < h + bytes) return false;
+    }
+    return true;
+  }
+  // Whether e's device copy must be current before an op writes `bytes` of it: the op reads
+  // them, or writes only part of the tensor (the other bytes keep their values).
+  static bool output_needs_current(const Entry& e, std::size_t bytes, bool reads) {
+    return reads || bytes != e.bytes;
   }
 
   // The device now holds e's current values and the host copy is stale.
@@ -204,6 +233,7 @@ class ResidentTensors final : public TensorStorageObserver {
   }
 
   bool checks_ = false;
+  std::vector<std::pair<const uint8_t*, std::size_t>> op_inputs_;
   std::map<const float*, Entry> entries_;
   std::vector<std::pair<std::size_t, DeviceBuffer>> retired_;
   std::multimap<std::size_t, DeviceBuffer> free_;

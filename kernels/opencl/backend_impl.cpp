@@ -125,7 +125,7 @@ Result<cl_mem> OpenClBackend::Impl::input(ScratchSlot slot, const float* host, s
     return buf;
   }
   AM_RETURN_IF_ERROR(make_current(*e));
-  op_inputs.emplace_back(reinterpret_cast<const uint8_t*>(host), bytes);
+  resident->note_input(host, bytes);
   const std::size_t off = Resident::offset_of(*e, host);
   if (off == 0 && !private_copy) return e->buffer.get();
   AM_ASSIGN_OR_RETURN(cl_mem buf, scratch.get(slot, bytes));
@@ -160,17 +160,13 @@ Result<OpenClBackend::Impl::Out> OpenClBackend::Impl::output(ScratchSlot slot, f
   }
   Entry& e = *o.entry;
   o.offset = Resident::offset_of(e, host);
-  // Bytes outside the op's range keep their values, so a partial write needs them current.
-  if (reads || bytes != e.bytes) {
+  if (Resident::output_needs_current(e, bytes, reads)) {
     AM_RETURN_IF_ERROR(make_current(e));
   } else {
     AM_RETURN_IF_ERROR(resident->verify(e));
     AM_RETURN_IF_ERROR(ensure_buffer(e));
   }
-  const auto* h = reinterpret_cast<const uint8_t*>(host);
-  bool aliased = false;
-  for (const auto& [p, n] : op_inputs) aliased = aliased || (h < p + n && p < h + bytes);
-  if (o.offset == 0 && !aliased) {
+  if (resident->output_in_place(e, host, bytes)) {
     o.buffer = e.buffer.get();
     return o;
   }
@@ -183,7 +179,7 @@ Result<OpenClBackend::Impl::Out> OpenClBackend::Impl::output(ScratchSlot slot, f
 }
 
 Status OpenClBackend::Impl::finish(const Out& o) {
-  op_inputs.clear();
+  resident->end_op();
   if (o.entry == nullptr) {
     ++counts.plain_downloads;
     counts.plain_download_bytes += static_cast<int64_t>(o.bytes);

@@ -99,12 +99,10 @@ struct OpenClBackend::Impl {
   Result<cl_mem> conv_weight(const float* host, int64_t out, int64_t cin_g, int64_t taps);
   Result<const LinearOnDevice*> weight_linear(const Linear& layer, opencl_detail::DeviceWeight kind);
 
-  // Residency (backend.h): the tensor() tensors' device copies, the transfer counts, the
-  // resident ranges the current op reads (an output overlapping one goes through scratch), and
-  // copies of host inputs whose queued writes have not run yet (freed at the next blocking call).
+  // Residency (backend.h): the tensor() tensors' device copies, the transfer counts, and copies
+  // of host inputs whose queued writes have not run yet (freed at the next blocking call).
   std::shared_ptr<Resident> resident = std::make_shared<Resident>();
   TransferCounts counts;
-  std::vector<std::pair<const uint8_t*, std::size_t>> op_inputs;
   std::vector<std::unique_ptr<uint8_t[]>> pending_host;
 
   // An op's output buffer and, for a resident tensor, where its bytes land.

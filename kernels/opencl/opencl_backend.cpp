@@ -350,11 +350,7 @@ Status OpenClBackend::Impl::attention(const AttentionArgs& a, const float* bias,
   });
 }
 
-Tensor OpenClBackend::tensor(Shape shape) {
-  Tensor t(shape, impl_->resident);
-  impl_->resident->add(t);
-  return t;
-}
+Tensor OpenClBackend::tensor(Shape shape) { return Impl::Resident::make_tensor(impl_->resident, shape); }
 
 Status OpenClBackend::to_host(ConstTensorView v) {
   Impl& im = *impl_;

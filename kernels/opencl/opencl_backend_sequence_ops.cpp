@@ -80,7 +80,7 @@ Status OpenClBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
         .i32(renormalize ? 1 : 0).mem(ibuf).mem(wbuf);
     AM_RETURN_IF_ERROR(im.launch_flat(rows, launch));
     // The routing decision goes to the host (the graph picks each expert's rows there).
-    im.op_inputs.clear();
+    im.resident->end_op();
     im.counts.plain_downloads += 2;
     im.counts.plain_download_bytes += static_cast<int64_t>(int_bytes(rows * k) + float_bytes(rows * k));
     AM_RETURN_IF_ERROR(im.rt.read(ibuf, ids, int_bytes(rows * k)));

@@ -98,8 +98,6 @@ struct VulkanBackend::Impl {
 
   std::shared_ptr<Resident> resident;
   TransferCounts counts;
-  // Resident tensors this op reads (host ranges): an output overlapping one gets scratch.
-  std::vector<std::pair<const uint8_t*, std::size_t>> op_inputs;
 
   // An op's output: the buffer the shader writes and, for a resident tensor, where it lands.
   struct Out {
@@ -142,7 +140,7 @@ struct VulkanBackend::Impl {
       return stage(s, host, bytes);
     }
     AM_RETURN_IF_ERROR(make_current(*e));
-    op_inputs.emplace_back(reinterpret_cast<const uint8_t*>(host), bytes);
+    resident->note_input(host, bytes);
     const std::size_t off = Resident::offset_of(*e, host);
     if (off == 0) return &e->buffer;
     AM_ASSIGN_OR_RETURN(const Buffer* b, slot(s, bytes));
@@ -176,17 +174,13 @@ struct VulkanBackend::Impl {
     }
     Entry& e = *o.entry;
     o.offset = Resident::offset_of(e, host);
-    // Bytes outside the op's range keep their values, so a partial write needs them current.
-    if (reads || bytes != e.bytes) {
+    if (Resident::output_needs_current(e, bytes, reads)) {
       AM_RETURN_IF_ERROR(make_current(e));
     } else {
       AM_RETURN_IF_ERROR(resident->verify(e));
       AM_RETURN_IF_ERROR(ensure_buffer(e));
     }
-    const auto* h = reinterpret_cast<const uint8_t*>(host);
-    bool aliased = false;
-    for (const auto& [p, n] : op_inputs) aliased = aliased || (h < p + n && p < h + bytes);
-    if (o.offset == 0 && !aliased) {
+    if (resident->output_in_place(e, host, bytes)) {
       o.buffer = &e.buffer;
       return o;
     }
@@ -200,7 +194,7 @@ struct VulkanBackend::Impl {
   // After the op is recorded: a resident output now lives on the device (copied there from
   // scratch when it went through one); a plain one is downloaded.
   Status finish(const Out& o) {
-    op_inputs.clear();
+    resident->end_op();
     if (o.entry == nullptr) {
       ++counts.plain_downloads;
       counts.plain_download_bytes += static_cast<int64_t>(o.bytes);

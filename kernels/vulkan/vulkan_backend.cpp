@@ -48,11 +48,7 @@ std::size_t VulkanBackend::cached_weight_bytes() const {
   return total;
 }
 
-Tensor VulkanBackend::tensor(Shape shape) {
-  Tensor t(shape, impl_->resident);
-  impl_->resident->add(t);
-  return t;
-}
+Tensor VulkanBackend::tensor(Shape shape) { return Impl::Resident::make_tensor(impl_->resident, shape); }
 
 Status VulkanBackend::to_host(ConstTensorView v) {
   Impl& im = *impl_;

@@ -58,7 +58,7 @@ Status VulkanBackend::top_k(ConstTensorView logits, int64_t k, bool renormalize,
   AM_ASSIGN_OR_RETURN(const Buffer* wb, im.slot(Slot::kOutput, float_bytes(rows * k)));
   AM_RETURN_IF_ERROR(im.ops.top_k(*lb, *pb, rows, experts, k, renormalize, *ib, *wb));
   // The routing decision goes to the host (the graph picks each expert's rows there).
-  im.op_inputs.clear();
+  im.resident->end_op();
   im.counts.plain_downloads += 2;
   im.counts.plain_download_bytes += static_cast<int64_t>(int_bytes(rows * k) + float_bytes(rows * k));
   AM_RETURN_IF_ERROR(im.dev->download(*ib, ids, int_bytes(rows * k)));

@@ -34,6 +34,25 @@ TEST(ResidentTensors, FindsTheTensorARangeLiesInAndNothingForRangesOutsideOrAcro
   EXPECT_EQ(reg->live(), 2u);
 }
 
+TEST(ResidentTensors, AnOutputGoesThroughScratchWhenItOverlapsAnInputOrStartsInsideItsTensor) {
+  auto reg = std::make_shared<Registry>();
+  Tensor x = Registry::make_tensor(reg, Shape{4, 8});
+  Tensor y = Registry::make_tensor(reg, Shape{4, 8});
+  const Registry::Entry& ex = *reg->find(x.data(), x.bytes());
+  const Registry::Entry& ey = *reg->find(y.data(), y.bytes());
+  EXPECT_TRUE(reg->output_in_place(ey, y.data(), y.bytes()));
+  EXPECT_FALSE(reg->output_in_place(ey, y.row(1), 8 * sizeof(float)));  // a range inside the tensor
+  reg->note_input(x.row(2), 8 * sizeof(float));
+  EXPECT_FALSE(reg->output_in_place(ex, x.data(), x.bytes()));  // writes what the op reads
+  EXPECT_TRUE(reg->output_in_place(ex, x.data(), 2 * 8 * sizeof(float)));  // rows 0-1 only
+  EXPECT_TRUE(reg->output_in_place(ey, y.data(), y.bytes()));
+  reg->end_op();
+  EXPECT_TRUE(reg->output_in_place(ex, x.data(), x.bytes()));
+  EXPECT_TRUE(Registry::output_needs_current(ex, 8 * sizeof(float), false));  // partial write
+  EXPECT_TRUE(Registry::output_needs_current(ex, x.bytes(), true));
+  EXPECT_FALSE(Registry::output_needs_current(ex, x.bytes(), false));
+}
+
 TEST(ResidentTensors, FreedTensorsRetireTheirBuffersUntilRecycledForTensorsOfUpToTheirSize) {
   auto reg = std::make_shared<Registry>();
   {
