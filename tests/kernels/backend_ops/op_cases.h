@@ -1,0 +1,53 @@
+// One table of op cases for every backend (issue 12's op harness, in the spirit of ggml's
+// test-backend-ops): every op of kernels/backend.h, every weight format of `linear`, and shapes
+// that include non-multiples of the block and of work-group sizes, batch > 1, causal, GQA, masked
+// and cross attention, long rows, partial rotary, strided/dilated/grouped convolutions and
+// carried recurrent state. backend_ops_test.cpp runs the table on every backend present against
+// the cpu scalar reference.
+//
+// Contract: a case's run() builds its inputs from fixed seeds (the same bytes on every call),
+// runs its op on the given backend and returns every output (host tensors, brought back with
+// to_host()). Its weights are built once per case (device backends cache them by address) in
+// GGUF rows, which every backend runs. `tolerance` is the NMSE limit against the cpu scalar
+// reference, one of OpTolerance's.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/backend.h"
+#include "kernels/tensor.h"
+
+namespace am::kernels::testing {
+
+// NMSE limits against the cpu scalar reference. Device kernels use the reference's formulas;
+// what remains is float summation order (trees, tiles) and the device's exp/tanh/erf, ~1e-14 to
+// 1e-12 on these shapes: two to three decades of margin, many decades below a real defect (a
+// wrong element, a missed block, a wrong mask moves NMSE to 1e-3 and beyond).
+struct OpTolerance {
+  static constexpr double kElementwise = 1e-12;     // add, mul, relu, gathers, copies
+  static constexpr double kTranscendental = 1e-10;  // gelu/silu/sigmoid, softmax, rope
+  static constexpr double kNorm = 1e-10;            // layer/RMS/group norm
+  static constexpr double kFloatMatmul = 1e-10;     // f32/bf16 weights, matmul_nt
+  // f16 weights: a device with matrix units rounds activations to f16 (Vulkan cooperative
+  // matrices): relative error 2^-11 per element, ~1e-7 in NMSE.
+  static constexpr double kF16Matmul = 1e-6;
+  static constexpr double kQuantMatmul = 1e-10;     // identical int8 activation quants and int sums
+  static constexpr double kAttention = 1e-10;       // online softmax against two-pass
+  static constexpr double kConvolution = 1e-10;
+  static constexpr double kRecurrence = 1e-10;      // exp carried through the recurrence
+};
+
+struct OpCase {
+  std::string name;  // "<op> <format> <shape>", unique
+  Op op = Op::kAdd;
+  WeightFormat format = WeightFormat::kF32;
+  double tolerance = OpTolerance::kElementwise;
+  std::function<Result<std::vector<Tensor>>(Backend&)> run;
+};
+
+std::vector<OpCase> all_op_cases();
+
+}  // namespace am::kernels::testing
