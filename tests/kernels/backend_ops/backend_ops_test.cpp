@@ -7,6 +7,7 @@
 // (resident_tensors.h), so a backend that mishandles resident inputs or outputs fails here.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -62,6 +63,7 @@ Result<Backend*> backend_named(const std::string& name) {
     return be.status();
   }
   Backend* raw = be->get();
+  std::printf("backend %s on %s\n", name.c_str(), raw->device_name().c_str());
   b.made.emplace(name, std::move(*be));
   return raw;
 }
