@@ -1,5 +1,6 @@
 #include "tests/kernels/backend_ops/op_cases.h"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -26,13 +27,37 @@ class Io {
     Tensor t = be_.tensor(shape);
     fill_normal(t.data(), t.numel(), mean, stddev, seed, kBuildCtx);
     AM_RETURN_IF_ERROR(be_.from_host(t.view()));
+    made_.push_back(t.view());
     return t;
   }
   Result<Tensor> out(Shape shape) {
     Tensor t = be_.tensor(shape);
     for (int64_t i = 0; i < t.numel(); ++i) t.data()[i] = std::numeric_limits<float>::quiet_NaN();
     AM_RETURN_IF_ERROR(be_.from_host(t.view()));
+    made_.push_back(t.view());
     return t;
+  }
+  // The case's op call: run once, or, while timing is on, timed (op_timing()).
+  Status op(const std::function<Status()>& call) {
+    OpTiming& t = op_timing();
+    if (!t.on) return call();
+    t.bytes = 0;
+    for (ConstTensorView v : made_) t.bytes += static_cast<double>(v.numel()) * sizeof(float);
+    AM_RETURN_IF_ERROR(call());  // warm-up: weights uploaded, pipelines built
+    AM_RETURN_IF_ERROR(sync());
+    int64_t reps = 0;
+    const auto start = std::chrono::steady_clock::now();
+    double elapsed = 0.0;
+    while (elapsed < t.min_s || reps < 3) {
+      AM_RETURN_IF_ERROR(call());
+      ++reps;
+      if (reps % 8 == 0 || elapsed + 0.0 >= t.min_s) AM_RETURN_IF_ERROR(sync());
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    }
+    AM_RETURN_IF_ERROR(sync());
+    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    t.ms = elapsed * 1e3 / static_cast<double>(reps);
+    return Status::Ok();
   }
   // The outputs, on the host.
   Result<std::vector<Tensor>> done(std::vector<Tensor> outs) {
@@ -41,7 +66,13 @@ class Io {
   }
 
  private:
+  // Waits for the recorded work: the device-newer tensors come back (the others cost nothing).
+  Status sync() {
+    for (ConstTensorView v : made_) AM_RETURN_IF_ERROR(be_.to_host(v));
+    return Status::Ok();
+  }
   Backend& be_;
+  std::vector<ConstTensorView> made_;
 };
 
 Tensor host(Shape shape, uint64_t seed, float mean = 0.0f, float stddev = 1.0f) {
@@ -75,6 +106,8 @@ void add_linear_cases(std::vector<OpCase>& cases) {
       c.name = "linear " + std::string(fi.name) + " " + dims({s.m, s.k, s.n});
       c.op = Op::kLinear;
       c.format = f;
+      c.flops = 2.0 * static_cast<double>(s.m * s.k * s.n);
+      c.weight_bytes = static_cast<double>(layer->weight_bytes());
       c.tolerance = f == WeightFormat::kF32 || f == WeightFormat::kBF16 ? OpTolerance::kFloatMatmul
                     : f == WeightFormat::kF16                             ? OpTolerance::kF16Matmul
                                                                           : OpTolerance::kQuantMatmul;
@@ -82,7 +115,7 @@ void add_linear_cases(std::vector<OpCase>& cases) {
         Io io(be);
         AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{s.m, s.k}, 300 + s.m));
         AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{s.m, s.n}));
-        AM_RETURN_IF_ERROR(be.linear(*layer, x.view(), y.view()));
+        AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layer, x.view(), y.view()); }));
         std::vector<Tensor> outs;
         outs.push_back(std::move(y));
         return io.done(std::move(outs));
@@ -116,7 +149,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                 std::vector<int32_t> ids;
                                 for (int i = 0; i < 23; ++i) ids.push_back((i * 17 + 3) % 50);
                                 AM_ASSIGN_OR_RETURN(Tensor y, acc ? io.in(Shape{23, 37}, 14) : io.out(Shape{23, 37}));
-                                AM_RETURN_IF_ERROR(be.gather_rows(table->view(), ids.data(), 23, y.view(), acc));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.gather_rows(table->view(), ids.data(), 23, y.view(), acc); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(y));
                                 return io.done(std::move(o));
@@ -131,7 +164,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                   AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{rows, cols}, 20, 0.5f, 2.0f));
                                   AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{rows, cols}));
                                   TensorView out = in_place ? x.view() : y.view();
-                                  AM_RETURN_IF_ERROR(be.layer_norm(x.view(), gamma->data(), beta->data(), 1e-5f, out));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return be.layer_norm(x.view(), gamma->data(), beta->data(), 1e-5f, out); }));
                                   std::vector<Tensor> o;
                                   o.push_back(in_place ? std::move(x) : std::move(y));
                                   return io.done(std::move(o));
@@ -141,7 +174,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                   AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{rows, cols}, 21, 0.5f, 2.0f));
                                   AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{rows, cols}));
                                   TensorView out = in_place ? x.view() : y.view();
-                                  AM_RETURN_IF_ERROR(be.rms_norm(x.view(), gamma->data(), 1e-6f, out));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return be.rms_norm(x.view(), gamma->data(), 1e-6f, out); }));
                                   std::vector<Tensor> o;
                                   o.push_back(in_place ? std::move(x) : std::move(y));
                                   return io.done(std::move(o));
@@ -149,7 +182,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
       cases.push_back(make_case("softmax " + dims({rows, cols}) + (in_place ? " scaled" : ""), Op::kSoftmax,
                                 OpTolerance::kTranscendental, [=](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                                   AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{rows, cols}, 22, 0.0f, in_place ? 8.0f : 1.0f));
-                                  AM_RETURN_IF_ERROR(be.softmax(x.view()));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return be.softmax(x.view()); }));
                                   std::vector<Tensor> o;
                                   o.push_back(std::move(x));
                                   return io.done(std::move(o));
@@ -162,7 +195,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                               act == Activation::kRelu ? OpTolerance::kElementwise : OpTolerance::kTranscendental,
                               [act](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                                 AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{17, 61}, 23, 0.0f, 3.0f));
-                                AM_RETURN_IF_ERROR(be.activation(act, x.view()));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.activation(act, x.view()); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(x));
                                 return io.done(std::move(o));
@@ -175,7 +208,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                   AM_ASSIGN_OR_RETURN(Tensor y, io.in(Shape{17, 33}, 24));
                                   AM_ASSIGN_OR_RETURN(Tensor a, io.in(Shape{17, 33}, 25));
                                   ConstTensorView rhs = aliased ? ConstTensorView(y.view()) : ConstTensorView(a.view());
-                                  AM_RETURN_IF_ERROR(op == Op::kAdd ? be.add(y.view(), rhs) : be.mul(y.view(), rhs));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return op == Op::kAdd ? be.add(y.view(), rhs) : be.mul(y.view(), rhs); }));
                                   std::vector<Tensor> o;
                                   o.push_back(std::move(y));
                                   return io.done(std::move(o));
@@ -187,7 +220,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                               const std::vector<int32_t> ids = {22, 0, 5, 5, 17, 3, 9, 1, 12};
                               AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{23, 37}, 26));
                               AM_ASSIGN_OR_RETURN(Tensor y, io.in(Shape{12, 37}, 27));
-                              AM_RETURN_IF_ERROR(be.index_rows(x.view(), ids.data(), 9, y.view().row_range(2, 9)));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.index_rows(x.view(), ids.data(), 9, y.view().row_range(2, 9)); }));
                               std::vector<Tensor> o;
                               o.push_back(std::move(y));
                               return io.done(std::move(o));
@@ -199,7 +232,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                                                  0.1f, -1.0f, 0.75f, 2.0f, 1.0f};
                               AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{11, 37}, 28));
                               AM_ASSIGN_OR_RETURN(Tensor y, io.in(Shape{6, 37}, 29));
-                              AM_RETURN_IF_ERROR(be.scatter_add_rows(x.view(), ids.data(), scales.data(), 11, y.view()));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.scatter_add_rows(x.view(), ids.data(), scales.data(), 11, y.view()); }));
                               std::vector<Tensor> o;
                               o.push_back(std::move(y));
                               return io.done(std::move(o));
@@ -211,7 +244,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                                 AM_ASSIGN_OR_RETURN(Tensor logits, io.in(Shape{13, 8}, 30, 0.0f, 2.0f));
                                 std::vector<int32_t> ids(26);
                                 Tensor w(Shape{13, 2}), idf(Shape{13, 2});
-                                AM_RETURN_IF_ERROR(be.top_k(logits.view(), 2, renorm, ids.data(), w.data()));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.top_k(logits.view(), 2, renorm, ids.data(), w.data()); }));
                                 for (int i = 0; i < 26; ++i) idf.data()[i] = static_cast<float>(ids[static_cast<std::size_t>(i)]);
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(w));
@@ -224,7 +257,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                               AM_ASSIGN_OR_RETURN(Tensor a, io.in(Shape{19, 40}, 31));
                               AM_ASSIGN_OR_RETURN(Tensor b, io.in(Shape{23, 40}, 32));
                               AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{19, 23}));
-                              AM_RETURN_IF_ERROR(be.matmul_nt(a.view(), b.view(), 0.125f, y.view()));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.matmul_nt(a.view(), b.view(), 0.125f, y.view()); }));
                               std::vector<Tensor> o;
                               o.push_back(std::move(y));
                               return io.done(std::move(o));
@@ -233,7 +266,7 @@ void add_row_cases(std::vector<OpCase>& cases) {
                             OpTolerance::kNorm, [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                               AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{21, 29}, 33));
                               AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{3, 29}));
-                              AM_RETURN_IF_ERROR(be.global_avg_pool(x.view(), 3, y.view()));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.global_avg_pool(x.view(), 3, y.view()); }));
                               std::vector<Tensor> o;
                               o.push_back(std::move(y));
                               return io.done(std::move(o));
@@ -280,9 +313,9 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                                 a.key_mask = s.masked ? mask.data() : nullptr;
                                 if (s.bias) {
                                   AM_ASSIGN_OR_RETURN(Tensor bias, io.in(Shape{s.q_len * s.kv_len, s.heads}, 43));
-                                  AM_RETURN_IF_ERROR(be.attention_bias(a, bias.view()));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return be.attention_bias(a, bias.view()); }));
                                 } else {
-                                  AM_RETURN_IF_ERROR(be.attention(a));
+                                  AM_RETURN_IF_ERROR(io.op([&] { return be.attention(a); }));
                                 }
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(out));
@@ -302,7 +335,7 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                                 p.head_dim = 32;
                                 p.rotary_dim = rotary;
                                 p.layout = layout;
-                                AM_RETURN_IF_ERROR(be.rope(x.view(), pos.data(), p));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.rope(x.view(), pos.data(), p); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(x));
                                 return io.done(std::move(o));
@@ -340,7 +373,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{s.batch * conv1d_out_len(a), s.cout}));
                                 a.x = x.view();
                                 a.y = y.view();
-                                AM_RETURN_IF_ERROR(be.conv1d(a));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.conv1d(a); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(y));
                                 return io.done(std::move(o));
@@ -372,7 +405,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 a.stride = s.stride;
                                 a.padding = s.pad;
                                 a.groups = s.groups;
-                                AM_RETURN_IF_ERROR(be.conv2d(a));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.conv2d(a); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(y));
                                 return io.done(std::move(o));
@@ -387,7 +420,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{30, 24}, 72, 1.0f, 2.0f));
                                 AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{30, 24}));
                                 TensorView out = in_place ? x.view() : y.view();
-                                AM_RETURN_IF_ERROR(be.group_norm(x.view(), 2, 6, ng->data(), nb->data(), 1e-5f, out));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.group_norm(x.view(), 2, 6, ng->data(), nb->data(), 1e-5f, out); }));
                                 std::vector<Tensor> o;
                                 o.push_back(in_place ? std::move(x) : std::move(y));
                                 return io.done(std::move(o));
@@ -408,7 +441,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 a.kernel = 3;
                                 a.stride = 2;
                                 a.padding = 1;
-                                AM_RETURN_IF_ERROR(be.pool2d(a));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.pool2d(a); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(y));
                                 return io.done(std::move(o));
@@ -441,7 +474,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 a.channels = 12;
                                 a.state_size = 6;
                                 a.state = carried ? state.data() : nullptr;
-                                AM_RETURN_IF_ERROR(be.selective_scan(a));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.selective_scan(a); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(y));
                                 if (carried) o.push_back(std::move(state));
@@ -468,7 +501,7 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
                                 a.len = 7;
                                 a.channels = 20;
                                 a.state = carried ? state.data() : nullptr;
-                                AM_RETURN_IF_ERROR(be.time_mix(a));
+                                AM_RETURN_IF_ERROR(io.op([&] { return be.time_mix(a); }));
                                 std::vector<Tensor> o;
                                 o.push_back(std::move(out));
                                 if (carried) o.push_back(std::move(state));
@@ -478,6 +511,44 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
 }
 
 }  // namespace
+
+std::vector<OpCase> baseline_op_cases() {
+  std::vector<OpCase> cases;
+  constexpr int64_t kCopyRows = 4096, kCopyCols = 2048;  // 32 MiB each way
+  OpCase copy = make_case("copy 32 MiB (index_rows)", Op::kIndexRows, OpTolerance::kElementwise,
+                          [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                            std::vector<int32_t> ids(kCopyRows);
+                            for (int64_t i = 0; i < kCopyRows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i);
+                            AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{kCopyRows, kCopyCols}, 1));
+                            AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{kCopyRows, kCopyCols}));
+                            AM_RETURN_IF_ERROR(io.op([&] { return be.index_rows(x.view(), ids.data(), kCopyRows, y.view()); }));
+                            std::vector<Tensor> o;
+                            o.push_back(std::move(y));
+                            return io.done(std::move(o));
+                          });
+  cases.push_back(std::move(copy));
+  constexpr int64_t kM = 512, kK = 1024, kN = 1024;
+  auto layer = std::make_shared<Linear>(
+      Linear::create(host(Shape{kN, kK}, 2, 0.0f, 0.05f), Tensor(), WeightFormat::kF32, kBuildCtx));
+  OpCase gemm = make_case("linear f32 512x1024x1024", Op::kLinear, OpTolerance::kFloatMatmul,
+                          [layer](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                            AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{kM, kK}, 3));
+                            AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{kM, kN}));
+                            AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layer, x.view(), y.view()); }));
+                            std::vector<Tensor> o;
+                            o.push_back(std::move(y));
+                            return io.done(std::move(o));
+                          });
+  gemm.flops = 2.0 * kM * kK * kN;
+  gemm.weight_bytes = static_cast<double>(layer->weight_bytes());
+  cases.push_back(std::move(gemm));
+  return cases;
+}
+
+OpTiming& op_timing() {
+  static thread_local OpTiming t;
+  return t;
+}
 
 std::vector<OpCase> all_op_cases() {
   std::vector<OpCase> cases;

@@ -45,9 +45,26 @@ struct OpCase {
   Op op = Op::kAdd;
   WeightFormat format = WeightFormat::kF32;
   double tolerance = OpTolerance::kElementwise;
+  double flops = 0.0;         // arithmetic of one call where it is defined (matmuls), else 0
+  double weight_bytes = 0.0;  // bytes of the weights one call reads (linear)
   std::function<Result<std::vector<Tensor>>(Backend&)> run;
 };
 
 std::vector<OpCase> all_op_cases();
+// The perf mode's baselines, measured by the same backend in the same run: a 32 MiB copy
+// through index_rows (read + write: the bandwidth the backend's own kernels reach) and an f32
+// GEMM of 512x1024x1024 (its fp32 matmul rate).
+std::vector<OpCase> baseline_op_cases();
+
+// Perf mode (bench_backend_ops): while `on`, a case's run() calls its op once to warm up and
+// then repeatedly for at least `min_s` seconds, waiting for the device's work, and leaves the
+// mean time per call in `ms` and the bytes of the tensors the call reads and writes in `bytes`.
+struct OpTiming {
+  bool on = false;
+  double min_s = 0.2;
+  double ms = 0.0;
+  double bytes = 0.0;
+};
+OpTiming& op_timing();
 
 }  // namespace am::kernels::testing
