@@ -159,9 +159,9 @@ Status ClipModel::normalize(Backend& be, TensorView x) const {
 }
 
 Result<Tensor> ClipModel::project_images(Backend& be, ConstTensorView pooled, bool normalize) const {
-  Tensor normed(Shape{pooled.rows(), config_.vision.hidden});
+  Tensor normed = be.tensor(Shape{pooled.rows(), config_.vision.hidden});
   AM_RETURN_IF_ERROR(be.layer_norm(pooled, post_g_.data(), post_b_.data(), config_.vision.eps, normed.view()));
-  Tensor out(Shape{pooled.rows(), config_.projection});
+  Tensor out = be.tensor(Shape{pooled.rows(), config_.projection});
   AM_RETURN_IF_ERROR(be.linear(visual_projection_, normed.view(), out.view()));
   if (normalize) AM_RETURN_IF_ERROR(be.rms_norm(out.view(), l2_vision_.data(), kL2Eps, out.view()));
   return out;
@@ -169,7 +169,7 @@ Result<Tensor> ClipModel::project_images(Backend& be, ConstTensorView pooled, bo
 
 Result<Tensor> ClipModel::encode_images(Backend& be, ConstTensorView pixels, int64_t batch) const {
   AM_ASSIGN_OR_RETURN(Tensor hidden, vision_.forward(be, pixels, batch));
-  Tensor cls(Shape{batch, config_.vision.hidden});
+  Tensor cls = be.tensor(Shape{batch, config_.vision.hidden});
   AM_RETURN_IF_ERROR(take_rows(be, hidden.view(), config_.vision.tokens(), 0, cls.view()));
   return project_images(be, cls.view());
 }
@@ -179,12 +179,12 @@ Result<Tensor> ClipModel::encode_texts(Backend& be, const ClipTexts& t, bool nor
     return invalid_argument(config_.text.family + ": text length " + std::to_string(t.len) + " exceeds max_positions " +
                             std::to_string(config_.max_positions));
   }
-  Tensor x(Shape{t.batch * t.len, config_.text.hidden});
+  Tensor x = be.tensor(Shape{t.batch * t.len, config_.text.hidden});
   AM_RETURN_IF_ERROR(text_embedding_.embed(be, t.ids.data(), t.batch, t.len, 0, x.view()));
   AM_RETURN_IF_ERROR(text_.forward(be, x.view(), t.batch, t.len, 0, nullptr, nullptr));
-  Tensor pooled(Shape{t.batch, config_.text.hidden});
+  Tensor pooled = be.tensor(Shape{t.batch, config_.text.hidden});
   AM_RETURN_IF_ERROR(be.index_rows(x.view(), t.eos_rows.data(), t.batch, pooled.view()));
-  Tensor out(Shape{t.batch, config_.projection});
+  Tensor out = be.tensor(Shape{t.batch, config_.projection});
   AM_RETURN_IF_ERROR(be.linear(text_projection_, pooled.view(), out.view()));
   if (normalize) AM_RETURN_IF_ERROR(be.rms_norm(out.view(), l2_text_.data(), kL2Eps, out.view()));
   return out;

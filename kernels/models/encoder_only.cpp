@@ -252,6 +252,12 @@ Result<Tensor> EncoderModel::forward(const EncoderInput& input, const ExecContex
 }
 
 Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) const {
+  AM_ASSIGN_OR_RETURN(Tensor x, forward_resident(input, be));
+  AM_RETURN_IF_ERROR(be.to_host(x.view()));
+  return x;
+}
+
+Result<Tensor> EncoderModel::forward_resident(const EncoderInput& input, Backend& be) const {
   AM_RETURN_IF_ERROR(validate_encoder_input(config_, input));
   const int64_t tokens = input.batch * input.seq;
   const int64_t h = config_.hidden;
@@ -311,7 +317,6 @@ Result<Tensor> EncoderModel::forward(const EncoderInput& input, Backend& be) con
     AM_RETURN_IF_ERROR(be.add(branch.view(), x.view()));
     AM_RETURN_IF_ERROR(be.layer_norm(branch.view(), l.ffn_norm_gamma.data(), l.ffn_norm_beta.data(), eps, x.view()));
   }
-  AM_RETURN_IF_ERROR(be.to_host(x.view()));
   x.reshape(Shape{input.batch, input.seq, h});
   return x;
 }

@@ -110,6 +110,9 @@ class EncoderModel {
   std::vector<std::pair<Op, WeightFormat>> required_ops() const;
   // Runs on `backend`; its ops' errors (Unsupported included) are returned as they are.
   Result<Tensor> forward(const EncoderInput& input, Backend& backend) const;
+  // The same, the hidden states left where `backend` keeps activations (Backend::tensor(): on a
+  // device backend, on the device) for a graph that goes on with them.
+  Result<Tensor> forward_resident(const EncoderInput& input, Backend& backend) const;
   // The same on a CpuBackend over `ctx`.
   Result<Tensor> forward(const EncoderInput& input, const ExecContext& ctx) const;
 

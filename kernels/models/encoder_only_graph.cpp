@@ -22,7 +22,7 @@ class EncoderOnlyGraph final : public ModelGraph {
   int64_t tokens_per_run() const override { return input_.batch * input_.seq; }
 
   Result<GraphOutput> forward(Backend& be) const override {
-    AM_ASSIGN_OR_RETURN(Tensor hidden, model_.forward(input_, be));
+    AM_ASSIGN_OR_RETURN(Tensor hidden, model_.forward_resident(input_, be));
     hidden.reshape(Shape{input_.batch * input_.seq, model_.config().hidden});
     GraphOutput out;
     out.output = std::move(hidden);

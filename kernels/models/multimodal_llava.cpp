@@ -96,15 +96,15 @@ class LlavaGraph final : public ModelGraph {
     // Vision tower over every crop (class token dropped unless "full"), projected to the LM width.
     AM_ASSIGN_OR_RETURN(Tensor vis, m_.tower.forward(be, pixels_.view(), batch_ * crops_));
     const int64_t feat_rows = batch_ * feats_per_image;
-    Tensor feats(Shape{feat_rows, m_.tower.config().hidden});
+    Tensor feats = be.tensor(Shape{feat_rows, m_.tower.config().hidden});
     std::vector<int32_t> ids(static_cast<std::size_t>(feat_rows));
     for (int64_t i = 0; i < feat_rows; ++i) {
       ids[static_cast<std::size_t>(i)] = static_cast<int32_t>((i / per_crop) * tokens + skip + i % per_crop);
     }
     AM_RETURN_IF_ERROR(be.index_rows(vis.view(), ids.data(), feat_rows, feats.view()));
     // Projected features of every crop, then the image_newline row, as one gather source.
-    Tensor mid(Shape{feat_rows, m_.proj1.out_features()});
-    Tensor projected(Shape{feat_rows + (m_.newline.empty() ? 0 : 1), hidden});
+    Tensor mid = be.tensor(Shape{feat_rows, m_.proj1.out_features()});
+    Tensor projected = be.tensor(Shape{feat_rows + (m_.newline.empty() ? 0 : 1), hidden});
     AM_RETURN_IF_ERROR(be.linear(m_.proj1, feats.view(), mid.view()));
     AM_RETURN_IF_ERROR(be.activation(m_.projector_act, mid.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.proj2, mid.view(), projected.view().row_range(0, feat_rows)));
@@ -116,13 +116,13 @@ class LlavaGraph final : public ModelGraph {
         layout[static_cast<std::size_t>(b * img + i)] =
             r == feats_per_image ? static_cast<int32_t>(feat_rows) : static_cast<int32_t>(b * feats_per_image + r);
       }
-    Tensor image_embeds(Shape{batch_ * img, hidden});
+    Tensor image_embeds = be.tensor(Shape{batch_ * img, hidden});
     AM_RETURN_IF_ERROR(be.index_rows(projected.view(), layout.data(), batch_ * img, image_embeds.view()));
     // The splice: each prompt's image token is replaced by its image's tokens (LLaVA's
     // merge of image features into the input embeddings); positions run on through them.
-    Tensor text(Shape{batch_ * prompt_len_, hidden});
+    Tensor text = be.tensor(Shape{batch_ * prompt_len_, hidden});
     AM_RETURN_IF_ERROR(m_.lm.embedding.embed(be, prompt_.data(), batch_, prompt_len_, 0, text.view()));
-    Tensor x(Shape{batch_ * prefill, hidden});
+    Tensor x = be.tensor(Shape{batch_ * prefill, hidden});
     for (int64_t b = 0; b < batch_; ++b) {
       const int64_t at = image_at_[static_cast<std::size_t>(b)], after = prompt_len_ - at - 1;
       if (at > 0) AM_RETURN_IF_ERROR(copy_rows(be, text.view().row_range(b * prompt_len_, at), x.view(), b * prefill));
@@ -135,9 +135,10 @@ class LlavaGraph final : public ModelGraph {
     GraphOutput out;
     out.logits = true;
     out.output = Tensor(Shape{batch_ * (steps + 1), vocab});
-    Tensor last(Shape{batch_, hidden}), logits(Shape{batch_, vocab});
+    Tensor last = be.tensor(Shape{batch_, hidden}), logits = be.tensor(Shape{batch_, vocab});
     AM_RETURN_IF_ERROR(take_rows(be, x.view(), prefill, prefill - 1, last.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.lm.head, last.view(), logits.view()));
+    AM_RETURN_IF_ERROR(be.to_host(logits.view()));  // each step's logits, as a sampler needs them
     store(logits, 0, out.output);
     out.phases.prefill_ms = ms_since(start);
     out.phases.prefill_tokens = batch_ * prefill;
@@ -149,6 +150,7 @@ class LlavaGraph final : public ModelGraph {
       AM_RETURN_IF_ERROR(m_.lm.embedding.embed(be, step_ids.data(), batch_, 1, prefill + t, last.view()));
       AM_RETURN_IF_ERROR(m_.lm.stack.forward(be, last.view(), batch_, 1, prefill + t, &cache, nullptr));
       AM_RETURN_IF_ERROR(be.linear(m_.lm.head, last.view(), logits.view()));
+      AM_RETURN_IF_ERROR(be.to_host(logits.view()));
       store(logits, t + 1, out.output);
       if (t == 0) out.phases.first_token_ms = ms_since(start);
     }

@@ -64,13 +64,13 @@ class RagGraph final : public ModelGraph {
   Result<GraphOutput> forward(Backend& be) const override {
     const auto started = std::chrono::steady_clock::now();
     const int64_t batch = input.batch, seq = input.seq;
-    AM_ASSIGN_OR_RETURN(Tensor hidden, question.forward(input, be));
+    AM_ASSIGN_OR_RETURN(Tensor hidden, question.forward_resident(input, be));
     hidden.reshape(Shape{batch * seq, question.config().hidden});
     std::vector<int32_t> cls(static_cast<std::size_t>(batch));
     for (int64_t b = 0; b < batch; ++b) cls[static_cast<std::size_t>(b)] = static_cast<int32_t>(b * seq);
-    Tensor query(Shape{batch, question.config().hidden});
+    Tensor query = be.tensor(Shape{batch, question.config().hidden});
     AM_RETURN_IF_ERROR(be.index_rows(hidden.view(), cls.data(), batch, query.view()));
-    Tensor scores(Shape{batch, index.out_features()});
+    Tensor scores = be.tensor(Shape{batch, index.out_features()});
     AM_RETURN_IF_ERROR(be.linear(index, query.view(), scores.view()));
     std::vector<int32_t> docs(static_cast<std::size_t>(batch * n_docs));
     std::vector<float> doc_weights(static_cast<std::size_t>(batch * n_docs));

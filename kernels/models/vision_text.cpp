@@ -36,7 +36,7 @@ class ClipGraph final : public ModelGraph {
     AM_ASSIGN_OR_RETURN(Tensor txt, model_.encode_texts(be, texts_));
     GraphOutput out;
     out.logits = true;
-    out.output = Tensor(Shape{batch_, texts_.batch});
+    out.output = be.tensor(Shape{batch_, texts_.batch});
     AM_RETURN_IF_ERROR(model_.similarity(be, img.view(), txt.view(), out.output.view()));
     return out;
   }

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/model_family_util.h"
+#include "tests/kernels/tiny_family_configs.h"
 
 namespace am::kernels {
 namespace {
@@ -11,9 +12,7 @@ jobs::JobSpec t5_spec() {
   jobs::JobSpec s;
   s.model = "tiny-t5";
   s.architecture = "encoder-decoder";
-  s.model_config = {{"layers", 2}, {"decoder_layers", 2}, {"hidden", 48}, {"heads", 4}, {"head_dim", 16},
-                    {"intermediate", 96}, {"vocab", 200}, {"rel_buckets", 8}, {"rel_max_distance", 20},
-                    {"decode_steps", 3}};
+  s.model_config = testing::tiny_t5();
   s.batch = 2;
   s.seq_len = 9;
   s.seed = 3;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/kernels/model_family_util.h"
+#include "tests/kernels/tiny_family_configs.h"
 
 namespace am::kernels {
 namespace {
@@ -10,9 +11,7 @@ namespace {
 TEST(MixtureOfExpertsGraph, MixtralMeetsTheGraphContract) {
   jobs::JobSpec s;
   s.architecture = "mixture-of-experts";
-  s.model_config = {{"layers", 2}, {"hidden", 32}, {"heads", 4}, {"kv_heads", 2}, {"intermediate", 48},
-                    {"vocab", 100}, {"max_positions", 128}, {"experts", 4}, {"experts_per_token", 2},
-                    {"decode_steps", 3}};
+  s.model_config = testing::tiny_mixtral();
   s.batch = 2;
   s.seq_len = 6;
   s.seed = 4;
@@ -44,10 +43,7 @@ TEST(MixtureOfExpertsGraph, RequiresExperts) {
 TEST(RagGraph, MeetsTheGraphContract) {
   jobs::JobSpec s;
   s.architecture = "rag";
-  s.model_config = {{"question_layers", 1}, {"question_hidden", 32}, {"question_heads", 2},
-                    {"question_intermediate", 64}, {"question_vocab", 120}, {"question_max_positions", 64},
-                    {"layers", 1}, {"hidden", 32}, {"heads", 2}, {"intermediate", 64}, {"vocab", 110},
-                    {"max_positions", 64}, {"n_docs", 2}, {"passages", 50}, {"passage_len", 6}, {"decode_steps", 2}};
+  s.model_config = testing::tiny_rag();
   s.batch = 2;
   s.seq_len = 5;
   s.seed = 2;

@@ -4,34 +4,15 @@
 #include <cmath>
 
 #include "family_test_util.h"
+#include "tests/kernels/tiny_family_configs.h"
 #include "kernels/models/multimodal.h"
 
 namespace am::kernels {
 namespace {
 
-nlohmann::json tiny_llava(int crops) {
-  return {{"variant", "llava"},   {"vision_image_size", 32}, {"vision_patch", 8}, {"vision_layers", 3},
-          {"vision_hidden", 48},  {"vision_heads", 4},       {"vision_intermediate", 96},
-          {"vision_activation", "quick_gelu"}, {"image_crops", crops},
-          {"layers", 2},          {"hidden", 64},            {"heads", 4},        {"kv_heads", 2},
-          {"intermediate", 128},  {"vocab", 256},            {"max_positions", 128}, {"decode_steps", 3}};
-}
-
-nlohmann::json tiny_xclip() {
-  return {{"variant", "xclip"},   {"vision_image_size", 32}, {"vision_patch", 16}, {"vision_layers", 2},
-          {"vision_hidden", 32},  {"vision_heads", 2},       {"vision_intermediate", 64},
-          {"text_layers", 1},     {"text_hidden", 32},       {"text_heads", 2},    {"text_intermediate", 64},
-          {"vocab", 100},         {"max_positions", 16},     {"projection_dim", 16},
-          {"frames", 4},          {"mit_layers", 1},         {"mit_heads", 2},     {"mit_intermediate", 32}};
-}
-
-nlohmann::json tiny_clap() {
-  return {{"variant", "clap"},      {"audio_image_size", 32}, {"audio_patch", 4},  {"audio_hidden", 16},
-          {"audio_depths", {1, 1, 2}}, {"audio_heads", {2, 4, 8}}, {"audio_window", 4},
-          {"audio_mel_bins", 16},   {"audio_frames", 64},
-          {"text_layers", 1},       {"text_hidden", 32},      {"text_heads", 2},   {"text_intermediate", 64},
-          {"vocab", 120},           {"max_positions", 20},    {"projection_dim", 16}};
-}
+using testing::tiny_clap;
+using testing::tiny_llava;
+using testing::tiny_xclip;
 
 TEST(MultimodalFamily, LlavaPrefillOverImageAndTextThenDecode) {
   const jobs::JobSpec spec = testing::family_spec("multimodal", tiny_llava(1), 2, 6);

@@ -1,24 +1,13 @@
 #include <gtest/gtest.h>
 
 #include "family_test_util.h"
+#include "tests/kernels/tiny_family_configs.h"
 
 namespace am::kernels {
 namespace {
 
-nlohmann::json tiny_clip() {
-  return {{"variant", "clip"},      {"vision_image_size", 32}, {"vision_patch", 8},   {"vision_layers", 2},
-          {"vision_hidden", 64},    {"vision_heads", 4},       {"vision_intermediate", 128},
-          {"vision_activation", "quick_gelu"},
-          {"text_layers", 2},       {"text_hidden", 32},       {"text_heads", 2},     {"text_intermediate", 64},
-          {"vocab", 200},           {"max_positions", 16},     {"projection_dim", 24}};
-}
-
-nlohmann::json tiny_captioner() {
-  return {{"variant", "vit-gpt2"}, {"vision_image_size", 32}, {"vision_patch", 8}, {"vision_layers", 2},
-          {"vision_hidden", 64},   {"vision_heads", 4},       {"vision_intermediate", 128},
-          {"layers", 2},           {"hidden", 64},            {"heads", 4},        {"intermediate", 128},
-          {"vocab", 300},          {"max_positions", 32},     {"decode_steps", 3}};
-}
+using testing::tiny_captioner;
+using testing::tiny_clip;
 
 TEST(VisionTextFamily, ClipSimilarityLogitsFiniteDeterministicCloseAtQ8) {
   testing::expect_family_basics(testing::family_spec("vision-encoder-text-decoder", tiny_clip(), 3, 8), 3, 3, true, 1e-2);
