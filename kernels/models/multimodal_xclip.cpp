@@ -75,7 +75,7 @@ struct Attention {
 Status self_attend(Backend& be, const Attention& a, ConstTensorView x, int64_t batch, int64_t len, int64_t heads,
                    TensorView out) {
   const int64_t w = a.q.out_features();
-  Tensor q(Shape{x.rows(), w}), k(Shape{x.rows(), w}), v(Shape{x.rows(), w}), ctx(Shape{x.rows(), w});
+  Tensor q = be.tensor(Shape{x.rows(), w}), k = be.tensor(Shape{x.rows(), w}), v = be.tensor(Shape{x.rows(), w}), ctx = be.tensor(Shape{x.rows(), w});
   AM_RETURN_IF_ERROR(be.linear(a.q, x, q.view()));
   AM_RETURN_IF_ERROR(be.linear(a.k, x, k.view()));
   AM_RETURN_IF_ERROR(be.linear(a.v, x, v.view()));
@@ -138,12 +138,12 @@ struct PromptGenerator {
         for (int64_t f = 0; f < frames; ++f)
           ids[static_cast<std::size_t>((v * patches + p) * frames + f)] =
               static_cast<int32_t>((v * frames + f) * tokens_per_frame + 1 + p);
-    Tensor patch(Shape{videos * patches * frames, hidden});
+    Tensor patch = be.tensor(Shape{videos * patches * frames, hidden});
     AM_RETURN_IF_ERROR(be.index_rows(tokens, ids.data(), patch.rows(), patch.view()));
     AM_RETURN_IF_ERROR(be.layer_norm(patch.view(), visual_ln.g.data(), visual_ln.b.data(), vision_eps, patch.view()));
-    Tensor projected(Shape{patch.rows(), proj});
+    Tensor projected = be.tensor(Shape{patch.rows(), proj});
     AM_RETURN_IF_ERROR(be.linear(visual_projection, patch.view(), projected.view()));
-    Tensor visual(Shape{videos * patches, proj});
+    Tensor visual = be.tensor(Shape{videos * patches, proj});
     AM_RETURN_IF_ERROR(be.global_avg_pool(projected.view(), videos * patches, visual.view()));
     return visual;
   }
@@ -152,12 +152,12 @@ struct PromptGenerator {
   // [videos * patches, proj]. Replaces text with text + alpha * generator(text, visual).
   Status refine(Backend& be, TensorView text, int64_t videos, int64_t texts, ConstTensorView visual) const {
     const int64_t proj = text.cols(), patches = visual.rows() / videos, rows = text.rows();
-    Tensor vis(Shape{visual.rows(), proj});
+    Tensor vis = be.tensor(Shape{visual.rows(), proj});
     AM_RETURN_IF_ERROR(be.layer_norm(visual, ln.g.data(), ln.b.data(), vision_eps, vis.view()));
-    Tensor x(Shape{rows, proj}), h(Shape{rows, proj}), q(Shape{rows, proj}), ctx(Shape{rows, proj}),
-        branch(Shape{rows, proj}), k(Shape{vis.rows(), proj}), v(Shape{vis.rows(), proj}),
-        inner(Shape{rows, kPromptMlpMult * proj});
-    std::copy(text.data, text.data + text.numel(), x.data());
+    Tensor x = be.tensor(Shape{rows, proj}), h = be.tensor(Shape{rows, proj}), q = be.tensor(Shape{rows, proj}), ctx = be.tensor(Shape{rows, proj}),
+        branch = be.tensor(Shape{rows, proj}), k = be.tensor(Shape{vis.rows(), proj}), v = be.tensor(Shape{vis.rows(), proj}),
+        inner = be.tensor(Shape{rows, kPromptMlpMult * proj});
+    AM_RETURN_IF_ERROR(copy_rows(be, text, x.view(), 0));
     for (const Layer& l : layers) {
       AM_RETURN_IF_ERROR(be.layer_norm(x.view(), l.norm1.g.data(), l.norm1.b.data(), text_eps, h.view()));
       AM_RETURN_IF_ERROR(be.linear(l.q, h.view(), q.view()));
@@ -182,9 +182,9 @@ struct PromptGenerator {
       AM_RETURN_IF_ERROR(be.linear(l.fc2, inner.view(), branch.view()));
       AM_RETURN_IF_ERROR(be.add(x.view(), branch.view()));
     }
-    // alpha (one row) broadcast over the rows by a gather, then x *= alpha; text += x.
+    // alpha (one row, a weight: gather_rows, cached on a device) broadcast over the rows, then x *= alpha; text += x.
     std::vector<int32_t> zero(static_cast<std::size_t>(rows), 0);
-    AM_RETURN_IF_ERROR(be.index_rows(alpha.view(), zero.data(), rows, branch.view()));
+    AM_RETURN_IF_ERROR(be.gather_rows(alpha.view(), zero.data(), rows, branch.view(), false));
     AM_RETURN_IF_ERROR(be.mul(x.view(), branch.view()));
     return be.add(text, x.view());
   }
@@ -222,8 +222,8 @@ struct Xclip {
     const VitTowerConfig& v = c.clip.vision;
     const int64_t n = videos * c.frames, tokens = v.tokens(), hd = v.hidden;
     AM_ASSIGN_OR_RETURN(Tensor x, vit_embed(be, v, embedding, pixels, n));
-    Tensor cls(Shape{n, hd}), msg(Shape{n, hd}), normed(Shape{n, hd}), branch(Shape{n, hd});
-    Tensor ext(Shape{n * (tokens + 1), hd});
+    Tensor cls = be.tensor(Shape{n, hd}), msg = be.tensor(Shape{n, hd}), normed = be.tensor(Shape{n, hd}), branch = be.tensor(Shape{n, hd});
+    Tensor ext = be.tensor(Shape{n * (tokens + 1), hd});
     for (const CrossFrameLayer& l : layers) {
       AM_RETURN_IF_ERROR(take_rows(be, x.view(), tokens, 0, cls.view()));
       AM_RETURN_IF_ERROR(be.linear(l.message_fc, cls.view(), msg.view()));
@@ -243,12 +243,12 @@ struct Xclip {
   Status normalize(Backend& be, TensorView x) const { return be.rms_norm(x, l2.data(), 1e-12f, x); }
 
   Result<Tensor> encode_texts(Backend& be, const ClipTexts& t) const {
-    Tensor x(Shape{t.batch * t.len, text.config().hidden});
+    Tensor x = be.tensor(Shape{t.batch * t.len, text.config().hidden});
     AM_RETURN_IF_ERROR(text_embedding.embed(be, t.ids.data(), t.batch, t.len, 0, x.view()));
     AM_RETURN_IF_ERROR(text.forward(be, x.view(), t.batch, t.len, 0, nullptr, nullptr));
-    Tensor pooled(Shape{t.batch, text.config().hidden});
+    Tensor pooled = be.tensor(Shape{t.batch, text.config().hidden});
     AM_RETURN_IF_ERROR(be.index_rows(x.view(), t.eos_rows.data(), t.batch, pooled.view()));
-    Tensor out(Shape{t.batch, c.clip.projection});
+    Tensor out = be.tensor(Shape{t.batch, c.clip.projection});
     AM_RETURN_IF_ERROR(be.linear(text_projection, pooled.view(), out.view()));
     return out;
   }
@@ -258,19 +258,20 @@ struct Xclip {
     const VitTowerConfig& v = c.clip.vision;
     const int64_t n = videos * c.frames, proj = c.clip.projection;
     AM_ASSIGN_OR_RETURN(Tensor states, vision_states(be, pixels, videos));
-    Tensor cls(Shape{n, v.hidden});
+    Tensor cls = be.tensor(Shape{n, v.hidden});
     AM_RETURN_IF_ERROR(take_rows(be, states.view(), v.tokens(), 0, cls.view()));
     AM_RETURN_IF_ERROR(be.layer_norm(cls.view(), post_ln.g.data(), post_ln.b.data(), v.eps, cls.view()));
-    Tensor frames(Shape{n, proj});
+    Tensor frames = be.tensor(Shape{n, proj});
     AM_RETURN_IF_ERROR(be.linear(visual_projection, cls.view(), frames.view()));
     // MIT: positions added, the encoder, the input added back, the mean over frames.
-    Tensor mixed = frames.clone();
+    Tensor mixed = be.tensor(frames.shape());
+    AM_RETURN_IF_ERROR(copy_rows(be, frames.view(), mixed.view(), 0));
     std::vector<int32_t> pos(static_cast<std::size_t>(n));
     for (int64_t i = 0; i < n; ++i) pos[static_cast<std::size_t>(i)] = static_cast<int32_t>(i % c.frames);
     AM_RETURN_IF_ERROR(be.gather_rows(mit_positions.view(), pos.data(), n, mixed.view(), true));
     AM_RETURN_IF_ERROR(mit.forward(be, mixed.view(), videos, c.frames, 0, nullptr, nullptr));
     AM_RETURN_IF_ERROR(be.add(mixed.view(), frames.view()));
-    Tensor video(Shape{videos, proj});
+    Tensor video = be.tensor(Shape{videos, proj});
     AM_RETURN_IF_ERROR(be.global_avg_pool(mixed.view(), videos, video.view()));
     AM_RETURN_IF_ERROR(normalize(be, video.view()));
     // Video-specific prompts: every video refines its own copy of the text embeddings.
@@ -279,11 +280,11 @@ struct Xclip {
     const int64_t nt = texts.batch;
     std::vector<int32_t> copies(static_cast<std::size_t>(videos * nt));
     for (int64_t i = 0; i < videos * nt; ++i) copies[static_cast<std::size_t>(i)] = static_cast<int32_t>(i % nt);
-    Tensor per_video(Shape{videos * nt, proj});
+    Tensor per_video = be.tensor(Shape{videos * nt, proj});
     AM_RETURN_IF_ERROR(be.index_rows(txt.view(), copies.data(), videos * nt, per_video.view()));
     AM_RETURN_IF_ERROR(prompts.refine(be, per_video.view(), videos, nt, visual.view()));
     AM_RETURN_IF_ERROR(normalize(be, per_video.view()));
-    Tensor out(Shape{videos, nt});
+    Tensor out = be.tensor(Shape{videos, nt});
     for (int64_t vi = 0; vi < videos; ++vi) {
       const ConstTensorView video_v{video.row(vi), Shape{1, proj}};
       const ConstTensorView texts_v{per_video.row(vi * nt), Shape{nt, proj}};

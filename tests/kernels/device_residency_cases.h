@@ -235,12 +235,12 @@ inline std::vector<DeviceFamilyCase> text_family_cases() {
           {"xclip", device_family_spec("multimodal", tiny_xclip(), 2, 8)}};
 }
 
-// The family cases written on resident tensors so far. Not yet: CLAP (its Swin patch merging
-// and the UNet's skip concatenations join tensors along columns, which no op does) and X-CLIP
-// (its frame and prompt plumbing); they still copy some activations per op.
+// The family cases written on resident tensors so far. Not yet: CLAP's Swin patch merging and
+// the UNet's skip concatenations join tensors along columns, which no op does; those two still
+// copy some activations per op.
 inline bool family_is_resident(const std::string& name) {
   for (const char* f : {"vit", "detr", "whisper", "wav2vec2", "mamba", "rwkv", "t5", "mixtral", "rag", "llava", "clip",
-                        "captioner"}) {
+                        "captioner", "xclip"}) {
     if (name == f) return true;
   }
   return false;
