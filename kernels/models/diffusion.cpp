@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "kernels/models/transformer_stack.h"
@@ -56,7 +58,33 @@ struct Norm {
 struct Ctx {
   Backend& be;
   int64_t batch;
+  ConstTensorView text;  // the text conditioning, where the backend keeps activations
 };
+
+// A copy of x made through the backend (resident tensors stay on the device).
+Result<Tensor> copy_of(Backend& be, ConstTensorView x) {
+  Tensor y = be.tensor(x.shape);
+  AM_RETURN_IF_ERROR(copy_rows(be, x, y.view(), 0));
+  return y;
+}
+
+// y = [a | b] along columns, through the backend: viewed as rows of g = gcd(widths) values, each
+// source's rows are scattered into their places of a zero-filled y (0 + 1 * v is exact).
+Result<Tensor> concat_columns(Backend& be, ConstTensorView a, ConstTensorView b) {
+  const int64_t rows = a.rows(), ca = a.cols(), cb = b.cols(), cy = ca + cb;
+  const int64_t g = std::gcd(ca, cb);
+  Tensor y = be.tensor(Shape{rows, cy});
+  const TensorView yv{y.data(), Shape{rows * cy / g, g}};
+  for (const auto& [src, width, first] : {std::tuple{a, ca, int64_t{0}}, std::tuple{b, cb, ca}}) {
+    const int64_t per = width / g, n = rows * per;
+    std::vector<int32_t> ids(static_cast<std::size_t>(n));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < per; ++j) ids[static_cast<std::size_t>(r * per + j)] = static_cast<int32_t>(r * cy / g + first / g + j);
+    const std::vector<float> ones(static_cast<std::size_t>(n), 1.0f);
+    AM_RETURN_IF_ERROR(be.scatter_add_rows(ConstTensorView{src.data, Shape{n, g}}, ids.data(), ones.data(), n, yv));
+  }
+  return y;
+}
 
 class Weights {
  public:
@@ -85,7 +113,7 @@ class Weights {
 Status run_conv(Ctx& c, const Conv& k, ConstTensorView x, int64_t side, Tensor& y) {
   const int64_t pad = k.k / 2;
   const int64_t out_side = conv_out_size(side, k.k, k.stride, pad);
-  y = Tensor(Shape{c.batch * out_side * out_side, k.out});
+  y = c.be.tensor(Shape{c.batch * out_side * out_side, k.out});
   Conv2dArgs a;
   a.x = x;
   a.y = y.view();
@@ -125,12 +153,12 @@ struct ResBlock {
   }
   // x [batch*side^2, in] -> [batch*side^2, out]; temb_act = SiLU(time embedding) [batch, temb_dim].
   Status forward(Ctx& c, const Tensor& x, int64_t side, ConstTensorView temb_act, Tensor& y) const {
-    Tensor h = x.clone();
+    AM_ASSIGN_OR_RETURN(Tensor h, copy_of(c.be, x.view()));
     AM_RETURN_IF_ERROR(c.be.group_norm(h.view(), c.batch, groups, n1.g.data(), n1.b.data(), eps, h.view()));
     AM_RETURN_IF_ERROR(c.be.activation(Activation::kSilu, h.view()));
     Tensor h1;
     AM_RETURN_IF_ERROR(run_conv(c, c1, h.view(), side, h1));
-    Tensor t(Shape{c.batch, c1.out});
+    Tensor t = c.be.tensor(Shape{c.batch, c1.out});
     AM_RETURN_IF_ERROR(c.be.linear(temb, temb_act, t.view()));
     AM_RETURN_IF_ERROR(add_per_group(c.be, t.view(), side * side, h1.view()));
     AM_RETURN_IF_ERROR(c.be.group_norm(h1.view(), c.batch, groups, n2.g.data(), n2.b.data(), eps, h1.view()));
@@ -185,8 +213,9 @@ struct SpatialTransformer {
   Status attend(Ctx& c, const Attn& a, ConstTensorView x, ConstTensorView memory, int64_t q_len, int64_t kv_len,
                 Tensor& x_res) const {
     const int64_t rows = x.rows();
-    Tensor q(Shape{rows, channels}), k(Shape{memory.rows(), channels}), v(Shape{memory.rows(), channels});
-    Tensor ctx(Shape{rows, channels}), out(Shape{rows, channels});
+    Tensor q = c.be.tensor(Shape{rows, channels}), k = c.be.tensor(Shape{memory.rows(), channels});
+    Tensor v = c.be.tensor(Shape{memory.rows(), channels});
+    Tensor ctx = c.be.tensor(Shape{rows, channels}), out = c.be.tensor(Shape{rows, channels});
     AM_RETURN_IF_ERROR(c.be.linear(a.q, x, q.view()));
     AM_RETURN_IF_ERROR(c.be.linear(a.k, memory, k.view()));
     AM_RETURN_IF_ERROR(c.be.linear(a.v, memory, v.view()));
@@ -206,7 +235,8 @@ struct SpatialTransformer {
   }
   Status forward(Ctx& c, Tensor& x, int64_t side, ConstTensorView text, int64_t text_len) const {
     const int64_t rows = x.rows(), pos = side * side;
-    Tensor h = x.clone(), t(Shape{rows, channels}), n(Shape{rows, channels});
+    AM_ASSIGN_OR_RETURN(Tensor h, copy_of(c.be, x.view()));
+    Tensor t = c.be.tensor(Shape{rows, channels}), n = c.be.tensor(Shape{rows, channels});
     // Transformer2DModel builds its GroupNorm with eps 1e-6 whatever the UNet's norm_eps.
     AM_RETURN_IF_ERROR(c.be.group_norm(h.view(), c.batch, groups, gn.g.data(), gn.b.data(), kTransformerGroupNormEps,
                                        h.view()));
@@ -216,7 +246,7 @@ struct SpatialTransformer {
     AM_RETURN_IF_ERROR(c.be.layer_norm(t.view(), ln2.g.data(), ln2.b.data(), eps, n.view()));
     AM_RETURN_IF_ERROR(attend(c, cross, n.view(), text, pos, text_len, t));
     AM_RETURN_IF_ERROR(c.be.layer_norm(t.view(), ln3.g.data(), ln3.b.data(), eps, n.view()));
-    Tensor gate(Shape{rows, kGegluMult * channels}), up(Shape{rows, kGegluMult * channels});
+    Tensor gate = c.be.tensor(Shape{rows, kGegluMult * channels}), up = c.be.tensor(Shape{rows, kGegluMult * channels});
     AM_RETURN_IF_ERROR(c.be.linear(ff_gate, n.view(), gate.view()));
     AM_RETURN_IF_ERROR(c.be.linear(ff_up, n.view(), up.view()));
     AM_RETURN_IF_ERROR(c.be.activation(Activation::kGeluErf, gate.view()));
@@ -446,9 +476,16 @@ class UnetGraph final : public ModelGraph {
 
   Result<GraphOutput> forward(Backend& be) const override {
     const int64_t passes = c_.guided() ? 2 : 1;
-    Ctx c{be, passes * batch_};
-    Tensor x = latent_.clone();
-    Tensor in = c_.guided() ? Tensor(Shape{passes * x.rows(), x.cols()}) : Tensor();
+    // The conditioning, uploaded once per run; the latent stays on the host between steps (the
+    // scheduler's update is host arithmetic), each step's noise estimate comes back.
+    Tensor text = be.tensor(text_.shape());
+    std::memcpy(text.data(), text_.data(), text_.bytes());
+    AM_RETURN_IF_ERROR(be.from_host(text.view()));
+    Ctx c{be, passes * batch_, text.view()};
+    Tensor x = be.tensor(latent_.shape());
+    std::memcpy(x.data(), latent_.data(), latent_.bytes());
+    AM_RETURN_IF_ERROR(be.from_host(x.view()));
+    Tensor in = c_.guided() ? be.tensor(Shape{passes * x.rows(), x.cols()}) : Tensor();
     const std::vector<double> acp = alphas_cumprod();
     const int64_t ratio = c_.train_steps / c_.steps;
     for (int64_t s = 0; s < c_.steps; ++s) {
@@ -460,10 +497,11 @@ class UnetGraph final : public ModelGraph {
       if (c_.guided()) {
         // One UNet pass over [x; x] with [unconditional; conditional] text, then
         // eps = eps_u + g (eps_c - eps_u), as diffusers' pipelines do.
-        std::memcpy(in.data(), x.data(), x.bytes());
-        std::memcpy(in.data() + x.numel(), x.data(), x.bytes());
+        AM_RETURN_IF_ERROR(copy_rows(be, x.view(), in.view(), 0));
+        AM_RETURN_IF_ERROR(copy_rows(be, x.view(), in.view(), x.rows()));
         Tensor both;
         AM_RETURN_IF_ERROR(unet(c, in, static_cast<float>(t), both));
+        AM_RETURN_IF_ERROR(be.to_host(both.view()));
         eps = Tensor(x.shape());
         const float g = static_cast<float>(c_.guidance);
         const float* eu = both.data();
@@ -471,7 +509,9 @@ class UnetGraph final : public ModelGraph {
         for (int64_t i = 0; i < x.numel(); ++i) eps.data()[i] = eu[i] + g * (ec[i] - eu[i]);
       } else {
         AM_RETURN_IF_ERROR(unet(c, x, static_cast<float>(t), eps));
+        AM_RETURN_IF_ERROR(be.to_host(eps.view()));
       }
+      AM_RETURN_IF_ERROR(be.to_host(x.view()));
       const double final_alpha = c_.alpha_to_one ? 1.0 : acp[0];
       const double a = acp[static_cast<std::size_t>(t)];
       const double a_prev = t_prev >= 0 ? acp[static_cast<std::size_t>(t_prev)] : final_alpha;
@@ -481,6 +521,7 @@ class UnetGraph final : public ModelGraph {
         const double x0 = (x.data()[i] - s1a * e) / sa;
         x.data()[i] = static_cast<float>(sp * x0 + s1p * e);
       }
+      AM_RETURN_IF_ERROR(be.from_host(x.view()));
     }
     GraphOutput out;
     out.output = std::move(x);
@@ -511,20 +552,22 @@ class UnetGraph final : public ModelGraph {
     Tensor y;
     AM_RETURN_IF_ERROR(u.res.forward(c, x, side, temb, y));
     x = std::move(y);
-    if (u.has_attn) AM_RETURN_IF_ERROR(u.attn.forward(c, x, side, text_.view(), c_.text_len));
+    if (u.has_attn) AM_RETURN_IF_ERROR(u.attn.forward(c, x, side, c.text, c_.text_len));
     return Status::Ok();
   }
   Status unet(Ctx& c, const Tensor& latent, float timestep, Tensor& eps) const {
     const int64_t c0 = c_.channels.front(), half = c0 / 2;
     // Sinusoidal embedding (diffusers: flip_sin_to_cos, shift 0): [cos | sin].
-    Tensor sinus(Shape{c.batch, c0});
+    Tensor sinus = c.be.tensor(Shape{c.batch, c0});  // an input of the step: written on the host
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t i = 0; i < half; ++i) {
         const float freq = std::exp(-std::log(kMaxPeriod) * static_cast<float>(i) / static_cast<float>(half));
         sinus.row(b)[i] = std::cos(timestep * freq);
         sinus.row(b)[half + i] = std::sin(timestep * freq);
       }
-    Tensor temb(Shape{c.batch, temb2_.in_features()}), temb2(Shape{c.batch, temb2_.out_features()});
+    AM_RETURN_IF_ERROR(c.be.from_host(sinus.view()));
+    Tensor temb = c.be.tensor(Shape{c.batch, temb2_.in_features()});
+    Tensor temb2 = c.be.tensor(Shape{c.batch, temb2_.out_features()});
     AM_RETURN_IF_ERROR(c.be.linear(temb1_, sinus.view(), temb.view()));
     AM_RETURN_IF_ERROR(c.be.activation(Activation::kSilu, temb.view()));
     AM_RETURN_IF_ERROR(c.be.linear(temb2_, temb.view(), temb2.view()));
@@ -534,25 +577,28 @@ class UnetGraph final : public ModelGraph {
     Tensor x;
     AM_RETURN_IF_ERROR(run_conv(c, conv_in_, latent.view(), side, x));
     std::vector<std::pair<Tensor, int64_t>> skips;
-    skips.emplace_back(x.clone(), side);
+    AM_ASSIGN_OR_RETURN(Tensor skip0, copy_of(c.be, x.view()));
+    skips.emplace_back(std::move(skip0), side);
     const int64_t levels = static_cast<int64_t>(c_.channels.size());
     std::size_t ui = 0;
     for (int64_t l = 0; l < levels; ++l) {
       for (int64_t i = 0; i < c_.layers; ++i) {
         AM_RETURN_IF_ERROR(run_unit(c, down_[ui++], x, side, temb2.view()));
-        skips.emplace_back(x.clone(), side);
+        AM_ASSIGN_OR_RETURN(Tensor skip, copy_of(c.be, x.view()));
+        skips.emplace_back(std::move(skip), side);
       }
       if (l + 1 < levels) {
         Tensor y;
         AM_RETURN_IF_ERROR(run_conv(c, downsample_[static_cast<std::size_t>(l)], x.view(), side, y));
         x = std::move(y);
         side = conv_out_size(side, 3, 2, 1);
-        skips.emplace_back(x.clone(), side);
+        AM_ASSIGN_OR_RETURN(Tensor skip, copy_of(c.be, x.view()));
+        skips.emplace_back(std::move(skip), side);
       }
     }
     Tensor y;
     AM_RETURN_IF_ERROR(mid1_.forward(c, x, side, temb2.view(), y));
-    AM_RETURN_IF_ERROR(mid_attn_.forward(c, y, side, text_.view(), c_.text_len));
+    AM_RETURN_IF_ERROR(mid_attn_.forward(c, y, side, c.text, c_.text_len));
     AM_RETURN_IF_ERROR(mid2_.forward(c, y, side, temb2.view(), x));
     ui = 0;
     std::size_t upi = 0;
@@ -560,11 +606,7 @@ class UnetGraph final : public ModelGraph {
       for (int64_t i = 0; i <= c_.layers; ++i) {
         Tensor skip = std::move(skips.back().first);
         skips.pop_back();
-        Tensor cat(Shape{x.rows(), x.cols() + skip.cols()});
-        for (int64_t r = 0; r < x.rows(); ++r) {
-          std::memcpy(cat.row(r), x.row(r), x.cols() * sizeof(float));
-          std::memcpy(cat.row(r) + x.cols(), skip.row(r), skip.cols() * sizeof(float));
-        }
+        AM_ASSIGN_OR_RETURN(Tensor cat, concat_columns(c.be, x.view(), skip.view()));
         x = std::move(cat);
         AM_RETURN_IF_ERROR(run_unit(c, up_[ui++], x, side, temb2.view()));
       }
@@ -577,7 +619,7 @@ class UnetGraph final : public ModelGraph {
             for (int64_t xx = 0; xx < big; ++xx)
               ids[static_cast<std::size_t>((b * big + yy) * big + xx)] =
                   static_cast<int32_t>((b * side + yy / 2) * side + xx / 2);
-        Tensor up(Shape{c.batch * big * big, x.cols()});
+        Tensor up = c.be.tensor(Shape{c.batch * big * big, x.cols()});
         AM_RETURN_IF_ERROR(c.be.index_rows(x.view(), ids.data(), c.batch * big * big, up.view()));
         side = big;
         AM_RETURN_IF_ERROR(run_conv(c, upsample_[upi++], up.view(), side, x));
