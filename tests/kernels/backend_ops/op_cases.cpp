@@ -156,7 +156,9 @@ void add_row_cases(std::vector<OpCase>& cases) {
                               }));
   }
   // Short rows, rows longer than a work-group, in place and out of place.
-  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{9, 37}, {3, 4099}}) {
+  for (const std::pair<int64_t, int64_t>& shape_rc : {std::pair<int64_t, int64_t>{9, 37}, {3, 4099}}) {
+    // Named copies: clang 14 cannot capture structured bindings in the lambdas below.
+    const int64_t rows = shape_rc.first, cols = shape_rc.second;
     for (bool in_place : {false, true}) {
       const std::string shape = dims({rows, cols}) + (in_place ? " in place" : "");
       cases.push_back(make_case("layer_norm " + shape, Op::kLayerNorm, OpTolerance::kNorm,
@@ -322,8 +324,10 @@ void add_attention_cases(std::vector<OpCase>& cases) {
                                 return io.done(std::move(o));
                               }));
   }
-  for (const auto& [layout, rotary] : {std::pair<RopeLayout, int64_t>{RopeLayout::kNeox, 0}, {RopeLayout::kGptj, 0},
-                                       {RopeLayout::kNeox, 16}}) {
+  for (const std::pair<RopeLayout, int64_t>& lr : {std::pair<RopeLayout, int64_t>{RopeLayout::kNeox, 0},
+                                                    {RopeLayout::kGptj, 0}, {RopeLayout::kNeox, 16}}) {
+    const RopeLayout layout = lr.first;
+    const int64_t rotary = lr.second;
     const std::string name = std::string("rope ") + (layout == RopeLayout::kNeox ? "neox" : "gptj") +
                              (rotary != 0 ? " partial 16 of 32" : "") + " 4 heads, positions to 5000";
     cases.push_back(make_case(name, Op::kRope, OpTolerance::kTranscendental,
