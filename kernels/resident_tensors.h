@@ -3,15 +3,18 @@
 // buffer. The backend does the transfers; this class keeps the states and says which are due.
 //
 // Contract:
-// - add(tensor): records a fresh zero-filled tensor made with this object as its observer.
-//   find(p, bytes): the entry whose range holds [p, p + bytes), or nullptr (a plain host tensor).
+// - make_tensor() (or add() of a tensor made with this object as its observer) records a fresh
+//   zero-filled tensor. find(p, bytes): the entry whose range holds [p, p + bytes), or nullptr
+//   (a plain host tensor).
 // - States: kFresh (zeros on the host, no device copy yet: the device zero-fills one when it
 //   needs it), kHost (host newer; device copy absent or stale), kBoth, kDevice (device newer;
 //   host stale).
 // - A tensor's freed storage moves its device buffer to a retired list: commands recorded and
 //   not yet run may still use it. recycle() (call it only when the device has run everything
-//   recorded) makes retired buffers reusable by take_buffer(); a buffer is reused for a tensor
-//   of up to its size and at least half of it.
+//   recorded, or on an in-order queue) makes retired buffers reusable by reuse_buffer(); a buffer
+//   serves a tensor of up to its size and at least half of it.
+// - An op's bookkeeping: note_input() for each resident range it reads, output_in_place() and
+//   output_needs_current() for its output, end_op() once it is recorded.
 // - Checks (ACCELMATRIX_RESIDENCY_CHECKS set and not "0", or set_checks(true)): the host bytes
 //   of a kDevice entry are overwritten with a NaN pattern and those of a kBoth entry hashed;
 //   verify() fails with Internal when the host changed them since (a write without
