@@ -139,14 +139,15 @@ struct SwinBlock {
   // x [batch*res*res, C] in place.
   Status forward(Backend& be, Tensor& x, int64_t batch, float eps, Activation act) const {
     const int64_t rows = x.rows(), per = res * res, w2 = window * window;
-    Tensor h(Shape{rows, channels});
+    Tensor h = be.tensor(Shape{rows, channels});
     AM_RETURN_IF_ERROR(be.layer_norm(x.view(), ln1_g.data(), ln1_b.data(), eps, h.view()));
     std::vector<int32_t> ids(static_cast<std::size_t>(rows));
     for (int64_t b = 0; b < batch; ++b)
       for (int64_t i = 0; i < per; ++i)
         ids[static_cast<std::size_t>(b * per + i)] = static_cast<int32_t>(b * per + order[static_cast<std::size_t>(i)]);
-    Tensor win(Shape{rows, channels}), tq(Shape{rows, channels}), tk(Shape{rows, channels}), tv(Shape{rows, channels}),
-        ctx(Shape{rows, channels}), out(Shape{rows, channels});
+    const Shape rc{rows, channels};
+    Tensor win = be.tensor(rc), tq = be.tensor(rc), tk = be.tensor(rc), tv = be.tensor(rc), ctx = be.tensor(rc),
+           out = be.tensor(rc);
     AM_RETURN_IF_ERROR(be.index_rows(h.view(), ids.data(), rows, win.view()));
     AM_RETURN_IF_ERROR(be.linear(q, win.view(), tq.view()));
     AM_RETURN_IF_ERROR(be.linear(k, win.view(), tk.view()));
@@ -178,7 +179,7 @@ struct SwinBlock {
     }
     AM_RETURN_IF_ERROR(be.index_rows(out.view(), back.data(), rows, h.view()));
     AM_RETURN_IF_ERROR(be.add(x.view(), h.view()));
-    Tensor mid(Shape{rows, fc1.out_features()});
+    Tensor mid = be.tensor(Shape{rows, fc1.out_features()});
     AM_RETURN_IF_ERROR(be.layer_norm(x.view(), ln2_g.data(), ln2_b.data(), eps, h.view()));
     AM_RETURN_IF_ERROR(be.linear(fc1, h.view(), mid.view()));
     AM_RETURN_IF_ERROR(be.activation(act, mid.view()));
@@ -272,17 +273,17 @@ class ClapGraph final : public ModelGraph {
     AM_ASSIGN_OR_RETURN(Tensor text, encode_text(be));
     GraphOutput out;
     out.logits = true;
-    out.output = Tensor(Shape{batch_, text_in_.batch});
+    out.output = be.tensor(Shape{batch_, text_in_.batch});
     AM_RETURN_IF_ERROR(be.matmul_nt(audio.view(), text.view(), std::exp(m_.logit_scale), out.output.view()));
     return out;
   }
 
  private:
   Status project(Backend& be, ConstTensorView pooled, const Projection& p, Tensor& out) const {
-    Tensor mid(Shape{pooled.rows(), p.l1.out_features()});
+    Tensor mid = be.tensor(Shape{pooled.rows(), p.l1.out_features()});
     AM_RETURN_IF_ERROR(be.linear(p.l1, pooled, mid.view()));
     AM_RETURN_IF_ERROR(be.activation(Activation::kRelu, mid.view()));
-    out = Tensor(Shape{pooled.rows(), p.l2.out_features()});
+    out = be.tensor(Shape{pooled.rows(), p.l2.out_features()});
     AM_RETURN_IF_ERROR(be.linear(p.l2, mid.view(), out.view()));
     return be.rms_norm(out.view(), l2_.data(), kL2Eps, out.view());
   }
@@ -291,7 +292,9 @@ class ClapGraph final : public ModelGraph {
     const HtsatConfig& c = m_.hc;
     // BatchNorm over the mel bins: x * scale + shift, each a [1, mels] row broadcast by gathers.
     const int64_t mel_rows = batch_ * c.frames;
-    Tensor mel = audio_.clone(), scale(Shape{mel_rows, c.mels});
+    Tensor mel = be.tensor(audio_.shape()), scale = be.tensor(Shape{mel_rows, c.mels});
+    std::memcpy(mel.data(), audio_.data(), audio_.bytes());  // the input, uploaded once
+    AM_RETURN_IF_ERROR(be.from_host(mel.view()));
     std::vector<int32_t> zero(static_cast<std::size_t>(mel_rows), 0);
     AM_RETURN_IF_ERROR(be.gather_rows(m_.bn_scale.view(), zero.data(), mel_rows, scale.view(), false));
     AM_RETURN_IF_ERROR(be.mul(mel.view(), scale.view()));
@@ -303,11 +306,11 @@ class ClapGraph final : public ModelGraph {
       for (int64_t i = 0; i < pixels; ++i)
         ids[static_cast<std::size_t>(b * pixels + i)] =
             static_cast<int32_t>(b * pixels + m_.fold[static_cast<std::size_t>(i)]);
-    Tensor image(Shape{batch_ * pixels, 1});
+    Tensor image = be.tensor(Shape{batch_ * pixels, 1});
     AM_RETURN_IF_ERROR(be.index_rows(ConstTensorView{mel.data(), Shape{batch_ * pixels, 1}}, ids.data(), batch_ * pixels,
                                      image.view()));
     int64_t res = c.image / c.patch;
-    Tensor x(Shape{batch_ * res * res, c.hidden});
+    Tensor x = be.tensor(Shape{batch_ * res * res, c.hidden});
     Conv2dArgs conv;
     conv.x = image.view();
     conv.y = x.view();
@@ -326,23 +329,26 @@ class ClapGraph final : public ModelGraph {
       for (const SwinBlock& b : s.blocks) AM_RETURN_IF_ERROR(b.forward(be, x, batch_, c.eps, c.act));
       if (s.merge_g.empty()) continue;
       // Patch merging: (2y,2x), (2y+1,2x), (2y,2x+1), (2y+1,2x+1) side by side, as Swin orders them.
-      const int64_t half = s.res / 2, ch = s.channels;
-      Tensor cat(Shape{batch_ * half * half, 4 * ch});
+      // Viewed as rows of ch values, merged row r is the four source rows side by side: a
+      // row gather through the backend.
+      const int64_t half = s.res / 2, ch = s.channels, merged = batch_ * half * half;
+      Tensor cat = be.tensor(Shape{merged, 4 * ch});
+      std::vector<int32_t> quads(static_cast<std::size_t>(4 * merged));
+      const int64_t dy[4] = {0, 1, 0, 1}, dx[4] = {0, 0, 1, 1};
       for (int64_t b = 0; b < batch_; ++b)
         for (int64_t y = 0; y < half; ++y)
-          for (int64_t xx = 0; xx < half; ++xx) {
-            float* dst = cat.row((b * half + y) * half + xx);
-            const int64_t dy[4] = {0, 1, 0, 1}, dx[4] = {0, 0, 1, 1};
+          for (int64_t xx = 0; xx < half; ++xx)
             for (int q = 0; q < 4; ++q) {
-              std::memcpy(dst + q * ch, x.row((b * s.res + 2 * y + dy[q]) * s.res + 2 * xx + dx[q]), ch * sizeof(float));
+              quads[static_cast<std::size_t>(((b * half + y) * half + xx) * 4 + q)] =
+                  static_cast<int32_t>((b * s.res + 2 * y + dy[q]) * s.res + 2 * xx + dx[q]);
             }
-          }
+      AM_RETURN_IF_ERROR(be.index_rows(x.view(), quads.data(), 4 * merged, TensorView{cat.data(), Shape{4 * merged, ch}}));
       AM_RETURN_IF_ERROR(be.layer_norm(cat.view(), s.merge_g.data(), s.merge_b.data(), kTorchNormEps, cat.view()));
-      x = Tensor(Shape{batch_ * half * half, 2 * ch});
+      x = be.tensor(Shape{merged, 2 * ch});
       AM_RETURN_IF_ERROR(be.linear(s.merge, cat.view(), x.view()));
     }
     AM_RETURN_IF_ERROR(be.layer_norm(x.view(), m_.final_g.data(), m_.final_b.data(), kTorchNormEps, x.view()));
-    Tensor pooled(Shape{batch_, x.cols()});
+    Tensor pooled = be.tensor(Shape{batch_, x.cols()});
     AM_RETURN_IF_ERROR(be.global_avg_pool(x.view(), batch_, pooled.view()));
     Tensor out;
     AM_RETURN_IF_ERROR(project(be, pooled.view(), m_.audio_proj, out));
@@ -350,10 +356,10 @@ class ClapGraph final : public ModelGraph {
   }
 
   Result<Tensor> encode_text(Backend& be) const {
-    AM_ASSIGN_OR_RETURN(Tensor hidden, m_.text.forward(text_in_, be));
+    AM_ASSIGN_OR_RETURN(Tensor hidden, m_.text.forward_resident(text_in_, be));
     const int64_t h = m_.text.config().hidden;
     hidden.reshape(Shape{text_in_.batch * text_in_.seq, h});
-    Tensor first(Shape{text_in_.batch, h}), pooled(Shape{text_in_.batch, h});
+    Tensor first = be.tensor(Shape{text_in_.batch, h}), pooled = be.tensor(Shape{text_in_.batch, h});
     AM_RETURN_IF_ERROR(take_rows(be, hidden.view(), text_in_.seq, 0, first.view()));
     AM_RETURN_IF_ERROR(be.linear(m_.pooler, first.view(), pooled.view()));
     AM_RETURN_IF_ERROR(be.activation(Activation::kSigmoid, pooled.view()));  // tanh via its fold
