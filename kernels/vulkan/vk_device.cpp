@@ -473,10 +473,11 @@ Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t byte
   // Bounds the work a batch of host inputs waits on; they are reused only from
   // recycle_host_inputs(), between ops.
   if (inputs_used_.size() >= kHostInputsPerSubmit) AM_RETURN_IF_ERROR(submit());
-  // The smallest free buffer that fits and is at most four times the size, else a new one.
+  // The smallest free buffer that fits and is not kHostInputReuseFactor times too big, else a
+  // new one.
   auto best = inputs_free_.end();
   for (auto it = inputs_free_.begin(); it != inputs_free_.end(); ++it) {
-    if (it->bytes >= bytes && it->bytes <= 4 * std::max<std::size_t>(bytes, 256) &&
+    if (it->bytes >= bytes && it->bytes <= kHostInputReuseFactor * std::max(bytes, kHostInputMinBytes) &&
         (best == inputs_free_.end() || it->bytes < best->bytes)) {
       best = it;
     }
@@ -486,7 +487,7 @@ Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t byte
     b = std::move(*best);
     inputs_free_.erase(best);
   } else {
-    std::size_t size = 256;
+    std::size_t size = kHostInputMinBytes;
     while (size < bytes) size *= 2;
     AM_ASSIGN_OR_RETURN(b, make_buffer(size, true));
     if (b.mapped == nullptr) return internal_error("vulkan staging memory is not mappable on " + info_.name);

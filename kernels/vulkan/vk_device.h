@@ -56,6 +56,10 @@ inline constexpr uint32_t kMaxBindings = 8;
 // kHostInputsPerSubmit buffers handed out the recorded work is submitted.
 inline constexpr std::size_t kHostInputMaxBytes = std::size_t{4} << 20;
 inline constexpr std::size_t kHostInputsPerSubmit = 512;
+// host_input() buffers are at least this many bytes (powers of two), and a free one serves an
+// input of up to kHostInputReuseFactor times less than its size.
+inline constexpr std::size_t kHostInputMinBytes = 256;
+inline constexpr std::size_t kHostInputReuseFactor = 4;
 // Host<->device copies of non-mappable buffers go through a staging buffer of at most this size.
 inline constexpr std::size_t kStagingChunkBytes = std::size_t{64} << 20;
 
