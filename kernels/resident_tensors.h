@@ -74,7 +74,6 @@ class ResidentTensors final : public TensorStorageObserver {
   }
 
   void set_checks(bool on) { checks_ = on; }
-  bool checks() const { return checks_; }
 
   void add(const Tensor& t) {
     if (t.bytes() == 0) return;

@@ -147,7 +147,6 @@ Result<OpenClBackend::Impl::Out> OpenClBackend::Impl::output(ScratchSlot slot, f
   Out o;
   o.host = host;
   o.bytes = bytes;
-  o.slot = slot;
   o.entry = resident->find(host, bytes);
   if (o.entry == nullptr) {
     AM_ASSIGN_OR_RETURN(o.buffer, scratch.get(slot, bytes));

@@ -112,7 +112,6 @@ struct OpenClBackend::Impl {
     std::size_t offset = 0;
     void* host = nullptr;
     std::size_t bytes = 0;
-    opencl::ScratchSlot slot = opencl::ScratchSlot::kOutput;
   };
   // A float activation the op reads: a resident tensor's buffer (a range not at its start, or
   // any range when `private_copy` because the kernel modifies it, is copied on the device into
