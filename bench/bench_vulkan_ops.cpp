@@ -190,7 +190,8 @@ class Bench {
     struct {
       uint32_t iterations;
       float seed;
-    } push{iterations, 1.0f};
+      uint32_t count;  // fma_f32's bound (fma_f16 has none)
+    } push{iterations, 1.0f, groups * kFmaGroupSize};
     // Grow the workload until one dispatch takes long enough to time well (after one untimed
     // dispatch: some drivers, lavapipe among them, compile the shader at its first use).
     AM_RETURN_IF_ERROR(dev_.dispatch(*p, {out.get()}, &push, sizeof push, groups));
@@ -198,6 +199,7 @@ class Bench {
     double s = 0.0;
     for (;;) {
       push.iterations = iterations;
+      push.count = groups * kFmaGroupSize;
       AM_RETURN_IF_ERROR(dev_.dispatch(*p, {out.get()}, &push, sizeof push, groups));
       AM_ASSIGN_OR_RETURN(s, dev_.submit_timed());
       if (s >= kFmaTargetSeconds || iterations >= (1u << 20)) break;

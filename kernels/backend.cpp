@@ -30,6 +30,7 @@ std::string_view op_name(Op op) {
     case Op::kSelectiveScan: return "selective_scan";
     case Op::kTimeMix: return "time_mix";
     case Op::kMatmulNt: return "matmul_nt";
+    case Op::kFmaChain: return "fma_chain";
   }
   // The name lands in stored `unsupported` reasons; a value outside the enum is corruption.
   AM_UNREACHABLE("Op value outside its enum");
@@ -114,5 +115,7 @@ Status Backend::global_avg_pool(ConstTensorView, int64_t, TensorView) { return u
 Status Backend::selective_scan(const SelectiveScanArgs&) { return unsupported_op(Op::kSelectiveScan); }
 Status Backend::time_mix(const TimeMixArgs&) { return unsupported_op(Op::kTimeMix); }
 Status Backend::matmul_nt(ConstTensorView, ConstTensorView, float, TensorView) { return unsupported_op(Op::kMatmulNt); }
+Status Backend::fma_chain(int32_t, TensorView) { return unsupported_op(Op::kFmaChain); }
+Status Backend::synchronize() { return Status::Ok(); }
 
 }  // namespace am::kernels

@@ -73,6 +73,7 @@ enum class Op {
   kSelectiveScan,  // Mamba selective scan with carried state, see selective_scan.h
   kTimeMix,        // RWKV-4 WKV recurrence with carried state, see time_mix.h
   kMatmulNt,       // y = scale * a · b^T over activations, see matmul_nt.h
+  kFmaChain,       // calibration: dependent fp32 FMA chains (the FMA rate), see cpu/fma_chain.h
 };
 
 std::string_view op_name(Op op);
@@ -125,6 +126,9 @@ class Backend {
   // The host wrote `v` (part of a tensor() tensor): bring the device copy up to date.
   virtual Status from_host(ConstTensorView v);
   virtual TransferCounts transfers() const;
+  // Waits until every op recorded so far has run on the device; moves no data (the cpu
+  // backend runs ops synchronously: nothing to wait for). For timing device work.
+  virtual Status synchronize();
 
   // Ops. Shapes are checked; a mismatch is InvalidArgument naming the op.
   virtual Status linear(const Linear& layer, ConstTensorView x, TensorView y);
@@ -162,6 +166,8 @@ class Backend {
   virtual Status selective_scan(const SelectiveScanArgs& args);              // selective_scan.h
   virtual Status time_mix(const TimeMixArgs& args);                          // time_mix.h
   virtual Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y);  // matmul_nt.h
+  // Calibration, not a model op: out = the FMA chains of cpu/fma_chain.h, `iterations` >= 0.
+  virtual Status fma_chain(int32_t iterations, TensorView out);
 
  protected:
   Status unsupported_op(Op op, std::string_view detail = {}) const;

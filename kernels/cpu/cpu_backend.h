@@ -41,6 +41,7 @@ class CpuBackend final : public Backend {
   Status selective_scan(const SelectiveScanArgs& args) override;                          // op_selective_scan.cpp
   Status time_mix(const TimeMixArgs& args) override;                                      // op_time_mix.cpp
   Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;  // op_matmul_nt.cpp
+  Status fma_chain(int32_t iterations, TensorView out) override;                          // op_matmul_nt.cpp
 
   const ExecContext& context() const { return ctx_; }
 

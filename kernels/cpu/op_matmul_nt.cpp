@@ -1,6 +1,7 @@
 // CpuBackend::matmul_nt: one matmul_f32 (b is already in the [out, in] layout it expects),
-// then the scale.
+// then the scale. CpuBackend::fma_chain: the calibration op on the same path and pool.
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/fma_chain.h"
 #include "kernels/cpu/matmul.h"
 #include "kernels/cpu/matmul_nt.h"
 
@@ -12,6 +13,12 @@ Status CpuBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scale, 
   if (scale != 1.0f) {
     for (int64_t i = 0; i < y.numel(); ++i) y.data[i] *= scale;
   }
+  return Status::Ok();
+}
+
+Status CpuBackend::fma_chain(int32_t iterations, TensorView out) {
+  if (iterations < 0) return invalid_argument("fma_chain: iterations " + std::to_string(iterations) + " < 0");
+  ::am::kernels::fma_chain(out.numel(), iterations, out.data, ctx_);
   return Status::Ok();
 }
 

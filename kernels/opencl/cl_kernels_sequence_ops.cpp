@@ -87,6 +87,30 @@ __kernel void matmul_nt(__global const float* a, __global const float* b, float 
   y[(size_t)m * N + n] = scale * acc;
 }
 
+// ---------------------------------------------------------------- calibration
+// The fp32 FMA rate (kernels/cpu/fma_chain.h): 16 independent chains of dependent FMAs per
+// work-item (four float4), summed so none is dropped.
+__kernel void fma_chain(__global float* out, int n, int iterations) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  const float s = (float)i * 1e-7f;
+  float4 a[4];
+  for (int c = 0; c < 4; ++c) {
+    a[c] = (float4)(s + 0.25f * (float)(4 * c), s + 0.25f * (float)(4 * c + 1), s + 0.25f * (float)(4 * c + 2),
+                    s + 0.25f * (float)(4 * c + 3));
+  }
+  const float4 mul = (float4)(0.999999f);
+  const float4 add = (float4)(1e-6f);
+  for (int it = 0; it < iterations; ++it) {
+    a[0] = fma(a[0], mul, add);
+    a[1] = fma(a[1], mul, add);
+    a[2] = fma(a[2], mul, add);
+    a[3] = fma(a[3], mul, add);
+  }
+  const float4 sum = ((a[0] + a[1]) + a[2]) + a[3];
+  out[i] = ((sum.x + sum.y) + sum.z) + sum.w;
+}
+
 // ---------------------------------------------------------------- pooling (pool2d.h)
 // y[b, c] = mean over the sample's `positions` rows of x[., c].
 __kernel void global_avg_pool(__global const float* x, __global float* y, int positions, int cols) {

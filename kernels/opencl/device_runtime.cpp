@@ -20,7 +20,7 @@ constexpr const char* kKernelNames[] = {
     "mul",            "attention",      "rope",           "scatter_add_rows", "top_k",
     "matmul_nt",      "global_avg_pool", "conv1d",         "conv2d",        "group_norm",
     "pool2d",         "selective_scan", "time_mix",       "quantize_q8_k", "matmul_q2_k",
-    "matmul_q2_k_r1", "matmul_q3_k",    "matmul_q3_k_r1",
+    "matmul_q2_k_r1", "matmul_q3_k",    "matmul_q3_k_r1", "fma_chain",
 };
 static_assert(sizeof(kKernelNames) / sizeof(kKernelNames[0]) ==
               static_cast<std::size_t>(KernelId::kCount));

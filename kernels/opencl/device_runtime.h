@@ -59,6 +59,7 @@ enum class KernelId : int {
   kMatmulQ2KR1,
   kMatmulQ3K,
   kMatmulQ3KR1,
+  kFmaChain,
   kCount,
 };
 

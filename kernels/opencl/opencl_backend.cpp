@@ -107,6 +107,7 @@ Status OpenClBackend::supports_on(const OpenClTraits& device, Op op, WeightForma
     case Op::kPool2d:
     case Op::kSelectiveScan:
     case Op::kTimeMix:
+    case Op::kFmaChain:
       return Status::Ok();
     case Op::kLinear:
       break;
@@ -370,6 +371,13 @@ Status OpenClBackend::from_host(ConstTensorView v) {
 }
 
 TransferCounts OpenClBackend::transfers() const { return impl_->counts; }
+
+Status OpenClBackend::synchronize() {
+  Impl& im = *impl_;
+  AM_RETURN_IF_ERROR(im.rt.finish());
+  im.drained();
+  return Status::Ok();
+}
 
 Result<std::unique_ptr<Backend>> make_opencl_backend() {
   AM_ASSIGN_OR_RETURN(opencl::OpenClDevice device, opencl::select_opencl_device());

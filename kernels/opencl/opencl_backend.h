@@ -27,7 +27,7 @@
 //     grouped-query (kv_heads dividing heads), cross (q_len != kv_len), any head_dim, with or
 //     without an additive score bias.
 //   - Also rope (cos/sin computed on the host in double, like the cpu), index_rows,
-//     scatter_add_rows, top_k, matmul_nt, global_avg_pool; conv1d and conv2d (weights
+//     scatter_add_rows, top_k, matmul_nt, global_avg_pool, fma_chain; conv1d and conv2d (weights
 //     rearranged once per weight, conv_weight_layout.h), group_norm, pool2d, selective_scan
 //     (state_size up to 4x the row work-group: 256 on PoCL) and time_mix, whose carried state is
 //     uploaded and read back with the output.
@@ -81,6 +81,7 @@ class OpenClBackend final : public Backend {
   Status to_host(ConstTensorView v) override;
   Status from_host(ConstTensorView v) override;
   TransferCounts transfers() const override;
+  Status synchronize() override;
 
   Status linear(const Linear& layer, ConstTensorView x, TensorView y) override;
   Status gather_rows(ConstTensorView table, const int32_t* ids, int64_t n, TensorView y,
@@ -101,6 +102,7 @@ class OpenClBackend final : public Backend {
   Status scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
                           TensorView y) override;
   Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;
+  Status fma_chain(int32_t iterations, TensorView out) override;
   Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;
   Status conv1d(const Conv1dArgs& args) override;
   Status conv2d(const Conv2dArgs& args) override;

@@ -157,6 +157,20 @@ Status OpenClBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scal
   });
 }
 
+Status OpenClBackend::fma_chain(int32_t iterations, TensorView out) {
+  if (iterations < 0) return invalid_argument("fma_chain: iterations " + std::to_string(iterations) + " < 0");
+  if (out.numel() == 0) return Status::Ok();
+  if (out.numel() > kMaxKernelIndex) return unsupported_op(Op::kFmaChain, "more than 2^31-1 elements");
+  Impl& im = *impl_;
+  return im.run([&]() -> Status {
+    AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(ScratchSlot::kOutput, out.data, float_bytes(out.numel()), false));
+    auto launch = im.rt.kernel(KernelId::kFmaChain);
+    launch.mem(o.buffer).i32(static_cast<int32_t>(out.numel())).i32(iterations);
+    AM_RETURN_IF_ERROR(im.launch_flat(out.numel(), launch));
+    return im.finish(o);
+  });
+}
+
 Status OpenClBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) {
   AM_RETURN_IF_ERROR(validate_global_avg_pool_args(x, batch, y));
   const int64_t cols = x.cols();

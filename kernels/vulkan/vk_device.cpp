@@ -389,8 +389,9 @@ VulkanDevice::~VulkanDevice() {
   // Members below device_ are destroyed first (reverse declaration order).
 }
 
-Result<Buffer> VulkanDevice::make_buffer(std::size_t bytes, bool staging) {
-  if (!staging && bytes > info_.max_storage_buffer_range) {
+Result<Buffer> VulkanDevice::make_buffer(std::size_t bytes, BufferUse use) {
+  const bool mapped_use = use != BufferUse::kDevice;
+  if (use == BufferUse::kDevice && bytes > info_.max_storage_buffer_range) {
     return unsupported("a buffer of " + std::to_string(bytes) + " bytes exceeds maxStorageBufferRange (" +
                        std::to_string(info_.max_storage_buffer_range) + ") on Vulkan device " + info_.name);
   }
@@ -410,9 +411,14 @@ Result<Buffer> VulkanDevice::make_buffer(std::size_t bytes, bool staging) {
   fn.vkGetBufferMemoryRequirements(dev, raw, &req);
   const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int type = -1;
-  if (staging) {
+  if (use == BufferUse::kStaging) {
     // Cached host memory makes downloads read at memcpy speed.
     type = memory_type(memory_, req.memoryTypeBits, host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT, 0);
+    if (type < 0) type = memory_type(memory_, req.memoryTypeBits, host, 0);
+  } else if (use == BufferUse::kHostInput) {
+    // Written once by the host, read by many invocations: from VRAM when the device maps some
+    // to the host, else over the bus from host memory.
+    type = memory_type(memory_, req.memoryTypeBits, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0);
     if (type < 0) type = memory_type(memory_, req.memoryTypeBits, host, 0);
   } else {
     // Device-local memory the host cannot see (VRAM behind PCIe) first; on unified-memory
@@ -427,24 +433,36 @@ Result<Buffer> VulkanDevice::make_buffer(std::size_t bytes, bool staging) {
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = static_cast<uint32_t>(type);
   VkDeviceMemory mem = VK_NULL_HANDLE;
-  AM_RETURN_IF_ERROR(vk_check(fn.vkAllocateMemory(dev, &mai, nullptr, &mem), "vkAllocateMemory"));
+  VkResult allocated = fn.vkAllocateMemory(dev, &mai, nullptr, &mem);
+  if (allocated != VK_SUCCESS && use == BufferUse::kHostInput &&
+      (memory_.memoryTypes[type].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) != 0) {
+    // The host-visible part of VRAM is small (256 MiB without resizable BAR) and may be full:
+    // host memory then.
+    const int fallback = memory_type(memory_, req.memoryTypeBits, host, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+    if (fallback >= 0) {
+      type = fallback;
+      mai.memoryTypeIndex = static_cast<uint32_t>(type);
+      allocated = fn.vkAllocateMemory(dev, &mai, nullptr, &mem);
+    }
+  }
+  AM_RETURN_IF_ERROR(vk_check(allocated, "vkAllocateMemory"));
   b.memory = MemoryHandle(dev, mem, fn.vkFreeMemory);
   AM_RETURN_IF_ERROR(vk_check(fn.vkBindBufferMemory(dev, raw, mem, 0), "vkBindBufferMemory"));
   const VkMemoryPropertyFlags flags = memory_.memoryTypes[type].propertyFlags;
-  if ((flags & host) == host && (staging || !options_.staging_transfers)) {
+  if ((flags & host) == host && (mapped_use || !options_.staging_transfers)) {
     // Mapped for the buffer's lifetime; vkFreeMemory unmaps.
     AM_RETURN_IF_ERROR(vk_check(fn.vkMapMemory(dev, mem, 0, VK_WHOLE_SIZE, 0, &b.mapped), "vkMapMemory"));
   }
   return b;
 }
 
-Result<Buffer> VulkanDevice::create_buffer(std::size_t bytes) { return make_buffer(bytes, false); }
-Result<Buffer> VulkanDevice::create_staging(std::size_t bytes) { return make_buffer(bytes, true); }
+Result<Buffer> VulkanDevice::create_buffer(std::size_t bytes) { return make_buffer(bytes, BufferUse::kDevice); }
+Result<Buffer> VulkanDevice::create_staging(std::size_t bytes) { return make_buffer(bytes, BufferUse::kStaging); }
 
 Result<Buffer*> VulkanDevice::staging(std::size_t bytes) {
   if (!staging_ || staging_.bytes < bytes) {
     staging_ = Buffer();
-    AM_ASSIGN_OR_RETURN(staging_, make_buffer(bytes, true));
+    AM_ASSIGN_OR_RETURN(staging_, make_buffer(bytes, BufferUse::kStaging));
   }
   return &staging_;
 }
@@ -489,7 +507,7 @@ Result<const Buffer*> VulkanDevice::host_input(const void* src, std::size_t byte
   } else {
     std::size_t size = kHostInputMinBytes;
     while (size < bytes) size *= 2;
-    AM_ASSIGN_OR_RETURN(b, make_buffer(size, true));
+    AM_ASSIGN_OR_RETURN(b, make_buffer(size, BufferUse::kHostInput));
     if (b.mapped == nullptr) return internal_error("vulkan staging memory is not mappable on " + info_.name);
   }
   if (bytes > 0) std::memcpy(b.mapped, src, bytes);

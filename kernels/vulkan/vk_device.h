@@ -191,7 +191,12 @@ class VulkanDevice {
   Status begin_if_needed();
   // Records `st` as the device's permanent failure when it is an error (see wait_idle()).
   Status fail_on_error(Status st);
-  Result<Buffer> make_buffer(std::size_t bytes, bool staging);
+  // kDevice: device-local (shader operands); kStaging: host-cached, mapped (transfers);
+  // kHostInput: mapped memory the shaders read directly — device-local host-visible memory (a
+  // PCIe BAR) where the device has it, so each invocation's read stays on the device, else
+  // plain host-visible memory.
+  enum class BufferUse { kDevice, kStaging, kHostInput };
+  Result<Buffer> make_buffer(std::size_t bytes, BufferUse use);
   Result<VkDescriptorSet> allocate_set(const Pipeline& p);
   Result<Buffer*> staging(std::size_t bytes);
   void barrier();

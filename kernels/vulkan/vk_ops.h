@@ -102,6 +102,8 @@ class DeviceOps {
   Status softmax(const Buffer& x, int64_t rows, int64_t cols);
   Status activation(const Buffer& x, int64_t n, uint32_t kind);
   Status binary(const Buffer& y, const Buffer& a, int64_t n, uint32_t op);  // 0 add, 1 mul
+  // out[0, n) = the FMA chains of kernels/cpu/fma_chain.h (fma_f32.comp).
+  Status fma_chain(int64_t n, uint32_t iterations, const Buffer& out);
   Status gather_rows(const Buffer& table, const Buffer& ids, int64_t n, int64_t cols, bool accumulate,
                      const Buffer& y);
   // Scaled dot-product attention (attention.comp) over q [batch*q_len, heads*head_dim] and

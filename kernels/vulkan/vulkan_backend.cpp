@@ -69,6 +69,13 @@ Status VulkanBackend::from_host(ConstTensorView v) {
 
 TransferCounts VulkanBackend::transfers() const { return impl_->counts; }
 
+Status VulkanBackend::synchronize() {
+  Impl& im = *impl_;
+  AM_RETURN_IF_ERROR(im.dev->submit());  // runs what is recorded and waits for it
+  im.idle();
+  return Status::Ok();
+}
+
 Status VulkanBackend::supports(Op op, WeightFormat format) const {
   return supports_on({device().name}, op, format);
 }
@@ -96,6 +103,7 @@ Status VulkanBackend::supports_on(const VulkanTraits& device, Op op, WeightForma
     case Op::kPool2d:
     case Op::kSelectiveScan:
     case Op::kTimeMix:
+    case Op::kFmaChain:
       return Status::Ok();
     case Op::kLinear:
       break;

@@ -8,15 +8,16 @@
 //     gather tables) are uploaded on first use and cached by
 //     address for the backend's lifetime, as backend.h allows, in the layouts of vk_weights.h.
 //     release_cached_weights() drops them; cached_weight_bytes() is their device footprint.
-//   - Activations are copied host -> device and back around every op (scratch buffers that only
-//     grow); the device work itself lives in vk_ops.h (DeviceOps), which a buffer-resident seam
-//     will call without the copies.
+//   - Activations: tensor() tensors stay in device buffers between ops (kernels/resident_tensors.h);
+//     ops on them are recorded into one command buffer, submitted when the host needs a result
+//     (to_host(), synchronize()) or a buffer must be replaced. Plain host tensors are copied in
+//     and out around the op. The device work itself lives in vk_ops.h (DeviceOps).
 //   - supports(): every op of backend.h and every weight format. linear with f32, f16, bf16,
 //     q8_0, q4_0, q4_1, q2_k and q3_k weights; gather_rows, layer_norm, rms_norm, activation,
 //     add, mul, softmax, attention and attention_bias (bidirectional with key mask, causal with
 //     q_offset, grouped-query, cross, any head_dim; online softmax over chunks of keys); rope
 //     (cos/sin computed on the host in double, like the cpu), index_rows, scatter_add_rows,
-//     top_k, matmul_nt, global_avg_pool; conv1d, conv2d (weights rearranged once and cached by
+//     top_k, matmul_nt, global_avg_pool, fma_chain; conv1d, conv2d (weights rearranged once and cached by
 //     address), group_norm, pool2d, selective_scan (state_size up to 256) and time_mix (the
 //     carried state is uploaded and read back with the output). An op added to backend.h later
 //     is Unsupported naming op and backend until this backend learns it. Block-quantized
@@ -69,6 +70,7 @@ class VulkanBackend final : public Backend {
   Status to_host(ConstTensorView v) override;
   Status from_host(ConstTensorView v) override;
   TransferCounts transfers() const override;
+  Status synchronize() override;
 
   Status linear(const Linear& layer, ConstTensorView x, TensorView y) override;
   Status gather_rows(ConstTensorView table, const int32_t* ids, int64_t n, TensorView y,
@@ -88,6 +90,7 @@ class VulkanBackend final : public Backend {
   Status scatter_add_rows(ConstTensorView x, const int32_t* ids, const float* scales, int64_t n,
                           TensorView y) override;
   Status matmul_nt(ConstTensorView a, ConstTensorView b, float scale, TensorView y) override;
+  Status fma_chain(int32_t iterations, TensorView out) override;
   Status global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) override;
   Status conv1d(const Conv1dArgs& args) override;
   Status conv2d(const Conv2dArgs& args) override;

@@ -1,4 +1,4 @@
-// VulkanBackend: rope, top_k, index_rows, scatter_add_rows, matmul_nt and global_avg_pool, each
+// VulkanBackend: rope, top_k, index_rows, scatter_add_rows, matmul_nt, fma_chain and global_avg_pool, each
 // one DeviceOps shader between Impl::input/output/finish (vk_ops_sequence.cpp).
 #include <cmath>
 #include <vector>
@@ -108,6 +108,15 @@ Status VulkanBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scal
   AM_ASSIGN_OR_RETURN(Impl::Out yo, im.output(Slot::kOutput, y.data, float_bytes(m * n), false));
   AM_RETURN_IF_ERROR(im.ops.matmul_nt(*ab, *bb, scale, m, n, k, *yo.buffer));
   return im.finish(yo);
+}
+
+Status VulkanBackend::fma_chain(int32_t iterations, TensorView out) {
+  if (iterations < 0) return invalid_argument("fma_chain: iterations " + std::to_string(iterations) + " < 0");
+  if (out.numel() == 0) return Status::Ok();
+  Impl& im = *impl_;
+  AM_ASSIGN_OR_RETURN(Impl::Out o, im.output(Slot::kOutput, out.data, float_bytes(out.numel()), false));
+  AM_RETURN_IF_ERROR(im.ops.fma_chain(out.numel(), static_cast<uint32_t>(iterations), *o.buffer));
+  return im.finish(o);
 }
 
 Status VulkanBackend::global_avg_pool(ConstTensorView x, int64_t batch, TensorView y) {

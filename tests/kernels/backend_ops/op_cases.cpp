@@ -9,14 +9,17 @@
 
 #include "jobs/precision.h"
 #include "kernels/cpu/activation.h"
+#include "kernels/cpu/fma_chain.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/exec_context.h"
+#include "kernels/formats/weight_format.h"
 #include "kernels/rng.h"
 
 namespace am::kernels::testing {
 namespace {
 
 const ExecContext kBuildCtx{KernelPath::kScalar, nullptr, /*cpu_weights=*/false};
+constexpr int64_t kCallsPerWait = 64;
 
 // Inputs live where the backend keeps activations (tensor() + from_host()), as a graph's do;
 // outputs are poisoned with NaN first, so an element the op never writes fails the comparison.
@@ -37,13 +40,14 @@ class Io {
     made_.push_back(t.view());
     return t;
   }
-  // The case's op call: run once, or, while timing is on, timed (op_timing()).
-  Status op(const std::function<Status()>& call) {
+  // The case's op call: run once, or, while timing is on, timed (op_timing()) after
+  // `warmup_calls` untimed calls (a call per weight copy it rotates over).
+  Status op(const std::function<Status()>& call, int64_t warmup_calls = 1) {
     OpTiming& t = op_timing();
     if (!t.on) return call();
     t.bytes = 0;
     for (ConstTensorView v : made_) t.bytes += static_cast<double>(v.numel()) * sizeof(float);
-    AM_RETURN_IF_ERROR(call());  // warm-up: weights uploaded, pipelines built
+    for (int64_t i = 0; i < warmup_calls; ++i) AM_RETURN_IF_ERROR(call());  // weights uploaded, pipelines built
     AM_RETURN_IF_ERROR(sync());
     int64_t reps = 0;
     const auto start = std::chrono::steady_clock::now();
@@ -51,9 +55,10 @@ class Io {
     while (elapsed < t.min_s || reps < 3) {
       AM_RETURN_IF_ERROR(call());
       ++reps;
-      // Waits every few calls: the clock then sees the device's work, and the recorded work
-      // stays bounded.
-      if (reps % 8 == 0) AM_RETURN_IF_ERROR(sync());
+      // Waits every kCallsPerWait calls: the clock then sees the device's work and the recorded
+      // work stays bounded, while the wait (a submit and a fence, ~100 us on a GPU) stays a
+      // small part of a short op's time, as it is in a model's forward pass.
+      if (reps % kCallsPerWait == 0) AM_RETURN_IF_ERROR(sync());
       elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     AM_RETURN_IF_ERROR(sync());
@@ -68,11 +73,8 @@ class Io {
   }
 
  private:
-  // Waits for the recorded work: the device-newer tensors come back (the others cost nothing).
-  Status sync() {
-    for (ConstTensorView v : made_) AM_RETURN_IF_ERROR(be_.to_host(v));
-    return Status::Ok();
-  }
+  // Waits for the recorded work; moves no data (a download here would be timed as the op's).
+  Status sync() { return be_.synchronize(); }
   Backend& be_;
   std::vector<ConstTensorView> made_;
 };
@@ -266,6 +268,20 @@ void add_row_cases(std::vector<OpCase>& cases) {
                               o.push_back(std::move(y));
                               return io.done(std::move(o));
                             }));
+  {
+    // 1003 elements: not a multiple of any work-group or vector width.
+    constexpr int32_t kIterations = 64;
+    OpCase fma = make_case("fma_chain 17x59, 64 steps", Op::kFmaChain, OpTolerance::kTranscendental,
+                           [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                             AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{17, 59}));
+                             AM_RETURN_IF_ERROR(io.op([&] { return be.fma_chain(kIterations, y.view()); }));
+                             std::vector<Tensor> o;
+                             o.push_back(std::move(y));
+                             return io.done(std::move(o));
+                           });
+    fma.flops = 17.0 * 59.0 * kIterations * kFmaChainFlopsPerStep;
+    cases.push_back(std::move(fma));
+  }
   cases.push_back(make_case("global_avg_pool 3 samples x 7 positions x 29", Op::kGlobalAvgPool,
                             OpTolerance::kNorm, [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                               AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{21, 29}, 33));
@@ -518,36 +534,68 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
 
 }  // namespace
 
-std::vector<OpCase> baseline_op_cases() {
+std::vector<OpCase> perf_op_cases(bool quick, double rotate_bytes) {
   std::vector<OpCase> cases;
-  constexpr int64_t kCopyRows = 4096, kCopyCols = 2048;  // 32 MiB each way
-  OpCase copy = make_case("copy 32 MiB (index_rows)", Op::kIndexRows, OpTolerance::kElementwise,
-                          [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
-                            std::vector<int32_t> ids(kCopyRows);
-                            for (int64_t i = 0; i < kCopyRows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i);
-                            AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{kCopyRows, kCopyCols}, 1));
-                            AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{kCopyRows, kCopyCols}));
-                            AM_RETURN_IF_ERROR(io.op([&] { return be.index_rows(x.view(), ids.data(), kCopyRows, y.view()); }));
+  // Few long rows: the ids stay small (a host input), the bytes are the rows'. 128 MiB each way
+  // is twice the largest GPU L2 we know and within lavapipe's 128 MiB buffer limit.
+  const int64_t copy_rows = quick ? 128 : 512, copy_cols = 65536;  // 32 / 128 MiB each way
+  OpCase copy = make_case("copy " + std::to_string(copy_rows * copy_cols * 4 >> 20) + " MiB (index_rows)",
+                          Op::kIndexRows, OpTolerance::kElementwise,
+                          [copy_rows, copy_cols](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                            std::vector<int32_t> ids(static_cast<std::size_t>(copy_rows));
+                            for (int64_t i = 0; i < copy_rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i);
+                            AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{copy_rows, copy_cols}, 1));
+                            AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{copy_rows, copy_cols}));
+                            AM_RETURN_IF_ERROR(io.op([&] { return be.index_rows(x.view(), ids.data(), copy_rows, y.view()); }));
                             std::vector<Tensor> o;
                             o.push_back(std::move(y));
                             return io.done(std::move(o));
                           });
   cases.push_back(std::move(copy));
-  constexpr int64_t kM = 512, kK = 1024, kN = 1024;
-  auto layer = std::make_shared<Linear>(
-      Linear::create(host(Shape{kN, kK}, 2, 0.0f, 0.05f), Tensor(), WeightFormat::kF32, kBuildCtx));
-  OpCase gemm = make_case("linear f32 512x1024x1024", Op::kLinear, OpTolerance::kFloatMatmul,
-                          [layer](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
-                            AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{kM, kK}, 3));
-                            AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{kM, kN}));
-                            AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layer, x.view(), y.view()); }));
-                            std::vector<Tensor> o;
-                            o.push_back(std::move(y));
-                            return io.done(std::move(o));
-                          });
-  gemm.flops = 2.0 * kM * kK * kN;
-  gemm.weight_bytes = static_cast<double>(layer->weight_bytes());
-  cases.push_back(std::move(gemm));
+  struct Shape3 {
+    int64_t m, k, n;
+  };
+  std::vector<std::pair<WeightFormat, Shape3>> shapes;
+  const std::vector<Shape3> gemv = quick ? std::vector<Shape3>{{1, 1024, 2048}} : std::vector<Shape3>{{1, 4096, 14336}, {1, 14336, 4096}};
+  for (WeightFormat f : {WeightFormat::kQ4_0, WeightFormat::kQ8_0, WeightFormat::kF16, WeightFormat::kF32}) {
+    for (const Shape3& s : gemv) shapes.push_back({f, s});
+  }
+  const Shape3 gemm = quick ? Shape3{64, 512, 512} : Shape3{512, 4096, 4096};
+  for (WeightFormat f : {WeightFormat::kF16, WeightFormat::kF32, WeightFormat::kQ8_0}) shapes.push_back({f, gemm});
+  for (const auto& [f, s] : shapes) {
+    const WeightFormat format = f;
+    const Shape3 sh = s;
+    OpCase c;
+    c.name = "linear " + std::string(weight_format_name(format)) + " " + dims({sh.m, sh.k, sh.n});
+    c.op = Op::kLinear;
+    c.format = format;
+    c.tolerance = OpTolerance::kQuantMatmul;
+    c.flops = 2.0 * static_cast<double>(sh.m * sh.k * sh.n);
+    c.weight_bytes = static_cast<double>(weight_format_row_bytes(format, sh.k)) * static_cast<double>(sh.n);
+    // A GEMV's weights would stay in a GPU's L2 (60 MB on an H200) or a CPU's L3 from one call
+    // to the next: its calls rotate over copies of the layer that together exceed
+    // `rotate_bytes`, so each call streams its weights from memory (not with `quick`, a smoke
+    // run). Built at the run, not with
+    // the table, and freed after it: together they take several GB.
+    const int64_t copies = sh.m == 1 && !quick ? std::max<int64_t>(1, static_cast<int64_t>(std::ceil(rotate_bytes / c.weight_bytes))) : 1;
+    c.name += copies > 1 ? " (" + std::to_string(copies) + " copies)" : "";
+    c.run = [format, sh, copies](Backend& be) -> Result<std::vector<Tensor>> {
+      const Tensor w = host(Shape{sh.n, sh.k}, 400 + sh.k, 0.0f, 0.05f);
+      std::vector<std::unique_ptr<Linear>> layers;
+      for (int64_t i = 0; i < copies; ++i) {
+        layers.push_back(std::make_unique<Linear>(Linear::create(w.clone(), Tensor(), format, kBuildCtx)));
+      }
+      Io io(be);
+      AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{sh.m, sh.k}, 500 + sh.m));
+      AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{sh.m, sh.n}));
+      std::size_t next = 0;
+      AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layers[next++ % layers.size()], x.view(), y.view()); }, copies));
+      std::vector<Tensor> o;
+      o.push_back(std::move(y));
+      return io.done(std::move(o));
+    };
+    cases.push_back(std::move(c));
+  }
   return cases;
 }
 

@@ -51,10 +51,15 @@ struct OpCase {
 };
 
 std::vector<OpCase> all_op_cases();
-// The perf mode's baselines, measured by the same backend in the same run: a 32 MiB copy
-// through index_rows (read + write: the bandwidth the backend's own kernels reach) and an f32
-// GEMM of 512x1024x1024 (its fp32 matmul rate).
-std::vector<OpCase> baseline_op_cases();
+// The perf mode's own table (bench_backend_ops only: too big for a software device's test
+// time). [0] is the copy baseline: index_rows over 128 MiB (32 MiB with `quick`), read + write,
+// the bandwidth the backend's own kernels reach. Then issue 12's target shapes: GEMV (M = 1) in
+// q4_0, q8_0, f16 and f32 at K x N = 4096 x 14336 and 14336 x 4096, and GEMM M = 512,
+// K = N = 4096 in f16, f32 and q8_0 (quick: 1x1024x2048 and 64x512x512). A GEMV rotates over
+// copies of its layer that together exceed `rotate_bytes` (not with `quick`), so no cache holds
+// its weights between calls. Weights are built when a case runs and freed after it.
+inline constexpr double kDefaultRotateBytes = 256.0 * (1 << 20);
+std::vector<OpCase> perf_op_cases(bool quick, double rotate_bytes = kDefaultRotateBytes);
 
 // Perf mode (bench_backend_ops): while `on`, a case's run() calls its op once to warm up and
 // then repeatedly for at least `min_s` seconds, waiting for the device's work, and leaves the
