@@ -7,7 +7,9 @@
 // (resident_tensors.h), so a backend that mishandles resident inputs or outputs fails here.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -81,6 +83,29 @@ const std::vector<Tensor>& reference(std::size_t index) {
   return it->second;
 }
 
+// Empty when `got` matches `want` as op_cases.h says: the same non-finite elements (NaN where
+// NaN, the same infinity), the finite ones within `tolerance` in NMSE, or bit-identical for kExact.
+std::string compare(const Tensor& got, const Tensor& want, double tolerance) {
+  double err = 0.0, energy = 0.0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const float g = got.data()[i], w = want.data()[i];
+    if (!std::isfinite(w) || !std::isfinite(g)) {
+      const bool same = std::isnan(w) ? std::isnan(g) : g == w;
+      if (!same) return "element " + std::to_string(i) + " is " + std::to_string(g) + ", the reference " + std::to_string(w);
+      continue;
+    }
+    if (tolerance == OpTolerance::kExact && std::memcmp(&g, &w, sizeof g) != 0) {
+      return "element " + std::to_string(i) + " is " + std::to_string(g) + ", not bit-identical to the reference " +
+             std::to_string(w);
+    }
+    err += (static_cast<double>(g) - w) * (static_cast<double>(g) - w);
+    energy += static_cast<double>(w) * w;
+  }
+  const double nmse = energy > 0.0 ? err / energy : err;
+  if (nmse > tolerance) return "NMSE " + std::to_string(nmse) + " above " + std::to_string(tolerance);
+  return {};
+}
+
 void run_op(const std::string& backend, Op op) {
   Result<Backend*> be = backend_named(backend);
   if (!be.ok()) {
@@ -102,23 +127,50 @@ void run_op(const std::string& backend, Op op) {
     ASSERT_EQ(got->size(), want.size());
     for (std::size_t k = 0; k < want.size(); ++k) {
       ASSERT_EQ((*got)[k].numel(), want[k].numel());
-      const AccuracyMetrics m = compare_outputs((*got)[k].data(), want[k].data(), want[k].rows(), want[k].cols());
-      EXPECT_EQ(m.nonfinite, 0) << "output " << k;
-      EXPECT_LE(m.nmse, c.tolerance) << "output " << k;
+      const std::string bad = compare((*got)[k], want[k], c.tolerance);
+      EXPECT_TRUE(bad.empty()) << "output " << k << ": " << bad;
     }
     ++ran;
   }
   EXPECT_GT(ran, 0) << "no case of " << op_name(op) << " ran on " << backend;
 }
 
+// Every reject case on `backend`: InvalidArgument naming what is wrong.
+void run_rejects(const std::string& backend) {
+  Result<Backend*> be = backend_named(backend);
+  if (!be.ok()) {
+    if (be.status().code() != StatusCode::kUnsupported) FAIL() << be.status().to_string();
+    GTEST_SKIP() << backend << " has no device here: " << be.status().message();
+  }
+  for (const RejectCase& r : all_reject_cases()) {
+    SCOPED_TRACE(r.name);
+    if (!(*be)->supports(r.op).ok()) continue;
+    const Status s = r.call(**be);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.to_string();
+    EXPECT_NE(s.message().find(r.must_mention), std::string::npos) << s.message();
+  }
+}
+
 class OpTest : public ::testing::Test {
  public:
   OpTest(std::string backend, Op op) : backend_(std::move(backend)), op_(op) {}
-  void TestBody() override { run_op(backend_, op_); }
+  void TestBody() override {
+    if (rejects_) {
+      run_rejects(backend_);
+    } else {
+      run_op(backend_, op_);
+    }
+  }
+  static OpTest* rejects(std::string backend) {
+    auto* t = new OpTest(std::move(backend), Op::kAdd);
+    t->rejects_ = true;
+    return t;
+  }
 
  private:
   std::string backend_;
   Op op_;
+  bool rejects_ = false;
 };
 
 void register_all() {
@@ -134,6 +186,8 @@ void register_all() {
       ::testing::RegisterTest(suite.c_str(), std::string(op_name(op)).c_str(), nullptr, nullptr, __FILE__, __LINE__,
                               [backend, op]() -> ::testing::Test* { return new OpTest(backend, op); });
     }
+    ::testing::RegisterTest(suite.c_str(), "rejects_bad_arguments", nullptr, nullptr, __FILE__, __LINE__,
+                            [backend]() -> ::testing::Test* { return OpTest::rejects(backend); });
   }
 }
 

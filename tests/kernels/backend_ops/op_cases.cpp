@@ -99,10 +99,13 @@ void add_linear_cases(std::vector<OpCase>& cases) {
     const WeightFormat f = fi.format;
     const bool kquant = f == WeightFormat::kQ2_K || f == WeightFormat::kQ3_K;
     // m 1: the matrix-vector path; 7: below the GEMM threshold, batch > 1; 37: the tiled GEMM
-    // with a partial tile. n odd (not a multiple of any tile or vector width); k a whole number
-    // of blocks (256 values for the k-quants), long rows at 2048.
+    // with a partial tile; 130 x 131: more than one 128 x 128 tile each way. n odd (not a
+    // multiple of any tile or vector width); k a whole number of blocks (256 values for the
+    // k-quants), long rows at 2048 and 4128 (129 blocks: a matrix-vector row spread over more
+    // invocations on Vulkan).
     const std::vector<Shape3> shapes = kquant ? std::vector<Shape3>{{1, 512, 33}, {7, 256, 65}, {37, 512, 19}}
-                                              : std::vector<Shape3>{{1, 96, 33}, {7, 160, 65}, {37, 96, 19}, {3, 2048, 11}};
+                                              : std::vector<Shape3>{{1, 96, 33}, {7, 160, 65}, {37, 96, 19}, {3, 2048, 11},
+                                                                    {130, 224, 131}, {2, 4128, 37}};
     for (const Shape3& s : shapes) {
       auto layer = std::make_shared<Linear>(
           Linear::create(host(Shape{s.n, s.k}, 100 + s.k, 0.0f, 0.5f), host(Shape{s.n}, 200 + s.n), f, kBuildCtx));
@@ -306,6 +309,9 @@ void add_attention_cases(std::vector<OpCase>& cases) {
       {"cross, q 5 kv 19, masked", 2, 5, 19, 2, 2, 40, 0, false, true, false},
       {"long kv 300, head_dim 80", 1, 4, 300, 2, 1, 80, 296, true, false, false},
       {"score bias (T5), masked", 2, 7, 9, 3, 3, 16, 0, false, true, true},
+      {"odd head_dim 13", 2, 7, 7, 3, 3, 13, 0, false, false, false},
+      {"head_dim 200, above a work-group", 1, 4, 4, 1, 1, 200, 0, false, false, false},
+      {"600 keys, several chunks, masked", 1, 3, 600, 2, 2, 64, 0, false, true, false},
   };
   for (const A& s : shapes) {
     const Op op = s.bias ? Op::kAttentionBias : Op::kAttention;
@@ -450,7 +456,8 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
   }
   for (PoolKind kind : {PoolKind::kMax, PoolKind::kAvg}) {
     cases.push_back(make_case(std::string("pool2d ") + (kind == PoolKind::kMax ? "max" : "avg") + " 3x3 stride 2 pad 1",
-                              Op::kPool2d, OpTolerance::kElementwise, [kind](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                              Op::kPool2d, kind == PoolKind::kMax ? OpTolerance::kExact : OpTolerance::kElementwise,
+                              [kind](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                                 const int64_t side = 9, o_side = conv_out_size(side, 3, 2, 1);
                                 AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{2 * side * side, 5}, 73));
                                 AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{2 * o_side * o_side, 5}));
@@ -534,6 +541,101 @@ void add_spatial_cases(std::vector<OpCase>& cases) {
 
 }  // namespace
 
+
+// Where the reference is not finite: NaN activations, masked rows; and the k-quants at sizes that are not whole super-blocks, with a bias.
+void add_edge_cases(std::vector<OpCase>& cases) {
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kQ8_0, WeightFormat::kQ4_0, WeightFormat::kQ2_K}) {
+    const int64_t k = f == WeightFormat::kQ2_K ? 512 : 64;
+    auto layer = std::make_shared<Linear>(Linear::create(host(Shape{6, k}, 90 + k), Tensor(), f, kBuildCtx));
+    OpCase c = make_case("linear " + std::string(weight_format_name(f)) + " NaN in one activation block of row 1",
+                         Op::kLinear, f == WeightFormat::kF32 ? OpTolerance::kFloatMatmul : OpTolerance::kQuantMatmul,
+                         [layer, k](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                           AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{2, k}, 91));
+                           x.data()[k + k / 2 + 3] = kNaN;  // row 1, not its first block
+                           AM_RETURN_IF_ERROR(be.from_host(x.view()));
+                           AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{2, 6}));
+                           AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layer, x.view(), y.view()); }));
+                           std::vector<Tensor> o;
+                           o.push_back(std::move(y));
+                           return io.done(std::move(o));
+                         });
+    c.format = f;
+    cases.push_back(std::move(c));
+  }
+  struct K {
+    int64_t m, k, n;
+  };
+  for (WeightFormat f : {WeightFormat::kQ2_K, WeightFormat::kQ3_K}) {
+    for (const K& s : {K{1, 45, 33}, K{9, 1100, 18}, K{1, 4128, 5}}) {
+      auto layer = std::make_shared<Linear>(
+          Linear::create(host(Shape{s.n, s.k}, 94 + s.k, 0.0f, 0.5f), host(Shape{s.n}, 95), f, kBuildCtx));
+      OpCase c = make_case("linear " + std::string(weight_format_name(f)) + " " + dims({s.m, s.k, s.n}) +
+                               " partial super-block, bias",
+                           Op::kLinear, OpTolerance::kQuantMatmul, [layer, s](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                             AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{s.m, s.k}, 96));
+                             AM_ASSIGN_OR_RETURN(Tensor y, io.out(Shape{s.m, s.n}));
+                             AM_RETURN_IF_ERROR(io.op([&] { return be.linear(*layer, x.view(), y.view()); }));
+                             std::vector<Tensor> o;
+                             o.push_back(std::move(y));
+                             return io.done(std::move(o));
+                           });
+      c.format = f;
+      cases.push_back(std::move(c));
+    }
+  }
+  cases.push_back(make_case("activation relu keeps NaN", Op::kActivation, OpTolerance::kElementwise,
+                            [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                              AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{3, 7}, 97));
+                              x.data()[1] = kNaN;
+                              x.data()[15] = kNaN;
+                              AM_RETURN_IF_ERROR(be.from_host(x.view()));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.activation(Activation::kRelu, x.view()); }));
+                              std::vector<Tensor> o;
+                              o.push_back(std::move(x));
+                              return io.done(std::move(o));
+                            }));
+  // Row 0 fully masked (zeros), row 1 with a NaN (a NaN row), row 2 partly masked, row 3 plain.
+  cases.push_back(make_case("softmax masked rows and NaN", Op::kSoftmax, OpTolerance::kTranscendental,
+                            [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                              AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{4, 37}, 98, 0.0f, 4.0f));
+                              for (int64_t c = 0; c < 37; ++c) {
+                                x.row(0)[c] = -kInf;
+                                if (c % 3 == 0) x.row(2)[c] = -kInf;
+                              }
+                              x.row(1)[5] = kNaN;
+                              AM_RETURN_IF_ERROR(be.from_host(x.view()));
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.softmax(x.view()); }));
+                              std::vector<Tensor> o;
+                              o.push_back(std::move(x));
+                              return io.done(std::move(o));
+                            }));
+  // Sample 1 has no key at all: its rows are zeros, sample 0's are ordinary.
+  cases.push_back(make_case("attention sample with every key masked", Op::kAttention, OpTolerance::kAttention,
+                            [](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                              AM_ASSIGN_OR_RETURN(Tensor q, io.in(Shape{8, 8}, 99));
+                              AM_ASSIGN_OR_RETURN(Tensor k, io.in(Shape{8, 8}, 100));
+                              AM_ASSIGN_OR_RETURN(Tensor v, io.in(Shape{8, 8}, 101));
+                              AM_ASSIGN_OR_RETURN(Tensor out, io.out(Shape{8, 8}));
+                              std::vector<int32_t> mask = {1, 1, 0, 1, 0, 0, 0, 0};
+                              AttentionArgs a;
+                              a.q = q.view();
+                              a.k = k.view();
+                              a.v = v.view();
+                              a.out = out.view();
+                              a.batch = 2;
+                              a.q_len = a.kv_len = 4;
+                              a.heads = a.kv_heads = 2;
+                              a.head_dim = 4;
+                              a.key_mask = mask.data();
+                              AM_RETURN_IF_ERROR(io.op([&] { return be.attention(a); }));
+                              std::vector<Tensor> o;
+                              o.push_back(std::move(out));
+                              return io.done(std::move(o));
+                            }));
+}
+
 std::vector<OpCase> perf_op_cases(bool quick, double rotate_bytes) {
   std::vector<OpCase> cases;
   // Few long rows: the ids stay small (a host input), the bytes are the rows'. 128 MiB each way
@@ -610,7 +712,55 @@ std::vector<OpCase> all_op_cases() {
   add_row_cases(cases);
   add_attention_cases(cases);
   add_spatial_cases(cases);
+  add_edge_cases(cases);
   return cases;
+}
+
+std::vector<RejectCase> all_reject_cases() {
+  std::vector<RejectCase> r;
+  auto layer = std::make_shared<Linear>(Linear::create(host(Shape{5, 6}, 110), Tensor(), WeightFormat::kF32, kBuildCtx));
+  r.push_back({"linear with x of the wrong width", Op::kLinear, "linear", [layer](Backend& be) {
+                 Tensor x(Shape{2, 7}), y(Shape{2, 5});
+                 return be.linear(*layer, x.view(), y.view());
+               }});
+  auto table = std::make_shared<Tensor>(host(Shape{50, 37}, 111));
+  r.push_back({"gather_rows with an id past the table", Op::kGatherRows, "id 50", [table](Backend& be) {
+                 std::vector<int32_t> ids = {0, 50};
+                 Tensor y(Shape{2, 37});
+                 return be.gather_rows(table->view(), ids.data(), 2, y.view(), false);
+               }});
+  r.push_back({"add of different shapes", Op::kAdd, "add", [](Backend& be) {
+                 Tensor y(Shape{17, 32}), a(Shape{17, 33});
+                 return be.add(y.view(), a.view());
+               }});
+  r.push_back({"mul of different shapes", Op::kMul, "mul", [](Backend& be) {
+                 Tensor y(Shape{17, 32}), a(Shape{17, 33});
+                 return be.mul(y.view(), a.view());
+               }});
+  r.push_back({"attention with kv_heads not dividing heads", Op::kAttention, "kv_heads", [](Backend& be) {
+                 Tensor q(Shape{8, 8}), k(Shape{8, 12}), v(Shape{8, 12}), out(Shape{8, 8});
+                 AttentionArgs a;
+                 a.q = q.view();
+                 a.k = k.view();
+                 a.v = v.view();
+                 a.out = out.view();
+                 a.batch = 2;
+                 a.q_len = a.kv_len = 4;
+                 a.heads = 2;
+                 a.kv_heads = 3;
+                 a.head_dim = 4;
+                 return be.attention(a);
+               }});
+  r.push_back({"index_rows into y of the wrong width", Op::kIndexRows, "index_rows", [](Backend& be) {
+                 std::vector<int32_t> ids = {0, 1};
+                 Tensor x(Shape{4, 8}), y(Shape{2, 9});
+                 return be.index_rows(x.view(), ids.data(), 2, y.view());
+               }});
+  r.push_back({"fma_chain with negative steps", Op::kFmaChain, "iterations", [](Backend& be) {
+                 Tensor y(Shape{2, 8});
+                 return be.fma_chain(-1, y.view());
+               }});
+  return r;
 }
 
 }  // namespace am::kernels::testing

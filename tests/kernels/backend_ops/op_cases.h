@@ -9,7 +9,9 @@
 // runs its op on the given backend and returns every output (host tensors, brought back with
 // to_host()). Its weights are built once per case (device backends cache them by address) in
 // GGUF rows, which every backend runs. `tolerance` is the NMSE limit against the cpu scalar
-// reference, one of OpTolerance's.
+// reference over its finite elements, one of OpTolerance's; where the reference is NaN or
+// infinite the backend must give the same (a NaN activation poisons its row, a fully masked
+// softmax row is zeros), and kExact asks for the reference's bits.
 #pragma once
 
 #include <functional>
@@ -27,6 +29,7 @@ namespace am::kernels::testing {
 // 1e-12 on these shapes: two to three decades of margin, many decades below a real defect (a
 // wrong element, a missed block, a wrong mask moves NMSE to 1e-3 and beyond).
 struct OpTolerance {
+  static constexpr double kExact = 0.0;             // bit-identical: a maximum is one of its inputs
   static constexpr double kElementwise = 1e-12;     // add, mul, relu, gathers, copies
   static constexpr double kTranscendental = 1e-10;  // gelu/silu/sigmoid, softmax, rope
   static constexpr double kNorm = 1e-10;            // layer/RMS/group norm
@@ -51,6 +54,16 @@ struct OpCase {
 };
 
 std::vector<OpCase> all_op_cases();
+
+// Arguments every backend must refuse before touching a device: `call` returns the op's status,
+// which must be InvalidArgument with `must_mention` in its message.
+struct RejectCase {
+  std::string name;
+  Op op = Op::kAdd;
+  std::string must_mention;
+  std::function<Status(Backend&)> call;
+};
+std::vector<RejectCase> all_reject_cases();
 // The perf mode's own table (bench_backend_ops only: too big for a software device's test
 // time). [0] is the copy baseline: index_rows over 128 MiB (32 MiB with `quick`), read + write,
 // the bandwidth the backend's own kernels reach. Then issue 12's target shapes: GEMV (M = 1) in
