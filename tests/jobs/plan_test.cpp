@@ -870,12 +870,20 @@ TEST(ShippedPlans, SmokePlanLoadsAsFourSmallCpuJobs) {
                        {"f32", 32}, {"f32", 128}, {"q8_0", 32}, {"q8_0", 128}}));
 }
 
-TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesBothLocalBackendsAndThreePrecisions) {
+TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesEveryLocalBackendAndThreePrecisions) {
   auto plan = load_plan(default_plans_dir() / "default.toml");
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   EXPECT_EQ(plan->name, "default");
-  // bert-tiny: 2 backends x 3 precisions x 2 batches x 2 lengths; TinyLlama: batch 1 only.
-  EXPECT_EQ(plan->jobs.size(), 2u * 3 * 2 * 2 + 2u * 3 * 1 * 2);
+  // cpu and opencl: bert-tiny 3 precisions x 2 batches x 2 lengths, TinyLlama batch 1 only;
+  // vulkan: both models at b1 s32 only.
+  EXPECT_EQ(plan->jobs.size(), 2u * 3 * 2 * 2 + 2u * 3 * 1 * 2 + 2u * 3);
+  for (const PlannedJob& job : plan->jobs) {
+    if (job.spec.backend != "vulkan") continue;
+    EXPECT_EQ(job.spec.batch, 1) << job.spec.model;
+    EXPECT_EQ(job.spec.seq_len, 32) << job.spec.model;
+    // The same scaled TinyLlama as on the other backends, so its ratings compare.
+    if (job.spec.model != "bert-tiny") EXPECT_EQ(job.spec.model_config["hidden"], 256);
+  }
   std::set<std::string> backends, precisions, architectures;
   std::set<int> lengths;
   for (const PlannedJob& job : plan->jobs) {
@@ -885,7 +893,7 @@ TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesBothLocalBackendsAndThreePrecisio
     lengths.insert(job.spec.seq_len);
     EXPECT_EQ(job.spec.scaled, job.spec.model != "bert-tiny") << job.spec.model;
   }
-  EXPECT_EQ(backends, (std::set<std::string>{"cpu", "opencl"}));
+  EXPECT_EQ(backends, (std::set<std::string>{"cpu", "opencl", "vulkan"}));
   EXPECT_EQ(precisions, (std::set<std::string>{"f32", "q8_0", "q4_0"}));
   EXPECT_EQ(architectures, (std::set<std::string>{"encoder-only", "decoder-only"}));
   EXPECT_EQ(lengths, (std::set<int>{32, 128}));
