@@ -37,7 +37,7 @@ using testing::OpCase;
 using testing::op_timing;
 
 struct Measured {
-  double ms = 0.0, gbps = 0.0, gflops = 0.0;
+  double ms = 0.0, host_ms = 0.0, gbps = 0.0, gflops = 0.0;
   std::string error;
 };
 
@@ -47,7 +47,7 @@ Measured measure(Backend& be, const OpCase& c, double min_s) {
     m.error = "unsupported: " + s.message();
     return m;
   }
-  op_timing() = testing::OpTiming{true, min_s, 0.0, 0.0};
+  op_timing() = testing::OpTiming{true, min_s, 0.0, 0.0, 0.0};
   Result<std::vector<Tensor>> r = c.run(be);
   op_timing().on = false;
   if (!r.ok()) {
@@ -55,6 +55,7 @@ Measured measure(Backend& be, const OpCase& c, double min_s) {
     return m;
   }
   m.ms = op_timing().ms;
+  m.host_ms = op_timing().host_ms;
   const double s = m.ms * 1e-3;
   m.gbps = (op_timing().bytes + c.weight_bytes) / s / 1e9;
   m.gflops = c.flops > 0 ? c.flops / s / 1e9 : 0.0;
@@ -155,24 +156,24 @@ int run(int argc, char** argv) {
                 (*be)->device_name().c_str(), copy_case.name.c_str(), copy.gbps,
                 copy.error.empty() ? "" : (" [" + copy.error + "]").c_str(), fma.gflops,
                 fma.error.empty() ? "" : (" [" + fma.error + "]").c_str());
-    std::printf("| case | ms | GB/s | %% of copy | GFLOPS | %% of FMA rate |\n|---|---:|---:|---:|---:|---:|\n");
+    std::printf("| case | ms | host ms | GB/s | %% of copy | GFLOPS | %% of FMA rate |\n|---|---:|---:|---:|---:|---:|---:|\n");
     nlohmann::json rows = nlohmann::json::array();
     for (const OpCase& c : cases) {
       if (!filter.empty() && c.name.find(filter) == std::string::npos) continue;
       const Measured m = measure(**be, c, min_s);
       if (!m.error.empty()) {
-        std::printf("| %s | - | - | - | - | %s |\n", c.name.c_str(), m.error.c_str());
+        std::printf("| %s | - | - | - | - | - | %s |\n", c.name.c_str(), m.error.c_str());
         rows.push_back({{"case", c.name}, {"error", m.error}});
         continue;
       }
       const double bw_pct = copy.gbps > 0 ? 100.0 * m.gbps / copy.gbps : 0.0;
       if (c.flops > 0) {
-        std::printf("| %s | %.4f | %.2f | %.1f | %.2f | %.1f |\n", c.name.c_str(), m.ms, m.gbps, bw_pct, m.gflops,
+        std::printf("| %s | %.4f | %.4f | %.2f | %.1f | %.2f | %.1f |\n", c.name.c_str(), m.ms, m.host_ms, m.gbps, bw_pct, m.gflops,
                     fma.gflops > 0 ? 100.0 * m.gflops / fma.gflops : 0.0);
       } else {
-        std::printf("| %s | %.4f | %.2f | %.1f | - | - |\n", c.name.c_str(), m.ms, m.gbps, bw_pct);
+        std::printf("| %s | %.4f | %.4f | %.2f | %.1f | - | - |\n", c.name.c_str(), m.ms, m.host_ms, m.gbps, bw_pct);
       }
-      rows.push_back({{"case", c.name}, {"ms", m.ms}, {"gb_per_s", m.gbps}, {"gflops", m.gflops}});
+      rows.push_back({{"case", c.name}, {"ms", m.ms}, {"host_ms", m.host_ms}, {"gb_per_s", m.gbps}, {"gflops", m.gflops}});
     }
     std::printf("\n");
     doc["backends"].push_back({{"backend", name},

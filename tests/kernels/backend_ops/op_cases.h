@@ -76,11 +76,14 @@ std::vector<OpCase> perf_op_cases(bool quick, double rotate_bytes = kDefaultRota
 
 // Perf mode (bench_backend_ops): while `on`, a case's run() calls its op once to warm up and
 // then repeatedly for at least `min_s` seconds, waiting for the device's work, and leaves the
-// mean time per call in `ms` and the bytes of the tensors the call reads and writes in `bytes`.
+// mean time per call in `ms`, the part of it spent on the host outside the waits (recording
+// and launching; on a device the work recorded runs only after the wait's submit, so the two
+// add up) in `host_ms`, and the bytes of the tensors the call reads and writes in `bytes`.
 struct OpTiming {
   bool on = false;
   double min_s = 0.2;
   double ms = 0.0;
+  double host_ms = 0.0;
   double bytes = 0.0;
 };
 OpTiming& op_timing();
