@@ -5,11 +5,13 @@
 // Contract (every backend computes exactly this, up to whether its FMA is fused):
 //   for element i of `out` (row-major, n = rows * cols), s = float(i) * 1e-7f, sixteen chains
 //     a[c][l], c in 0..3, l in 0..3, start at s + 0.25f * float(4c + l) (all positive: the
-//     final sum cancels nothing, so unfused and fused FMAs agree to a few ulps) and run `iterations` steps a = fma(a, kFmaChainMul, kFmaChainAdd);
+//     final sum cancels nothing, so unfused and fused FMAs agree to a few ulps) and run
+//     `iterations` steps a = fma(a, kFmaChainMul, kFmaChainAdd);
 //   then sum[l] = ((a[0][l] + a[1][l]) + a[2][l]) + a[3][l] and
 //   out[i] = ((sum[0] + sum[1]) + sum[2]) + sum[3].
 // The sixteen chains are independent (enough to hide FMA latency); the final sum keeps the
 // compiler from dropping any. FLOPs of one call: n * iterations * kFmaChainFlopsPerStep.
+// n < 2^31 (the element index is converted as an int32 by the SIMD paths and the shaders).
 // Pure and thread-safe; `path` must be available on this CPU.
 #pragma once
 

@@ -1,5 +1,7 @@
 // CpuBackend::matmul_nt: one matmul_f32 (b is already in the [out, in] layout it expects),
 // then the scale. CpuBackend::fma_chain: the calibration op on the same path and pool.
+#include <limits>
+
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/fma_chain.h"
 #include "kernels/cpu/matmul.h"
@@ -18,6 +20,7 @@ Status CpuBackend::matmul_nt(ConstTensorView a, ConstTensorView b, float scale, 
 
 Status CpuBackend::fma_chain(int32_t iterations, TensorView out) {
   if (iterations < 0) return invalid_argument("fma_chain: iterations " + std::to_string(iterations) + " < 0");
+  if (out.numel() > std::numeric_limits<int32_t>::max()) return unsupported_op(Op::kFmaChain, "more than 2^31-1 elements");
   ::am::kernels::fma_chain(out.numel(), iterations, out.data, ctx_);
   return Status::Ok();
 }
