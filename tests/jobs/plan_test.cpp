@@ -882,7 +882,9 @@ TEST(ShippedPlans, DefaultPlanCoversTwoFamiliesEveryLocalBackendAndThreePrecisio
     EXPECT_EQ(job.spec.batch, 1) << job.spec.model;
     EXPECT_EQ(job.spec.seq_len, 32) << job.spec.model;
     // The same scaled TinyLlama as on the other backends, so its ratings compare.
-    if (job.spec.model != "bert-tiny") EXPECT_EQ(job.spec.model_config["hidden"], 256);
+    if (job.spec.model != "bert-tiny") {
+      EXPECT_EQ(job.spec.model_config["hidden"], 256);
+    }
   }
   std::set<std::string> backends, precisions, architectures;
   std::set<int> lengths;
