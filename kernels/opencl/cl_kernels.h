@@ -19,6 +19,9 @@ struct KernelConfig {
   int row_group = 64;     // work-items per row for layer/RMS norm and softmax
   int attention_group = 64;  // work-items per (sample, head, query) in attention
   bool correctly_rounded_divide = false;  // device supports -cl-fp32-correctly-rounded-divide-sqrt
+  // Float-weight matmuls (f32/f16/bf16) with one output column per work-item (CPU devices:
+  // kernels/opencl/cl_kernels.cpp, FLOAT_MATMUL_COLUMN) instead of four (GPUs).
+  bool column_matmul = false;
 };
 
 // Rows of x each matmul work-item computes (reusing each weight it loads that many times); the
@@ -46,6 +49,6 @@ std::string_view opencl_sequence_kernel_source();
 // pool2d, selective_scan, time_mix) and the k-quant matmuls, a third source string.
 std::string_view opencl_spatial_kernel_source();
 std::string kernel_build_options(const KernelConfig& config);
-KernelConfig kernel_config_for(std::size_t max_work_group_size, bool correctly_rounded_divide);
+KernelConfig kernel_config_for(std::size_t max_work_group_size, bool correctly_rounded_divide, bool column_matmul);
 
 }  // namespace am::kernels::opencl

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "common/status.h"
@@ -86,7 +87,9 @@ class KernelLaunch {
 
 class DeviceRuntime {
  public:
-  static Result<DeviceRuntime> create(const OpenClDevice& device);
+  // `column_matmul`: the float-matmul variant (KernelConfig::column_matmul); unset: the
+  // column variant on CPU devices, the 4-column one elsewhere.
+  static Result<DeviceRuntime> create(const OpenClDevice& device, std::optional<bool> column_matmul = std::nullopt);
 
   const OpenClDevice& device() const { return device_; }
   const KernelConfig& config() const { return config_; }

@@ -50,7 +50,7 @@ int32_t activation_code(Activation act) {
 
 Result<std::unique_ptr<OpenClBackend>> OpenClBackend::create(const opencl::OpenClDevice& device,
                                                              const OpenClBackendOptions& options) {
-  AM_ASSIGN_OR_RETURN(DeviceRuntime rt, DeviceRuntime::create(device));
+  AM_ASSIGN_OR_RETURN(DeviceRuntime rt, DeviceRuntime::create(device, options.column_matmul));
   return std::unique_ptr<OpenClBackend>(
       new OpenClBackend(std::make_unique<Impl>(std::move(rt), options)));
 }
@@ -152,7 +152,9 @@ Status OpenClBackend::linear(const Linear& layer, ConstTensorView x, TensorView 
     const int64_t np = padded_columns(n);
     const bool one_row = m < opencl::kMatmulRows;
     const int64_t rows_per_item = one_row ? 1 : opencl::kMatmulRows;
-    const std::size_t global[2] = {round_up(np / opencl::kMatmulColumns, group),
+    // Float weights on the column variant: one output column per work-item.
+    const bool column = im.rt.config().column_matmul && !is_block_format(kind);
+    const std::size_t global[2] = {round_up(column ? np : np / opencl::kMatmulColumns, group),
                                    static_cast<std::size_t>((m + rows_per_item - 1) / rows_per_item)};
     const std::size_t local[2] = {static_cast<std::size_t>(group), 1};
     const int32_t has_bias = w->bias ? 1 : 0;

@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "kernels/backend.h"
@@ -52,6 +53,9 @@ struct OpenClBackendOptions {
   // a matrix cell should report f16 only where the device itself supports fp16; the test
   // harness turns it on to check the f16 kernel on PoCL.
   bool f16_without_extension = false;
+  // The float-matmul kernel variant (cl_kernels.h, KernelConfig::column_matmul): unset picks by
+  // device type; the tests force each to hold both to the cpu on PoCL.
+  std::optional<bool> column_matmul;
 };
 
 // What supports() depends on: the device's name (for messages), whether it has cl_khr_fp16, and

@@ -119,6 +119,49 @@ TEST(OpenClBackend, SupportsEveryOpAndFormatButF16WithoutTheExtension) {
 
 
 
+// The two float-matmul kernels (cl_kernels.h, KernelConfig::column_matmul: one output column
+// per work-item on CPU devices, four on GPUs) are forced in turn on the first device: each
+// matches the cpu scalar reference, and the two give the same bits (both sum k in order).
+// The op harness runs only the variant the device picks, so the GPU one is held here on PoCL.
+TEST(OpenClBackend, ColumnAndFourColumnFloatMatmulsAgreeWithTheCpu) {
+  AM_REQUIRE_OPENCL_DEVICES(devices);
+  struct Shape3 {
+    int64_t m, k, n;
+  };
+  const Shape3 shapes[] = {{1, 96, 33}, {7, 160, 65}, {37, 96, 19}, {130, 224, 131}, {2, 4128, 37}};
+  CpuBackend cpu(scalar_context());
+  std::unique_ptr<OpenClBackend> variants[2];
+  for (int column = 0; column < 2; ++column) {
+    OpenClBackendOptions options;
+    options.f16_without_extension = true;
+    options.column_matmul = column == 1;
+    Result<std::unique_ptr<OpenClBackend>> be = OpenClBackend::create(devices.front(), options);
+    ASSERT_TRUE(be.ok()) << be.status().message();
+    variants[column] = std::move(be).value();
+  }
+  uint32_t seed = 900;
+  for (const char* name : {"f32", "f16", "bf16"}) {
+    for (const Shape3& s : shapes) {
+      SCOPED_TRACE(std::string(name) + " " + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n));
+      const Linear layer = Linear::create(random_tensor(Shape{s.n, s.k}, ++seed, 0.5f), random_tensor(Shape{s.n}, ++seed),
+                                          format_named(name), scalar_context());
+      const Tensor x = random_tensor(Shape{s.m, s.k}, ++seed);
+      Tensor ref(Shape{s.m, s.n});
+      ASSERT_TRUE(cpu.linear(layer, x.view(), ref.view()).ok());
+      Tensor got[2] = {Tensor(Shape{s.m, s.n}), Tensor(Shape{s.m, s.n})};
+      for (int column = 0; column < 2; ++column) {
+        poison(got[column].view());
+        const Status st = variants[column]->linear(layer, x.view(), got[column].view());
+        ASSERT_TRUE(st.ok()) << st.message();
+        ASSERT_TRUE(testing::all_finite(got[column].view()));
+        EXPECT_LE(testing::nmse(got[column].view(), ref.view()), OpenClTolerance::kFloatMatmul) << "column " << column;
+        variants[column]->release_cached_weights();
+      }
+      EXPECT_EQ(std::memcmp(got[0].data(), got[1].data(), got[0].bytes()), 0);
+    }
+  }
+}
+
 TEST(OpenClBackend, CachesEachWeightOnceAndReleasesOnRequest) {
   AM_REQUIRE_OPENCL_DEVICES(devices);
   OpenClBackend& be = backend_for(devices.front());
