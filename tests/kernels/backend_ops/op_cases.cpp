@@ -598,10 +598,11 @@ std::vector<OpCase> perf_op_cases(bool quick, double rotate_bytes) {
   std::vector<OpCase> cases;
   // Few long rows: the ids stay small (a host input), the bytes are the rows'. 128 MiB each way
   // is twice the largest GPU L2 we know and within lavapipe's 128 MiB buffer limit.
-  const int64_t copy_rows = quick ? 128 : 512, copy_cols = 65536;  // 32 / 128 MiB each way
+  constexpr int64_t copy_cols = 65536;
+  const int64_t copy_rows = quick ? 128 : 512;  // 32 / 128 MiB each way
   OpCase copy = make_case("copy " + std::to_string(copy_rows * copy_cols * 4 >> 20) + " MiB (index_rows)",
                           Op::kIndexRows, OpTolerance::kElementwise,
-                          [copy_rows, copy_cols](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
+                          [copy_rows](Backend& be, Io& io) -> Result<std::vector<Tensor>> {
                             std::vector<int32_t> ids(static_cast<std::size_t>(copy_rows));
                             for (int64_t i = 0; i < copy_rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<int32_t>(i);
                             AM_ASSIGN_OR_RETURN(Tensor x, io.in(Shape{copy_rows, copy_cols}, 1));
