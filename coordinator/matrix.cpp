@@ -14,6 +14,11 @@ using ShapeKey = std::pair<int, int>;   // (batch, seq_len)
 // Raw per-shape samples of one cell before they are reduced to medians.
 struct ShapeSamples {
   std::vector<double> raw;          // every job's stored raw samples, pooled
+  // Paired baselines (metrics.paired_baseline): the cpu f32 samples each job timed alongside
+  // its own, pooled, and the medians of those; paired_jobs counts the jobs that carried one.
+  std::vector<double> paired_baseline_raw;
+  std::vector<double> paired_baseline_medians;
+  int paired_jobs = 0;
   int busy_jobs = 0;                // jobs of the shape that ran on a busy host
   std::vector<double> medians;
   std::vector<double> p90s;
@@ -60,18 +65,36 @@ void keep_min(std::optional<double>& slot, std::optional<double> value) {
   if (value && (!slot || *value < *slot)) slot = value;
 }
 
-// metrics.latency_ms.samples: positive finite numbers only (anything else is not a latency).
-void append_raw_samples(const nlohmann::json& metrics, std::vector<double>& out) {
-  if (!metrics.is_object()) return;
-  auto lat = metrics.find("latency_ms");
-  if (lat == metrics.end() || !lat->is_object()) return;
-  auto samples = lat->find("samples");
-  if (samples == lat->end() || !samples->is_array()) return;
+// <latency>.samples: positive finite numbers only (anything else is not a latency).
+void append_raw_samples(const nlohmann::json& latency, std::vector<double>& out) {
+  if (!latency.is_object()) return;
+  auto samples = latency.find("samples");
+  if (samples == latency.end() || !samples->is_array()) return;
   for (const nlohmann::json& v : *samples) {
     if (!v.is_number()) continue;
     const double x = v.get<double>();
     if (std::isfinite(x) && x > 0) out.push_back(x);
   }
+}
+
+const nlohmann::json& member_or_null(const nlohmann::json& object, const char* key) {
+  static const nlohmann::json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+// metrics.paired_baseline.latency_ms (job_runner.cpp): a positive median and samples.
+void add_paired_baseline(const nlohmann::json& metrics, ShapeSamples& samples) {
+  const nlohmann::json& latency = member_or_null(member_or_null(metrics, "paired_baseline"), "latency_ms");
+  const nlohmann::json& median = member_or_null(latency, "median");
+  if (!median.is_number() || !(median.get<double>() > 0) || !std::isfinite(median.get<double>())) return;
+  std::vector<double> raw;
+  append_raw_samples(latency, raw);
+  if (raw.empty()) return;
+  samples.paired_baseline_medians.push_back(median.get<double>());
+  samples.paired_baseline_raw.insert(samples.paired_baseline_raw.end(), raw.begin(), raw.end());
+  ++samples.paired_jobs;
 }
 
 void add_row(CellBuilder& b, const ReportRow& row) {
@@ -118,7 +141,8 @@ void add_row(CellBuilder& b, const ReportRow& row) {
   const int seq_len = row.spec.contains("seq_len") ? spec_int(row.spec, "seq_len") : 0;
   ShapeSamples& samples = b.shapes[{batch, seq_len}];
   samples.medians.push_back(*median);
-  append_raw_samples(row.metrics, samples.raw);
+  append_raw_samples(member_or_null(row.metrics, "latency_ms"), samples.raw);
+  add_paired_baseline(row.metrics, samples);
   if (busy) ++samples.busy_jobs;
   if (auto p90 = metric_number(row.metrics, "latency_ms", "p90")) samples.p90s.push_back(*p90);
   if (auto tps = metric_number(row.metrics, "throughput", "tokens_per_s")) {
@@ -138,20 +162,33 @@ void reduce_shapes(CellBuilder& b) {
   }
 }
 
+// A shape's speed-up comes from paired baselines only when every job measured at it carried
+// one: a mix would divide samples taken under different conditions.
+bool paired_shape(const ShapeSamples& s) {
+  return s.paired_jobs > 0 && s.paired_jobs == static_cast<int>(s.medians.size());
+}
+
 // Speed-ups against the baseline cell, the representative shape and the rating.
 void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) {
   MatrixCell& cell = b.cell;
   const MatrixCell* baseline = baseline_builder ? &baseline_builder->cell : nullptr;
   const bool is_base = cell.command.empty() && is_baseline(cell.backend, cell.precision);
   const ShapeLatency* representative = nullptr;
-  if (baseline && !is_base && is_measured_status(baseline->status)) {
+  const bool baseline_measured = baseline && is_measured_status(baseline->status);
+  if (!is_base) {
     for (ShapeLatency& shape : cell.shapes) {
-      for (const ShapeLatency& base : baseline->shapes) {
-        if (base.batch == shape.batch && base.seq_len == shape.seq_len) {
-          shape.baseline_ms = base.median_ms;
-          shape.speedup = base.median_ms / shape.median_ms;
-          if (!representative) representative = &shape;
+      const ShapeSamples& mine = b.shapes.at({shape.batch, shape.seq_len});
+      if (paired_shape(mine)) {
+        shape.paired = true;
+        shape.baseline_ms = median_of(mine.paired_baseline_medians);
+      } else if (baseline_measured) {
+        for (const ShapeLatency& base : baseline->shapes) {
+          if (base.batch == shape.batch && base.seq_len == shape.seq_len) shape.baseline_ms = base.median_ms;
         }
+      }
+      if (shape.baseline_ms) {
+        shape.speedup = *shape.baseline_ms / shape.median_ms;
+        if (!representative) representative = &shape;
       }
     }
   }
@@ -164,10 +201,16 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
     if (representative->speedup) {
       const ShapeKey key{representative->batch, representative->seq_len};
       const ShapeSamples& mine = b.shapes.at(key);
-      const ShapeSamples& theirs = baseline_builder->shapes.at(key);
-      cell.speedup_interval = estimate_speedup(theirs.raw, mine.raw, *representative->speedup);
+      if (representative->paired) {
+        cell.speedup_interval = estimate_speedup(mine.paired_baseline_raw, mine.raw, *representative->speedup);
+        cell.speedup_paired = true;
+        cell.baseline_host_busy = mine.busy_jobs > 0;   // the same jobs timed both sides
+      } else {
+        const ShapeSamples& theirs = baseline_builder->shapes.at(key);
+        cell.speedup_interval = estimate_speedup(theirs.raw, mine.raw, *representative->speedup);
+        cell.baseline_host_busy = theirs.busy_jobs > 0;
+      }
       cell.speedup = cell.speedup_interval->estimate;
-      cell.baseline_host_busy = theirs.busy_jobs > 0;
     }
   }
   cell.rating = rate_cell(cell.status, is_base, cell.speedup_interval, cell.median_ms.has_value());

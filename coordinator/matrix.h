@@ -15,11 +15,17 @@
 // which both the cell and the cpu f32 cell of the same model have a latency; without such a
 // shape, the cell's smallest measured shape is shown with no speed-up. The cell's speed-up and
 // its interval come from the raw samples of that shape's jobs, pooled per side
+// (estimate_speedup, ratings.h); the per-shape speed-ups in `shapes` are ratios of medians.
+// Paired baselines: a perf job other than cpu f32 times the cpu f32 graph of its own model and
+// shape in blocks alternating with its own runs (kernels/measure.h measure_paired_latency) and
+// stores those samples as metrics.paired_baseline. Where every measured job of a shape carries
+// one, that shape's baseline is the paired one — the same host at the same moments, so drift of
+// the host between jobs cancels — and the shape counts as having a baseline even where no
+// baseline cell was measured. Otherwise the baseline is the baseline cell, as follows.
 // The baseline of a cell is the cpu f32 cell of the same model on the cpu class of the host the
 // cell's jobs ran on: the cell's own class for a cpu column; for another backend's column the
 // cpu class of the workers that ran it (the most common one, when they differ), or the run's only
 // cpu class. A cell without such a baseline shows its latency and no speed-up.
-// (estimate_speedup, ratings.h); the per-shape speed-ups in `shapes` are ratios of medians.
 // Host load: jobs whose metrics.host says the host was busy (host_busy, ratings.h) are counted
 // per cell, and for the baseline's jobs at the representative shape. Accuracy is the worst
 // over every terminal job of the cell that reported it (largest NMSE, smallest cosine and
@@ -47,8 +53,11 @@ struct ShapeLatency {
   double median_ms = 0;                  // median over the cell's jobs of this shape
   std::optional<double> p90_ms;
   std::optional<double> tokens_per_s;
-  std::optional<double> baseline_ms;     // the cpu f32 cell's median for the same shape
+  std::optional<double> baseline_ms;     // the cpu f32 median for the same shape (see `paired`)
   std::optional<double> speedup;         // baseline_ms / median_ms
+  // The jobs of this shape timed their own cpu f32 baseline alongside (metrics.paired_baseline):
+  // baseline_ms is the median of those, not the baseline cell's.
+  bool paired = false;
 };
 
 // A column of the matrix: a backend on one hardware class.
@@ -81,6 +90,7 @@ struct MatrixCell {
   std::optional<double> baseline_ms;
   std::optional<double> speedup;          // the estimate of speedup_interval, when there is one
   std::optional<SpeedupEstimate> speedup_interval;
+  bool speedup_paired = false;            // from paired baselines (ShapeLatency::paired)
   int host_busy_jobs = 0;                 // the cell's jobs that ran on a busy host
   std::optional<double> busy_other_load_per_cpu;   // the largest over those jobs
   std::optional<double> busy_steal_fraction;       // the largest over those jobs

@@ -6,10 +6,11 @@
 //   not run       nothing was measured: no job of the cell is terminal yet, or all were skipped.
 //   Baseline      cpu f32 cells that ran (pass or degraded).
 //   Excellent     speed-up >= 2.0×  ┐ speed-up = median of the raw latency samples of the cpu
-//   Good          speed-up >= 1.2×  │ f32 cell of the same model and shape ÷ median of this
-//   Moderate      speed-up >= 0.8×  │ cell's raw samples, at the cell's representative shape
-//   Poor          speed-up <  0.8×  ┘ (see matrix.h). A band is given only when the whole
-//                 kSpeedupConfidence (95%) bootstrap interval of that ratio lies inside it.
+//   Good          speed-up >= 1.2×  │ f32 run of the same model and shape — the paired samples
+//   Moderate      speed-up >= 0.8×  │ the cell's jobs timed alongside their own, or else the
+//   Poor          speed-up <  0.8×  ┘ cpu f32 cell's — ÷ median of this cell's raw samples, at
+//                 the cell's representative shape (see matrix.h). A band is given only when the
+//                 whole kSpeedupConfidence (95%) bootstrap interval of that ratio lies inside it.
 //   ≈ noisy       the interval straddles a threshold (the cell shows "≈ LOW–HIGH×"), or either
 //                 side has fewer than kMinIntervalSamples raw samples, so no interval can be
 //                 trusted (the cell shows the point estimate "≈ X×" with "few samples").

@@ -102,7 +102,8 @@ json matrix_cell_json(const MatrixCell& c) {
                       {"p90_ms", number_or_null(s.p90_ms)},
                       {"tokens_per_s", number_or_null(s.tokens_per_s)},
                       {"baseline_ms", number_or_null(s.baseline_ms)},
-                      {"speedup", number_or_null(s.speedup)}});
+                      {"speedup", number_or_null(s.speedup)},
+                      {"paired", s.paired}});
   }
   json counts = json::object();
   for (const auto& [status, n] : c.status_counts) counts[std::string(to_string(status))] = n;
@@ -126,6 +127,7 @@ json matrix_cell_json(const MatrixCell& c) {
           {"speedup", number_or_null(c.speedup)},
           {"speedup_ci_low", number_or_null(c.speedup_interval ? c.speedup_interval->low : std::nullopt)},
           {"speedup_ci_high", number_or_null(c.speedup_interval ? c.speedup_interval->high : std::nullopt)},
+          {"speedup_paired", c.speedup_paired},
           {"speedup_samples", c.speedup_interval ? json{{"cell", c.speedup_interval->cell_samples},
                                                         {"baseline", c.speedup_interval->baseline_samples}}
                                                   : json(nullptr)},

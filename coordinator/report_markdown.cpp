@@ -120,6 +120,12 @@ std::string notes(const MatrixCell& cell) {
   if (cell.rep_batch) {
     parts.push_back(fmt::format("batch {}, seq {}", *cell.rep_batch, *cell.rep_seq_len));
   }
+  // The Median ms column of the baseline row is its own jobs'; a paired speed-up divides by the
+  // f32 runs each job timed alongside, so say which figure it used.
+  if (cell.speedup_paired && cell.baseline_ms) {
+    parts.push_back(fmt::format("vs {} {} {} ms timed alongside", kBaselineBackend,
+                                jobs::to_string(kBaselinePrecision), millis(cell.baseline_ms)));
+  }
   const int jobs = static_cast<int>(cell.job_ids.size());
   if (cell.status_counts.size() + (cell.pending > 0 ? 1 : 0) > 1 || jobs > 1) {
     std::string counts;
@@ -244,7 +250,9 @@ void write_overview(std::ostringstream& out, const Matrix& m, const ClassLabels&
       "speed-up (shown in brackets) lies in the band; **≈ LOW–HIGH×** (noisy) when the interval "
       "crosses a threshold or a side has fewer than {6} raw samples; ❌ failed or unsupported "
       "(reason in the notes); *not run* where nothing was measured. A column is a backend on one "
-      "hardware class; a cell's baseline is the {0} {1} cell on the CPU of the host it ran on.\n\n",
+      "hardware class; a cell's baseline is the {0} {1} run of the same model and shape timed by "
+      "each job in blocks alternating with its own runs (paired), or else the {0} {1} cell on "
+      "the CPU of the host it ran on.\n\n",
       kBaselineBackend, jobs::to_string(kBaselinePrecision), kExcellentMinSpeedup, kGoodMinSpeedup,
       kModerateMinSpeedup, kSpeedupConfidence * 100, kMinIntervalSamples);
 }

@@ -37,6 +37,11 @@ JobOutcome from_status(const Status& s, nlohmann::json metrics) {
                  s.message(), std::move(metrics));
 }
 
+// Every perf measurement but the baseline's own carries a paired cpu f32 measurement.
+bool paired_baseline_applies(const jobs::JobSpec& spec) {
+  return !(spec.backend == kBackendCpu && spec.precision == Precision::kF32);
+}
+
 JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   auto log = get_logger("kernels/job");
   const bool want_accuracy = spec.mode != jobs::kModePerf;
@@ -68,6 +73,7 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   metrics["memory"] = {{"weights_bytes", (*graph)->weights_bytes()}};
 
   Verdict verdict{ResultStatus::kPass, ""};
+  std::optional<int64_t> candidate_peak_rss;   // set when a paired baseline is built
   if (want_accuracy) {
     // The reference is built and run first and freed before timing starts.
     AccuracyMetrics acc;
@@ -106,18 +112,43 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
     options.max_reps = spec.max_reps;
     options.min_time_s = spec.min_time_s;
     // Warm-up runs call this too; their phase times are dropped below (the first `warmup`).
-    Result<LatencyStats> stats = measure_latency(
-        [&]() -> Status {
-          Result<GraphOutput> out = (*graph)->run(**backend);
-          if (!out.ok()) return out.status();
-          phases = out->phases;
-          prefill_ms.push_back(phases.prefill_ms);
-          decode_ms.push_back(phases.decode_ms);
-          first_token_ms.push_back(phases.first_token_ms);
-          last = std::move(out->output);
-          return Status::Ok();
-        },
-        options);
+    auto run_candidate = [&]() -> Status {
+      Result<GraphOutput> out = (*graph)->run(**backend);
+      if (!out.ok()) return out.status();
+      phases = out->phases;
+      prefill_ms.push_back(phases.prefill_ms);
+      decode_ms.push_back(phases.decode_ms);
+      first_token_ms.push_back(phases.first_token_ms);
+      last = std::move(out->output);
+      return Status::Ok();
+    };
+    Result<LatencyStats> stats = LatencyStats{};
+    if (paired_baseline_applies(spec)) {
+      // The cpu f32 run of the same model and shape, timed in blocks alternating with this
+      // job's own (measure_paired_latency): ratings divide the two, and both sides see the same
+      // host state. The f32 graph is built after the candidate's warm-up, so the job's peak RSS
+      // is recorded before it exists and stays the candidate's own.
+      std::unique_ptr<ModelGraph> baseline_graph;
+      std::optional<CpuBackend> baseline_backend;
+      auto build_baseline = [&]() -> Status {
+        candidate_peak_rss = peak_rss_bytes();
+        Result<std::unique_ptr<ModelGraph>> built = build_graph(spec, Precision::kF32, ctx);
+        if (!built.ok()) return built.status();
+        baseline_graph = std::move(*built);
+        baseline_backend.emplace(ctx);
+        return Status::Ok();
+      };
+      auto run_baseline = [&]() -> Status { return baseline_graph->run(*baseline_backend).status(); };
+      Result<PairedLatency> paired = measure_paired_latency(run_candidate, build_baseline, run_baseline, options);
+      if (!paired.ok()) return from_status(paired.status(), std::move(metrics));
+      metrics["paired_baseline"] = {{"backend", kBackendCpu},
+                                    {"precision", std::string(jobs::to_string(Precision::kF32))},
+                                    {"blocks", paired->blocks},
+                                    {"latency_ms", to_json(paired->baseline)}};
+      stats = std::move(paired->candidate);
+    } else {
+      stats = measure_latency(run_candidate, options);
+    }
     if (!stats.ok()) return from_status(stats.status(), std::move(metrics));
     metrics["latency_ms"] = to_json(*stats);
     const double median_s = stats->median_ms / 1e3;
@@ -152,7 +183,7 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
               spec.backend, spec.batch, spec.seq_len, stats->median_ms, stats->samples_ms.size());
   }
 
-  metrics["memory"]["peak_rss_bytes"] = peak_rss_bytes();
+  metrics["memory"]["peak_rss_bytes"] = candidate_peak_rss.value_or(peak_rss_bytes());
   return outcome(verdict.status, verdict.reason, std::move(metrics));
 }
 

@@ -54,6 +54,59 @@ Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
   return summarize_latency(std::move(samples));
 }
 
+namespace {
+
+// Runs `run_once` until `block_s` of timed runs (at least one) or `max_reps` samples in total.
+Status run_block(const std::function<Status()>& run_once, double block_s, int max_reps,
+                 std::vector<double>& samples, double& total_s) {
+  double block_total_s = 0.0;
+  do {
+    const auto start = SteadyClock::now();
+    AM_RETURN_IF_ERROR(run_once());
+    const double took_ms = ms_since(start);
+    samples.push_back(took_ms);
+    total_s += took_ms / 1e3;
+    block_total_s += took_ms / 1e3;
+  } while (block_total_s < block_s && static_cast<int>(samples.size()) < max_reps);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<PairedLatency> measure_paired_latency(const std::function<Status()>& run_candidate,
+                                             const std::function<Status()>& before_baseline,
+                                             const std::function<Status()>& run_baseline,
+                                             const MeasureOptions& options) {
+  const int min_reps = std::max(1, options.min_reps);
+  const int max_reps = std::max(min_reps, options.max_reps);
+  const double min_time_s = std::max(0.0, options.min_time_s);
+  const int warmup = std::max(0, options.warmup);
+  for (int i = 0; i < warmup; ++i) AM_RETURN_IF_ERROR(run_candidate());
+  if (before_baseline) AM_RETURN_IF_ERROR(before_baseline());
+  for (int i = 0; i < warmup; ++i) AM_RETURN_IF_ERROR(run_baseline());
+
+  std::vector<double> candidate, baseline;
+  double candidate_s = 0.0, baseline_s = 0.0;
+  int blocks = 0;
+  auto at_cap = [&](const std::vector<double>& v) { return static_cast<int>(v.size()) >= max_reps; };
+  for (;;) {
+    AM_RETURN_IF_ERROR(run_block(run_candidate, kPairedBlockSeconds, max_reps, candidate, candidate_s));
+    ++blocks;
+    if (at_cap(baseline)) break;
+    AM_RETURN_IF_ERROR(run_block(run_baseline, kPairedBlockSeconds, max_reps, baseline, baseline_s));
+    ++blocks;
+    const bool candidate_done =
+        static_cast<int>(candidate.size()) >= min_reps && candidate_s >= min_time_s;
+    const bool baseline_done = static_cast<int>(baseline.size()) >= min_reps;
+    if ((candidate_done && baseline_done) || at_cap(candidate) || at_cap(baseline)) break;
+  }
+  PairedLatency out;
+  out.candidate = summarize_latency(std::move(candidate));
+  out.baseline = summarize_latency(std::move(baseline));
+  out.blocks = blocks;
+  return out;
+}
+
 nlohmann::json to_json(const LatencyStats& s) {
   nlohmann::json out = {{"median", s.median_ms}, {"p90", s.p90_ms},   {"min", s.min_ms},
                         {"max", s.max_ms},       {"mean", s.mean_ms}, {"stddev", s.stddev_ms},

@@ -8,6 +8,16 @@
 //     returned at once. Options are clamped to sane values (min_reps >= 1, max_reps >= min_reps).
 //   - Statistics are over the raw samples in milliseconds: median (mean of the middle two for an
 //     even count), p90 (nearest rank), min, max, mean, stddev (sample, n-1; 0 for one sample).
+//   - measure_paired_latency() measures a candidate and its baseline under the same conditions:
+//     candidate warm-up, then `before_baseline` (once, e.g. to build the baseline), baseline
+//     warm-up, then alternating timed blocks — candidate, baseline, candidate, ... — each block
+//     repeating its side until kPairedBlockSeconds of timed runs (at least one run). It stops
+//     after a baseline block once the candidate alone meets min_reps AND min_time_s and the
+//     baseline has min_reps, or as soon as either side reaches max_reps (the block in progress
+//     ends there; a candidate block is still followed by its baseline block unless the baseline
+//     is at max_reps). So the candidate's own samples follow measure_latency's rule, the baseline
+//     gets about as much timed wall time as the candidate, and drift of the host (frequency,
+//     neighbours, steal) over the job lands on both sides alike. First failing Status returned.
 //   - peak_rss_bytes() is this process's peak resident set (getrusage ru_maxrss, in bytes).
 #pragma once
 
@@ -41,6 +51,22 @@ struct LatencyStats {
 LatencyStats summarize_latency(std::vector<double> samples_ms);
 Result<LatencyStats> measure_latency(const std::function<Status()>& run_once,
                                      const MeasureOptions& options);
+
+// Length of one block of measure_paired_latency: long enough that switching sides (and the
+// caches refilling with the other side's weights) touches few samples, short enough that the
+// two sides see the same host over a job of a few tenths of a second.
+inline constexpr double kPairedBlockSeconds = 0.05;
+
+struct PairedLatency {
+  LatencyStats candidate;
+  LatencyStats baseline;
+  int blocks = 0;        // timed blocks run, both sides together
+};
+
+Result<PairedLatency> measure_paired_latency(const std::function<Status()>& run_candidate,
+                                             const std::function<Status()>& before_baseline,
+                                             const std::function<Status()>& run_baseline,
+                                             const MeasureOptions& options);
 
 // At most this many raw samples travel in a result document (a RESULT must stay within the
 // protocol's limits). Statistics are always computed over every sample.

@@ -251,5 +251,76 @@ TEST_F(SpeedupInterval, AQuietHostGetsNoWarning) {
   EXPECT_EQ(md.find("busy host"), std::string::npos) << md;
 }
 
+// metrics.paired_baseline as job_runner.cpp writes it: the cpu f32 samples the job timed in
+// blocks alternating with its own.
+json paired(const std::vector<double>& baseline_samples) {
+  json lat = latency(baseline_samples)["latency_ms"];
+  return {{"paired_baseline", {{"backend", "cpu"}, {"precision", "f32"}, {"blocks", 12}, {"latency_ms", lat}}}};
+}
+
+TEST_F(SpeedupInterval, APairedBaselineIsTheOneACellIsRatedAgainst) {
+  // The baseline cell ran while the host was slow (20 ms); the q8_0 job timed its own f32 runs
+  // at 8 ms alongside its 4 ms: the rating is the paired 2x, not 5x.
+  baseline(samples_around(20.0, 0.02, 40, 11));
+  measured("q8_0", samples_around(4.0, 0.02, 40, 12), paired(samples_around(8.0, 0.02, 30, 13)));
+  const Matrix m = matrix();
+  const MatrixCell& c = cell(m, "q8_0");
+  ASSERT_TRUE(c.speedup_interval && c.speedup_interval->has_interval());
+  EXPECT_TRUE(c.speedup_paired);
+  EXPECT_NEAR(c.speedup_interval->estimate, 2.0, 0.08);
+  EXPECT_NEAR(*c.baseline_ms, 8.0, 0.3);
+  EXPECT_EQ(c.speedup_interval->baseline_samples, 30u);
+  ASSERT_EQ(c.shapes.size(), 1u);
+  EXPECT_TRUE(c.shapes[0].paired);
+  EXPECT_NEAR(*c.shapes[0].speedup, 2.0, 0.08);
+  const json j = render_json(run_record(), rows());
+  const json* q8 = nullptr;
+  for (const json& x : j["matrix"]) {
+    if (x["precision"] == "q8_0") q8 = &x;
+  }
+  ASSERT_NE(q8, nullptr);
+  EXPECT_TRUE((*q8)["speedup_paired"].get<bool>());
+  EXPECT_TRUE((*q8)["shapes"][0]["paired"].get<bool>());
+  // Markdown names the baseline figure the speed-up used, not only the baseline row's 20 ms.
+  const std::string md = render_markdown(run_record(), rows());
+  EXPECT_NE(md.find("vs cpu f32 8."), std::string::npos) << md;
+  EXPECT_NE(md.find(" ms timed alongside"), std::string::npos) << md;
+}
+
+TEST_F(SpeedupInterval, APairedBaselineRatesACellEvenWithoutABaselineCell) {
+  measured("q4_0", samples_around(5.0, 0.02, 40, 14), paired(samples_around(15.0, 0.02, 40, 15)));
+  const Matrix m = matrix();
+  const MatrixCell& c = cell(m, "q4_0");
+  EXPECT_EQ(c.rating, Rating::kExcellent);
+  EXPECT_NEAR(*c.speedup, 3.0, 0.12);
+}
+
+TEST_F(SpeedupInterval, AShapeMixingPairedAndUnpairedJobsUsesTheBaselineCell) {
+  // Dividing one job's paired samples by the pool of both would mix conditions: the shape falls
+  // back to the baseline cell for all of it.
+  baseline(samples_around(10.0, 0.02, 40, 16));
+  measured("q8_0", samples_around(4.0, 0.02, 40, 17), paired(samples_around(6.0, 0.02, 40, 18)));
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 1, 32, /*seed=*/99), "pass", "",
+          latency(samples_around(4.0, 0.02, 40, 19)));
+  const Matrix m = matrix();
+  const MatrixCell& c = cell(m, "q8_0");
+  EXPECT_FALSE(c.speedup_paired);
+  EXPECT_NEAR(*c.speedup, 2.5, 0.1);
+  EXPECT_EQ(c.speedup_interval->baseline_samples, 40u);
+  EXPECT_EQ(c.speedup_interval->cell_samples, 80u);
+}
+
+TEST_F(SpeedupInterval, AMalformedPairedBaselineIsIgnored) {
+  baseline(samples_around(10.0, 0.02, 40, 20));
+  json bad = paired(samples_around(6.0, 0.02, 40, 21));
+  bad["paired_baseline"]["latency_ms"]["median"] = -1.0;
+  measured("q8_0", samples_around(4.0, 0.02, 40, 22), bad);
+  measured("q4_0", samples_around(4.0, 0.02, 40, 23), {{"paired_baseline", "text"}});
+  const Matrix m = matrix();
+  EXPECT_FALSE(cell(m, "q8_0").speedup_paired);
+  EXPECT_NEAR(*cell(m, "q8_0").speedup, 2.5, 0.1);
+  EXPECT_FALSE(cell(m, "q4_0").speedup_paired);
+}
+
 }  // namespace
 }  // namespace am::coord

@@ -96,6 +96,29 @@ TEST(RunJob, ModeSelectsWhatIsMeasured) {
   EXPECT_TRUE(perf.metrics.contains("memory"));
 }
 
+TEST(RunJob, PerfJobsOtherThanTheBaselineTimeAPairedCpuF32Baseline) {
+  const JobOutcome q = run_job(small_bert_job("q8_0", jobs::kModePerf));
+  ASSERT_EQ(q.status, am::ResultStatus::kPass) << q.reason;
+  ASSERT_TRUE(q.metrics.contains("paired_baseline")) << q.metrics.dump();
+  const nlohmann::json& pb = q.metrics.at("paired_baseline");
+  EXPECT_EQ(pb.at("backend"), "cpu");
+  EXPECT_EQ(pb.at("precision"), "f32");
+  EXPECT_GE(pb.at("blocks").get<int>(), 2);
+  EXPECT_EQ(pb.at("blocks").get<int>() % 2, 0);
+  const nlohmann::json& lat = pb.at("latency_ms");
+  EXPECT_GE(lat.at("count").get<int>(), 3);   // min_reps holds for the baseline too
+  EXPECT_EQ(lat.at("samples").size(), lat.at("count").get<std::size_t>());
+  EXPECT_GT(lat.at("median").get<double>(), 0.0);
+  EXPECT_GE(q.metrics.at("latency_ms").at("count").get<int>(), 3);
+
+  // The baseline itself has nothing to pair with.
+  const JobOutcome f = run_job(small_bert_job("f32", jobs::kModePerf));
+  ASSERT_EQ(f.status, am::ResultStatus::kPass) << f.reason;
+  EXPECT_FALSE(f.metrics.contains("paired_baseline"));
+  // Nor does an accuracy-only job.
+  EXPECT_FALSE(run_job(small_bert_job("q8_0", jobs::kModeAccuracy)).metrics.contains("paired_baseline"));
+}
+
 TEST(RunJob, RunsOnEveryForcedKernelPath) {
   for (KernelPath p : available_kernel_paths()) {
     const std::string name(kernel_path_name(p));

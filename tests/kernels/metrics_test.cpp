@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -164,6 +166,107 @@ TEST(Latency, StopsAtTheFirstFailingRun) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().message(), "boom");
   EXPECT_EQ(calls, 3);
+}
+
+TEST(PairedLatency, WarmsBothSidesThenAlternatesBlocksOfTheSameWallTime) {
+  // The call sequence: 'W'/'w' candidate/baseline warm-ups, 'B' the before-baseline hook,
+  // 'c'/'b' timed candidate/baseline runs.
+  std::string calls;
+  MeasureOptions o;
+  o.warmup = 2;
+  o.min_reps = 3;
+  o.max_reps = 1000;
+  o.min_time_s = 0.3;
+  int candidate_calls = 0;
+  auto candidate = [&] {
+    calls += candidate_calls++ < o.warmup ? 'W' : 'c';
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    return Status::Ok();
+  };
+  int baseline_calls = 0;
+  auto baseline = [&] {
+    calls += baseline_calls++ < o.warmup ? 'w' : 'b';
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));   // 4x slower than the candidate
+    return Status::Ok();
+  };
+  Result<PairedLatency> r = measure_paired_latency(candidate, [&] { calls += 'B'; return Status::Ok(); },
+                                                   baseline, o);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_GE(calls.size(), 5u);
+  EXPECT_EQ(calls.substr(0, 5), "WWBww");
+  // Blocks alternate, starting with the candidate and ending with the baseline.
+  const std::string timed = calls.substr(5);
+  int switches = 0;
+  for (std::size_t i = 1; i < timed.size(); ++i) switches += timed[i] != timed[i - 1];
+  EXPECT_EQ(timed.front(), 'c');
+  EXPECT_EQ(timed.back(), 'b');
+  EXPECT_EQ(switches + 1, r->blocks);
+  EXPECT_GE(r->blocks, 6);   // 0.3 s of candidate time in 0.05 s blocks
+  EXPECT_EQ(r->blocks % 2, 0);
+  // The candidate alone met min_time_s; each side got about the same wall time (block ends
+  // overshoot by at most one run).
+  double candidate_total = 0, baseline_total = 0;
+  for (double v : r->candidate.samples_ms) candidate_total += v;
+  for (double v : r->baseline.samples_ms) baseline_total += v;
+  EXPECT_GE(candidate_total, 300.0);
+  EXPECT_GT(baseline_total, 0.6 * candidate_total);
+  EXPECT_LT(baseline_total, 1.8 * candidate_total);
+  EXPECT_GT(r->candidate.samples_ms.size(), 2 * r->baseline.samples_ms.size());
+  EXPECT_EQ(static_cast<std::size_t>(std::count(timed.begin(), timed.end(), 'c')), r->candidate.samples_ms.size());
+  EXPECT_EQ(static_cast<std::size_t>(std::count(timed.begin(), timed.end(), 'b')), r->baseline.samples_ms.size());
+}
+
+TEST(PairedLatency, MaxRepsCapsEitherSideAndMinRepsHoldsForBoth) {
+  MeasureOptions o;
+  o.warmup = 0;
+  o.min_reps = 4;
+  o.max_reps = 7;
+  o.min_time_s = 10.0;   // never met: max_reps ends it
+  Result<PairedLatency> r = measure_paired_latency(
+      [] { return Status::Ok(); }, nullptr,
+      [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        return Status::Ok();
+      },
+      o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->candidate.samples_ms.size(), 7u);   // a block of instant runs reaches the cap at once
+  EXPECT_EQ(r->baseline.samples_ms.size(), 7u);    // its block of 1 ms runs reaches it before 50 ms
+
+  // min_reps for the baseline even when the candidate's time is long met.
+  o.min_time_s = 0.0;
+  o.max_reps = 1000;
+  Result<PairedLatency> r2 = measure_paired_latency(
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));   // one run fills a block
+        return Status::Ok();
+      },
+      nullptr,
+      [&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        return Status::Ok();
+      },
+      o);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->candidate.samples_ms.size(), 4u);
+  EXPECT_EQ(r2->baseline.samples_ms.size(), 4u);
+  EXPECT_EQ(r2->blocks, 8);
+}
+
+TEST(PairedLatency, StopsAtTheFirstFailureOnEitherSide) {
+  MeasureOptions o;
+  o.warmup = 1;
+  int calls = 0;
+  Result<PairedLatency> r = measure_paired_latency(
+      [&] { return Status::Ok(); }, [&] { return unsupported("no f32 graph"); },
+      [&] { ++calls; return Status::Ok(); }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "no f32 graph");
+  EXPECT_EQ(calls, 0);
+  r = measure_paired_latency([&] { return Status::Ok(); }, nullptr,
+                             [&] { return ++calls == 4 ? internal_error("boom") : Status::Ok(); }, o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "boom");
 }
 
 TEST(Latency, PeakRssIsPositive) { EXPECT_GT(peak_rss_bytes(), 1 << 20); }
