@@ -232,6 +232,17 @@ struct WorkerClient::Impl {
   // States the credit window (free slots on every device, and the ASSIGNs seen) when it
   // changed, or always with `force`. Windows are absolute, so a repeated READY is harmless; the
   // coordinator works out what it may still send (PROTOCOL §5.2).
+  // PROTOCOL §5.3: a coordinator HEARTBEAT is answered at once when this worker's last one is
+  // half an interval old or more, so a fleet's heartbeats reach the coordinator in one burst
+  // after its own instead of one at a time all second long. The timer below still sends one
+  // every interval when the coordinator's go missing.
+  void answer_heartbeat() {
+    const int64_t t = steady_ms();
+    if (!registered || t - last_beat_ms < interval_ms / 2) return;
+    last_beat_ms = t;
+    send(proto::Heartbeat{});
+  }
+
   void send_ready(bool force) {
     if (!registered || draining) return;
     if (auto ready = credit_window.ready(free_slots(), force)) {
@@ -391,7 +402,9 @@ struct WorkerClient::Impl {
         draining = true;
         drain_started_ms = steady_ms();
       }
-    } else if (!std::holds_alternative<proto::Heartbeat>(body)) {
+    } else if (std::holds_alternative<proto::Heartbeat>(body)) {
+      answer_heartbeat();
+    } else {
       logger()->warn("unexpected {} from coordinator", proto::msg_type_name(msg.type()));
     }
     return Status::Ok();

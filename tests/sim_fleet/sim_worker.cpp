@@ -193,6 +193,12 @@ void SimWorker::handle(const proto::Message& msg, int64_t now_ms) {
     }
   } else if (std::holds_alternative<proto::Heartbeat>(body)) {
     counters_->heartbeats_received.fetch_add(1, std::memory_order_relaxed);
+    // As the real worker (worker/client.cpp answer_heartbeat, PROTOCOL §5.3).
+    if (registered_ && now_ms - last_beat_ms_ >= interval_ms_ / 2) {
+      last_beat_ms_ = now_ms;
+      counters_->heartbeats_sent.fetch_add(1, std::memory_order_relaxed);
+      send(proto::Heartbeat{});
+    }
   }
 }
 
