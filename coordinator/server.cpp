@@ -22,6 +22,7 @@
 #include "coordinator/matching.h"
 #include "coordinator/peer_standing.h"
 #include "coordinator/placement.h"
+#include "coordinator/stable_table.h"
 #include "coordinator/store.h"
 #include "jobs/spec_family.h"
 
@@ -207,9 +208,11 @@ struct Server::Impl {
   std::unique_ptr<Store> store;
   RouterEndpoint router;
 
-  // Job id -> entry. A hash map: a million ids in a tree cost a third of a restart in string
-  // compares. Entries never move (by_seq and the queues hold pointers); iterate by_seq for order.
-  std::unordered_map<std::string, JobEntry> jobs;
+  // Job id -> entry. Hashed: a million ids in a tree cost a third of a restart in string
+  // compares. Entries never move (by_seq and the queues hold pointers) and live in chunks of
+  // their own (stable_table.h: as hash-map nodes they left the heap half holes); iterate by_seq
+  // for order.
+  StableTable<JobEntry, &JobEntry::job_id> jobs;
   // ---- indexes over `jobs`, kept by index_job()/set_state() (docs/SCALE.md) ----
   std::vector<JobEntry*> by_seq;                   // submission order; nullptr: a removed stand-in
   std::unordered_map<std::string, std::vector<std::unique_ptr<QueueBucket>>> buckets_by_target;
@@ -328,11 +331,10 @@ struct Server::Impl {
   std::shared_ptr<const SpecFamily> last_family;
 
   std::shared_ptr<const SpecFamily> intern_family(const jobs::JobSpec& spec) {
-    const jobs::JobSpec family = jobs::family_of(spec);
-    if (last_family && last_family->spec() == family) return last_family;
-    auto& list = families[family.model + "\x1f" + family.backend + "\x1f" + family.mode];
+    if (last_family && jobs::same_family(spec, last_family->spec())) return last_family;
+    auto& list = families[spec.model + "\x1f" + spec.backend + "\x1f" + spec.mode];
     for (const auto& f : list) {
-      if (f->spec() == family) return last_family = f;
+      if (jobs::same_family(spec, f->spec())) return last_family = f;
     }
     auto made = std::make_shared<const SpecFamily>(SpecFamily{jobs::SpecTemplate::of(spec)});
     list.push_back(made);
@@ -872,10 +874,11 @@ struct Server::Impl {
     j.scalars = jobs::scalars_of(job.spec);
     j.placed = placed;
     j.plan_job_id = plan_job_id;
-    auto [it, inserted] = jobs.try_emplace(job.job_id);
-    if (!inserted) unindex_job(it->second);
-    it->second = std::move(j);
-    return index_job(it->second);
+    if (JobEntry* old = jobs.find(job.job_id)) {
+      unindex_job(*old);
+      return index_job(jobs.replace(*old, std::move(j)));
+    }
+    return index_job(jobs.insert(std::move(j)));
   }
 
   // What placement_for() reads of a device, with the run: a device whose traits were placed for
@@ -930,7 +933,7 @@ struct Server::Impl {
         std::optional<PlacedTarget> placed = placement_for(pj.family_spec(), s.worker_id, d);
         if (!placed) continue;
         std::string id = jobs::job_id_of(pj.run_id, pj.canonical(), placed->target);
-        if (jobs.count(id) || !made_ids.insert(id).second) continue;
+        if (jobs.find(id) != nullptr || !made_ids.insert(id).second) continue;
         by_run[pj.run_id].push_back(Made{jobs::PlannedJob{std::move(id), pj.spec(), placed->target}, *placed, &d, pid});
       }
     }
@@ -973,9 +976,9 @@ struct Server::Impl {
       storage_fault("removing the stand-in " + pj.job_id, st);
       return;
     }
-    if (auto it = jobs.find(pj.job_id); it != jobs.end()) {
-      unindex_job(it->second);
-      jobs.erase(it);
+    if (JobEntry* j = jobs.find(pj.job_id)) {
+      unindex_job(*j);
+      jobs.erase(*j);
     }
     pj.stand_in = false;
     unplaced_dirty = true;
@@ -1076,8 +1079,8 @@ struct Server::Impl {
   // was a tenth of the coordinator's CPU at dispatch rate).
   void on_result(WorkerSession& s, proto::JobResult& r) {
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
-    auto it = jobs.find(r.job_id);
-    if (it == jobs.end() || !worker_owns_attempt(s.worker_id, it->second, r.attempt)) {
+    JobEntry* found = jobs.find(r.job_id);
+    if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {
       ++counters.results_dropped_forged;
       logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
                      r.job_id, r.attempt, s.worker_id, counters.results_dropped_forged);
@@ -1086,7 +1089,7 @@ struct Server::Impl {
     standing.on_result(s.worker_id);
     assign_dirty = true;
     ResultRecord rec;
-    rec.run_id = it->second.run_id;
+    rec.run_id = found->run_id;
     rec.job_id = r.job_id;
     rec.attempt = r.attempt;
     rec.worker_id = s.worker_id;
@@ -1098,7 +1101,7 @@ struct Server::Impl {
     rec.finished_at_ms = r.finished_at_ms;
     rec.received_at_ms = now_epoch_ms();
     if (pending.empty()) pending_since_ms = steady_ms();
-    JobEntry& j = it->second;
+    JobEntry& j = *found;
     std::string device;
     if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) {
       j.result_pending = true;
@@ -1138,9 +1141,9 @@ struct Server::Impl {
         logger()->info("result {} of {} attempt {} from {} answers a CANCEL of an attempt already closed; "
                        "kept out of the job's record", to_string(rec.status), rec.job_id, rec.attempt, rec.worker_id);
       }
-      auto found = jobs.find(rec.job_id);
-      if (found == jobs.end()) continue;   // stored, and nothing here to update (cannot happen)
-      JobEntry& j = found->second;
+      JobEntry* found = jobs.find(rec.job_id);
+      if (found == nullptr) continue;   // stored, and nothing here to update (cannot happen)
+      JobEntry& j = *found;
       j.result_pending = false;
       const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
       if (out.became_terminal) {
@@ -1233,12 +1236,11 @@ struct Server::Impl {
   }
 
   void on_progress(WorkerSession& s, const proto::Progress& p) {
-    auto it = jobs.find(p.job_id);
-    if (it == jobs.end() || it->second.lease_worker != s.worker_id ||
-        it->second.lease_attempt != p.attempt) {
+    JobEntry* j = jobs.find(p.job_id);
+    if (j == nullptr || j->lease_worker != s.worker_id || j->lease_attempt != p.attempt) {
       return;   // informational; a PROGRESS of an old attempt changes nothing
     }
-    it->second.lease_answered = true;
+    j->lease_answered = true;
     standing.on_answer(s.worker_id);
   }
 
@@ -1833,14 +1835,14 @@ struct Server::Impl {
       }
       return nlohmann::json{{"run_id", id}, {"cancelled", cancelled}, {"stopped_running", running}};
     }
-    auto it = jobs.find(id);
-    if (it == jobs.end()) {
+    JobEntry* found = jobs.find(id);
+    if (found == nullptr) {
       std::string known;
       for (const auto& r : runs) known += (known.empty() ? "" : ", ") + r;
       return not_found("no run or job '" + id.substr(0, 128) + "' on this coordinator (runs: " +
                        (known.empty() ? "none" : known) + ")");
     }
-    JobEntry& j = it->second;
+    JobEntry& j = *found;
     const bool was_leased = j.state == JobState::kLeased;
     const bool cancelled = cancel_job(j, reason);
     if (fatal) return *fatal;
@@ -2171,8 +2173,7 @@ struct Server::Impl {
     std::vector<std::pair<JobEntry*, std::string>> invalid;
     Status loaded = m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
       ++rows;
-      auto [slot, fresh] = m.jobs.try_emplace(row.job_id);
-      if (!fresh) return Status::Ok();
+      if (m.jobs.find(row.job_id) != nullptr) return Status::Ok();
       JobEntry j;
       j.run_id = row.run_id;
       j.job_id = row.job_id;
@@ -2212,11 +2213,11 @@ struct Server::Impl {
         none.backend.clear();
         j.family = m.intern_family(none);
         if (j.state == JobState::kDone) {
-          m.index_job(slot->second = std::move(j));
+          m.index_job(m.jobs.insert(std::move(j)));
           return Status::Ok();
         }
         j.state = JobState::kQueued;
-        JobEntry& e = m.index_job(slot->second = std::move(j));
+        JobEntry& e = m.index_job(m.jobs.insert(std::move(j)));
         invalid.emplace_back(&e, !spec_status.ok() ? "stored job spec is invalid: " + spec_status.message()
                                                    : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         return Status::Ok();
@@ -2237,7 +2238,7 @@ struct Server::Impl {
         j.lease_expires_at_ms = row.lease_expires_at_ms;
         j.lease_exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
       }
-      m.index_job(slot->second = std::move(j));
+      m.index_job(m.jobs.insert(std::move(j)));
       return Status::Ok();
     });
     AM_RETURN_IF_ERROR(loaded);

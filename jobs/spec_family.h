@@ -5,6 +5,7 @@
 //
 // Contract:
 // - family_of(s) is `s` with neutral scalars; with_scalars(family_of(s), scalars_of(s)) == s.
+// - same_family(s, f) == (family_of(s) == f), for every s and f.
 // - SpecTemplate::of(spec) pre-renders the canonical JSON of spec's family (to_json(...).dump(),
 //   the bytes job ids hash) around the three scalars; canonical(scalars) returns the same bytes as
 //   dumping to_json(with_scalars(family, scalars)) without building a document. of() checks the
@@ -22,6 +23,10 @@
 namespace am::jobs {
 
 JobSpec family_of(JobSpec spec);
+// family_of(spec) == family, without copying spec: the per-job check of the caches below, where
+// a copy per job was a kilobyte of short-lived allocations between each job's long-lived ones
+// (the coordinator's heap ended up half holes; docs/SCALE.md).
+bool same_family(const JobSpec& spec, const JobSpec& family);
 
 class SpecTemplate {
  public:

@@ -5,7 +5,10 @@
 // family.
 #include "jobs/spec_family.h"
 
+#include <functional>
 #include <map>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -61,6 +64,45 @@ TEST(SpecFamily, FamiliesDifferInAnythingButTheScalars) {
   b = a;
   b.command = CommandSpec{"probe", {"/bin/true"}};
   EXPECT_NE(family_of(a), family_of(b));
+}
+
+TEST(SpecFamily, SameFamilyAgreesWithComparingCopies) {
+  JobSpec base;
+  base.model = "bert-tiny";
+  base.architecture = "encoder-only";
+  base.model_config = {{"layers", 2}, {"hidden", 128}};
+  const JobSpec family = family_of(base);
+  // One change per field: each must make another family, except the three scalars.
+  std::vector<std::pair<const char*, std::function<void(JobSpec&)>>> changes = {
+      {"precision", [](JobSpec& s) { s.precision = Precision::kQ8_0; }},
+      {"batch", [](JobSpec& s) { s.batch = 8; }},
+      {"seq_len", [](JobSpec& s) { s.seq_len = 128; }},
+      {"model", [](JobSpec& s) { s.model = "bert-base"; }},
+      {"architecture", [](JobSpec& s) { s.architecture = "decoder-only"; }},
+      {"model_config", [](JobSpec& s) { s.model_config["hidden"] = 256; }},
+      {"scaled", [](JobSpec& s) { s.scaled = true; }},
+      {"backend", [](JobSpec& s) { s.backend = "vulkan"; }},
+      {"mode", [](JobSpec& s) { s.mode = kModePerf; }},
+      {"seed", [](JobSpec& s) { s.seed = 7; }},
+      {"warmup", [](JobSpec& s) { s.warmup = 3; }},
+      {"min_reps", [](JobSpec& s) { s.min_reps = 9; }},
+      {"max_reps", [](JobSpec& s) { s.max_reps = 99; }},
+      {"min_time_s", [](JobSpec& s) { s.min_time_s = 0.25; }},
+      {"timeout_s", [](JobSpec& s) { s.timeout_s = 60; }},
+      {"memory_limit_mb", [](JobSpec& s) { s.memory_limit_mb = 512; }},
+      {"threads", [](JobSpec& s) { s.threads = 1; }},
+      {"required_tags", [](JobSpec& s) { s.required_tags["rack"] = "a"; }},
+      {"command", [](JobSpec& s) { s.command = CommandSpec{"probe", {"/bin/true"}}; }},
+      {"placement", [](JobSpec& s) { s.placement = Placement::kEachClass; }},
+  };
+  EXPECT_TRUE(same_family(base, family));
+  for (const auto& [field, change] : changes) {
+    JobSpec s = base;
+    change(s);
+    EXPECT_EQ(same_family(s, family), family_of(s) == family) << field;
+    // A family argument that is not neutral is nobody's family.
+    EXPECT_FALSE(same_family(base, s) && !(family_of(base) == s)) << field;
+  }
 }
 
 TEST(SpecFamily, MarkerTextInsideACommandDoesNotFoolTheTemplate) {
