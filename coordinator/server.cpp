@@ -69,6 +69,27 @@ struct SpecFamily {
   const jobs::JobSpec& spec() const { return canonical.family(); }
 };
 
+// What a job's leases leave on it (JobEntry::lease_state).
+struct LeaseFields {
+  std::string worker;                // worker id holding the current lease
+  std::string host;                  // its hostname as stored with the lease (restart only)
+  int attempt = 0;
+  int64_t expires_at_ms = 0;         // epoch ms
+  int64_t started_ms = 0;            // epoch ms of the current ASSIGN (0 after a restart)
+  bool result_pending = false;       // the current lease's RESULT waits in the store batch
+  bool answered = false;             // the current lease's peer sent PROGRESS or RESULT for it
+  bool exclusive = false;            // the current lease holds its hardware alone (§5.12)
+  std::string device;
+  std::set<std::string> lost_on;     // workers on which an attempt ended without a result
+  std::set<std::string> failed_on;   // of those: the ones that had answered (counted, §5.5)
+  int infra_failures = 0;            // answered leases that ended without a result
+  // The worker whose lease index lists the job (Impl::index_job) and whether as exclusive.
+  std::string indexed_worker;
+  bool indexed_exclusive = false;
+};
+const LeaseFields kNeverLeased{};
+const PlacedTarget kAnyTarget{};
+
 struct JobEntry {
   std::string run_id;
   std::string job_id;
@@ -79,22 +100,22 @@ struct JobEntry {
   JobState state = JobState::kQueued;
   int attempts = 0;
   std::optional<ResultStatus> status;
-  std::string lease_worker;          // worker id holding the current lease
-  std::string lease_host;            // its hostname as stored with the lease (restart only)
-  int lease_attempt = 0;
-  int64_t lease_expires_at_ms = 0;   // epoch ms
-  int64_t lease_started_ms = 0;      // epoch ms of the current ASSIGN (0 after a restart)
-  bool result_pending = false;       // the current lease's RESULT waits in the store batch
-  bool lease_answered = false;       // the current lease's peer sent PROGRESS or RESULT for it
-  std::string lease_device;
-  std::set<std::string> lost_on;     // workers on which an attempt ended without a result
-  std::set<std::string> failed_on;   // of those: the ones that had answered (counted, §5.5)
-  int infra_failures = 0;            // answered leases that ended without a result
-  PlacedTarget placed;               // the class or device it was made for (any: every device)
+  // Lease state and history: allocated the first time the job is leased, so a queued job that
+  // never was costs one pointer (a million queued jobs; docs/SCALE.md). Read with lease(),
+  // write through lease_mut().
+  std::unique_ptr<LeaseFields> lease_state;
+  const LeaseFields& lease() const { return lease_state ? *lease_state : kNeverLeased; }
+  LeaseFields& lease_mut() {
+    if (!lease_state) lease_state = std::make_unique<LeaseFields>();
+    return *lease_state;
+  }
+  // The class or device it was made for; null for `any` (every device). Shared by the jobs of a
+  // target (Impl::intern_target): 136 bytes a job otherwise, a million times the same.
+  std::shared_ptr<const PlacedTarget> placed_target;
+  const PlacedTarget& placed() const { return placed_target ? *placed_target : kAnyTarget; }
   std::string plan_job_id;           // the plan job it was made from (its own id when any)
-  bool lease_exclusive = false;      // the current lease holds its hardware alone (§5.12)
-  // Scheduler indexes (Impl::index_job): submission order, the queue it waits in, and the worker
-  // whose lease index lists it while leased.
+  // Scheduler indexes (Impl::index_job): submission order and the queue it waits in (the lease
+  // index's part is in lease_state).
   uint32_t seq = 0;
   QueueBucket* bucket = nullptr;
   // Device memory it needs (-1: not estimated for it), worked out the first time a device asks
@@ -106,8 +127,6 @@ struct JobEntry {
     }
     return *need_bytes_cache;
   }
-  std::string indexed_worker;
-  bool indexed_exclusive = false;
 };
 
 // The queued jobs of one kind for one placement target (any, a class, a device): a device takes
@@ -330,6 +349,19 @@ struct Server::Impl {
   std::unordered_map<std::string, std::vector<std::shared_ptr<const SpecFamily>>> families;
   std::shared_ptr<const SpecFamily> last_family;
 
+  // One shared PlacedTarget per distinct target; `any` is null (JobEntry::placed()).
+  std::shared_ptr<const PlacedTarget> intern_target(const PlacedTarget& p) {
+    if (p.placement == jobs::Placement::kAny && p.target.empty() && p.hardware_class.empty() &&
+        p.worker_id.empty() && p.device_key.empty()) {
+      return nullptr;
+    }
+    auto& slot = targets[std::to_string(static_cast<int>(p.placement)) + "\x1f" + p.target + "\x1f" + p.hardware_class +
+                         "\x1f" + p.worker_id + "\x1f" + p.device_key];
+    if (!slot) slot = std::make_shared<const PlacedTarget>(p);
+    return slot;
+  }
+  std::unordered_map<std::string, std::shared_ptr<const PlacedTarget>> targets;
+
   std::shared_ptr<const SpecFamily> intern_family(const jobs::JobSpec& spec) {
     if (last_family && jobs::same_family(spec, last_family->spec())) return last_family;
     auto& list = families[spec.model + "\x1f" + spec.backend + "\x1f" + spec.mode];
@@ -361,7 +393,7 @@ struct Server::Impl {
   }
 
   QueueBucket* bucket_for(const JobEntry& j) {
-    const std::string target = target_key(j.placed);
+    const std::string target = target_key(j.placed());
     const std::string key = target + "\x1e" + kind_key(j.family_spec(), j.scalars.precision);
     auto it = bucket_by_key.find(key);
     if (it != bucket_by_key.end()) return it->second;
@@ -425,17 +457,19 @@ struct Server::Impl {
           j.bucket->queue.requeue(j.seq);
           // Queued again (a lease lost): an `any` job is checked against the registered devices
           // at the next registration even if their kinds did not change (settle_ineligible_jobs).
-          if (j.placed.placement == jobs::Placement::kAny) ineligible_checked = false;
+          if (j.placed().placement == jobs::Placement::kAny) ineligible_checked = false;
         }
         break;
-      case JobState::kLeased:
+      case JobState::kLeased: {
         ++count_leased;
         ++open_by_run[j.run_id];
-        j.indexed_exclusive = j.lease_exclusive;
-        count_leased_exclusive += j.indexed_exclusive;
-        j.indexed_worker = j.lease_worker;
-        leased_by_worker[j.indexed_worker].insert(j.seq);
+        LeaseFields& l = j.lease_mut();
+        l.indexed_exclusive = l.exclusive;
+        count_leased_exclusive += l.indexed_exclusive;
+        l.indexed_worker = l.worker;
+        leased_by_worker[l.indexed_worker].insert(j.seq);
         break;
+      }
       case JobState::kDone:
         ++count_done;
         if (j.status) ++done_by_status[*j.status];
@@ -454,13 +488,13 @@ struct Server::Impl {
       case JobState::kLeased: {
         --count_leased;
         --open_by_run[j.run_id];
-        count_leased_exclusive -= j.indexed_exclusive;
-        auto it = leased_by_worker.find(j.indexed_worker);
+        count_leased_exclusive -= j.lease().indexed_exclusive;
+        auto it = leased_by_worker.find(j.lease().indexed_worker);
         if (it != leased_by_worker.end()) {
           it->second.erase(j.seq);
           if (it->second.empty()) leased_by_worker.erase(it);
         }
-        j.indexed_worker.clear();
+        j.lease_mut().indexed_worker.clear();
         break;
       }
       case JobState::kDone:
@@ -485,7 +519,7 @@ struct Server::Impl {
     if (it == leased_by_worker.end()) return out;
     for (uint32_t seq : it->second) {
       JobEntry* j = by_seq[seq];
-      if (j && j->state == JobState::kLeased && j->lease_worker == worker_id) out.push_back(j);
+      if (j && j->state == JobState::kLeased && j->lease().worker == worker_id) out.push_back(j);
     }
     return out;
   }
@@ -596,38 +630,39 @@ struct Server::Impl {
   // bytes): neither the job nor the peer is to blame, so neither pays.
   void lease_lost(JobEntry& j, const std::string& reason, bool reclaimed = false) {
     if (j.state != JobState::kLeased) return;
-    Status st = store->expire_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
+    Status st = store->expire_lease(j.run_id, j.job_id, j.lease().attempt, reason, now_epoch_ms());
     if (!st.ok()) {
       storage_fault("expiring the lease of " + j.job_id, st);
       return;
     }
-    const bool silent = !j.lease_answered;
-    logger()->warn("job {} attempt {} on {}: {}{}", j.job_id, j.lease_attempt, j.lease_worker,
+    const bool silent = !j.lease().answered;
+    logger()->warn("job {} attempt {} on {}: {}{}", j.job_id, j.lease().attempt, j.lease().worker,
                    reason, silent ? " (the worker never answered this lease)" : "");
-    if (!(silent && reclaimed)) j.lost_on.insert(j.lease_worker);
+    LeaseFields& l = j.lease_mut();
+    if (!(silent && reclaimed)) l.lost_on.insert(l.worker);
     if (silent && reclaimed) {
       // neutral, see above
     } else if (silent) {
       ++counters.leases_silent;
-      if (int64_t q = standing.on_silent_lease(j.lease_worker, steady_ms()); q > 0) {
+      if (int64_t q = standing.on_silent_lease(j.lease().worker, steady_ms()); q > 0) {
         ++counters.quarantines;
         logger()->warn("worker {} quarantined for {} ms: it took leases and did not answer them",
-                       j.lease_worker, q);
+                       j.lease().worker, q);
       }
     } else {
-      j.failed_on.insert(j.lease_worker);
-      ++j.infra_failures;
+      l.failed_on.insert(l.worker);
+      ++l.infra_failures;
     }
-    j.lease_worker.clear();
-    j.lease_attempt = 0;
-    j.lease_answered = false;
+    l.worker.clear();
+    l.attempt = 0;
+    l.answered = false;
     set_state(j, JobState::kQueued);
     assign_dirty = true;
-    if (static_cast<int>(j.failed_on.size()) >= opt.max_infra_attempts ||
-        j.infra_failures >= opt.max_infra_attempts * reliability::kMaxInfraFailuresFactor) {
+    if (static_cast<int>(j.lease().failed_on.size()) >= opt.max_infra_attempts ||
+        j.lease().infra_failures >= opt.max_infra_attempts * reliability::kMaxInfraFailuresFactor) {
       settle(j, ResultStatus::kLost,
              "infrastructure retries exhausted after failures on " +
-                 std::to_string(j.failed_on.size()) + " worker(s) (" +
+                 std::to_string(j.lease().failed_on.size()) + " worker(s) (" +
                  std::to_string(j.attempts) + " attempts); last: " + reason);
     }
   }
@@ -637,16 +672,17 @@ struct Server::Impl {
   // worker pays for it.
   void lease_interrupted(JobEntry& j, const std::string& reason) {
     if (j.state != JobState::kLeased) return;
-    Status st = store->interrupt_lease(j.run_id, j.job_id, j.lease_attempt, reason, now_epoch_ms());
+    Status st = store->interrupt_lease(j.run_id, j.job_id, j.lease().attempt, reason, now_epoch_ms());
     if (!st.ok()) {
       storage_fault("releasing the lease of " + j.job_id, st);
       return;
     }
     ++counters.leases_interrupted;
-    logger()->info("job {} attempt {} on {} interrupted: {}", j.job_id, j.lease_attempt, j.lease_worker, reason);
-    j.lease_worker.clear();
-    j.lease_attempt = 0;
-    j.lease_answered = false;
+    logger()->info("job {} attempt {} on {} interrupted: {}", j.job_id, j.lease().attempt, j.lease().worker, reason);
+    LeaseFields& l = j.lease_mut();
+    l.worker.clear();
+    l.attempt = 0;
+    l.answered = false;
     set_state(j, JobState::kQueued);
     assign_dirty = true;
   }
@@ -660,9 +696,9 @@ struct Server::Impl {
     for (JobEntry* jp : all_leased()) {
       JobEntry& j = *jp;
       if (fatal) return released;
-      if (j.result_pending) continue;
-      const std::string worker = j.lease_worker;
-      const int attempt = j.lease_attempt;
+      if (j.lease().result_pending) continue;
+      const std::string worker = j.lease().worker;
+      const int attempt = j.lease().attempt;
       lease_interrupted(j, reason);
       if (j.state == JobState::kQueued) {
         send_to_worker(worker, proto::Cancel{j.job_id, attempt, reason});
@@ -697,7 +733,7 @@ struct Server::Impl {
     drop_health_leases(worker_id);
     for (JobEntry* jp : leased_to(worker_id)) {
       JobEntry& j = *jp;
-      if (j.result_pending) continue;
+      if (j.lease().result_pending) continue;
       if (expected) {
         // A worker that stops cleanly (BYE) hands its leases back: not a failure of the job.
         lease_interrupted(j, "worker " + worker_id + " left: " + reason);
@@ -842,9 +878,9 @@ struct Server::Impl {
     for (JobEntry* jp : leased_to(h.worker_id)) {
       JobEntry& j = *jp;
       auto held = h.held.find(j.job_id);
-      if (held == h.held.end() || held->second != j.lease_attempt) {
+      if (held == h.held.end() || held->second != j.lease().attempt) {
         ++counters.leases_reclaimed;
-        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease_attempt),
+        lease_lost(j, "worker registered without holding attempt " + std::to_string(j.lease().attempt),
                    /*reclaimed=*/true);
       }
     }
@@ -872,7 +908,7 @@ struct Server::Impl {
     j.job_id = job.job_id;
     j.family = intern_family(job.spec);
     j.scalars = jobs::scalars_of(job.spec);
-    j.placed = placed;
+    j.placed_target = intern_target(placed);
     j.plan_job_id = plan_job_id;
     if (JobEntry* old = jobs.find(job.job_id)) {
       unindex_job(*old);
@@ -1066,7 +1102,7 @@ struct Server::Impl {
   }
 
   bool worker_owns_attempt(const std::string& worker_id, const JobEntry& j, int attempt) {
-    if (j.lease_worker == worker_id && j.lease_attempt == attempt) return true;
+    if (j.lease().worker == worker_id && j.lease().attempt == attempt) return true;
     auto owner = store->attempt_worker(j.run_id, j.job_id, attempt);
     if (!owner.ok()) {
       logger()->error("attempt lookup failed: {}", owner.status().to_string());
@@ -1103,10 +1139,10 @@ struct Server::Impl {
     if (pending.empty()) pending_since_ms = steady_ms();
     JobEntry& j = *found;
     std::string device;
-    if (j.lease_worker == s.worker_id && j.lease_attempt == r.attempt) {
-      j.result_pending = true;
-      j.lease_answered = true;
-      device = j.lease_device;
+    if (j.lease().worker == s.worker_id && j.lease().attempt == r.attempt) {
+      j.lease_mut().result_pending = true;
+      j.lease_mut().answered = true;
+      device = j.lease().device;
     }
     // The outcome is judged on receipt (the first RESULT of the current lease, never a re-sent
     // one), before the slot it frees is leased again: a device that just crossed the crash
@@ -1144,8 +1180,8 @@ struct Server::Impl {
       JobEntry* found = jobs.find(rec.job_id);
       if (found == nullptr) continue;   // stored, and nothing here to update (cannot happen)
       JobEntry& j = *found;
-      j.result_pending = false;
-      const bool is_current_lease = j.lease_worker == rec.worker_id && j.lease_attempt == rec.attempt;
+      j.lease_mut().result_pending = false;
+      const bool is_current_lease = j.lease().worker == rec.worker_id && j.lease().attempt == rec.attempt;
       if (out.became_terminal) {
         if (rec.started_at_ms > 0 && rec.finished_at_ms >= rec.started_at_ms) {
           ++measured_jobs;
@@ -1158,18 +1194,18 @@ struct Server::Impl {
         // Another attempt still out there (e.g. the job was re-queued after a lease expired and
         // the first worker delivered late) is no longer needed.
         if (j.state == JobState::kLeased && !is_current_lease) {
-          send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt,
+          send_to_worker(j.lease().worker, proto::Cancel{j.job_id, j.lease().attempt,
                                                        "job already has a result"});
         }
         set_state(j, JobState::kDone, rec.status);
-        j.lease_worker.clear();
-        j.lease_attempt = 0;
+        j.lease_mut().worker.clear();
+        j.lease_mut().attempt = 0;
         last_event = std::string(to_string(rec.status)) + "  " + describe(j) + summarize_metrics(rec.metrics) +
                      (rec.reason.empty() ? "" : "  (" + rec.reason + ")");
         notify();
       } else if (is_current_lease) {
-        j.lease_worker.clear();
-        j.lease_attempt = 0;
+        j.lease_mut().worker.clear();
+        j.lease_mut().attempt = 0;
       }
       send_to_worker(rec.worker_id, proto::Ack{rec.job_id, rec.attempt});
     }
@@ -1194,7 +1230,7 @@ struct Server::Impl {
     if (auto it = leased_by_worker.find(worker_id); it != leased_by_worker.end()) {
       for (uint32_t seq : it->second) {
         const JobEntry* j = by_seq[seq];
-        n += j && j->state == JobState::kLeased && j->lease_worker == worker_id && !j->result_pending;
+        n += j && j->state == JobState::kLeased && j->lease().worker == worker_id && !j->lease().result_pending;
       }
     }
     if (auto it = hc.by_worker.find(worker_id); it != hc.by_worker.end()) n += it->second;
@@ -1203,7 +1239,7 @@ struct Server::Impl {
 
   int leases_on_device(const std::string& worker_id, const std::string& device, const HealthCounts& hc) const {
     int n = 0;
-    for (const JobEntry* j : leased_to(worker_id)) n += j->lease_device == device;
+    for (const JobEntry* j : leased_to(worker_id)) n += j->lease().device == device;
     if (auto it = hc.by_device.find({worker_id, device}); it != hc.by_device.end()) n += it->second;
     return n;
   }
@@ -1237,10 +1273,10 @@ struct Server::Impl {
 
   void on_progress(WorkerSession& s, const proto::Progress& p) {
     JobEntry* j = jobs.find(p.job_id);
-    if (j == nullptr || j->lease_worker != s.worker_id || j->lease_attempt != p.attempt) {
+    if (j == nullptr || j->lease().worker != s.worker_id || j->lease().attempt != p.attempt) {
       return;   // informational; a PROGRESS of an old attempt changes nothing
     }
-    j->lease_answered = true;
+    j->lease_mut().answered = true;
     standing.on_answer(s.worker_id);
   }
 
@@ -1278,13 +1314,13 @@ struct Server::Impl {
   // The job may run on this device of this worker: the device can run it and it is one of the
   // devices the job was made for (any device, its class, or itself).
   static bool fits(const JobEntry& j, const WorkerSession& s, const DeviceInfo& device) {
-    return admits(j.placed, s.worker_id, device) && j.bucket != nullptr && device_admits_kind(device, j.bucket->kind) &&
+    return admits(j.placed(), s.worker_id, device) && j.bucket != nullptr && device_admits_kind(device, j.bucket->kind) &&
            (j.family_spec().command || fits_memory(device, j.need_bytes()));
   }
 
   bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
     for (const auto& [id, s] : sessions) {
-      if (s.worker_id == worker_id || j.lost_on.count(s.worker_id)) continue;
+      if (s.worker_id == worker_id || j.lease().lost_on.count(s.worker_id)) continue;
       for (const auto& d : s.devices) {
         if (fits(j, s, d)) return true;
       }
@@ -1302,7 +1338,7 @@ struct Server::Impl {
         if (best && seq > best->seq) return false;   // nothing later in this bucket can win
         JobEntry& j = *by_seq[seq];
         if (!fits_memory(device, j.need_bytes())) return true;
-        if (!j.lost_on.empty() && j.lost_on.count(s.worker_id)) {
+        if (!j.lease().lost_on.empty() && j.lease().lost_on.count(s.worker_id)) {
           if (!someone_else_could_run(j, s.worker_id) && (!fallback || seq < fallback->seq)) fallback = &j;
           return true;
         }
@@ -1327,10 +1363,10 @@ struct Server::Impl {
     Occupancy occ;
     for (const JobEntry* jp : all_leased()) {
       const JobEntry& j = *jp;
-      if (j.result_pending) continue;
-      const WorkerSession* s = session_of_const(j.lease_worker);
-      const DeviceInfo* d = s ? device_of(*s, j.lease_device) : nullptr;
-      if (d) occ.hold(slot_of(s->host_key, s->worker_id, *d), j.lease_exclusive);
+      if (j.lease().result_pending) continue;
+      const WorkerSession* s = session_of_const(j.lease().worker);
+      const DeviceInfo* d = s ? device_of(*s, j.lease().device) : nullptr;
+      if (d) occ.hold(slot_of(s->host_key, s->worker_id, *d), j.lease().exclusive);
     }
     for (const auto& [id, h] : health_leases) {
       const WorkerSession* s = session_of_const(h.worker_id);
@@ -1463,14 +1499,15 @@ struct Server::Impl {
           lease.lease_expires_at_ms = lease.leased_at_ms + lease_ms;
           lease.exclusive = exclusive;
           j->attempts = attempt;
-          j->lease_worker = s.worker_id;
-          j->lease_exclusive = exclusive;
+          LeaseFields& l = j->lease_mut();
+          l.worker = s.worker_id;
+          l.exclusive = exclusive;
           set_state(*j, JobState::kLeased);
-          j->lease_attempt = attempt;
-          j->lease_expires_at_ms = lease.lease_expires_at_ms;
-          j->lease_started_ms = lease.leased_at_ms;
-          j->lease_answered = false;
-          j->lease_device = device.key;
+          l.attempt = attempt;
+          l.expires_at_ms = lease.lease_expires_at_ms;
+          l.started_ms = lease.leased_at_ms;
+          l.answered = false;
+          l.device = device.key;
           leases.push_back(std::move(lease));
           occupancy.hold(slot, exclusive);
           s.credits.on_assign(device.key);
@@ -1551,9 +1588,9 @@ struct Server::Impl {
         logger()->warn("device {}/{} quarantined: {}", e.worker_id, e.device, e.reason);
         for (JobEntry* jp : leased_to(e.worker_id)) {
           JobEntry& j = *jp;
-          if (j.lease_device != e.device || j.result_pending) continue;
-          const int attempt = j.lease_attempt;
-          j.lost_on.insert(e.worker_id);   // prefer another worker for it
+          if (j.lease().device != e.device || j.lease().result_pending) continue;
+          const int attempt = j.lease().attempt;
+          j.lease_mut().lost_on.insert(e.worker_id);   // prefer another worker for it
           lease_interrupted(j, "device " + e.worker_id + "/" + e.device + " quarantined");
           send_to_worker(e.worker_id, proto::Cancel{j.job_id, attempt, "device quarantined"});
         }
@@ -1783,7 +1820,7 @@ struct Server::Impl {
   // worker told to stop it (the worker kills the job's process; its own `cancelled` RESULT is
   // then a duplicate). Returns false when there was nothing to cancel.
   bool cancel_job(JobEntry& j, const std::string& reason) {
-    if (j.state == JobState::kDone || j.result_pending) return false;
+    if (j.state == JobState::kDone || j.lease().result_pending) return false;
     if (j.state == JobState::kQueued) {
       settle(j, ResultStatus::kCancelled, reason);
       return !fatal;
@@ -1791,8 +1828,8 @@ struct Server::Impl {
     ResultRecord rec;
     rec.run_id = j.run_id;
     rec.job_id = j.job_id;
-    rec.attempt = j.lease_attempt;
-    rec.worker_id = j.lease_worker;
+    rec.attempt = j.lease().attempt;
+    rec.worker_id = j.lease().worker;
     rec.status = ResultStatus::kCancelled;
     rec.reason = reason;
     rec.finished_at_ms = rec.received_at_ms = now_epoch_ms();
@@ -1801,10 +1838,10 @@ struct Server::Impl {
       storage_fault("storing the cancellation of " + j.job_id, stored.status());
       return false;
     }
-    send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, reason});
+    send_to_worker(j.lease().worker, proto::Cancel{j.job_id, j.lease().attempt, reason});
     set_state(j, JobState::kDone, ResultStatus::kCancelled);
-    j.lease_worker.clear();
-    j.lease_attempt = 0;
+    j.lease_mut().worker.clear();
+    j.lease_mut().attempt = 0;
     runs_dirty = true;
     assign_dirty = true;
     last_event = "cancelled  " + describe(j) + "  (" + reason + ")";
@@ -1962,7 +1999,7 @@ struct Server::Impl {
         if (j.status) ++c.by_status[std::string(to_string(*j.status))];
       } else if (j.state == JobState::kLeased) {
         ++c.leased;
-        running[j.lease_worker].push_back(&j);
+        running[j.lease().worker].push_back(&j);
       } else {
         ++c.queued;
       }
@@ -2036,8 +2073,8 @@ struct Server::Impl {
       for (const JobEntry* j : running[s.worker_id]) {
         nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id}, {"model", j->family_spec().model},
                            {"backend", j->family_spec().backend}, {"precision", std::string(jobs::to_string(j->scalars.precision))},
-                           {"device", j->lease_device}, {"attempt", j->lease_attempt}};
-        if (j->lease_started_ms > 0) job["running_s"] = (now_epoch - j->lease_started_ms) / 1000.0;
+                           {"device", j->lease().device}, {"attempt", j->lease().attempt}};
+        if (j->lease().started_ms > 0) job["running_s"] = (now_epoch - j->lease().started_ms) / 1000.0;
         w["jobs"].push_back(std::move(job));
       }
       for (const auto& [id, h] : health_leases) {
@@ -2222,7 +2259,7 @@ struct Server::Impl {
                                                    : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         return Status::Ok();
       }
-      j.placed = *placed;
+      j.placed_target = m.intern_target(*placed);
       if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
         m.unplaced_dirty = true;
         if (row.target.empty()) {
@@ -2232,11 +2269,12 @@ struct Server::Impl {
         }
       }
       if (j.state == JobState::kLeased) {
-        j.lease_worker = row.lease_worker;
-        j.lease_host = row.lease_host;
-        j.lease_attempt = row.attempts;
-        j.lease_expires_at_ms = row.lease_expires_at_ms;
-        j.lease_exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
+        LeaseFields& l = j.lease_mut();
+        l.worker = row.lease_worker;
+        l.host = row.lease_host;
+        l.attempt = row.attempts;
+        l.expires_at_ms = row.lease_expires_at_ms;
+        l.exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
       }
       m.index_job(m.jobs.insert(std::move(j)));
       return Status::Ok();
@@ -2289,8 +2327,8 @@ struct Server::Impl {
       const int64_t epoch = now_epoch_ms();
       for (JobEntry* jp : all_leased()) {
         JobEntry& j = *jp;
-        if (j.state == JobState::kLeased && j.lease_expires_at_ms > 0 && epoch > j.lease_expires_at_ms) {
-          send_to_worker(j.lease_worker, proto::Cancel{j.job_id, j.lease_attempt, "lease expired"});
+        if (j.state == JobState::kLeased && j.lease().expires_at_ms > 0 && epoch > j.lease().expires_at_ms) {
+          send_to_worker(j.lease().worker, proto::Cancel{j.job_id, j.lease().attempt, "lease expired"});
           ++counters.leases_expired;
           lease_lost(j, "lease expired");
         }
@@ -2385,13 +2423,13 @@ Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, 
   int reclaimed = 0;
   for (JobEntry* jp : m.all_leased()) {
     JobEntry& j = *jp;
-    if (!gone(j.lease_worker, j.lease_host)) continue;
-    const std::string why = reason + " (worker " + j.lease_worker + ")";
-    AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id, j.job_id, j.lease_attempt, why, now_epoch_ms()));
-    logger()->info("job {} attempt {}: lease reclaimed: {}", j.job_id, j.lease_attempt, why);
-    j.lease_worker.clear();
-    j.lease_host.clear();
-    j.lease_attempt = 0;
+    if (!gone(j.lease().worker, j.lease().host)) continue;
+    const std::string why = reason + " (worker " + j.lease().worker + ")";
+    AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id, j.job_id, j.lease().attempt, why, now_epoch_ms()));
+    logger()->info("job {} attempt {}: lease reclaimed: {}", j.job_id, j.lease().attempt, why);
+    j.lease_mut().worker.clear();
+    j.lease_mut().host.clear();
+    j.lease_mut().attempt = 0;
     m.set_state(j, JobState::kQueued);
     ++m.counters.leases_reclaimed;
     ++reclaimed;
