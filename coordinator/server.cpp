@@ -113,7 +113,10 @@ struct JobEntry {
   // target (Impl::intern_target): 136 bytes a job otherwise, a million times the same.
   std::shared_ptr<const PlacedTarget> placed_target;
   const PlacedTarget& placed() const { return placed_target ? *placed_target : kAnyTarget; }
-  std::string plan_job_id;           // the plan job it was made from (its own id when any)
+  // The plan job it was made from; empty when that is the job itself (`any` jobs, stand-ins):
+  // a million copies of the job's own id were a heap string each. Read with plan_job().
+  std::string plan_job_id;
+  const std::string& plan_job() const { return plan_job_id.empty() ? job_id : plan_job_id; }
   // Scheduler indexes (Impl::index_job): submission order and the queue it waits in (the lease
   // index's part is in lease_state).
   uint32_t seq = 0;
@@ -909,7 +912,7 @@ struct Server::Impl {
     j.family = intern_family(job.spec);
     j.scalars = jobs::scalars_of(job.spec);
     j.placed_target = intern_target(placed);
-    j.plan_job_id = plan_job_id;
+    if (plan_job_id != job.job_id) j.plan_job_id = plan_job_id;
     if (JobEntry* old = jobs.find(job.job_id)) {
       unindex_job(*old);
       return index_job(jobs.replace(*old, std::move(j)));
@@ -2222,10 +2225,10 @@ struct Server::Impl {
         // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
         if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
       }
-      j.plan_job_id = plan_job_id_of(run_id, row);
+      if (std::string plan_job = plan_job_id_of(run_id, row); plan_job != row.job_id) j.plan_job_id = std::move(plan_job);
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
       Status spec_status = Status::Ok();
-      if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
+      if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
         j.family = pj->second.family;
         j.scalars = pj->second.scalars;
       } else if (next_any < any_jobs.size() && any_jobs[next_any].job_id == row.job_id) {
@@ -2260,7 +2263,7 @@ struct Server::Impl {
         return Status::Ok();
       }
       j.placed_target = m.intern_target(*placed);
-      if (auto pj = m.plan_jobs.find(j.plan_job_id); pj != m.plan_jobs.end()) {
+      if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
         m.unplaced_dirty = true;
         if (row.target.empty()) {
           pj->second.stand_in = true;   // settled before for want of hardware
