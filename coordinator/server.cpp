@@ -91,9 +91,13 @@ const LeaseFields kNeverLeased{};
 const PlacedTarget kAnyTarget{};
 
 struct JobEntry {
-  std::string run_id;
+  // The run's id, its family and its placement target are shared by many jobs and owned by
+  // Impl (runs_by_id, families, targets), which never drops one while the server lives: each
+  // is a pointer here, not a copy or a reference count (a million queued jobs; docs/SCALE.md).
+  const std::string* run = nullptr;
+  const std::string& run_id() const { return *run; }
   std::string job_id;
-  std::shared_ptr<const SpecFamily> family;
+  const SpecFamily* family = nullptr;
   jobs::JobScalars scalars;
   jobs::JobSpec spec() const { return jobs::with_scalars(family->spec(), scalars); }
   const jobs::JobSpec& family_spec() const { return family->spec(); }
@@ -111,7 +115,7 @@ struct JobEntry {
   }
   // The class or device it was made for; null for `any` (every device). Shared by the jobs of a
   // target (Impl::intern_target): 136 bytes a job otherwise, a million times the same.
-  std::shared_ptr<const PlacedTarget> placed_target;
+  const PlacedTarget* placed_target = nullptr;
   const PlacedTarget& placed() const { return placed_target ? *placed_target : kAnyTarget; }
   // The plan job it was made from; empty when that is the job itself (`any` jobs, stand-ins):
   // a million copies of the job's own id were a heap string each. Read with plan_job().
@@ -123,12 +127,13 @@ struct JobEntry {
   QueueBucket* bucket = nullptr;
   // Device memory it needs (-1: not estimated for it), worked out the first time a device asks
   // (need_bytes()): estimating a million jobs up front was seconds of every restart.
-  mutable std::optional<int64_t> need_bytes_cache;
+  static constexpr int64_t kNotEstimatedYet = -2;
+  mutable int64_t need_bytes_cache = kNotEstimatedYet;
   int64_t need_bytes() const {
-    if (!need_bytes_cache) {
+    if (need_bytes_cache == kNotEstimatedYet) {
       need_bytes_cache = family_spec().command ? -1 : estimated_job_bytes(spec()).value_or(-1);
     }
-    return *need_bytes_cache;
+    return need_bytes_cache;
   }
 };
 
@@ -364,6 +369,9 @@ struct Server::Impl {
     return slot;
   }
   std::unordered_map<std::string, std::shared_ptr<const PlacedTarget>> targets;
+  // Run ids, one copy each (JobEntry::run); std::set: its elements never move.
+  const std::string* intern_run(const std::string& run_id) { return &*runs_by_id.insert(run_id).first; }
+  std::set<std::string> runs_by_id;
 
   std::shared_ptr<const SpecFamily> intern_family(const jobs::JobSpec& spec) {
     if (last_family && jobs::same_family(spec, last_family->spec())) return last_family;
@@ -452,8 +460,8 @@ struct Server::Impl {
       case JobState::kQueued:
         ++count_queued;
         count_queued_perf += measures_speed(j.family_spec());
-        ++open_by_run[j.run_id];
-        ++queued_by_run[j.run_id];
+        ++open_by_run[j.run_id()];
+        ++queued_by_run[j.run_id()];
         if (fresh) {
           j.bucket->queue.append(j.seq);
         } else {
@@ -465,7 +473,7 @@ struct Server::Impl {
         break;
       case JobState::kLeased: {
         ++count_leased;
-        ++open_by_run[j.run_id];
+        ++open_by_run[j.run_id()];
         LeaseFields& l = j.lease_mut();
         l.indexed_exclusive = l.exclusive;
         count_leased_exclusive += l.indexed_exclusive;
@@ -485,12 +493,12 @@ struct Server::Impl {
       case JobState::kQueued:
         --count_queued;
         count_queued_perf -= measures_speed(j.family_spec());
-        --open_by_run[j.run_id];
-        --queued_by_run[j.run_id];
+        --open_by_run[j.run_id()];
+        --queued_by_run[j.run_id()];
         break;   // the queue drops it lazily
       case JobState::kLeased: {
         --count_leased;
-        --open_by_run[j.run_id];
+        --open_by_run[j.run_id()];
         count_leased_exclusive -= j.lease().indexed_exclusive;
         auto it = leased_by_worker.find(j.lease().indexed_worker);
         if (it != leased_by_worker.end()) {
@@ -611,7 +619,7 @@ struct Server::Impl {
 
   // ---- job state transitions --------------------------------------------------------------
   void settle(JobEntry& j, ResultStatus status, const std::string& reason) {
-    Status st = store->set_job_terminal(j.run_id, j.job_id, status, reason, now_epoch_ms());
+    Status st = store->set_job_terminal(j.run_id(), j.job_id, status, reason, now_epoch_ms());
     if (!st.ok()) {
       storage_fault("storing the terminal status of " + j.job_id, st);
       return;
@@ -633,7 +641,7 @@ struct Server::Impl {
   // bytes): neither the job nor the peer is to blame, so neither pays.
   void lease_lost(JobEntry& j, const std::string& reason, bool reclaimed = false) {
     if (j.state != JobState::kLeased) return;
-    Status st = store->expire_lease(j.run_id, j.job_id, j.lease().attempt, reason, now_epoch_ms());
+    Status st = store->expire_lease(j.run_id(), j.job_id, j.lease().attempt, reason, now_epoch_ms());
     if (!st.ok()) {
       storage_fault("expiring the lease of " + j.job_id, st);
       return;
@@ -675,7 +683,7 @@ struct Server::Impl {
   // worker pays for it.
   void lease_interrupted(JobEntry& j, const std::string& reason) {
     if (j.state != JobState::kLeased) return;
-    Status st = store->interrupt_lease(j.run_id, j.job_id, j.lease().attempt, reason, now_epoch_ms());
+    Status st = store->interrupt_lease(j.run_id(), j.job_id, j.lease().attempt, reason, now_epoch_ms());
     if (!st.ok()) {
       storage_fault("releasing the lease of " + j.job_id, st);
       return;
@@ -907,11 +915,11 @@ struct Server::Impl {
   JobEntry& add_entry(const std::string& run_id, const jobs::PlannedJob& job,
                       const PlacedTarget& placed, const std::string& plan_job_id) {
     JobEntry j;
-    j.run_id = run_id;
+    j.run = intern_run(run_id);
     j.job_id = job.job_id;
-    j.family = intern_family(job.spec);
+    j.family = intern_family(job.spec).get();
     j.scalars = jobs::scalars_of(job.spec);
-    j.placed_target = intern_target(placed);
+    j.placed_target = intern_target(placed).get();
     if (plan_job_id != job.job_id) j.plan_job_id = plan_job_id;
     if (JobEntry* old = jobs.find(job.job_id)) {
       unindex_job(*old);
@@ -1106,7 +1114,7 @@ struct Server::Impl {
 
   bool worker_owns_attempt(const std::string& worker_id, const JobEntry& j, int attempt) {
     if (j.lease().worker == worker_id && j.lease().attempt == attempt) return true;
-    auto owner = store->attempt_worker(j.run_id, j.job_id, attempt);
+    auto owner = store->attempt_worker(j.run_id(), j.job_id, attempt);
     if (!owner.ok()) {
       logger()->error("attempt lookup failed: {}", owner.status().to_string());
       return false;
@@ -1128,7 +1136,7 @@ struct Server::Impl {
     standing.on_result(s.worker_id);
     assign_dirty = true;
     ResultRecord rec;
-    rec.run_id = found->run_id;
+    rec.run_id = found->run_id();
     rec.job_id = r.job_id;
     rec.attempt = r.attempt;
     rec.worker_id = s.worker_id;
@@ -1492,7 +1500,7 @@ struct Server::Impl {
             s.record_stored = true;
           }
           LeaseRecord lease;
-          lease.run_id = j->run_id;
+          lease.run_id = j->run_id();
           lease.job_id = j->job_id;
           lease.attempt = attempt;
           lease.worker_id = s.worker_id;
@@ -1808,7 +1816,7 @@ struct Server::Impl {
     int total = 0;
     int remaining = 0;
     for (const JobEntry* j : by_seq) {
-      if (j == nullptr || j->run_id != run_id) continue;
+      if (j == nullptr || j->run_id() != run_id) continue;
       ++total;
       remaining += j->state != JobState::kDone;
     }
@@ -1829,7 +1837,7 @@ struct Server::Impl {
       return !fatal;
     }
     ResultRecord rec;
-    rec.run_id = j.run_id;
+    rec.run_id = j.run_id();
     rec.job_id = j.job_id;
     rec.attempt = j.lease().attempt;
     rec.worker_id = j.lease().worker;
@@ -1864,7 +1872,7 @@ struct Server::Impl {
       settle_unplaced(id, ResultStatus::kCancelled, reason);
       if (fatal) return *fatal;
       for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
-        if (by_seq[seq] == nullptr || by_seq[seq]->run_id != id) continue;
+        if (by_seq[seq] == nullptr || by_seq[seq]->run_id() != id) continue;
         JobEntry& j = *by_seq[seq];
         const bool was_leased = j.state == JobState::kLeased;
         if (cancel_job(j, reason)) {
@@ -1886,7 +1894,7 @@ struct Server::Impl {
     const bool was_leased = j.state == JobState::kLeased;
     const bool cancelled = cancel_job(j, reason);
     if (fatal) return *fatal;
-    nlohmann::json out{{"job_id", id}, {"run_id", j.run_id}, {"cancelled", cancelled ? 1 : 0},
+    nlohmann::json out{{"job_id", id}, {"run_id", j.run_id()}, {"cancelled", cancelled ? 1 : 0},
                        {"stopped_running", cancelled && was_leased ? 1 : 0}};
     if (!cancelled && j.status) out["status"] = std::string(to_string(*j.status));
     return out;
@@ -1995,7 +2003,7 @@ struct Server::Impl {
     for (const JobEntry* jp : by_seq) {   // submission order
       if (jp == nullptr) continue;
       const JobEntry& j = *jp;
-      Counts& c = counts[j.run_id];
+      Counts& c = counts[j.run_id()];
       ++c.total;
       if (j.state == JobState::kDone) {
         ++c.done;
@@ -2074,7 +2082,7 @@ struct Server::Impl {
       }
       w["jobs"] = nlohmann::json::array();
       for (const JobEntry* j : running[s.worker_id]) {
-        nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id}, {"model", j->family_spec().model},
+        nlohmann::json job{{"job_id", j->job_id}, {"run_id", j->run_id()}, {"model", j->family_spec().model},
                            {"backend", j->family_spec().backend}, {"precision", std::string(jobs::to_string(j->scalars.precision))},
                            {"device", j->lease().device}, {"attempt", j->lease().attempt}};
         if (j->lease().started_ms > 0) job["running_s"] = (now_epoch - j->lease().started_ms) / 1000.0;
@@ -2215,7 +2223,7 @@ struct Server::Impl {
       ++rows;
       if (m.jobs.find(row.job_id) != nullptr) return Status::Ok();
       JobEntry j;
-      j.run_id = row.run_id;
+      j.run = m.intern_run(row.run_id);
       j.job_id = row.job_id;
       j.state = row.state;
       j.attempts = row.attempts;
@@ -2229,17 +2237,17 @@ struct Server::Impl {
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
       Status spec_status = Status::Ok();
       if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
-        j.family = pj->second.family;
+        j.family = pj->second.family.get();
         j.scalars = pj->second.scalars;
       } else if (next_any < any_jobs.size() && any_jobs[next_any].job_id == row.job_id) {
-        j.family = m.intern_family(any_jobs[next_any].spec);
+        j.family = m.intern_family(any_jobs[next_any].spec).get();
         j.scalars = jobs::scalars_of(any_jobs[next_any].spec);
         ++next_any;
       } else {
         auto doc = m.store->job_spec(run_id, row.job_id);
         auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
         if (spec.ok()) {
-          j.family = m.intern_family(*spec);
+          j.family = m.intern_family(*spec).get();
           j.scalars = jobs::scalars_of(*spec);
         } else {
           spec_status = spec.status();
@@ -2251,7 +2259,7 @@ struct Server::Impl {
         // and exit code must say what the store says).
         jobs::JobSpec none;
         none.backend.clear();
-        j.family = m.intern_family(none);
+        j.family = m.intern_family(none).get();
         if (j.state == JobState::kDone) {
           m.index_job(m.jobs.insert(std::move(j)));
           return Status::Ok();
@@ -2262,7 +2270,7 @@ struct Server::Impl {
                                                    : "stored placement target '" + row.target.substr(0, 200) + "' is invalid");
         return Status::Ok();
       }
-      j.placed_target = m.intern_target(*placed);
+      j.placed_target = m.intern_target(*placed).get();
       if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
         m.unplaced_dirty = true;
         if (row.target.empty()) {
@@ -2372,7 +2380,7 @@ struct Server::Impl {
       }
       if (queued_by_run[run_id] == 0) continue;
       for (JobEntry* j : by_seq) {
-        if (j != nullptr && j->run_id == run_id && j->state == JobState::kQueued) settle(*j, ResultStatus::kSkipped, reason);
+        if (j != nullptr && j->run_id() == run_id && j->state == JobState::kQueued) settle(*j, ResultStatus::kSkipped, reason);
         if (fatal) return;
       }
     }
@@ -2428,7 +2436,7 @@ Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, 
     JobEntry& j = *jp;
     if (!gone(j.lease().worker, j.lease().host)) continue;
     const std::string why = reason + " (worker " + j.lease().worker + ")";
-    AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id, j.job_id, j.lease().attempt, why, now_epoch_ms()));
+    AM_RETURN_IF_ERROR(m.store->expire_lease(j.run_id(), j.job_id, j.lease().attempt, why, now_epoch_ms()));
     logger()->info("job {} attempt {}: lease reclaimed: {}", j.job_id, j.lease().attempt, why);
     j.lease_mut().worker.clear();
     j.lease_mut().host.clear();
