@@ -117,10 +117,10 @@ struct JobEntry {
   // target (Impl::intern_target): 136 bytes a job otherwise, a million times the same.
   const PlacedTarget* placed_target = nullptr;
   const PlacedTarget& placed() const { return placed_target ? *placed_target : kAnyTarget; }
-  // The plan job it was made from; empty when that is the job itself (`any` jobs, stand-ins):
-  // a million copies of the job's own id were a heap string each. Read with plan_job().
-  std::string plan_job_id;
-  const std::string& plan_job() const { return plan_job_id.empty() ? job_id : plan_job_id; }
+  // The plan job it was made from (one copy, Impl::intern_plan_job); null when that is the job
+  // itself (`any` jobs, stand-ins): a million copies of the job's own id were a heap string each.
+  const std::string* plan_job_id = nullptr;
+  const std::string& plan_job() const { return plan_job_id ? *plan_job_id : job_id; }
   // Scheduler indexes (Impl::index_job): submission order and the queue it waits in (the lease
   // index's part is in lease_state).
   uint32_t seq = 0;
@@ -372,6 +372,9 @@ struct Server::Impl {
   // Run ids, one copy each (JobEntry::run); std::set: its elements never move.
   const std::string* intern_run(const std::string& run_id) { return &*runs_by_id.insert(run_id).first; }
   std::set<std::string> runs_by_id;
+  // Plan-job ids that jobs were made from (JobEntry::plan_job_id), one copy each.
+  const std::string* intern_plan_job(const std::string& id) { return &*plan_job_ids.insert(id).first; }
+  std::set<std::string> plan_job_ids;
 
   std::shared_ptr<const SpecFamily> intern_family(const jobs::JobSpec& spec) {
     if (last_family && jobs::same_family(spec, last_family->spec())) return last_family;
@@ -920,7 +923,7 @@ struct Server::Impl {
     j.family = intern_family(job.spec).get();
     j.scalars = jobs::scalars_of(job.spec);
     j.placed_target = intern_target(placed).get();
-    if (plan_job_id != job.job_id) j.plan_job_id = plan_job_id;
+    if (plan_job_id != job.job_id) j.plan_job_id = intern_plan_job(plan_job_id);
     if (JobEntry* old = jobs.find(job.job_id)) {
       unindex_job(*old);
       return index_job(jobs.replace(*old, std::move(j)));
@@ -2233,7 +2236,7 @@ struct Server::Impl {
         // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
         if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
       }
-      if (std::string plan_job = plan_job_id_of(run_id, row); plan_job != row.job_id) j.plan_job_id = std::move(plan_job);
+      if (std::string plan_job = plan_job_id_of(run_id, row); plan_job != row.job_id) j.plan_job_id = m.intern_plan_job(plan_job);
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
       Status spec_status = Status::Ok();
       if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
