@@ -92,13 +92,20 @@ Result<PairedLatency> measure_paired_latency(const std::function<Status()>& run_
   for (;;) {
     AM_RETURN_IF_ERROR(run_block(run_candidate, kPairedBlockSeconds, max_reps, candidate, candidate_s));
     ++blocks;
-    if (at_cap(baseline)) break;
-    AM_RETURN_IF_ERROR(run_block(run_baseline, kPairedBlockSeconds, max_reps, baseline, baseline_s));
-    ++blocks;
+    if (!at_cap(baseline)) {
+      AM_RETURN_IF_ERROR(run_block(run_baseline, kPairedBlockSeconds, max_reps, baseline, baseline_s));
+      ++blocks;
+    }
     const bool candidate_done =
         static_cast<int>(candidate.size()) >= min_reps && candidate_s >= min_time_s;
-    const bool baseline_done = static_cast<int>(baseline.size()) >= min_reps;
-    if ((candidate_done && baseline_done) || at_cap(candidate) || at_cap(baseline)) break;
+    const bool baseline_done = static_cast<int>(baseline.size()) >= min_reps;   // true at its cap
+    if ((candidate_done && baseline_done) || at_cap(candidate)) break;
+  }
+  // A candidate that reached max_reps first (fast runs, a small max_reps) leaves the baseline
+  // its min_reps to finish.
+  while (static_cast<int>(baseline.size()) < min_reps) {
+    AM_RETURN_IF_ERROR(run_block(run_baseline, kPairedBlockSeconds, min_reps, baseline, baseline_s));
+    ++blocks;
   }
   PairedLatency out;
   out.candidate = summarize_latency(std::move(candidate));

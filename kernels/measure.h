@@ -11,11 +11,12 @@
 //   - measure_paired_latency() measures a candidate and its baseline under the same conditions:
 //     candidate warm-up, then `before_baseline` (once, e.g. to build the baseline), baseline
 //     warm-up, then alternating timed blocks — candidate, baseline, candidate, ... — each block
-//     repeating its side until kPairedBlockSeconds of timed runs (at least one run). It stops
-//     after a baseline block once the candidate alone meets min_reps AND min_time_s and the
-//     baseline has min_reps, or as soon as either side reaches max_reps (the block in progress
-//     ends there; a candidate block is still followed by its baseline block unless the baseline
-//     is at max_reps). So the candidate's own samples follow measure_latency's rule, the baseline
+//     repeating its side until kPairedBlockSeconds of timed runs (at least one run) or its
+//     max_reps. It stops after a block pair once the candidate alone meets min_reps AND
+//     min_time_s and the baseline has min_reps, or once the candidate reaches max_reps. A
+//     baseline at max_reps runs no more blocks (the candidate's continue alone); a baseline short
+//     of min_reps when the candidate stops gets blocks of its own until it has them. So the
+//     candidate's samples follow measure_latency's rule, each side has min_reps, the baseline
 //     gets about as much timed wall time as the candidate, and drift of the host (frequency,
 //     neighbours, steal) over the job lands on both sides alike. First failing Status returned.
 //   - peak_rss_bytes() is this process's peak resident set (getrusage ru_maxrss, in bytes).

@@ -253,6 +253,37 @@ TEST(PairedLatency, MaxRepsCapsEitherSideAndMinRepsHoldsForBoth) {
   EXPECT_EQ(r2->blocks, 8);
 }
 
+TEST(PairedLatency, ASlowCandidateGetsItsMinRepsWhenAFastBaselineReachesMaxReps) {
+  // A device job next to a tiny cpu f32 graph: one candidate run fills a block, the baseline's
+  // first block reaches max_reps. The candidate still gets min_reps (found by the Vulkan job test).
+  MeasureOptions o;
+  o.warmup = 0;
+  o.min_reps = 3;
+  o.max_reps = 10;
+  o.min_time_s = 0.01;
+  Result<PairedLatency> r = measure_paired_latency(
+      [] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        return Status::Ok();
+      },
+      nullptr, [] { return Status::Ok(); }, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->candidate.samples_ms.size(), 3u);
+  EXPECT_EQ(r->baseline.samples_ms.size(), 10u);
+
+  // And the other way round: a fast candidate at max_reps leaves a slow baseline its min_reps.
+  o.max_reps = 4;
+  r = measure_paired_latency([] { return Status::Ok(); }, nullptr,
+                             [] {
+                               std::this_thread::sleep_for(std::chrono::milliseconds(60));
+                               return Status::Ok();
+                             },
+                             o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->candidate.samples_ms.size(), 4u);
+  EXPECT_EQ(r->baseline.samples_ms.size(), 3u);
+}
+
 TEST(PairedLatency, StopsAtTheFirstFailureOnEitherSide) {
   MeasureOptions o;
   o.warmup = 1;
