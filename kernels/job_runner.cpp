@@ -130,22 +130,53 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
       // is recorded before it exists and stays the candidate's own.
       std::unique_ptr<ModelGraph> baseline_graph;
       std::optional<CpuBackend> baseline_backend;
+      // A baseline that cannot be built or run (an f32 graph past the job's memory limit) is
+      // no fault of the job: it is then measured alone, as an unpaired job (matrix.h).
+      std::optional<std::string> baseline_failed;
       auto build_baseline = [&]() -> Status {
         candidate_peak_rss = peak_rss_bytes();
-        Result<std::unique_ptr<ModelGraph>> built = build_graph(spec, Precision::kF32, ctx);
-        if (!built.ok()) return built.status();
-        baseline_graph = std::move(*built);
+        try {
+          Result<std::unique_ptr<ModelGraph>> built = build_graph(spec, Precision::kF32, ctx);
+          if (!built.ok()) {
+            baseline_failed = built.status().message();
+            return built.status();
+          }
+          baseline_graph = std::move(*built);
+        } catch (const std::bad_alloc&) {
+          baseline_failed = "out of memory building the f32 graph";
+          return resource_exhausted(*baseline_failed);
+        }
         baseline_backend.emplace(ctx);
         return Status::Ok();
       };
-      auto run_baseline = [&]() -> Status { return baseline_graph->run(*baseline_backend).status(); };
+      auto run_baseline = [&]() -> Status {
+        try {
+          Status s = baseline_graph->run(*baseline_backend).status();
+          if (!s.ok()) baseline_failed = s.message();
+          return s;
+        } catch (const std::bad_alloc&) {
+          baseline_failed = "out of memory running the f32 graph";
+          return resource_exhausted(*baseline_failed);
+        }
+      };
       Result<PairedLatency> paired = measure_paired_latency(run_candidate, build_baseline, run_baseline, options);
-      if (!paired.ok()) return from_status(paired.status(), std::move(metrics));
-      metrics["paired_baseline"] = {{"backend", kBackendCpu},
-                                    {"precision", std::string(jobs::to_string(Precision::kF32))},
-                                    {"blocks", paired->blocks},
-                                    {"latency_ms", to_json(paired->baseline)}};
-      stats = std::move(paired->candidate);
+      if (!paired.ok() && baseline_failed) {
+        log->warn("{}: no paired f32 baseline ({}); measuring the job alone", spec.model, *baseline_failed);
+        baseline_graph.reset();
+        baseline_backend.reset();
+        prefill_ms.clear();
+        decode_ms.clear();
+        first_token_ms.clear();
+        metrics["paired_baseline"] = {{"skipped", *baseline_failed}};
+        stats = measure_latency(run_candidate, options);
+      } else {
+        if (!paired.ok()) return from_status(paired.status(), std::move(metrics));
+        metrics["paired_baseline"] = {{"backend", kBackendCpu},
+                                      {"precision", std::string(jobs::to_string(Precision::kF32))},
+                                      {"blocks", paired->blocks},
+                                      {"latency_ms", to_json(paired->baseline)}};
+        stats = std::move(paired->candidate);
+      }
     } else {
       stats = measure_latency(run_candidate, options);
     }

@@ -168,6 +168,34 @@ TEST_F(ExecutorTest, AllocationFailureUnderTheMemoryLimitIsOom) {
   EXPECT_LT(out.metrics.at("process").at("peak_rss_bytes").get<int64_t>(), 256 << 20);
 }
 
+TEST_F(ExecutorTest, AQuantizedJobWhoseF32BaselineDoesNotFitItsMemoryLimitIsMeasuredAlone) {
+  // A 250k-word vocabulary: the q4_0 job runs in ~0.5 GB, its paired cpu f32 graph would add
+  // 0.5 GB of embeddings. Under an 800 MiB limit the job must pass unpaired, not end in oom.
+  jobs::JobSpec spec;
+  spec.model = "bert-test";
+  spec.architecture = "encoder-only";
+  spec.model_config = {{"layers", 1},         {"hidden", 512},     {"heads", 8},
+                       {"intermediate", 1024}, {"vocab", 250000},  {"max_positions", 64},
+                       {"type_vocab", 2},      {"norm_eps", 1e-12}, {"activation", "gelu"}};
+  spec.precision = jobs::Precision::kQ4_0;
+  spec.seq_len = 16;
+  spec.mode = jobs::kModePerf;
+  spec.warmup = 1;
+  spec.min_reps = 3;
+  spec.max_reps = 20;
+  spec.min_time_s = 0.05;
+  spec.threads = 2;
+  ExecRequest req = request("bert-test", 120.0);
+  req.spec = jobs::to_json(spec);
+  req.memory_limit_mb = 800;
+  const ExecOutcome out = execute_job(req);
+  ASSERT_EQ(out.status, am::ResultStatus::kPass) << out.reason << "\n" << out.log_tail;
+  const nlohmann::json& pb = out.metrics.at("paired_baseline");
+  EXPECT_NE(pb.value("skipped", std::string()).find("out of memory"), std::string::npos) << pb.dump();
+  EXPECT_FALSE(pb.contains("latency_ms"));
+  EXPECT_GE(out.metrics.at("latency_ms").at("count").get<int>(), 3);
+}
+
 TEST_F(ExecutorTest, SigkillNotSentByUsIsReportedAsOom) {
   const ExecOutcome out = execute_job(request("selftest:sigkill"));
   EXPECT_EQ(out.status, am::ResultStatus::kOom);
