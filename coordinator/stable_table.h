@@ -11,19 +11,19 @@
 //   - insert(e): moves `e` into a free slot and indexes it under e.*Id, which must not be in the
 //     table yet. The returned reference (and every pointer to an entry) stays valid until that
 //     entry is erased: entries never move.
-//   - An entry's key must not be modified while it is in the table (the index views its
-//     characters); replace() is the way to overwrite an entry, key included.
+//   - An entry's key must not be modified while it is in the table (the index finds it by its
+//     key's hash); replace() is the way to overwrite an entry, key included.
 //   - erase(e): unindexes `e` and resets its slot to T{}; the slot is reused by a later insert.
 //   - find(id): the entry or nullptr. size(): entries in the table.
 //   - Not thread-safe.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
-#include <algorithm>
-#include <functional>
 #include <utility>
 #include <vector>
 
