@@ -89,11 +89,10 @@ void add_paired_baseline(const nlohmann::json& metrics, ShapeSamples& samples) {
   const nlohmann::json& latency = member_or_null(member_or_null(metrics, "paired_baseline"), "latency_ms");
   const nlohmann::json& median = member_or_null(latency, "median");
   if (!median.is_number() || !(median.get<double>() > 0) || !std::isfinite(median.get<double>())) return;
-  std::vector<double> raw;
-  append_raw_samples(latency, raw);
-  if (raw.empty()) return;
+  const std::size_t before = samples.paired_baseline_raw.size();
+  append_raw_samples(latency, samples.paired_baseline_raw);
+  if (samples.paired_baseline_raw.size() == before) return;
   samples.paired_baseline_medians.push_back(median.get<double>());
-  samples.paired_baseline_raw.insert(samples.paired_baseline_raw.end(), raw.begin(), raw.end());
   ++samples.paired_jobs;
 }
 
