@@ -60,6 +60,7 @@ struct Args {
   std::string dir;
   bool keep = false;
   bool reports = true;
+  std::vector<std::string> report_formats{"json", "md", "csv", "html"};
   double timeout_s = 1800;
 };
 
@@ -68,7 +69,12 @@ fs::path catalog() { return fs::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models"
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 // Runs the accelmatrix CLI to completion; its wall time, or an error naming the command.
-am::Result<double> timed_cli(const std::string& bin, const std::vector<std::string>& args, const fs::path& log) {
+// How often a timed command's memory high-water mark is read while it runs.
+constexpr auto kRssSampleInterval = std::chrono::milliseconds(20);
+
+// Wall seconds of `bin args`; its peak RSS (VmHWM, read while it runs) into `peak_rss_bytes`.
+am::Result<double> timed_cli(const std::string& bin, const std::vector<std::string>& args, const fs::path& log,
+                             int64_t* peak_rss_bytes = nullptr) {
   am::SpawnOptions so;
   so.output = am::SpawnOptions::Output::kFile;
   so.output_file = log;
@@ -77,6 +83,13 @@ am::Result<double> timed_cli(const std::string& bin, const std::vector<std::stri
   const auto t0 = am::SteadyClock::now();
   auto child = am::ChildProcess::spawn(argv, so);
   if (!child.ok()) return child.status();
+  int64_t peak = 0;
+  const pid_t pid = child->pid();
+  while (!child->exited()) {
+    peak = std::max(peak, am::bench::sample_process(pid).peak_rss_bytes);
+    std::this_thread::sleep_for(kRssSampleInterval);
+  }
+  if (peak_rss_bytes != nullptr) *peak_rss_bytes = peak;
   auto exit = child->wait();
   const double s = am::seconds_since(t0);
   if (!exit.ok()) return exit.status();
@@ -148,6 +161,9 @@ int main(int argc, char** argv) {
   app.add_option("--dir", args.dir, "Scratch directory on a disk (default: the system temp dir)");
   app.add_flag("--keep", args.keep, "Keep the scratch directory");
   app.add_flag("!--no-reports", args.reports, "Stop after the restart and status (no second half, no reports)");
+  app.add_option("--report-formats", args.report_formats, "Report formats to time, e.g. json,md")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"json", "md", "csv", "html", "junit"}));
   CLI11_PARSE(app, argc, argv);
   if (args.accelmatrix.empty()) args.accelmatrix = (am::bench::self_dir().parent_path() / "accelmatrix").string();
   const fs::path base = args.dir.empty() ? fs::temp_directory_path() : fs::path(args.dir);
@@ -300,17 +316,18 @@ int main(int argc, char** argv) {
   const int64_t results = am::bench::sql_int(first->db, "SELECT count(*) FROM attempts WHERE state = 'done'");
   out["results"] = results;
   json reports = json::object();
-  for (const char* format : {"json", "md", "csv", "html"}) {
-    const fs::path file = dir / (std::string("report.") + format);
+  for (const std::string& format : args.report_formats) {
+    const fs::path file = dir / ("report." + format);
+    int64_t peak = 0;
     auto s = timed_cli(args.accelmatrix, {"report", "--db", first->db.string(), "--format", format, "-o", file.string()},
-                       dir / "report.log");
-    if (!s.ok()) return fail(std::string("report --format ") + format, s.status());
+                       dir / "report.log", &peak);
+    if (!s.ok()) return fail("report --format " + format, s.status());
     std::error_code ec;
     const auto size = fs::file_size(file, ec);
-    std::printf("  report --format %-4s on %lld results %8.2f s   %7.1f MB\n", format, static_cast<long long>(results), *s,
-                ec ? 0.0 : mib(static_cast<int64_t>(size)));
+    std::printf("  report --format %-4s on %lld results %8.2f s   %7.1f MB   peak RSS %7.1f MB\n", format.c_str(),
+                static_cast<long long>(results), *s, ec ? 0.0 : mib(static_cast<int64_t>(size)), mib(peak));
     std::fflush(stdout);
-    reports[format] = {{"seconds", *s}, {"bytes", ec ? 0 : size}};
+    reports[format] = {{"seconds", *s}, {"bytes", ec ? 0 : size}, {"peak_rss_mb", mib(peak)}};
   }
   out["reports"] = reports;
   std::error_code ec;

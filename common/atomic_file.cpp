@@ -1,12 +1,13 @@
 #include "common/atomic_file.h"
 
-#include <fcntl.h>
+#include <fcntl.h>   // sync_file_range (_GNU_SOURCE: g++ defines it)
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "common/unique_fd.h"
 
@@ -17,34 +18,87 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-Status write_file_atomically(const std::filesystem::path& path, std::string_view content, mode_t mode) {
+Result<AtomicFileWriter> AtomicFileWriter::create(const std::filesystem::path& path, mode_t mode) {
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   // A leftover temporary keeps its old permissions under O_TRUNC: start from nothing.
   ::unlink(tmp.c_str());
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
   if (!fd.valid()) return io_error("cannot create " + tmp.string() + ": " + errno_text());
-  auto fail = [&](const std::string& what) {
-    const std::string message = what + " " + tmp.string() + ": " + errno_text();
-    ::unlink(tmp.c_str());
-    return io_error(message);
-  };
-  if (::fchmod(fd.get(), mode) != 0) return fail("cannot set permissions of");
+  AtomicFileWriter writer(path, tmp, fd.release());
+  if (::fchmod(writer.fd_, mode) != 0) return writer.fail("cannot set permissions of");
+  return writer;
+}
+
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path path, std::filesystem::path tmp, int fd)
+    : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : path_(std::move(other.path_)),
+      tmp_(std::move(other.tmp_)),
+      fd_(std::exchange(other.fd_, -1)),
+      failed_(other.failed_),
+      synced_to_(other.synced_to_),
+      unsynced_(other.unsynced_) {}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ < 0) return;
+  ::close(fd_);
+  ::unlink(tmp_.c_str());
+}
+
+Status AtomicFileWriter::fail(const std::string& what) {
+  const std::string message = what + " " + tmp_.string() + ": " + errno_text();
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  failed_ = true;
+  ::unlink(tmp_.c_str());
+  return io_error(message);
+}
+
+Status AtomicFileWriter::append(std::string_view content) {
+  if (fd_ < 0) return failed_precondition(tmp_.string() + ": " + (failed_ ? "an earlier write failed" : "already committed"));
   std::size_t written = 0;
   while (written < content.size()) {
-    const ssize_t n = ::write(fd.get(), content.data() + written, content.size() - written);
+    const ssize_t n = ::write(fd_, content.data() + written, content.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return fail("cannot write");
     written += static_cast<std::size_t>(n);
   }
-  if (::fsync(fd.get()) != 0) return fail("cannot flush");
-  if (::close(fd.release()) != 0) return fail("cannot close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string message = "cannot rename " + tmp.string() + " to " + path.string() + ": " + errno_text();
-    ::unlink(tmp.c_str());
+  // Start writing back what is written so far without waiting for it, so that commit()'s fsync
+  // does not find gigabytes of a large report still dirty. Advisory: its failure changes nothing.
+  unsynced_ += content.size();
+  if (unsynced_ >= kWritebackBytes) {
+    ::sync_file_range(fd_, static_cast<off64_t>(synced_to_), static_cast<off64_t>(unsynced_), SYNC_FILE_RANGE_WRITE);
+    synced_to_ += unsynced_;
+    unsynced_ = 0;
+  }
+  return Status::Ok();
+}
+
+Status AtomicFileWriter::commit() {
+  if (fd_ < 0) return failed_precondition(tmp_.string() + ": " + (failed_ ? "an earlier write failed" : "already committed"));
+  if (::fsync(fd_) != 0) return fail("cannot flush");
+  const int fd = std::exchange(fd_, -1);
+  if (::close(fd) != 0) {
+    failed_ = true;
+    const std::string message = "cannot close " + tmp_.string() + ": " + errno_text();
+    ::unlink(tmp_.c_str());
+    return io_error(message);
+  }
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    failed_ = true;
+    const std::string message = "cannot rename " + tmp_.string() + " to " + path_.string() + ": " + errno_text();
+    ::unlink(tmp_.c_str());
     return io_error(message);
   }
   return Status::Ok();
+}
+
+Status write_file_atomically(const std::filesystem::path& path, std::string_view content, mode_t mode) {
+  AM_ASSIGN_OR_RETURN(auto writer, AtomicFileWriter::create(path, mode));
+  AM_RETURN_IF_ERROR(writer.append(content));
+  return writer.commit();
 }
 
 }  // namespace am

@@ -9,7 +9,9 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "common/status.h"
@@ -21,5 +23,36 @@ inline constexpr mode_t kSecretFileMode = 0600;
 
 Status write_file_atomically(const std::filesystem::path& path, std::string_view content,
                              mode_t mode = kPublicFileMode);
+
+// The same for content made a piece at a time (a report of a million results): create() makes
+// "<path>.tmp" as above, append() writes through to it, commit() flushes, closes and renames it
+// over `path`. Destroyed without a successful commit() (an error on the way), it removes the
+// temporary and `path` stays as it was. append() and commit() after a failure fail again.
+class AtomicFileWriter {
+ public:
+  static Result<AtomicFileWriter> create(const std::filesystem::path& path, mode_t mode = kPublicFileMode);
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  Status append(std::string_view content);
+  Status commit();
+
+ private:
+  AtomicFileWriter(std::filesystem::path path, std::filesystem::path tmp, int fd);
+  Status fail(const std::string& what);
+
+  // Written-back in the background every this many bytes (append()).
+  static constexpr std::size_t kWritebackBytes = 64u << 20;
+
+  std::filesystem::path path_;
+  std::filesystem::path tmp_;
+  int fd_ = -1;           // -1 once committed or failed
+  bool failed_ = false;
+  std::size_t synced_to_ = 0;   // offset up to which write-back was started
+  std::size_t unsynced_ = 0;    // bytes written after it
+};
 
 }  // namespace am

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/background_writer.h"
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "common/curve_files.h"
@@ -179,31 +180,54 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   return c;
 }
 
-Result<std::string> render(const std::filesystem::path& db, const std::string& format,
-                           std::string run_id) {
+// Writes the report to `out`: JSON a piece at a time from rows it never holds (a million-result
+// run, docs/SCALE.md), the other formats as one text made from the rows in memory.
+Status render_to(const std::filesystem::path& db, const std::string& format, std::string run_id,
+                 const TextSink& out) {
   if (format != "md" && format != "json" && format != "csv" && format != "junit" && format != "html") {
     return invalid_argument("--format: unknown format '" + format + "' (expected md, json, csv, junit or html)");
   }
   // Read-only: a report never migrates or writes, so it works beside a running coordinator and
   // on a database it may not write (file mode 0444, read-only directory).
   AM_ASSIGN_OR_RETURN(auto store, Store::open_read_only(db));
-  std::optional<RunRecord> run;
-  if (run_id.empty()) {
-    AM_ASSIGN_OR_RETURN(auto runs, store->list_runs());
-    if (runs.empty()) return not_found(db.string() + " holds no runs");
-    run = runs.front();
-  } else {
-    AM_ASSIGN_OR_RETURN(run, store->get_run(run_id));
-    if (!run) return not_found("no run '" + run_id + "' in " + db.string());
-  }
-  AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
-  if (format == "csv") return render_csv(*run, rows);
-  if (format == "junit") return render_junit(*run, rows);
-  // The capability records name the hardware classes the matrix's columns are.
-  AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
-  if (format == "json") return render_json(*run, rows, workers).dump(2) + "\n";
-  if (format == "html") return render_html(*run, rows, workers);
-  return render_markdown(*run, rows, workers);
+  // One snapshot for everything the report reads: a coordinator committing meanwhile does not
+  // change the rows between the walks of a streaming report.
+  return store->in_read_snapshot([&]() -> Status {
+    std::optional<RunRecord> run;
+    if (run_id.empty()) {
+      AM_ASSIGN_OR_RETURN(auto runs, store->list_runs());
+      if (runs.empty()) return not_found(db.string() + " holds no runs");
+      run = runs.front();
+    } else {
+      AM_ASSIGN_OR_RETURN(run, store->get_run(run_id));
+      if (!run) return not_found("no run '" + run_id + "' in " + db.string());
+    }
+    // The capability records name the hardware classes the matrix's columns are.
+    AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
+    if (format == "json") {
+      const ReportRowSource rows = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+        return store->for_each_report_row(run->run_id, keys, visit);
+      };
+      return write_json_report(*run, workers, rows, out);
+    }
+    AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
+    if (format == "csv") return out(render_csv(*run, rows));
+    if (format == "junit") return out(render_junit(*run, rows));
+    if (format == "html") {
+      AM_ASSIGN_OR_RETURN(std::string html, render_html(*run, rows, workers));
+      return out(html);
+    }
+    return out(render_markdown(*run, rows, workers));
+  });
+}
+
+Result<std::string> render(const std::filesystem::path& db, const std::string& format, std::string run_id) {
+  std::string text;
+  AM_RETURN_IF_ERROR(render_to(db, format, std::move(run_id), [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  }));
+  return text;
 }
 
 // The dashboard beside the database, named after it: accelmatrix.db -> accelmatrix.html. A
@@ -456,13 +480,32 @@ int cmd_keys(const KeysArgs& args) {
 }
 
 int cmd_report(const ReportArgs& args) {
-  auto text = render(args.db, args.format, args.run_id);
-  if (!text.ok()) return fail(text.status());
+  // The report is made on this thread and written on another (BackgroundWriter): at a million
+  // results the write system calls are a seventh of the work (docs/SCALE.md).
   if (args.output.empty()) {
-    std::cout << *text;
+    // A write error (a closed pipe, a full disk) fails the command.
+    BackgroundWriter out([](std::string_view piece) -> Status {
+      std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+      if (!std::cout) return io_error("cannot write the report to standard output");
+      return Status::Ok();
+    });
+    Status st = render_to(args.db, args.format, args.run_id, [&](std::string_view piece) { return out.write(piece); });
+    const Status written = out.finish();
+    std::cout.flush();
+    if (!written.ok()) return fail(written.message(), kExitInfrastructure);
+    if (!st.ok()) return fail(st);
     return kExitOk;
   }
-  if (Status st = write_file_atomically(args.output, *text); !st.ok()) return fail(st.message(), kExitInfrastructure);
+  // Into "<output>.tmp", renamed over the output only when complete: a failed report leaves
+  // an earlier one in place.
+  auto file = AtomicFileWriter::create(args.output);
+  if (!file.ok()) return fail(file.status().message(), kExitInfrastructure);
+  BackgroundWriter out([&](std::string_view piece) { return file->append(piece); });
+  Status st = render_to(args.db, args.format, args.run_id, [&](std::string_view piece) { return out.write(piece); });
+  Status written = out.finish();
+  if (written.ok() && st.ok()) written = file->commit();
+  if (!written.ok()) return fail(written.message(), kExitInfrastructure);
+  if (!st.ok()) return fail(st);
   return kExitOk;
 }
 

@@ -181,8 +181,13 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
         shape.paired = true;
         shape.baseline_ms = median_of(mine.paired_baseline_medians);
       } else if (baseline_measured) {
-        for (const ShapeLatency& base : baseline->shapes) {
-          if (base.batch == shape.batch && base.seq_len == shape.seq_len) shape.baseline_ms = base.median_ms;
+        // The baseline's shapes are ordered by (batch, seq_len) (reduce_shapes).
+        auto base = std::lower_bound(baseline->shapes.begin(), baseline->shapes.end(), shape,
+                                     [](const ShapeLatency& a, const ShapeLatency& b) {
+                                       return std::make_pair(a.batch, a.seq_len) < std::make_pair(b.batch, b.seq_len);
+                                     });
+        if (base != baseline->shapes.end() && base->batch == shape.batch && base->seq_len == shape.seq_len) {
+          shape.baseline_ms = base->median_ms;
         }
       }
       if (shape.baseline_ms) {
@@ -285,66 +290,61 @@ std::optional<HostLoad> host_load(const nlohmann::json& metrics) {
   return out;
 }
 
-// The cpu class whose f32 cells are the baselines of each column (see the contract): a cpu
-// column's own class; for another backend, the cpu class of the workers that ran the column.
-std::map<std::pair<std::string, std::string>, std::optional<std::string>> baseline_classes(
-    const std::vector<ReportRow>& rows) {
-  std::map<std::string, std::map<std::string, int>> cpu_classes_of_worker;
-  std::set<std::string> cpu_classes;
-  for (const ReportRow& r : rows) {
-    if (r.backend != kBaselineBackend || r.hardware_class.empty()) continue;
-    cpu_classes.insert(r.hardware_class);
-    if (!r.worker_id.empty()) ++cpu_classes_of_worker[r.worker_id][r.hardware_class];
-  }
-  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> votes;
-  for (const ReportRow& r : rows) {
-    const auto key = std::make_pair(r.backend, r.hardware_class);
-    if (r.backend == kBaselineBackend) continue;   // a cpu column is its own baseline
-    auto w = cpu_classes_of_worker.find(r.worker_id);
-    if (w == cpu_classes_of_worker.end()) {
-      votes[key];   // known column, no vote
-      continue;
-    }
-    for (const auto& [cls, n] : w->second) votes[key][cls] += n;
-  }
-  std::map<std::pair<std::string, std::string>, std::optional<std::string>> out;
-  for (const ReportRow& r : rows) {
-    if (r.backend == kBaselineBackend) out[{r.backend, r.hardware_class}] = r.hardware_class;
-  }
-  for (const auto& [column, counts] : votes) {
-    std::string best;
-    int best_n = 0;
-    for (const auto& [cls, n] : counts) {
-      if (n > best_n) {
-        best = cls;
-        best_n = n;
-      }
-    }
-    if (best.empty() && cpu_classes.size() == 1) best = *cpu_classes.begin();
-    if (!best.empty()) out[column] = best;
-  }
-  return out;
+const std::vector<std::string_view>& matrix_spec_keys() {
+  static const std::vector<std::string_view> keys{"batch", "seq_len", "scaled", "command"};
+  return keys;
 }
 
-Matrix build_matrix(const std::vector<ReportRow>& rows) {
+const std::vector<std::string_view>& matrix_metrics_keys() {
+  static const std::vector<std::string_view> keys{
+      "latency_ms.median", "latency_ms.p90",          "latency_ms.samples",
+      "throughput.tokens_per_s", "accuracy.nmse",      "accuracy.cosine",
+      "accuracy.top1_agreement", "host",               "paired_baseline.latency_ms"};
+  return keys;
+}
+
+struct MatrixBuilder::State {
   Matrix m;
   std::vector<CellBuilder> builders;
   using CellKey = std::tuple<std::string, std::string, std::string, jobs::Precision, std::string>;
   std::map<CellKey, std::size_t> index;
   std::vector<MatrixColumn> columns;   // first appearance
-  for (const ReportRow& row : rows) {
-    remember(m.architectures, row.architecture);
-    remember(m.models, row.model);
-    remember(m.backends, row.backend);
-    remember(m.precisions, row.precision);
-    remember(columns, MatrixColumn{row.backend, row.hardware_class});
-    std::string command;
-    if (auto c = row.spec.find("command"); c != row.spec.end() && c->is_object()) {
-      command = c->value("name", std::string("?"));
-    }
+  std::optional<std::size_t> last_cell;   // of the previous row
+  // What picks each column's baseline class (see the contract): the cpu classes, the rows each
+  // worker ran on each cpu class, and the rows of each other column per worker.
+  std::set<std::string> cpu_classes;
+  std::set<std::string> cpu_columns;   // classes of the cpu columns, each its own baseline
+  std::map<std::string, std::map<std::string, int>> cpu_classes_of_worker;
+  std::map<std::pair<std::string, std::string>, std::map<std::string, int>> column_worker_rows;
+};
+
+MatrixBuilder::MatrixBuilder() : state_(std::make_unique<State>()) {}
+MatrixBuilder::~MatrixBuilder() = default;
+MatrixBuilder::MatrixBuilder(MatrixBuilder&&) noexcept = default;
+MatrixBuilder& MatrixBuilder::operator=(MatrixBuilder&&) noexcept = default;
+
+void MatrixBuilder::add(const ReportRow& row) {
+  State& s = *state_;
+  remember(s.m.architectures, row.architecture);
+  std::string command;
+  if (auto c = row.spec.find("command"); c != row.spec.end() && c->is_object()) {
+    command = c->value("name", std::string("?"));
+  }
+  // Rows come in plan order, so a row is mostly of the previous row's cell: checked first,
+  // without making the key.
+  const auto same_cell = [&](const MatrixCell& c) {
+    return c.precision == row.precision && c.model == row.model && c.backend == row.backend &&
+           c.hardware_class == row.hardware_class && c.command == command;
+  };
+  if (!s.last_cell || !same_cell(s.builders[*s.last_cell].cell)) {
     auto key = std::make_tuple(row.model, row.backend, row.hardware_class, row.precision, command);
-    auto [it, inserted] = index.emplace(key, builders.size());
+    auto [it, inserted] = s.index.emplace(std::move(key), s.builders.size());
     if (inserted) {
+      // What is part of a cell's key is remembered with its first row.
+      remember(s.m.models, row.model);
+      remember(s.m.backends, row.backend);
+      remember(s.m.precisions, row.precision);
+      remember(s.columns, MatrixColumn{row.backend, row.hardware_class});
       CellBuilder b;
       b.cell.command = command;
       b.cell.model = row.model;
@@ -352,29 +352,66 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
       b.cell.backend = row.backend;
       b.cell.hardware_class = row.hardware_class;
       b.cell.precision = row.precision;
-      builders.push_back(std::move(b));
+      s.builders.push_back(std::move(b));
     }
-    add_row(builders[it->second], row);
+    s.last_cell = it->second;
   }
+  add_row(s.builders[*s.last_cell], row);
+
+  if (row.backend == kBaselineBackend) {
+    s.cpu_columns.insert(row.hardware_class);
+    if (row.hardware_class.empty()) return;
+    s.cpu_classes.insert(row.hardware_class);
+    if (!row.worker_id.empty()) ++s.cpu_classes_of_worker[row.worker_id][row.hardware_class];
+  } else {
+    ++s.column_worker_rows[{row.backend, row.hardware_class}][row.worker_id];
+  }
+}
+
+Matrix MatrixBuilder::finish() {
+  State& s = *state_;
+  Matrix m = std::move(s.m);
   for (const std::string& backend : m.backends) {
-    for (const MatrixColumn& c : columns) {
+    for (const MatrixColumn& c : s.columns) {
       if (c.backend == backend) m.columns.push_back(c);
     }
   }
-  const auto baselines = baseline_classes(rows);
-  for (CellBuilder& b : builders) reduce_shapes(b);
-  for (CellBuilder& b : builders) {
+  // The baseline class of each column: a cpu column's own class; another backend's column votes
+  // with every row for the cpu classes its worker ran cpu rows on (weighted by those rows), and
+  // takes the most voted, or the run's only cpu class.
+  std::map<std::pair<std::string, std::string>, std::optional<std::string>> baselines;
+  for (const std::string& cls : s.cpu_columns) baselines[{std::string(kBaselineBackend), cls}] = cls;
+  for (const auto& [column, rows_of_worker] : s.column_worker_rows) {
+    std::map<std::string, int64_t> votes;   // rows x rows: past int at a million jobs
+    for (const auto& [worker, rows] : rows_of_worker) {
+      auto w = s.cpu_classes_of_worker.find(worker);
+      if (w == s.cpu_classes_of_worker.end()) continue;
+      for (const auto& [cls, n] : w->second) votes[cls] += int64_t{rows} * n;
+    }
+    std::string best;
+    int64_t best_n = 0;
+    for (const auto& [cls, n] : votes) {
+      if (n > best_n) {
+        best = cls;
+        best_n = n;
+      }
+    }
+    if (best.empty() && s.cpu_classes.size() == 1) best = *s.cpu_classes.begin();
+    if (!best.empty()) baselines[column] = best;
+  }
+  for (CellBuilder& b : s.builders) reduce_shapes(b);
+  for (CellBuilder& b : s.builders) {
     const CellBuilder* baseline = nullptr;
     auto cls = baselines.find({b.cell.backend, b.cell.hardware_class});
     if (cls != baselines.end() && cls->second) {
       b.cell.baseline_class = *cls->second;
-      auto base = index.find({b.cell.model, std::string(kBaselineBackend), *cls->second, kBaselinePrecision, std::string()});
-      if (base != index.end()) baseline = &builders[base->second];
+      auto base = s.index.find({b.cell.model, std::string(kBaselineBackend), *cls->second, kBaselinePrecision, std::string()});
+      if (base != s.index.end()) baseline = &s.builders[base->second];
     }
     compare_with_baseline(b, baseline);
   }
-  m.cells.reserve(builders.size());
-  for (CellBuilder& b : builders) m.cells.push_back(std::move(b.cell));
+  m.cells.reserve(s.builders.size());
+  for (CellBuilder& b : s.builders) m.cells.push_back(std::move(b.cell));
   std::stable_sort(m.cells.begin(), m.cells.end(), [&](const MatrixCell& a, const MatrixCell& b) {
     const MatrixColumn ca{a.backend, a.hardware_class};
     const MatrixColumn cb{b.backend, b.hardware_class};
@@ -387,7 +424,14 @@ Matrix build_matrix(const std::vector<ReportRow>& rows) {
       if (o.cells > 0) m.overview.push_back(std::move(o));
     }
   }
+  state_ = std::make_unique<State>();
   return m;
+}
+
+Matrix build_matrix(const std::vector<ReportRow>& rows) {
+  MatrixBuilder builder;
+  for (const ReportRow& row : rows) builder.add(row);
+  return builder.finish();
 }
 
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,

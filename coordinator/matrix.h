@@ -35,6 +35,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -134,6 +135,29 @@ struct Matrix {
 };
 
 Matrix build_matrix(const std::vector<ReportRow>& rows);
+
+// build_matrix() with the rows given one at a time, for reports that stream them
+// (Store::for_each_report_row): it keeps per cell what the matrix shows (job ids, latency
+// samples), not the rows. finish() returns the matrix of every row added and starts afresh.
+class MatrixBuilder {
+ public:
+  MatrixBuilder();
+  ~MatrixBuilder();
+  MatrixBuilder(MatrixBuilder&&) noexcept;
+  MatrixBuilder& operator=(MatrixBuilder&&) noexcept;
+  void add(const ReportRow& row);
+  Matrix finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The members of the stored spec and metrics the matrix reads, as StoredJsonReader projections
+// ("group.member"): rows whose documents hold only these (ReportDocumentKeys) give the same
+// matrix as whole ones.
+const std::vector<std::string_view>& matrix_spec_keys();
+const std::vector<std::string_view>& matrix_metrics_keys();
 
 // The first cell of (model, backend, precision) in any column; and the one of a given column.
 const MatrixCell* find_cell(const Matrix& matrix, std::string_view model, std::string_view backend,

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <iterator>
 
 #include <fmt/format.h>
 
@@ -20,34 +19,56 @@ void remember(std::vector<std::string>& order, const std::string& name) {
 
 }  // namespace
 
-RunSummary summarize_run(const std::vector<ReportRow>& rows) {
-  RunSummary s;
-  for (const ReportRow& row : rows) {
-    ++s.total;
-    if (row.status) {
-      ++s.terminal;
-      ++s.by_status[*row.status];
-    } else {
-      ++s.by_state[row.state];
-    }
-    remember(s.hardware_classes, row.hardware_class);
-    remember(s.builds, row.build);
-    if (row.worker_id.empty()) continue;
-    auto it = std::find_if(s.workers.begin(), s.workers.end(),
-                           [&](const WorkerSummary& w) { return w.worker_id == row.worker_id; });
-    if (it == s.workers.end()) {
-      WorkerSummary w;
-      w.worker_id = row.worker_id;
-      s.workers.push_back(std::move(w));
-      it = std::prev(s.workers.end());
-    }
-    if (it->hostname.empty()) it->hostname = row.hostname;
-    if (it->build.empty()) it->build = row.build;
-    remember(it->hardware_classes, row.hardware_class);
-    remember(it->devices, row.device);
-    ++it->jobs;
+void RunSummaryBuilder::add(const ReportRow& row) {
+  RunSummary& s = summary_;
+  ++s.total;
+  if (row.status) {
+    ++s.terminal;
+    ++s.by_status[*row.status];
+  } else {
+    ++s.by_state[row.state];
   }
-  return s;
+  remember(s.hardware_classes, row.hardware_class);
+  remember(s.builds, row.build);
+  if (row.worker_id.empty()) return;
+  auto [at, inserted] = worker_index_.emplace(row.worker_id, s.workers.size());
+  if (inserted) {
+    WorkerSummary w;
+    w.worker_id = row.worker_id;
+    s.workers.push_back(std::move(w));
+  }
+  WorkerSummary& w = s.workers[at->second];
+  if (w.hostname.empty()) w.hostname = row.hostname;
+  if (w.build.empty()) w.build = row.build;
+  remember(w.hardware_classes, row.hardware_class);
+  remember(w.devices, row.device);
+  ++w.jobs;
+}
+
+RunSummary RunSummaryBuilder::finish() {
+  RunSummary out = std::move(summary_);
+  summary_ = RunSummary{};
+  worker_index_.clear();
+  return out;
+}
+
+RunSummary summarize_run(const std::vector<ReportRow>& rows) {
+  RunSummaryBuilder builder;
+  for (const ReportRow& row : rows) builder.add(row);
+  return builder.finish();
+}
+
+ReportRowSource rows_in_memory(const std::vector<ReportRow>& rows) {
+  return [&rows](const ReportDocumentKeys&, const ReportRowVisitor& visit) -> Status {
+    std::string spec, metrics;
+    for (const ReportRow& row : rows) {
+      spec = row.spec.is_object() ? row.spec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}";
+      metrics =
+          row.metrics.is_object() ? row.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}";
+      AM_RETURN_IF_ERROR(visit(row, ReportRowTexts{spec, metrics}));
+    }
+    return Status::Ok();
+  };
 }
 
 std::map<std::string, ClassInfo> hardware_class_info(const std::vector<WorkerRecord>& workers) {

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/utf8.h"
@@ -35,6 +37,28 @@ struct RunSummary {
 };
 
 RunSummary summarize_run(const std::vector<ReportRow>& rows);
+
+// Rows for a streaming report: visits every row of one run in job order (Store::
+// for_each_report_row) with documents projected to `keys`. A report may walk them more than
+// once, so every walk must give the same rows (the store's: inside Store::in_read_snapshot).
+using ReportRowSource = std::function<Status(const ReportDocumentKeys& keys, const ReportRowVisitor& visit)>;
+// A source over rows in memory; their texts are the JSON of their trees. `rows` must outlive it.
+ReportRowSource rows_in_memory(const std::vector<ReportRow>& rows);
+
+// Where a report goes, a piece at a time (a file being written, standard output, a string).
+using TextSink = std::function<Status(std::string_view)>;
+
+// summarize_run() with the rows given one at a time (streaming reports). finish() returns the
+// summary of every row added and starts afresh.
+class RunSummaryBuilder {
+ public:
+  void add(const ReportRow& row);
+  RunSummary finish();
+
+ private:
+  RunSummary summary_;
+  std::unordered_map<std::string, std::size_t> worker_index_;   // into summary_.workers
+};
 
 // What the reports show of a hardware class: its readable label (coordinator/hardware_label.h)
 // and whether it is a software device (PoCL, lavapipe: the host CPU, not a GPU).

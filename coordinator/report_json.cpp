@@ -1,13 +1,22 @@
 #include "coordinator/report_json.h"
 
+#include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <optional>
 #include <string>
 
+#include "common/check.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
 
 namespace am::coord {
+
+// matrix_cell_json(), with or without the cell's shapes and job ids (the streaming writer splices
+// those in itself).
+nlohmann::json matrix_cell_json(const MatrixCell& c, bool with_lists);
+
 namespace {
 
 using nlohmann::json;
@@ -61,41 +70,252 @@ json run_json(const RunRecord& run, const RunSummary& summary) {
           {"builds", strings(summary.builds)}};
 }
 
-json result_json(const ReportRow& r) {
-  return {{"job_id", repair_utf8(r.job_id)},
-          {"model", repair_utf8(r.model)},
-          {"architecture", repair_utf8(r.architecture)},
-          {"backend", repair_utf8(r.backend)},
-          {"precision", std::string(jobs::to_string(r.precision))},
-          {"batch", spec_field(r.spec, "batch", nullptr)},
-          {"seq_len", spec_field(r.spec, "seq_len", nullptr)},
-          {"mode", spec_field(r.spec, "mode", "")},
-          {"seed", spec_field(r.spec, "seed", nullptr)},
-          {"scaled", spec_field(r.spec, "scaled", false)},
-          {"state", std::string(to_string(r.state))},
-          {"status", status_name(r.status)},
-          {"reason", repair_utf8(r.reason)},
-          {"attempt", r.attempt},
-          {"attempts", r.attempts},
-          {"worker", repair_utf8(r.worker_id)},
-          {"hostname", repair_utf8(r.hostname)},
-          {"hardware_class", repair_utf8(r.hardware_class)},
-          {"device", repair_utf8(r.device)},
-          {"build", repair_utf8(r.build)},
-          {"started_at_ms", r.started_at_ms},
-          {"finished_at_ms", r.finished_at_ms},
-          {"metrics", r.metrics.is_object() ? r.metrics : json::object()},
-          {"log_tail", utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis)},
-          {"spec", r.spec.is_object() ? r.spec : json::object()},
-          {"target", repair_utf8(r.target)},
-          {"exclusive", r.exclusive}};
+// The members of the stored documents a row is read with: what the matrix reads, and the spec
+// fields a result shows besides its texts.
+ReportDocumentKeys row_keys() {
+  static const std::vector<std::string_view> spec_keys = [] {
+    std::vector<std::string_view> keys = matrix_spec_keys();
+    for (std::string_view k : {"batch", "seq_len", "mode", "seed", "scaled"}) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+    return keys;
+  }();
+  return ReportDocumentKeys{&spec_keys, &matrix_metrics_keys()};   // the matrix reads metrics.host too
 }
+
+// A double as nlohmann's dump() writes it: the shortest text that reads back the same, ".0" on
+// an integral value, null for what JSON cannot hold. (std::to_chars may pick fixed notation
+// where nlohmann picks an exponent; the value read back is the same.)
+void add_double(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[64];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  const std::string_view text(buf, static_cast<std::size_t>(end - buf));
+  out += text;
+  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
+}
+
+void add_json_string(std::string& out, std::string_view text);
+
+// Scalars written directly (a million results: a dump() and its string per value added up);
+// anything else as nlohmann dumps it.
+void add_value(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::null:
+      out += "null";
+      return;
+    case json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    case json::value_t::number_integer:
+      out += std::to_string(value.get<int64_t>());
+      return;
+    case json::value_t::number_unsigned:
+      out += std::to_string(value.get<uint64_t>());
+      return;
+    case json::value_t::number_float:
+      add_double(out, value.get<double>());
+      return;
+    case json::value_t::string:
+      add_json_string(out, repair_utf8(value.get_ref<const std::string&>()));
+      return;
+    default:
+      out += value.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+}
+
+// A JSON string as nlohmann's dump() writes valid UTF-8: quote, backslash and control
+// characters escaped (\b \f \n \r \t, else \u00xx), everything else as it is.
+void add_json_string(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t plain = 0;   // start of the run of characters copied as they are
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto u = static_cast<unsigned char>(text[i]);
+    if (u >= 0x20 && u != '"' && u != '\\') continue;
+    out.append(text.data() + plain, i - plain);
+    plain = i + 1;
+    switch (u) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        out += "\\u00";
+        out += kHex[u >> 4];
+        out += kHex[u & 0xf];
+    }
+  }
+  out.append(text.data() + plain, text.size() - plain);
+  out += '"';
+}
+
+void add_key(std::string& out, std::string_view key, bool first = false) {
+  if (!first) out += ',';
+  out += '"';
+  out += key;   // our own keys: plain ASCII
+  out += "\":";
+}
+
+void add_string(std::string& out, std::string_view key, const std::string& text) {
+  add_key(out, key);
+  add_json_string(out, repair_utf8(text));
+}
+
+// One element of "results" on one line, members in the order nlohmann's objects keep (sorted),
+// the stored metrics and spec spliced in as stored (texts.*: valid JSON objects).
+void append_result(std::string& out, const ReportRow& r, const ReportRowTexts& texts,
+                   const std::optional<HostLoad>& host) {
+  out += '{';
+  add_key(out, "architecture", true);
+  add_json_string(out, repair_utf8(r.architecture));
+  add_key(out, "attempt");
+  out += std::to_string(r.attempt);
+  add_key(out, "attempts");
+  out += std::to_string(r.attempts);
+  add_string(out, "backend", r.backend);
+  add_key(out, "batch");
+  add_value(out, spec_field(r.spec, "batch", nullptr));
+  add_string(out, "build", r.build);
+  add_string(out, "device", r.device);
+  add_key(out, "exclusive");
+  out += r.exclusive ? "true" : "false";
+  add_key(out, "finished_at_ms");
+  out += std::to_string(r.finished_at_ms);
+  add_string(out, "hardware_class", r.hardware_class);
+  add_key(out, "host_busy");
+  if (host) {
+    out += host_busy(*host) ? "true" : "false";
+  } else {
+    out += "null";
+  }
+  add_string(out, "hostname", r.hostname);
+  add_string(out, "job_id", r.job_id);
+  add_key(out, "log_tail");
+  add_json_string(out, utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis));
+  add_key(out, "metrics");
+  out += texts.metrics_json;
+  add_key(out, "mode");
+  add_value(out, spec_field(r.spec, "mode", ""));
+  add_string(out, "model", r.model);
+  add_key(out, "precision");
+  add_json_string(out, jobs::to_string(r.precision));
+  add_string(out, "reason", r.reason);
+  add_key(out, "scaled");
+  add_value(out, spec_field(r.spec, "scaled", false));
+  add_key(out, "seed");
+  add_value(out, spec_field(r.spec, "seed", nullptr));
+  add_key(out, "seq_len");
+  add_value(out, spec_field(r.spec, "seq_len", nullptr));
+  add_key(out, "spec");
+  out += texts.spec_json;
+  add_key(out, "started_at_ms");
+  out += std::to_string(r.started_at_ms);
+  add_key(out, "state");
+  add_json_string(out, to_string(r.state));
+  add_key(out, "status");
+  add_json_string(out, status_name(r.status));
+  add_string(out, "target", r.target);
+  add_string(out, "worker", r.worker_id);
+  out += '}';
+}
+
+// A member of the top-level object: `"key": <value pretty-printed at the second level>`.
+std::string member(std::string_view key, const json& value, bool last = false) {
+  std::string text = value.dump(2, ' ', false, json::error_handler_t::replace);
+  std::string out = "  \"" + std::string(key) + "\": ";
+  out.reserve(out.size() + text.size() + text.size() / 16);
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += "  ";   // dump() escapes newlines inside strings: these are layout
+  }
+  out += last ? "\n" : ",\n";
+  return out;
+}
+
+void add_number(std::string& out, std::optional<double> v) {
+  if (v) {
+    add_double(out, *v);
+  } else {
+    out += "null";
+  }
+}
+
+// One element of a cell's "shapes" on one line, members sorted as nlohmann keeps them.
+void append_shape(std::string& out, const ShapeLatency& s) {
+  out += "{\"baseline_ms\":";
+  add_number(out, s.baseline_ms);
+  out += ",\"batch\":" + std::to_string(s.batch) + ",\"median_ms\":";
+  add_number(out, s.median_ms);
+  out += ",\"p90_ms\":";
+  add_number(out, s.p90_ms);
+  out += s.paired ? ",\"paired\":true" : ",\"paired\":false";
+  out += ",\"seq_len\":" + std::to_string(s.seq_len) + ",\"speedup\":";
+  add_number(out, s.speedup);
+  out += ",\"tokens_per_s\":";
+  add_number(out, s.tokens_per_s);
+  out += '}';
+}
+
+// Replaces `"<key>": []` (the placeholder a cell was dumped with) by the list written by
+// `append_element` for each of `n` elements, one per line at `indent`. The placeholder cannot
+// occur elsewhere: quotes inside strings are escaped.
+template <typename AppendElement>
+void splice_list(std::string& cell, std::string_view key, std::size_t n, const std::string& indent,
+                 AppendElement append_element) {
+  const std::string placeholder = "\"" + std::string(key) + "\": []";
+  const std::size_t at = cell.find(placeholder);
+  if (at == std::string::npos || n == 0) return;
+  std::string list = "\"" + std::string(key) + "\": [";
+  for (std::size_t i = 0; i < n; ++i) {
+    list += i == 0 ? "\n" : ",\n";
+    list += indent;
+    list += "  ";
+    append_element(list, i);
+  }
+  list += "\n" + indent + "]";
+  cell.replace(at, placeholder.size(), list);
+}
+
+// "matrix": the cells as dump(2) lays them out, except that each shape is on one line; cells are
+// written one at a time (a million-job run has a million job ids and shapes among its cells).
+Status write_matrix_member(const Matrix& matrix, const TextSink& out) {
+  if (matrix.cells.empty()) return out("  \"matrix\": [],\n");
+  AM_RETURN_IF_ERROR(out("  \"matrix\": [\n"));
+  for (std::size_t i = 0; i < matrix.cells.size(); ++i) {
+    const MatrixCell& c = matrix.cells[i];
+    const std::string text = matrix_cell_json(c, false).dump(2, ' ', false, json::error_handler_t::replace);
+    std::string cell = "    ";
+    for (char ch : text) {
+      cell += ch;
+      if (ch == '\n') cell += "    ";   // dump() escapes newlines inside strings: these are layout
+    }
+    splice_list(cell, "job_ids", c.job_ids.size(), "      ",
+                [&](std::string& list, std::size_t k) { add_json_string(list, repair_utf8(c.job_ids[k])); });
+    splice_list(cell, "shapes", c.shapes.size(), "      ",
+                [&](std::string& list, std::size_t k) { append_shape(list, c.shapes[k]); });
+    cell += i + 1 < matrix.cells.size() ? ",\n" : "\n";
+    AM_RETURN_IF_ERROR(out(cell));
+  }
+  return out("  ],\n");
+}
+
+// Results are flushed to the sink in pieces of about this size.
+constexpr std::size_t kJsonFlushBytes = 1 << 20;
 
 }  // namespace
 
-json matrix_cell_json(const MatrixCell& c) {
+json matrix_cell_json(const MatrixCell& c) { return matrix_cell_json(c, true); }
+
+json matrix_cell_json(const MatrixCell& c, bool with_lists) {
   json shapes = json::array();
-  for (const ShapeLatency& s : c.shapes) {
+  for (const ShapeLatency& s : with_lists ? c.shapes : std::vector<ShapeLatency>{}) {
     shapes.push_back({{"batch", s.batch},
                       {"seq_len", s.seq_len},
                       {"median_ms", s.median_ms},
@@ -138,7 +358,7 @@ json matrix_cell_json(const MatrixCell& c) {
           {"cosine_min", number_or_null(c.cosine_min)},
           {"top1_min", number_or_null(c.top1_min)},
           {"shapes", std::move(shapes)},
-          {"job_ids", strings(c.job_ids)},
+          {"job_ids", with_lists ? strings(c.job_ids) : json::array()},
           {"hardware_classes", strings(c.hardware_classes)},
           {"hardware_class", repair_utf8(c.hardware_class)},
           {"baseline_class", repair_utf8(c.baseline_class)}};
@@ -174,9 +394,46 @@ json rating_rules_json() {
           {"busy_steal_fraction", kBusyStealFraction}};
 }
 
-json render_json(const RunRecord& run, const std::vector<ReportRow>& rows, const std::vector<WorkerRecord>& workers) {
-  const RunSummary summary = summarize_run(rows);
-  const Matrix matrix = build_matrix(rows);
+Status write_json_report(const RunRecord& run, const std::vector<WorkerRecord>& workers,
+                         const ReportRowSource& rows, const TextSink& out) {
+  // One walk over the rows: each result is written as it is read, and what the matrix and the
+  // summary need is gathered on the way and written after the results.
+  std::string buffer = "{\n" + member("schema", kReportJsonSchema) + member("rating_rules", rating_rules_json()) +
+                       "  \"results\": [";
+  RunSummaryBuilder summary_builder;
+  MatrixBuilder matrix_builder;
+  int host_measured = 0;
+  int host_busy_jobs = 0;
+  bool first = true;
+  AM_RETURN_IF_ERROR(rows(row_keys(), [&](const ReportRow& r, const ReportRowTexts& texts) {
+    summary_builder.add(r);
+    matrix_builder.add(r);
+    const std::optional<HostLoad> host = host_load(r.metrics);
+    if (host) {
+      ++host_measured;
+      if (host_busy(*host)) ++host_busy_jobs;
+    }
+    buffer += first ? "\n    " : ",\n    ";
+    first = false;
+    append_result(buffer, r, texts, host);
+    if (buffer.size() < kJsonFlushBytes) return Status::Ok();
+    Status st = out(buffer);
+    buffer.clear();
+    return st;
+  }));
+  buffer += first ? "],\n" : "\n  ],\n";
+
+  const RunSummary summary = summary_builder.finish();
+  const Matrix matrix = matrix_builder.finish();
+  json by_status = json::object();
+  for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
+  for (const auto& [state, n] : summary.by_state) by_status[std::string(to_string(state))] = n;
+  buffer += member("run", run_json(run, summary));
+  buffer += member("summary", {{"total", summary.total},
+                               {"terminal", summary.terminal},
+                               {"by_status", std::move(by_status)},
+                               {"host_measured_jobs", host_measured},
+                               {"host_busy_jobs", host_busy_jobs}});
   const auto classes = hardware_class_info(workers);
   json columns = json::array();
   for (const MatrixColumn& c : matrix.columns) {
@@ -186,41 +443,22 @@ json render_json(const RunRecord& run, const std::vector<ReportRow>& rows, const
                        {"label", repair_utf8(column_heading(c.backend, c.hardware_class, classes))},
                        {"software", info != classes.end() && info->second.software}});
   }
-
-  json by_status = json::object();
-  for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
-  for (const auto& [state, n] : summary.by_state) by_status[std::string(to_string(state))] = n;
-  json results = json::array();
-  int host_measured = 0;
-  int host_busy_jobs = 0;
-  for (const ReportRow& r : rows) {
-    results.push_back(result_json(r));
-    if (auto host = host_load(r.metrics)) {
-      ++host_measured;
-      const bool busy = host_busy(*host);
-      if (busy) ++host_busy_jobs;
-      results.back()["host_busy"] = busy;
-    } else {
-      results.back()["host_busy"] = nullptr;
-    }
-  }
-  json cells = json::array();
-  for (const MatrixCell& c : matrix.cells) cells.push_back(matrix_cell_json(c));
+  buffer += member("columns", columns);
+  AM_RETURN_IF_ERROR(out(buffer));
+  AM_RETURN_IF_ERROR(write_matrix_member(matrix, out));
   json overview = json::array();
   for (const OverviewCell& o : matrix.overview) overview.push_back(overview_cell_json(o));
+  return out(member("overview", overview, /*last=*/true) + "}\n");
+}
 
-  return {{"schema", kReportJsonSchema},
-          {"run", run_json(run, summary)},
-          {"summary", {{"total", summary.total},
-            {"terminal", summary.terminal},
-            {"by_status", std::move(by_status)},
-            {"host_measured_jobs", host_measured},
-            {"host_busy_jobs", host_busy_jobs}}},
-          {"rating_rules", rating_rules_json()},
-          {"results", std::move(results)},
-          {"columns", std::move(columns)},
-          {"matrix", std::move(cells)},
-          {"overview", std::move(overview)}};
+json render_json(const RunRecord& run, const std::vector<ReportRow>& rows, const std::vector<WorkerRecord>& workers) {
+  std::string text;
+  const Status st = write_json_report(run, workers, rows_in_memory(rows), [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
+  return json::parse(text);
 }
 
 }  // namespace am::coord

@@ -1,7 +1,9 @@
 // The JSON export of one run, with a stable schema (version kReportJsonSchema).
 //
 // Contract: render_json() is a pure function of the run and its report rows
-// (Store::report_rows). Schema 3 (schema 2 lacked "columns", the cells' and overview's
+// (Store::report_rows); write_json_report() writes the same document from rows it walks once.
+// Members are listed below by meaning; the file has them in the order write_json_report()
+// says. Schema 3 (schema 2 lacked "columns", the cells' and overview's
 // hardware_class, the cells' baseline_class and the results' target and exclusive: its matrix
 // was by backend, not by hardware class; schema 1 lacked summary.host_*, the rating_rules after
 // moderate_min_speedup, results' host_busy and the cells' speedup_ci_*, speedup_samples and
@@ -62,6 +64,7 @@
 #include <nlohmann/json.hpp>
 
 #include "coordinator/matrix.h"
+#include "coordinator/report_common.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -75,6 +78,16 @@ inline constexpr std::size_t kJsonLogTailBytes = 4096;
 // label is its class id.
 nlohmann::json render_json(const RunRecord& run, const std::vector<ReportRow>& rows,
                            const std::vector<WorkerRecord>& workers = {});
+
+// The same document written to `out` a piece at a time from one walk over the rows, which are
+// never held: memory does not grow with the run beyond the matrix (job ids and latency samples
+// per cell). Members in this order: "schema", "rating_rules", "results" (written as the rows
+// are read), "run", "summary", "columns", "matrix", "overview" (gathered on the way). Laid out
+// as dump(2) would, except that each element of "results" and of a cell's "shapes" is on one
+// line, and a result's "metrics" and "spec" are the stored text (ReportRowTexts). Stops at the
+// first error of the source or the sink.
+Status write_json_report(const RunRecord& run, const std::vector<WorkerRecord>& workers,
+                         const ReportRowSource& rows, const TextSink& out);
 
 // The pieces of the document above, for exporters that carry the same objects (the dashboard).
 nlohmann::json matrix_cell_json(const MatrixCell& cell);       // an element of "matrix"

@@ -125,6 +125,12 @@ std::string Statement::column_text(int col) const {
   return std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
 }
 
+std::string_view Statement::column_view(int col) const {
+  const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+  if (!text) return {};
+  return std::string_view(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)));
+}
+
 bool Statement::column_is_null(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
 }

@@ -52,6 +52,8 @@ class Statement {
   int column_int(int col) const;
   double column_double(int col) const;
   std::string column_text(int col) const;
+  // The text without a copy: valid until the next step(), reset() or read of the same column.
+  std::string_view column_view(int col) const;
   bool column_is_null(int col) const;
 
   int64_t column_int64(std::string_view name) const { return column_int64(column_index(name)); }

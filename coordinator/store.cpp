@@ -6,6 +6,7 @@
 #include <iterator>
 #include <fstream>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include <sqlite3.h>
@@ -14,10 +15,12 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "coordinator/batch_pipe.h"
 #include "coordinator/migrations.h"
 #include "coordinator/sqlite_db.h"
 #include "coordinator/sqlite_statement.h"
 #include "coordinator/sqlite_transaction.h"
+#include "coordinator/stored_json.h"
 #include "jobs/job_spec.h"
 #include "jobs/spec_family.h"
 
@@ -36,6 +39,7 @@ constexpr int kBusyTimeoutMs = 5000;
 // a large jobs table and its indexes; with the default cache each one missed it (measured with
 // bench/bench_scale: docs/SCALE.md). Counts toward the coordinator's RSS.
 constexpr int64_t kWriterCacheKib = 64 * 1024;
+constexpr int64_t kReaderCacheKib = 64 * 1024;
 
 // The first 16 bytes of every SQLite 3 database file, NUL included.
 constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
@@ -283,6 +287,9 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path
   if (version < kMinReadableSchemaVersion) {
     return failed_precondition(db_path.string() + ": empty database (no accelmatrix schema yet): no runs to read");
   }
+  // A report walks every row of a run through three indexes: their upper pages stay cached
+  // instead of being read again for every row (SQLite's default cache is 2 MiB).
+  AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA cache_size = " + std::to_string(-kReaderCacheKib)));
   auto store = std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
                                                 static_cast<uint64_t>(st.st_ino)));
   store->read_only_ = true;
@@ -1040,6 +1047,54 @@ Result<std::map<std::string, uint64_t>> Store::load_counters() {
 // Reports
 
 Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
+  std::vector<ReportRow> rows;
+  AM_RETURN_IF_ERROR(for_each_report_row(run_id, ReportDocumentKeys{},
+                                         [&](const ReportRow& row, const ReportRowTexts&) {
+                                           rows.push_back(row);
+                                           return Status::Ok();
+                                         }));
+  return rows;
+}
+
+Status Store::in_read_snapshot(const std::function<Status()>& body) {
+  // BEGIN (deferred) takes no lock until the first read, which then pins the WAL snapshot.
+  AM_RETURN_IF_ERROR(sqlite::exec(db_, "BEGIN"));
+  Status st = body();
+  Status ended = sqlite::exec(db_, st.ok() ? "COMMIT" : "ROLLBACK");
+  if (!st.ok()) return st;
+  return ended;
+}
+
+namespace {
+
+// One row of the report query as SQLite returned it, copied out of the statement so that the
+// thread stepping it can go on (for_each_report_row).
+struct RawReportRow {
+  std::string job_id, spec, model, architecture, backend, precision, state, status, reason, worker_id, hostname,
+      build, hardware_class, job_class, target, device, metrics, log_tail, attempt_reason;
+  int64_t job_batch = 0, job_seq_len = 0, job_finished = 0, started = 0, finished = 0;
+  int terminal_attempt = 0, attempts = 0;
+  bool has_attempt = false, exclusive = false;
+};
+
+// Rows in flight between the query's thread and the visiting one: enough to keep both busy,
+// a few megabytes at most.
+constexpr std::size_t kReportPipeBatches = 4;
+constexpr std::size_t kReportPipeBatchRows = 256;
+
+// The text a streaming report writes for a stored document: the stored text itself when it is a
+// JSON object, else the JSON of the tree the row shows.
+std::string_view document_text(std::string_view stored, const nlohmann::json& shown, bool damaged,
+                               std::string& scratch) {
+  if (!damaged && shown.is_object() && !stored.empty()) return stored;
+  scratch = shown.is_object() ? dump_json(shown) : std::string("{}");
+  return scratch;
+}
+
+}  // namespace
+
+Status Store::for_each_report_row(const std::string& run_id, const ReportDocumentKeys& keys,
+                                  const ReportRowVisitor& visit) {
   AM_ASSIGN_OR_RETURN(auto run, get_run(run_id));
   if (!run) return not_found("run '" + run_id + "' is not in the store");
   // The attempt shown is the terminal one, or the latest issued while the job is not terminal
@@ -1070,68 +1125,171 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
       WHERE j.run_id = ?1
       ORDER BY j.seq)sql"));
   stmt.bind(1, run_id);
-  std::vector<ReportRow> rows;
-  while (true) {
-    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
-    if (!row) break;
-    ReportRow r;
-    r.run_id = run_id;
-    r.job_id = stmt.column_text("job_id");
-    const std::string what = job_name(run_id, r.job_id);
-    // One damaged document does not take the report down: the job is shown from its columns
-    // (model, backend, precision, shape, status) with the damage named in its reason.
-    std::string damaged;
-    if (Result<nlohmann::json> spec = parse_stored_json(stmt.column_text("spec_json"), "spec of " + what); spec.ok()) {
-      r.spec = std::move(spec).value();
-    } else {
-      r.spec = {{"batch", stmt.column_int64("job_batch")}, {"seq_len", stmt.column_int64("job_seq_len")}};
-      damaged = spec.status().message();
+  // Column positions once: a lookup by name per row and column was a tenth of a report.
+  const int c_job_id = stmt.column_index("job_id"), c_spec = stmt.column_index("spec_json"),
+            c_model = stmt.column_index("model"), c_architecture = stmt.column_index("architecture"),
+            c_backend = stmt.column_index("backend"), c_precision = stmt.column_index("precision"),
+            c_state = stmt.column_index("state"), c_job_batch = stmt.column_index("job_batch"),
+            c_job_seq_len = stmt.column_index("job_seq_len"), c_status = stmt.column_index("status"),
+            c_reason = stmt.column_index("reason"), c_terminal = stmt.column_index("terminal_attempt"),
+            c_attempts = stmt.column_index("attempts"), c_job_finished = stmt.column_index("job_finished_at"),
+            c_has_attempt = stmt.column_index("has_attempt"), c_worker = stmt.column_index("worker_id"),
+            c_hostname = stmt.column_index("hostname"), c_build = stmt.column_index("build"),
+            c_class = stmt.column_index("hardware_class"), c_job_class = stmt.column_index("job_class"),
+            c_target = stmt.column_index("target"), c_exclusive = stmt.column_index("exclusive"),
+            c_device = stmt.column_index("device"), c_metrics = stmt.column_index("metrics_json"),
+            c_log = stmt.column_index("log_tail"), c_started = stmt.column_index("started_at"),
+            c_finished = stmt.column_index("finished_at"), c_attempt_reason = stmt.column_index("attempt_reason");
+
+  // SQLite steps the query on a thread of its own and hands the rows over in batches; this
+  // thread decodes and visits them (two cores: a million-result report, docs/SCALE.md). The
+  // connection is used by that thread alone until it is joined.
+  BatchPipe<RawReportRow> pipe(kReportPipeBatches, kReportPipeBatchRows);
+  std::thread reader_thread([&] {
+    const auto copy = [&stmt](std::string& field, int column) {
+      const std::string_view v = stmt.column_view(column);
+      field.assign(v.data(), v.size());
+    };
+    Status ended;
+    bool more = true;
+    while (more) {
+      auto* batch = pipe.take_empty();
+      if (batch == nullptr) break;   // the visitor stopped the walk
+      while (batch->size < batch->rows.size()) {
+        Result<bool> row = stmt.step();
+        if (!row.ok()) {
+          ended = row.status();
+          more = false;
+          break;
+        }
+        if (!*row) {
+          more = false;
+          break;
+        }
+        RawReportRow& raw = batch->rows[batch->size++];
+        copy(raw.job_id, c_job_id);
+        copy(raw.spec, c_spec);
+        copy(raw.model, c_model);
+        copy(raw.architecture, c_architecture);
+        copy(raw.backend, c_backend);
+        copy(raw.precision, c_precision);
+        copy(raw.state, c_state);
+        copy(raw.status, c_status);
+        copy(raw.reason, c_reason);
+        copy(raw.worker_id, c_worker);
+        copy(raw.hostname, c_hostname);
+        copy(raw.build, c_build);
+        copy(raw.hardware_class, c_class);
+        copy(raw.job_class, c_job_class);
+        copy(raw.target, c_target);
+        copy(raw.device, c_device);
+        copy(raw.metrics, c_metrics);
+        copy(raw.log_tail, c_log);
+        copy(raw.attempt_reason, c_attempt_reason);
+        raw.job_batch = stmt.column_int64(c_job_batch);
+        raw.job_seq_len = stmt.column_int64(c_job_seq_len);
+        raw.terminal_attempt = stmt.column_int(c_terminal);
+        raw.attempts = stmt.column_int(c_attempts);
+        raw.job_finished = stmt.column_int64(c_job_finished);
+        raw.has_attempt = stmt.column_int(c_has_attempt) != 0;
+        raw.exclusive = stmt.column_int(c_exclusive) != 0;
+        raw.started = stmt.column_int64(c_started);
+        raw.finished = stmt.column_int64(c_finished);
+      }
+      pipe.put_full(batch);
     }
-    r.model = stmt.column_text("model");
-    r.architecture = stmt.column_text("architecture");
-    r.backend = stmt.column_text("backend");
-    const std::string precision = stmt.column_text("precision");
-    const std::optional<jobs::Precision> p = jobs::parse_precision_label(precision);
-    if (!p) return internal_error("unknown precision '" + precision + "' of " + what + " in the store");
-    r.precision = *p;
-    AM_ASSIGN_OR_RETURN(r.state, stored_job_state(stmt.column_text("state"), what));
-    AM_ASSIGN_OR_RETURN(r.status, stored_status(stmt.column_text("status"), what));
-    r.reason = stmt.column_text("reason");
-    const int terminal_attempt = stmt.column_int("terminal_attempt");
-    r.attempts = stmt.column_int("attempts");
-    r.attempt = terminal_attempt > 0 ? terminal_attempt : r.attempts;
-    const int64_t job_finished = stmt.column_int64("job_finished_at");
-    const bool has_attempt = stmt.column_int("has_attempt") != 0;
-    r.worker_id = stmt.column_text("worker_id");
-    r.hostname = stmt.column_text("hostname");
-    r.build = stmt.column_text("build");
-    r.hardware_class = stmt.column_text("hardware_class");
-    if (r.hardware_class.empty()) r.hardware_class = stmt.column_text("job_class");
-    r.target = stmt.column_text("target");
-    r.exclusive = stmt.column_int("exclusive") != 0;
-    r.device = stmt.column_text("device");
-    if (Result<nlohmann::json> metrics = parse_stored_json(stmt.column_text("metrics_json"), "metrics of " + what);
-        metrics.ok()) {
-      r.metrics = std::move(metrics).value();
-    } else {
-      r.metrics = nlohmann::json::object();
-      damaged += (damaged.empty() ? "" : "; ") + metrics.status().message();
+    pipe.close(std::move(ended));
+  });
+  // However this walk ends, the reader thread is stopped and joined before the statement goes.
+  struct JoinReader {
+    BatchPipe<RawReportRow>& pipe;
+    std::thread& thread;
+    ~JoinReader() {
+      pipe.stop();
+      while (auto* b = pipe.take_full()) pipe.put_empty(b);
+      thread.join();
     }
-    r.log_tail = stmt.column_text("log_tail");
-    r.started_at_ms = stmt.column_int64("started_at");
-    const int64_t attempt_finished = stmt.column_int64("finished_at");
-    r.finished_at_ms = attempt_finished != 0 ? attempt_finished : job_finished;
-    // A job back in the queue says why its last attempt ended (e.g. the lease expired).
-    if (r.reason.empty() && has_attempt && r.state != JobState::kDone) {
-      r.reason = stmt.column_text("attempt_reason");
+  } join_reader{pipe, reader_thread};
+
+  StoredJsonReader reader;
+  // One row reused: its strings keep their buffers from row to row (every field is set below).
+  ReportRow r;
+  r.run_id = run_id;
+  std::string spec_scratch, metrics_scratch;
+  while (auto* batch = pipe.take_full()) {
+    for (std::size_t i = 0; i < batch->size; ++i) {
+      RawReportRow& raw = batch->rows[i];
+      // Strings are swapped, not copied: the batch gets the previous row's buffers back.
+      r.job_id.swap(raw.job_id);
+      // One damaged document does not take the report down: the job is shown from its columns
+      // (model, backend, precision, shape, status) with the damage named in its reason.
+      std::string damaged;
+      bool spec_damaged = false;
+      if (Result<nlohmann::json> spec = reader.decode(raw.spec, keys.spec); spec.ok()) {
+        r.spec = std::move(spec).value();
+      } else {
+        r.spec = {{"batch", raw.job_batch}, {"seq_len", raw.job_seq_len}};
+        damaged = "corrupt spec of " + job_name(run_id, r.job_id) + " in the store: " + spec.status().message();
+        spec_damaged = true;
+      }
+      r.model.swap(raw.model);
+      r.architecture.swap(raw.architecture);
+      r.backend.swap(raw.backend);
+      const std::optional<jobs::Precision> p = jobs::parse_precision_label(raw.precision);
+      if (!p) {
+        return internal_error("unknown precision '" + raw.precision + "' of " + job_name(run_id, r.job_id) +
+                              " in the store");
+      }
+      r.precision = *p;
+      // The job's name is made only for a message: a row costs microseconds.
+      if (std::optional<JobState> state = parse_job_state(raw.state)) {
+        r.state = *state;
+      } else {
+        return stored_job_state(raw.state, job_name(run_id, r.job_id)).status();
+      }
+      if (raw.status.empty()) {
+        r.status.reset();
+      } else if (std::optional<ResultStatus> parsed = parse_result_status(raw.status)) {
+        r.status = parsed;
+      } else {
+        return stored_status(raw.status, job_name(run_id, r.job_id)).status();
+      }
+      r.reason.swap(raw.reason);
+      r.attempts = raw.attempts;
+      r.attempt = raw.terminal_attempt > 0 ? raw.terminal_attempt : raw.attempts;
+      r.worker_id.swap(raw.worker_id);
+      r.hostname.swap(raw.hostname);
+      r.build.swap(raw.build);
+      r.hardware_class.swap(raw.hardware_class.empty() ? raw.job_class : raw.hardware_class);
+      r.target.swap(raw.target);
+      r.exclusive = raw.exclusive;
+      r.device.swap(raw.device);
+      bool metrics_damaged = false;
+      if (Result<nlohmann::json> metrics = reader.decode(raw.metrics, keys.metrics); metrics.ok()) {
+        r.metrics = std::move(metrics).value();
+      } else {
+        r.metrics = nlohmann::json::object();
+        damaged += (damaged.empty() ? "" : "; ") + ("corrupt metrics of " + job_name(run_id, r.job_id) +
+                                                    " in the store: " + metrics.status().message());
+        metrics_damaged = true;
+      }
+      r.log_tail.swap(raw.log_tail);
+      r.started_at_ms = raw.started;
+      r.finished_at_ms = raw.finished != 0 ? raw.finished : raw.job_finished;
+      // A job back in the queue says why its last attempt ended (e.g. the lease expired).
+      if (r.reason.empty() && raw.has_attempt && r.state != JobState::kDone) r.reason = raw.attempt_reason;
+      if (!damaged.empty()) {
+        get_logger("coordinator/store")->warn("{}", damaged);
+        r.reason += (r.reason.empty() ? "" : "; ") + damaged;
+      }
+      const ReportRowTexts texts{document_text(raw.spec, r.spec, spec_damaged, spec_scratch),
+                                 document_text(raw.metrics, r.metrics, metrics_damaged, metrics_scratch)};
+      AM_RETURN_IF_ERROR(visit(r, texts));
     }
-    if (!damaged.empty()) {
-      get_logger("coordinator/store")->warn("{}", damaged);
-      r.reason += (r.reason.empty() ? "" : "; ") + damaged;
-    }
-    rows.push_back(std::move(r));
+    pipe.put_empty(batch);
   }
-  if (!placed) return rows;
+  AM_RETURN_IF_ERROR(pipe.status());
+  if (!placed) return Status::Ok();
   // Plan jobs no job was made from yet: waiting for hardware, in no column of any class.
   AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(
       SELECT p.job_id, p.spec_json FROM plan_jobs p
@@ -1142,29 +1300,38 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, unplaced.step());
     if (!row) break;
-    ReportRow r;
+    r = ReportRow{};
     r.run_id = run_id;
     r.job_id = unplaced.column_text("job_id");
     const std::string what = "plan job '" + r.job_id + "' of run '" + run_id + "'";
     // A plan job whose stored spec is damaged (or no longer valid) cannot be shown by model:
     // it is left out with a warning naming it, and the rest of the report stands.
-    Result<nlohmann::json> doc = parse_stored_json(unplaced.column_text("spec_json"), "spec of " + what);
+    const std::string_view spec_text = unplaced.column_view(unplaced.column_index("spec_json"));
+    Result<nlohmann::json> doc = reader.decode(spec_text);
+    if (!doc.ok()) doc = internal_error("corrupt spec of " + what + " in the store: " + doc.status().message());
     auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
     if (!spec.ok()) {
       get_logger("coordinator/store")->warn("{} left out of the report: its stored spec is invalid: {}", what,
                                             spec.status().message());
       continue;
     }
-    r.spec = std::move(doc).value();
+    // Read whole to be validated; the row carries the projection asked for (a plan job not
+    // placed is rare: reading it twice costs nothing).
+    if (keys.spec == nullptr) {
+      r.spec = std::move(doc).value();
+    } else {
+      AM_ASSIGN_OR_RETURN(r.spec, reader.decode(spec_text, keys.spec));
+    }
     r.model = spec->model;
     r.architecture = spec->architecture;
     r.backend = spec->backend;
     r.precision = spec->precision;
     r.state = JobState::kQueued;
     r.reason = "not placed yet: no hardware of its backend has registered";
-    rows.push_back(std::move(r));
+    const ReportRowTexts texts{spec_text, "{}"};
+    AM_RETURN_IF_ERROR(visit(r, texts));
   }
-  return rows;
+  return Status::Ok();
 }
 
 }  // namespace am::coord

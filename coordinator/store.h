@@ -195,6 +195,25 @@ struct ReportRow {
   bool exclusive = false;          // the attempt shown held its hardware alone (schema 5)
 };
 
+// What a streaming report reads of a row beyond ReportRow: the stored documents as JSON text,
+// verbatim when the stored text is a valid JSON object (our own compact dump, keys sorted), else
+// the JSON of what the row shows instead ("{}" for metrics that are damaged or not an object;
+// for a damaged spec the {batch, seq_len} of its columns).
+struct ReportRowTexts {
+  std::string_view spec_json;
+  std::string_view metrics_json;
+};
+
+// Which top-level members of the stored documents a report row carries as trees: nullptr for
+// the whole document. Projections cost a fraction of the whole (coordinator/stored_json.h); the
+// texts are whole either way.
+struct ReportDocumentKeys {
+  const std::vector<std::string_view>* spec = nullptr;
+  const std::vector<std::string_view>* metrics = nullptr;
+};
+
+using ReportRowVisitor = std::function<Status(const ReportRow&, const ReportRowTexts&)>;
+
 class Store {
  public:
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& db_path);
@@ -297,6 +316,14 @@ class Store {
   // Reports: one row per job of the run, in job order, then one per plan job not placed yet
   // (state queued, no class: it reached no hardware).
   Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
+  // The same rows one at a time, in the same order, without holding them: a row (and the texts)
+  // is valid only during its visit. `keys` may ask for projected documents (ReportDocumentKeys).
+  // A visitor's error stops the walk and is returned.
+  Status for_each_report_row(const std::string& run_id, const ReportDocumentKeys& keys,
+                             const ReportRowVisitor& visit);
+  // Runs `body` in one read transaction: every read in it sees the same state of the database
+  // (WAL snapshot), whatever a coordinator commits meanwhile. Not nested.
+  Status in_read_snapshot(const std::function<Status()>& body);
 
  private:
   Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino);

@@ -24,7 +24,7 @@ cd "$root"
 packages=(
   build-essential cmake ninja-build pkg-config git
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev libsodium-dev
-  libsqlite3-dev sqlite3
+  libsqlite3-dev sqlite3 libsimdjson-dev
   libspdlog-dev libfmt-dev
   libhwloc-dev
   libopenblas-dev

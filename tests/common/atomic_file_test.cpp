@@ -1,0 +1,92 @@
+// Files written whole or not at all (common/atomic_file.h), including the piecewise writer the
+// streaming reports write through.
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <string>
+
+#include "common/atomic_file.h"
+
+namespace am {
+namespace {
+
+namespace fs = std::filesystem;
+
+class AtomicFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::random_device rd;
+    dir_ = fs::temp_directory_path() / ("accelmatrix-atomic-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::permissions(dir_, fs::perms::owner_all, ec);
+    fs::remove_all(dir_, ec);
+  }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  }
+  fs::path dir_;
+};
+
+TEST_F(AtomicFileTest, PiecesAppendedAppearOnlyAfterCommitAndReplaceTheOldFile) {
+  const fs::path path = dir_ / "report.json";
+  ASSERT_TRUE(write_file_atomically(path, "old").ok());
+  auto writer = AtomicFileWriter::create(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  std::string expected;
+  std::mt19937 rng(7);
+  for (int i = 0; i < 50; ++i) {
+    std::string piece(rng() % 5000, static_cast<char>('a' + rng() % 26));
+    ASSERT_TRUE(writer->append(piece).ok());
+    expected += piece;
+  }
+  EXPECT_EQ(read(path), "old");   // nothing of the new content is visible yet
+  EXPECT_TRUE(fs::exists(dir_ / "report.json.tmp"));
+  ASSERT_TRUE(writer->commit().ok());
+  EXPECT_EQ(read(path), expected);
+  EXPECT_FALSE(fs::exists(dir_ / "report.json.tmp"));
+  EXPECT_FALSE(writer->append("more").ok());   // committed: nothing more goes in
+}
+
+TEST_F(AtomicFileTest, AWriterDroppedWithoutCommitLeavesTheOldFileAndNoTemporary) {
+  const fs::path path = dir_ / "report.json";
+  ASSERT_TRUE(write_file_atomically(path, "old").ok());
+  {
+    auto writer = AtomicFileWriter::create(path);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE(writer->append("half of a new rep").ok());
+  }   // an error on the way: the writer goes out of scope uncommitted
+  EXPECT_EQ(read(path), "old");
+  EXPECT_FALSE(fs::exists(dir_ / "report.json.tmp"));
+}
+
+TEST_F(AtomicFileTest, TheModeIsSetWhateverTheUmask) {
+  const fs::path path = dir_ / "secret";
+  const mode_t old = ::umask(0);
+  auto writer = AtomicFileWriter::create(path, kSecretFileMode);
+  ::umask(old);
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE(writer->append("s").ok());
+  ASSERT_TRUE(writer->commit().ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, kSecretFileMode);
+}
+
+TEST_F(AtomicFileTest, APlaceThatCannotTakeTheFileIsAnErrorNamingTheTemporary) {
+  auto writer = AtomicFileWriter::create(dir_ / "no-such-dir" / "out.json");
+  ASSERT_FALSE(writer.ok());
+  EXPECT_NE(writer.status().message().find("out.json.tmp"), std::string::npos) << writer.status().message();
+  EXPECT_FALSE(fs::exists(dir_ / "no-such-dir"));
+}
+
+}  // namespace
+}  // namespace am
