@@ -100,6 +100,10 @@ am::Result<double> timed_cli(const std::string& bin, const std::vector<std::stri
   return s;
 }
 
+// CPU seconds of this process during the store calls of ingest(), summed: against their wall
+// time it says whether ingest waits for the disk or computes.
+double g_ingest_cpu_s = 0;
+
 // Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s of
 // the store calls alone (the records are made before the clock runs).
 am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string>& ids, std::size_t from,
@@ -139,9 +143,11 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
     // As the coordinator does: the leases of a scheduling pass in one transaction, then the
     // results of a batch in one.
     const auto t0 = am::SteadyClock::now();
+    const double cpu0 = am::bench::sample_self().cpu_s;
     AM_RETURN_IF_ERROR(store.record_leases(leases));
     AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
     stored_s += am::seconds_since(t0);
+    g_ingest_cpu_s += am::bench::sample_self().cpu_s - cpu0;
     (void)outcomes;
     i = end;
   }
@@ -238,11 +244,14 @@ int main(int argc, char** argv) {
     for (int b : args.batches) {
       const std::size_t to = std::min(half, at + static_cast<std::size_t>(args.rows_per_batch_size));
       if (to <= at) break;
+      g_ingest_cpu_s = 0;
       auto rate = ingest(**store, ids, at, to, b);
       if (!rate.ok()) return fail("ingesting", rate.status());
-      std::printf("  ingest batch %5d                  %8.0f rows/s (lease + result per row)\n", b, *rate);
+      const double wall_s = static_cast<double>(to - at) / *rate;
+      std::printf("  ingest batch %5d                  %8.0f rows/s (lease + result per row), CPU %.0f%% of the wall time\n",
+                  b, *rate, 100.0 * g_ingest_cpu_s / wall_s);
       std::fflush(stdout);
-      rates.push_back({{"batch", b}, {"rows_per_s", *rate}, {"rows", to - at}});
+      rates.push_back({{"batch", b}, {"rows_per_s", *rate}, {"rows", to - at}, {"cpu_fraction", g_ingest_cpu_s / wall_s}});
       if (*rate > best) {
         best = *rate;
         best_batch = b;

@@ -1,12 +1,11 @@
 #include "coordinator/report_json.h"
 
 #include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <optional>
 #include <string>
 
 #include "common/check.h"
+#include "common/json_text.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
@@ -83,78 +82,9 @@ ReportDocumentKeys row_keys() {
   return ReportDocumentKeys{&spec_keys, &matrix_metrics_keys()};   // the matrix reads metrics.host too
 }
 
-// A double as nlohmann's dump() writes it: the shortest text that reads back the same, ".0" on
-// an integral value, null for what JSON cannot hold. (std::to_chars may pick fixed notation
-// where nlohmann picks an exponent; the value read back is the same.)
-void add_double(std::string& out, double v) {
-  if (!std::isfinite(v)) {
-    out += "null";
-    return;
-  }
-  char buf[64];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  const std::string_view text(buf, static_cast<std::size_t>(end - buf));
-  out += text;
-  if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
-}
+void add_value(std::string& out, const json& value) { append_json(out, value); }
 
-void add_json_string(std::string& out, std::string_view text);
-
-// Scalars written directly (a million results: a dump() and its string per value added up);
-// anything else as nlohmann dumps it.
-void add_value(std::string& out, const json& value) {
-  switch (value.type()) {
-    case json::value_t::null:
-      out += "null";
-      return;
-    case json::value_t::boolean:
-      out += value.get<bool>() ? "true" : "false";
-      return;
-    case json::value_t::number_integer:
-      out += std::to_string(value.get<int64_t>());
-      return;
-    case json::value_t::number_unsigned:
-      out += std::to_string(value.get<uint64_t>());
-      return;
-    case json::value_t::number_float:
-      add_double(out, value.get<double>());
-      return;
-    case json::value_t::string:
-      add_json_string(out, repair_utf8(value.get_ref<const std::string&>()));
-      return;
-    default:
-      out += value.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-}
-
-// A JSON string as nlohmann's dump() writes valid UTF-8: quote, backslash and control
-// characters escaped (\b \f \n \r \t, else \u00xx), everything else as it is.
-void add_json_string(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t plain = 0;   // start of the run of characters copied as they are
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto u = static_cast<unsigned char>(text[i]);
-    if (u >= 0x20 && u != '"' && u != '\\') continue;
-    out.append(text.data() + plain, i - plain);
-    plain = i + 1;
-    switch (u) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        out += "\\u00";
-        out += kHex[u >> 4];
-        out += kHex[u & 0xf];
-    }
-  }
-  out.append(text.data() + plain, text.size() - plain);
-  out += '"';
-}
+void add_json_string(std::string& out, std::string_view text) { append_json_string(out, text); }
 
 void add_key(std::string& out, std::string_view key, bool first = false) {
   if (!first) out += ',';
@@ -241,7 +171,7 @@ std::string member(std::string_view key, const json& value, bool last = false) {
 
 void add_number(std::string& out, std::optional<double> v) {
   if (v) {
-    add_double(out, *v);
+    append_json_double(out, *v);
   } else {
     out += "null";
   }
