@@ -817,7 +817,8 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
       return not_found("result " + std::to_string(i) + ": " + job_name(r.run_id, r.job_id) +
                        " is not in the store; nothing of this batch was stored");
     }
-    const bool job_was_done = parse_job_state(lookup->column_view(lookup->column_index("job_state"))) == JobState::kDone;
+    const bool job_was_done =
+        parse_job_state(lookup->column_view(lookup->column_index("job_state"))) == JobState::kDone;
     const std::optional<AttemptState> was =
         lookup->column_is_null("state") ? std::nullopt : parse_attempt_state(lookup->column_text("state"));
     if (was == AttemptState::kDone) {
@@ -839,7 +840,8 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
         .bind(4, r.worker_id)
         .bind(5, to_string(r.status))
         .bind(6, r.reason)
-        .bind(7, r.metrics.is_null() ? std::string("{}") : to_json_text(r.metrics))   // common/json_text.h: a third of this call with dump()
+        // common/json_text.h: with dump() the text was a third of this call.
+        .bind(7, r.metrics.is_null() ? std::string("{}") : to_json_text(r.metrics))
         .bind(8, r.log_tail)
         .bind(9, r.started_at_ms)
         .bind(10, r.finished_at_ms)
@@ -1154,151 +1156,153 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   // SQLite steps the query on a thread of its own and hands the rows over in batches; this
   // thread decodes and visits them (two cores: a million-result report, docs/SCALE.md). The
   // connection is used by that thread alone until it is joined.
-  BatchPipe<RawReportRow> pipe(kReportPipeBatches, kReportPipeBatchRows);
-  std::thread reader_thread([&] {
-    const auto copy = [&stmt](std::string& field, int column) {
-      const std::string_view v = stmt.column_view(column);
-      field.assign(v.data(), v.size());
-    };
-    Status ended;
-    bool more = true;
-    while (more) {
-      auto* batch = pipe.take_empty();
-      if (batch == nullptr) break;   // the visitor stopped the walk
-      while (batch->size < batch->rows.size()) {
-        Result<bool> row = stmt.step();
-        if (!row.ok()) {
-          ended = row.status();
-          more = false;
-          break;
-        }
-        if (!*row) {
-          more = false;
-          break;
-        }
-        RawReportRow& raw = batch->rows[batch->size++];
-        copy(raw.job_id, c_job_id);
-        copy(raw.spec, c_spec);
-        copy(raw.model, c_model);
-        copy(raw.architecture, c_architecture);
-        copy(raw.backend, c_backend);
-        copy(raw.precision, c_precision);
-        copy(raw.state, c_state);
-        copy(raw.status, c_status);
-        copy(raw.reason, c_reason);
-        copy(raw.worker_id, c_worker);
-        copy(raw.hostname, c_hostname);
-        copy(raw.build, c_build);
-        copy(raw.hardware_class, c_class);
-        copy(raw.job_class, c_job_class);
-        copy(raw.target, c_target);
-        copy(raw.device, c_device);
-        copy(raw.metrics, c_metrics);
-        copy(raw.log_tail, c_log);
-        copy(raw.attempt_reason, c_attempt_reason);
-        raw.job_batch = stmt.column_int64(c_job_batch);
-        raw.job_seq_len = stmt.column_int64(c_job_seq_len);
-        raw.terminal_attempt = stmt.column_int(c_terminal);
-        raw.attempts = stmt.column_int(c_attempts);
-        raw.job_finished = stmt.column_int64(c_job_finished);
-        raw.has_attempt = stmt.column_int(c_has_attempt) != 0;
-        raw.exclusive = stmt.column_int(c_exclusive) != 0;
-        raw.started = stmt.column_int64(c_started);
-        raw.finished = stmt.column_int64(c_finished);
-      }
-      pipe.put_full(batch);
-    }
-    pipe.close(std::move(ended));
-  });
-  // However this walk ends, the reader thread is stopped and joined before the statement goes.
-  struct JoinReader {
-    BatchPipe<RawReportRow>& pipe;
-    std::thread& thread;
-    ~JoinReader() {
-      pipe.stop();
-      while (auto* b = pipe.take_full()) pipe.put_empty(b);
-      thread.join();
-    }
-  } join_reader{pipe, reader_thread};
-
   StoredJsonReader reader;
   // One row reused: its strings keep their buffers from row to row (every field is set below).
   ReportRow r;
-  r.run_id = run_id;
-  std::string spec_scratch, metrics_scratch;
-  while (auto* batch = pipe.take_full()) {
-    for (std::size_t i = 0; i < batch->size; ++i) {
-      RawReportRow& raw = batch->rows[i];
-      // Strings are swapped, not copied: the batch gets the previous row's buffers back.
-      r.job_id.swap(raw.job_id);
-      // One damaged document does not take the report down: the job is shown from its columns
-      // (model, backend, precision, shape, status) with the damage named in its reason.
-      std::string damaged;
-      bool spec_damaged = false;
-      if (Result<nlohmann::json> spec = reader.decode(raw.spec, keys.spec); spec.ok()) {
-        r.spec = std::move(spec).value();
-      } else {
-        r.spec = {{"batch", raw.job_batch}, {"seq_len", raw.job_seq_len}};
-        damaged = "corrupt spec of " + job_name(run_id, r.job_id) + " in the store: " + spec.status().message();
-        spec_damaged = true;
+  {   // the reader thread's scope: joined before the query of plan jobs below uses the connection
+    BatchPipe<RawReportRow> pipe(kReportPipeBatches, kReportPipeBatchRows);
+    std::thread reader_thread([&] {
+      const auto copy = [&stmt](std::string& field, int column) {
+        const std::string_view v = stmt.column_view(column);
+        field.assign(v.data(), v.size());
+      };
+      Status ended;
+      bool more = true;
+      while (more) {
+        auto* batch = pipe.take_empty();
+        if (batch == nullptr) break;   // the visitor stopped the walk
+        while (batch->size < batch->rows.size()) {
+          Result<bool> row = stmt.step();
+          if (!row.ok()) {
+            ended = row.status();
+            more = false;
+            break;
+          }
+          if (!*row) {
+            more = false;
+            break;
+          }
+          RawReportRow& raw = batch->rows[batch->size++];
+          copy(raw.job_id, c_job_id);
+          copy(raw.spec, c_spec);
+          copy(raw.model, c_model);
+          copy(raw.architecture, c_architecture);
+          copy(raw.backend, c_backend);
+          copy(raw.precision, c_precision);
+          copy(raw.state, c_state);
+          copy(raw.status, c_status);
+          copy(raw.reason, c_reason);
+          copy(raw.worker_id, c_worker);
+          copy(raw.hostname, c_hostname);
+          copy(raw.build, c_build);
+          copy(raw.hardware_class, c_class);
+          copy(raw.job_class, c_job_class);
+          copy(raw.target, c_target);
+          copy(raw.device, c_device);
+          copy(raw.metrics, c_metrics);
+          copy(raw.log_tail, c_log);
+          copy(raw.attempt_reason, c_attempt_reason);
+          raw.job_batch = stmt.column_int64(c_job_batch);
+          raw.job_seq_len = stmt.column_int64(c_job_seq_len);
+          raw.terminal_attempt = stmt.column_int(c_terminal);
+          raw.attempts = stmt.column_int(c_attempts);
+          raw.job_finished = stmt.column_int64(c_job_finished);
+          raw.has_attempt = stmt.column_int(c_has_attempt) != 0;
+          raw.exclusive = stmt.column_int(c_exclusive) != 0;
+          raw.started = stmt.column_int64(c_started);
+          raw.finished = stmt.column_int64(c_finished);
+        }
+        pipe.put_full(batch);
       }
-      r.model.swap(raw.model);
-      r.architecture.swap(raw.architecture);
-      r.backend.swap(raw.backend);
-      const std::optional<jobs::Precision> p = jobs::parse_precision_label(raw.precision);
-      if (!p) {
-        return internal_error("unknown precision '" + raw.precision + "' of " + job_name(run_id, r.job_id) +
-                              " in the store");
+      pipe.close(std::move(ended));
+    });
+    // However this walk ends, the reader thread is stopped and joined before the statement goes.
+    struct JoinReader {
+      BatchPipe<RawReportRow>& pipe;
+      std::thread& thread;
+      ~JoinReader() {
+        pipe.stop();
+        while (auto* b = pipe.take_full()) pipe.put_empty(b);
+        thread.join();
       }
-      r.precision = *p;
-      // The job's name is made only for a message: a row costs microseconds.
-      if (std::optional<JobState> state = parse_job_state(raw.state)) {
-        r.state = *state;
-      } else {
-        return stored_job_state(raw.state, job_name(run_id, r.job_id)).status();
+    } join_reader{pipe, reader_thread};
+
+    r.run_id = run_id;
+    std::string spec_scratch, metrics_scratch;
+    while (auto* batch = pipe.take_full()) {
+      for (std::size_t i = 0; i < batch->size; ++i) {
+        RawReportRow& raw = batch->rows[i];
+        // Strings are swapped, not copied: the batch gets the previous row's buffers back.
+        r.job_id.swap(raw.job_id);
+        // One damaged document does not take the report down: the job is shown from its columns
+        // (model, backend, precision, shape, status) with the damage named in its reason.
+        std::string damaged;
+        bool spec_damaged = false;
+        if (Result<nlohmann::json> spec = reader.decode(raw.spec, keys.spec); spec.ok()) {
+          r.spec = std::move(spec).value();
+        } else {
+          r.spec = {{"batch", raw.job_batch}, {"seq_len", raw.job_seq_len}};
+          damaged = "corrupt spec of " + job_name(run_id, r.job_id) + " in the store: " + spec.status().message();
+          spec_damaged = true;
+        }
+        r.model.swap(raw.model);
+        r.architecture.swap(raw.architecture);
+        r.backend.swap(raw.backend);
+        const std::optional<jobs::Precision> p = jobs::parse_precision_label(raw.precision);
+        if (!p) {
+          return internal_error("unknown precision '" + raw.precision + "' of " + job_name(run_id, r.job_id) +
+                                " in the store");
+        }
+        r.precision = *p;
+        // The job's name is made only for a message: a row costs microseconds.
+        if (std::optional<JobState> state = parse_job_state(raw.state)) {
+          r.state = *state;
+        } else {
+          return stored_job_state(raw.state, job_name(run_id, r.job_id)).status();
+        }
+        if (raw.status.empty()) {
+          r.status.reset();
+        } else if (std::optional<ResultStatus> parsed = parse_result_status(raw.status)) {
+          r.status = parsed;
+        } else {
+          return stored_status(raw.status, job_name(run_id, r.job_id)).status();
+        }
+        r.reason.swap(raw.reason);
+        r.attempts = raw.attempts;
+        r.attempt = raw.terminal_attempt > 0 ? raw.terminal_attempt : raw.attempts;
+        r.worker_id.swap(raw.worker_id);
+        r.hostname.swap(raw.hostname);
+        r.build.swap(raw.build);
+        r.hardware_class.swap(raw.hardware_class.empty() ? raw.job_class : raw.hardware_class);
+        r.target.swap(raw.target);
+        r.exclusive = raw.exclusive;
+        r.device.swap(raw.device);
+        bool metrics_damaged = false;
+        if (Result<nlohmann::json> metrics = reader.decode(raw.metrics, keys.metrics); metrics.ok()) {
+          r.metrics = std::move(metrics).value();
+        } else {
+          r.metrics = nlohmann::json::object();
+          damaged += (damaged.empty() ? "" : "; ") + ("corrupt metrics of " + job_name(run_id, r.job_id) +
+                                                      " in the store: " + metrics.status().message());
+          metrics_damaged = true;
+        }
+        r.log_tail.swap(raw.log_tail);
+        r.started_at_ms = raw.started;
+        r.finished_at_ms = raw.finished != 0 ? raw.finished : raw.job_finished;
+        // A job back in the queue says why its last attempt ended (e.g. the lease expired).
+        if (r.reason.empty() && raw.has_attempt && r.state != JobState::kDone) r.reason = raw.attempt_reason;
+        if (!damaged.empty()) {
+          get_logger("coordinator/store")->warn("{}", damaged);
+          r.reason += (r.reason.empty() ? "" : "; ") + damaged;
+        }
+        const ReportRowTexts texts{document_text(raw.spec, r.spec, spec_damaged, spec_scratch),
+                                   document_text(raw.metrics, r.metrics, metrics_damaged, metrics_scratch)};
+        AM_RETURN_IF_ERROR(visit(r, texts));
       }
-      if (raw.status.empty()) {
-        r.status.reset();
-      } else if (std::optional<ResultStatus> parsed = parse_result_status(raw.status)) {
-        r.status = parsed;
-      } else {
-        return stored_status(raw.status, job_name(run_id, r.job_id)).status();
-      }
-      r.reason.swap(raw.reason);
-      r.attempts = raw.attempts;
-      r.attempt = raw.terminal_attempt > 0 ? raw.terminal_attempt : raw.attempts;
-      r.worker_id.swap(raw.worker_id);
-      r.hostname.swap(raw.hostname);
-      r.build.swap(raw.build);
-      r.hardware_class.swap(raw.hardware_class.empty() ? raw.job_class : raw.hardware_class);
-      r.target.swap(raw.target);
-      r.exclusive = raw.exclusive;
-      r.device.swap(raw.device);
-      bool metrics_damaged = false;
-      if (Result<nlohmann::json> metrics = reader.decode(raw.metrics, keys.metrics); metrics.ok()) {
-        r.metrics = std::move(metrics).value();
-      } else {
-        r.metrics = nlohmann::json::object();
-        damaged += (damaged.empty() ? "" : "; ") + ("corrupt metrics of " + job_name(run_id, r.job_id) +
-                                                    " in the store: " + metrics.status().message());
-        metrics_damaged = true;
-      }
-      r.log_tail.swap(raw.log_tail);
-      r.started_at_ms = raw.started;
-      r.finished_at_ms = raw.finished != 0 ? raw.finished : raw.job_finished;
-      // A job back in the queue says why its last attempt ended (e.g. the lease expired).
-      if (r.reason.empty() && raw.has_attempt && r.state != JobState::kDone) r.reason = raw.attempt_reason;
-      if (!damaged.empty()) {
-        get_logger("coordinator/store")->warn("{}", damaged);
-        r.reason += (r.reason.empty() ? "" : "; ") + damaged;
-      }
-      const ReportRowTexts texts{document_text(raw.spec, r.spec, spec_damaged, spec_scratch),
-                                 document_text(raw.metrics, r.metrics, metrics_damaged, metrics_scratch)};
-      AM_RETURN_IF_ERROR(visit(r, texts));
+      pipe.put_empty(batch);
     }
-    pipe.put_empty(batch);
+    AM_RETURN_IF_ERROR(pipe.status());
   }
-  AM_RETURN_IF_ERROR(pipe.status());
   if (!placed) return Status::Ok();
   // Plan jobs no job was made from yet: waiting for hardware, in no column of any class.
   AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(

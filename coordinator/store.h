@@ -318,7 +318,8 @@ class Store {
   Result<std::vector<ReportRow>> report_rows(const std::string& run_id);
   // The same rows one at a time, in the same order, without holding them: a row (and the texts)
   // is valid only during its visit. `keys` may ask for projected documents (ReportDocumentKeys).
-  // A visitor's error stops the walk and is returned.
+  // A visitor's error stops the walk and is returned. The query runs on a thread of its own
+  // while rows are visited: the visitor must not use this store.
   Status for_each_report_row(const std::string& run_id, const ReportDocumentKeys& keys,
                              const ReportRowVisitor& visit);
   // Runs `body` in one read transaction: every read in it sees the same state of the database
