@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -69,6 +70,12 @@ fs::path catalog() { return fs::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models"
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0); }
 
 // Runs the accelmatrix CLI to completion; its wall time, or an error naming the command.
+// The serving coordinator's RSS is read every kRssSettleInterval until two reads differ by less
+// than kRssSettledBytes (at most kRssSettleMaxSamples reads).
+constexpr auto kRssSettleInterval = std::chrono::milliseconds(1000);
+constexpr int64_t kRssSettledBytes = 2 << 20;
+constexpr int kRssSettleMaxSamples = 60;
+
 // How often a timed command's memory high-water mark is read while it runs.
 constexpr auto kRssSampleInterval = std::chrono::milliseconds(20);
 
@@ -214,9 +221,17 @@ int main(int argc, char** argv) {
   so.timeout_s = args.timeout_s;
   auto first = am::bench::start_coordinator(so);
   if (!first.ok()) return fail("starting the coordinator", first.status());
-  // Sampled once serving: the plan start_server() held is freed and the heap trimmed by then.
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  const am::bench::ProcessSample queued = am::bench::sample_process(first->child->pid());
+  // Sampled once serving and settled: the plan start_server() held is freed and the heap trimmed
+  // (serve_loop's malloc_trim) after the endpoint is written; at a million jobs that takes
+  // seconds, so the RSS is read until it stops moving (a fixed 2 s read 603 MB once, 283 MB once).
+  am::bench::ProcessSample queued = am::bench::sample_process(first->child->pid());
+  for (int i = 0; i < kRssSettleMaxSamples; ++i) {
+    std::this_thread::sleep_for(kRssSettleInterval);
+    const am::bench::ProcessSample next = am::bench::sample_process(first->child->pid());
+    const bool settled = std::abs(next.rss_bytes - queued.rss_bytes) < kRssSettledBytes;
+    queued = next;
+    if (settled && i > 0) break;
+  }
   am::bench::stop_coordinator(*first);
   std::printf("  serve: expand + insert + load      %8.2f s   RSS %7.1f MB with %zu queued (peak %.1f MB)\n",
               first->startup_s, mib(queued.rss_bytes), n, mib(queued.peak_rss_bytes));
