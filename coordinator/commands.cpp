@@ -484,14 +484,22 @@ int cmd_report(const ReportArgs& args) {
   // results the write system calls are a seventh of the work (docs/SCALE.md).
   if (args.output.empty()) {
     // A write error (a closed pipe, a full disk) fails the command.
+    std::cout.flush();   // nothing of ours is buffered there; the report goes to the descriptor
     BackgroundWriter out([](std::string_view piece) -> Status {
-      std::cout.write(piece.data(), static_cast<std::streamsize>(piece.size()));
-      if (!std::cout) return io_error("cannot write the report to standard output");
+      std::size_t done = 0;
+      while (done < piece.size()) {
+        const ssize_t n = ::write(STDOUT_FILENO, piece.data() + done, piece.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno == EPIPE) {
+          return io_error("standard output was closed before the report was complete (broken pipe)");
+        }
+        if (n <= 0) return io_error(std::string("cannot write the report to standard output: ") + std::strerror(errno));
+        done += static_cast<std::size_t>(n);
+      }
       return Status::Ok();
     });
     Status st = render_to(args.db, args.format, args.run_id, [&](std::string_view piece) { return out.write(piece); });
     const Status written = out.finish();
-    std::cout.flush();
     if (!written.ok()) return fail(written.message(), kExitInfrastructure);
     if (!st.ok()) return fail(st);
     return kExitOk;

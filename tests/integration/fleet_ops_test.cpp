@@ -17,6 +17,8 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -428,6 +430,28 @@ TEST(Progress, QuietVerboseAndLogLevelWorkAfterTheSubcommand) {
                                     "loud"}, &log),
             2) << log;
   EXPECT_TRUE(has(log, "unknown log level 'loud'")) << log;
+}
+
+// A report that cannot be written (a full disk, a closed pipe) fails the command and says why,
+// whatever the format: the JSON report streams from its own writer thread (docs/REPORTS.md).
+TEST(ReportOutput, AWriteErrorOnStandardOutputFailsTheCommandAndNamesIt) {
+  ScratchDir dir("report-full");
+  const auto plan = write_bert_plan(dir / "full.toml", "full", 0.05, "[16]", "[\"f32\"]", "accuracy");
+  const auto db = dir / "full.db";
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "run", run_args(plan, db, {"-q"}), &log), 0) << log;
+  for (const std::string format : {"json", "md"}) {
+    const auto err = dir / ("full-" + format + ".err");
+    Process p({"/bin/sh", "-c",
+               "exec '" + coordinator_binary().string() + "' report --db '" + db.string() + "' --format " + format +
+                   " > /dev/full 2> '" + err.string() + "'"},
+              dir / ("full-" + format + ".log"));
+    EXPECT_EQ(p.wait(std::chrono::seconds(60)), 4) << format;   // kExitInfrastructure
+    std::ifstream in(err);
+    const std::string message((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_TRUE(has(message, "cannot write the report to standard output: No space left on device"))
+        << format << ": " << message;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
