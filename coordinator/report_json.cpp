@@ -245,7 +245,8 @@ json matrix_cell_json(const MatrixCell& c) { return matrix_cell_json(c, true); }
 
 json matrix_cell_json(const MatrixCell& c, bool with_lists) {
   json shapes = json::array();
-  for (const ShapeLatency& s : with_lists ? c.shapes : std::vector<ShapeLatency>{}) {
+  for (const ShapeLatency& s : c.shapes) {
+    if (!with_lists) break;
     shapes.push_back({{"batch", s.batch},
                       {"seq_len", s.seq_len},
                       {"median_ms", s.median_ms},
