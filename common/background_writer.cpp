@@ -1,5 +1,6 @@
 #include "common/background_writer.h"
 
+#include <exception>
 #include <utility>
 
 namespace am {
@@ -43,7 +44,12 @@ void BackgroundWriter::run() {
     queue_.pop_front();
     if (error_.ok()) {
       lock.unlock();
-      Status st = sink_(piece);
+      Status st;
+      try {
+        st = sink_(piece);
+      } catch (const std::exception& e) {   // an exception here would end the process
+        st = internal_error(std::string("writing: ") + e.what());
+      }
       lock.lock();
       if (!st.ok() && error_.ok()) error_ = std::move(st);
     }

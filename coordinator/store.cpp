@@ -1171,51 +1171,55 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
       };
       Status ended;
       bool more = true;
-      while (more) {
-        auto* batch = pipe.take_empty();
-        if (batch == nullptr) break;   // the visitor stopped the walk
-        while (batch->size < batch->rows.size()) {
-          Result<bool> row = stmt.step();
-          if (!row.ok()) {
-            ended = row.status();
-            more = false;
-            break;
+      try {
+        while (more) {
+          auto* batch = pipe.take_empty();
+          if (batch == nullptr) break;   // the visitor stopped the walk
+          while (batch->size < batch->rows.size()) {
+            Result<bool> row = stmt.step();
+            if (!row.ok()) {
+              ended = row.status();
+              more = false;
+              break;
+            }
+            if (!*row) {
+              more = false;
+              break;
+            }
+            RawReportRow& raw = batch->rows[batch->size++];
+            copy(raw.job_id, c_job_id);
+            copy(raw.spec, c_spec);
+            copy(raw.model, c_model);
+            copy(raw.architecture, c_architecture);
+            copy(raw.backend, c_backend);
+            copy(raw.precision, c_precision);
+            copy(raw.state, c_state);
+            copy(raw.status, c_status);
+            copy(raw.reason, c_reason);
+            copy(raw.worker_id, c_worker);
+            copy(raw.hostname, c_hostname);
+            copy(raw.build, c_build);
+            copy(raw.hardware_class, c_class);
+            copy(raw.job_class, c_job_class);
+            copy(raw.target, c_target);
+            copy(raw.device, c_device);
+            copy(raw.metrics, c_metrics);
+            copy(raw.log_tail, c_log);
+            copy(raw.attempt_reason, c_attempt_reason);
+            raw.job_batch = stmt.column_int64(c_job_batch);
+            raw.job_seq_len = stmt.column_int64(c_job_seq_len);
+            raw.terminal_attempt = stmt.column_int(c_terminal);
+            raw.attempts = stmt.column_int(c_attempts);
+            raw.job_finished = stmt.column_int64(c_job_finished);
+            raw.has_attempt = stmt.column_int(c_has_attempt) != 0;
+            raw.exclusive = stmt.column_int(c_exclusive) != 0;
+            raw.started = stmt.column_int64(c_started);
+            raw.finished = stmt.column_int64(c_finished);
           }
-          if (!*row) {
-            more = false;
-            break;
-          }
-          RawReportRow& raw = batch->rows[batch->size++];
-          copy(raw.job_id, c_job_id);
-          copy(raw.spec, c_spec);
-          copy(raw.model, c_model);
-          copy(raw.architecture, c_architecture);
-          copy(raw.backend, c_backend);
-          copy(raw.precision, c_precision);
-          copy(raw.state, c_state);
-          copy(raw.status, c_status);
-          copy(raw.reason, c_reason);
-          copy(raw.worker_id, c_worker);
-          copy(raw.hostname, c_hostname);
-          copy(raw.build, c_build);
-          copy(raw.hardware_class, c_class);
-          copy(raw.job_class, c_job_class);
-          copy(raw.target, c_target);
-          copy(raw.device, c_device);
-          copy(raw.metrics, c_metrics);
-          copy(raw.log_tail, c_log);
-          copy(raw.attempt_reason, c_attempt_reason);
-          raw.job_batch = stmt.column_int64(c_job_batch);
-          raw.job_seq_len = stmt.column_int64(c_job_seq_len);
-          raw.terminal_attempt = stmt.column_int(c_terminal);
-          raw.attempts = stmt.column_int(c_attempts);
-          raw.job_finished = stmt.column_int64(c_job_finished);
-          raw.has_attempt = stmt.column_int(c_has_attempt) != 0;
-          raw.exclusive = stmt.column_int(c_exclusive) != 0;
-          raw.started = stmt.column_int64(c_started);
-          raw.finished = stmt.column_int64(c_finished);
+          pipe.put_full(batch);
         }
-        pipe.put_full(batch);
+      } catch (const std::exception& e) {   // bad_alloc copying a row: the walk fails, not the process
+        ended = internal_error(std::string("reading the report's rows: ") + e.what());
       }
       pipe.close(std::move(ended));
     });
