@@ -4,11 +4,10 @@
 //
 // Contract: write() copies the piece into a queue and returns at once, unless `max_queued_bytes`
 // are already waiting; then it waits for the writer (memory stays bounded). Pieces reach the
-// sink in the order given, from the writer thread only. The sink's first error (or exception,
-// as kInternal) is returned by
-// every later write() and by finish(); pieces after it are dropped. finish() waits until every
-// piece is written (or dropped) and stops the thread; write() after it fails. The destructor
-// finishes. One producer thread.
+// sink in the order given, from the writer thread only. The sink's first error (an exception
+// becomes kInternal) is returned by every later write() and by finish(); pieces after it are
+// dropped. finish() waits until every piece is written (or dropped) and stops the thread;
+// write() after it fails. The destructor finishes. One producer thread.
 #pragma once
 
 #include <condition_variable>
