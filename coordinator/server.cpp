@@ -1800,6 +1800,17 @@ struct Server::Impl {
   }
 
   Result<nlohmann::json> control_submit(const nlohmann::json& args) {
+    Result<nlohmann::json> answer = submit_plan(args);
+    // The submitted plan and what storing it made (a kilobyte of spec per job) are freed by now,
+    // between the job entries made from them; serve_loop trims once at its start, so without this
+    // a serving coordinator kept those pages (199,809 jobs submitted: RSS 327 MB, docs/SCALE.md).
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+    return answer;
+  }
+
+  Result<nlohmann::json> submit_plan(const nlohmann::json& args) {
     if (!opt.plan_parser) return failed_precondition("this coordinator does not accept plans");
     AM_ASSIGN_OR_RETURN(std::string text, string_arg(args, "plan", true));
     AM_ASSIGN_OR_RETURN(std::string name, string_arg(args, "name", false));
