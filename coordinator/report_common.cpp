@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/json_text.h"
 #include "coordinator/hardware_label.h"
 
 namespace am::coord {
@@ -62,9 +63,8 @@ ReportRowSource rows_in_memory(const std::vector<ReportRow>& rows) {
   return [&rows](const ReportDocumentKeys&, const ReportRowVisitor& visit) -> Status {
     std::string spec, metrics;
     for (const ReportRow& row : rows) {
-      spec = row.spec.is_object() ? row.spec.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}";
-      metrics =
-          row.metrics.is_object() ? row.metrics.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) : "{}";
+      spec = row.spec.is_object() ? to_json_text(row.spec) : "{}";
+      metrics = row.metrics.is_object() ? to_json_text(row.metrics) : "{}";
       AM_RETURN_IF_ERROR(visit(row, ReportRowTexts{spec, metrics}));
     }
     return Status::Ok();

@@ -82,10 +82,6 @@ ReportDocumentKeys row_keys() {
   return ReportDocumentKeys{&spec_keys, &matrix_metrics_keys()};   // the matrix reads metrics.host too
 }
 
-void add_value(std::string& out, const json& value) { append_json(out, value); }
-
-void add_json_string(std::string& out, std::string_view text) { append_json_string(out, text); }
-
 void add_key(std::string& out, std::string_view key, bool first = false) {
   if (!first) out += ',';
   out += '"';
@@ -95,7 +91,7 @@ void add_key(std::string& out, std::string_view key, bool first = false) {
 
 void add_string(std::string& out, std::string_view key, const std::string& text) {
   add_key(out, key);
-  add_json_string(out, repair_utf8(text));
+  append_json_string(out, repair_utf8(text));
 }
 
 // One element of "results" on one line, members in the order nlohmann's objects keep (sorted),
@@ -104,14 +100,14 @@ void append_result(std::string& out, const ReportRow& r, const ReportRowTexts& t
                    const std::optional<HostLoad>& host) {
   out += '{';
   add_key(out, "architecture", true);
-  add_json_string(out, repair_utf8(r.architecture));
+  append_json_string(out, repair_utf8(r.architecture));
   add_key(out, "attempt");
   out += std::to_string(r.attempt);
   add_key(out, "attempts");
   out += std::to_string(r.attempts);
   add_string(out, "backend", r.backend);
   add_key(out, "batch");
-  add_value(out, spec_field(r.spec, "batch", nullptr));
+  append_json(out, spec_field(r.spec, "batch", nullptr));
   add_string(out, "build", r.build);
   add_string(out, "device", r.device);
   add_key(out, "exclusive");
@@ -128,43 +124,49 @@ void append_result(std::string& out, const ReportRow& r, const ReportRowTexts& t
   add_string(out, "hostname", r.hostname);
   add_string(out, "job_id", r.job_id);
   add_key(out, "log_tail");
-  add_json_string(out, utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis));
+  append_json_string(out, utf8_tail(r.log_tail, kJsonLogTailBytes, kUtf8Ellipsis));
   add_key(out, "metrics");
   out += texts.metrics_json;
   add_key(out, "mode");
-  add_value(out, spec_field(r.spec, "mode", ""));
+  append_json(out, spec_field(r.spec, "mode", ""));
   add_string(out, "model", r.model);
   add_key(out, "precision");
-  add_json_string(out, jobs::to_string(r.precision));
+  append_json_string(out, jobs::to_string(r.precision));
   add_string(out, "reason", r.reason);
   add_key(out, "scaled");
-  add_value(out, spec_field(r.spec, "scaled", false));
+  append_json(out, spec_field(r.spec, "scaled", false));
   add_key(out, "seed");
-  add_value(out, spec_field(r.spec, "seed", nullptr));
+  append_json(out, spec_field(r.spec, "seed", nullptr));
   add_key(out, "seq_len");
-  add_value(out, spec_field(r.spec, "seq_len", nullptr));
+  append_json(out, spec_field(r.spec, "seq_len", nullptr));
   add_key(out, "spec");
   out += texts.spec_json;
   add_key(out, "started_at_ms");
   out += std::to_string(r.started_at_ms);
   add_key(out, "state");
-  add_json_string(out, to_string(r.state));
+  append_json_string(out, to_string(r.state));
   add_key(out, "status");
-  add_json_string(out, status_name(r.status));
+  append_json_string(out, status_name(r.status));
   add_string(out, "target", r.target);
   add_string(out, "worker", r.worker_id);
   out += '}';
 }
 
-// A member of the top-level object: `"key": <value pretty-printed at the second level>`.
-std::string member(std::string_view key, const json& value, bool last = false) {
-  std::string text = value.dump(2, ' ', false, json::error_handler_t::replace);
-  std::string out = "  \"" + std::string(key) + "\": ";
+// `value` pretty-printed as dump(2) does, each line after the first indented by `indent` more
+// (dump() escapes newlines inside strings: every newline in its text is layout).
+void append_indented(std::string& out, const json& value, std::string_view indent) {
+  const std::string text = value.dump(2, ' ', false, json::error_handler_t::replace);
   out.reserve(out.size() + text.size() + text.size() / 16);
   for (char c : text) {
     out += c;
-    if (c == '\n') out += "  ";   // dump() escapes newlines inside strings: these are layout
+    if (c == '\n') out += indent;
   }
+}
+
+// A member of the top-level object: `"key": <value pretty-printed at the second level>`.
+std::string member(std::string_view key, const json& value, bool last = false) {
+  std::string out = "  \"" + std::string(key) + "\": ";
+  append_indented(out, value, "  ");
   out += last ? "\n" : ",\n";
   return out;
 }
@@ -220,14 +222,10 @@ Status write_matrix_member(const Matrix& matrix, const TextSink& out) {
   AM_RETURN_IF_ERROR(out("  \"matrix\": [\n"));
   for (std::size_t i = 0; i < matrix.cells.size(); ++i) {
     const MatrixCell& c = matrix.cells[i];
-    const std::string text = matrix_cell_json(c, false).dump(2, ' ', false, json::error_handler_t::replace);
     std::string cell = "    ";
-    for (char ch : text) {
-      cell += ch;
-      if (ch == '\n') cell += "    ";   // dump() escapes newlines inside strings: these are layout
-    }
+    append_indented(cell, matrix_cell_json(c, false), "    ");
     splice_list(cell, "job_ids", c.job_ids.size(), "      ",
-                [&](std::string& list, std::size_t k) { add_json_string(list, repair_utf8(c.job_ids[k])); });
+                [&](std::string& list, std::size_t k) { append_json_string(list, repair_utf8(c.job_ids[k])); });
     splice_list(cell, "shapes", c.shapes.size(), "      ",
                 [&](std::string& list, std::size_t k) { append_shape(list, c.shapes[k]); });
     cell += i + 1 < matrix.cells.size() ? ",\n" : "\n";

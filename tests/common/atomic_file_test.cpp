@@ -69,16 +69,17 @@ TEST_F(AtomicFileTest, AWriterDroppedWithoutCommitLeavesTheOldFileAndNoTemporary
 }
 
 TEST_F(AtomicFileTest, TheModeIsSetWhateverTheUmask) {
-  const fs::path path = dir_ / "secret";
-  const mode_t old = ::umask(0);
-  auto writer = AtomicFileWriter::create(path, kSecretFileMode);
+  // A umask that would narrow 0644 to 0600 (open() alone applies it; the writer's fchmod not).
+  const fs::path path = dir_ / "public";
+  const mode_t old = ::umask(077);
+  auto writer = AtomicFileWriter::create(path, kPublicFileMode);
   ::umask(old);
   ASSERT_TRUE(writer.ok());
-  ASSERT_TRUE(writer->append("s").ok());
+  ASSERT_TRUE(writer->append("p").ok());
   ASSERT_TRUE(writer->commit().ok());
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, kSecretFileMode);
+  EXPECT_EQ(st.st_mode & 0777, kPublicFileMode);
 }
 
 TEST_F(AtomicFileTest, APlaceThatCannotTakeTheFileIsAnErrorNamingTheTemporary) {

@@ -8,26 +8,12 @@
 #include <string>
 
 #include "common/json_text.h"
+#include "tests/common/json_same.h"
 
 namespace am {
 namespace {
 
 using nlohmann::json;
-
-void expect_same(const json& a, const json& b, const std::string& at) {
-  ASSERT_EQ(a.type(), b.type()) << "at " << at;
-  if (a.is_object()) {
-    ASSERT_EQ(a.size(), b.size()) << at;
-    for (auto it = a.begin(); it != a.end(); ++it) expect_same(*it, b.at(it.key()), at + "." + it.key());
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << at;
-    for (std::size_t i = 0; i < a.size(); ++i) expect_same(a[i], b[i], at + "[" + std::to_string(i) + "]");
-  } else if (a.is_number_float()) {
-    EXPECT_EQ(a.get<double>(), b.get<double>()) << at;   // bit-for-bit round trip
-  } else {
-    EXPECT_EQ(a, b) << at;
-  }
-}
 
 json random_value(std::mt19937_64& rng, int depth) {
   switch (rng() % (depth > 3 ? 6 : 8)) {
@@ -60,7 +46,7 @@ TEST(JsonText, ReadsBackAsTheSameDocumentWithTheSameTypes) {
     const std::string text = to_json_text(doc);
     json back;
     ASSERT_NO_THROW(back = json::parse(text)) << text;
-    expect_same(doc, back, "doc " + std::to_string(i));
+    testing::expect_same_json(doc, back, "doc " + std::to_string(i));
   }
 }
 

@@ -13,6 +13,7 @@
 #include "coordinator/report_json.h"
 #include "coordinator/stored_json.h"
 #include "store_fixture.h"
+#include "tests/common/json_same.h"
 
 namespace am::coord {
 namespace {
@@ -22,24 +23,6 @@ using testing::make_spec;
 using testing::perf_metrics;
 using testing::raw_exec;
 using testing::raw_query;
-
-// Same values and the same nlohmann types all the way down (5 and 5u compare equal, so equality
-// alone would not see a reader that made every integer signed).
-void expect_same_types(const json& a, const json& b, const std::string& at) {
-  ASSERT_EQ(a.type(), b.type()) << "at " << at;
-  if (a.is_object()) {
-    ASSERT_EQ(a.size(), b.size()) << "at " << at;
-    for (auto it = a.begin(); it != a.end(); ++it) {
-      ASSERT_TRUE(b.contains(it.key())) << "at " << at << "." << it.key();
-      expect_same_types(*it, b.at(it.key()), at + "." + it.key());
-    }
-  } else if (a.is_array()) {
-    ASSERT_EQ(a.size(), b.size()) << "at " << at;
-    for (std::size_t i = 0; i < a.size(); ++i) expect_same_types(a[i], b[i], at + "[" + std::to_string(i) + "]");
-  } else {
-    EXPECT_EQ(a, b) << "at " << at;
-  }
-}
 
 json random_document(std::mt19937_64& rng, int depth) {
   std::uniform_int_distribution<int> kind(0, depth > 3 ? 6 : 8);
@@ -79,7 +62,7 @@ TEST(StoredJson, DecodesEveryDocumentAsNlohmannParsesIt) {
     const std::string text = doc.dump();
     auto decoded = reader.decode(text);
     ASSERT_TRUE(decoded.ok()) << decoded.status().to_string() << "\n" << text;
-    expect_same_types(json::parse(text), *decoded, "doc " + std::to_string(i));
+    am::testing::expect_same_json(json::parse(text), *decoded, "doc " + std::to_string(i));
     EXPECT_EQ(decoded->dump(), text);
   }
 }
