@@ -118,13 +118,19 @@ std::string describe(const nlohmann::json& doc) {
          doc["jobs"][0]["new"].dump();
 }
 
-// Two identical runs on a 2-core VM differ by up to 17% (measured; see below), so the threshold
-// here sits above that spread: a compare that calls noise a regression still fails.
+// Two identical runs on a 2-core VM differed by up to 17% at all threads (measured; see below) and
+// by 0.97x-1.03x at one thread (4 runs of this test), so the threshold sits well above that
+// spread: a compare that calls noise a regression still fails.
 constexpr const char* kSamePlanThresholdPercent = "25";
 
+// One thread, not all of them: on a 2-core VM a 2-thread job waits at every barrier for the
+// slower core, so a hypervisor that takes either vCPU away for a moment slows the whole job. CI
+// saw two identical 2-thread runs 30% apart (22.3 ms vs 29.1 ms median, same wall and CPU time,
+// nothing else running); a 1-thread job is exposed to one core's share of that, and this
+// model is no faster at 2 threads (22-23 ms median either way).
 TEST(CompareRuns, SamePlanTwiceIsNotARegression) {
   ScratchDir dir("compare-same");
-  const auto plan = write_perf_plan(dir, "same", 0);
+  const auto plan = write_perf_plan(dir, "same", 1);
   const CpuUse start = cpu_use();
   run_plan(dir, plan, dir / "a.db", "same");
   run_plan(dir, plan, dir / "b.db", "same");
