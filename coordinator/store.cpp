@@ -547,41 +547,76 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
 }
 
 Status Store::for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit) {
-  // The outstanding lease is the highest attempt still in state 'leased'.
+  // The outstanding lease of a leased job is its highest attempt still in state 'leased'. The
+  // leases are read first, for the leased jobs alone (found through jobs_by_run_state): joined
+  // into the walk below, SQLite sought each job's attempts whatever its state, and that join was
+  // three quarters of reading back a million jobs (docs/SCALE.md, restart).
+  struct OutstandingLease {
+    std::string worker;
+    std::string host;
+    int64_t expires_at_ms = 0;
+  };
+  std::unordered_map<std::string, OutstandingLease> leases;
+  {
+    AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
+        SELECT j.job_id, a.worker_id, a.hostname, a.lease_expires_at
+        FROM jobs j
+        JOIN attempts a
+          ON a.run_id = j.run_id AND a.job_id = j.job_id
+         AND a.attempt = (SELECT max(attempt) FROM attempts l
+                          WHERE l.run_id = j.run_id AND l.job_id = j.job_id
+                            AND l.state = :attempt_leased)
+        WHERE j.run_id = ?1 AND j.state = :job_leased)sql"));
+    stmt.bind(1, run_id);
+    while (true) {
+      AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+      if (!row) break;
+      leases[stmt.column_text(0)] = OutstandingLease{stmt.column_text(1), stmt.column_text(2), stmt.column_int64(3)};
+    }
+  }
+  // Columns by position (a by-name lookup takes SQLite's mutex per column per row).
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, std::string(R"sql(
-      SELECT j.job_id, )sql") + (with_spec ? "j.spec_json" : "'' AS spec_json") + R"sql(, j.state, j.attempts, j.status, j.reason, j.terminal_attempt,
-             coalesce(a.worker_id, '') AS lease_worker, coalesce(a.hostname, '') AS lease_host,
-             coalesce(a.lease_expires_at, 0) AS lease_expires_at, j.target, j.hardware_class, j.plan_job_id
-      FROM jobs j
-      LEFT JOIN attempts a
-        ON j.state = :job_leased AND a.run_id = j.run_id AND a.job_id = j.job_id
-       AND a.attempt = (SELECT max(attempt) FROM attempts l
-                        WHERE l.run_id = j.run_id AND l.job_id = j.job_id
-                          AND l.state = :attempt_leased)
-      WHERE j.run_id = ?1
-      ORDER BY j.seq)sql"));
+      SELECT job_id, state, attempts, status, reason, terminal_attempt, target, hardware_class, plan_job_id, )sql") +
+                                              (with_spec ? "spec_json" : "''") + R"sql(
+      FROM jobs
+      WHERE run_id = ?1
+      ORDER BY seq)sql"));
+  enum Column { kJobId, kState, kAttempts, kStatus, kReason, kTerminalAttempt, kTarget, kHardwareClass, kPlanJobId, kSpec };
   stmt.bind(1, run_id);
+  JobRow job;
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
-    JobRow job;
+    job = JobRow{};
     job.run_id = run_id;
-    job.job_id = stmt.column_text("job_id");
-    const std::string what = job_name(run_id, job.job_id);
+    job.job_id = stmt.column_text(kJobId);
+    const auto what = [&] { return job_name(run_id, job.job_id); };
     if (with_spec) {
-      AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text("spec_json"), "spec of " + what));
+      AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text(kSpec), "spec of " + what()));
     }
-    AM_ASSIGN_OR_RETURN(job.state, stored_job_state(stmt.column_text("state"), what));
-    job.attempts = stmt.column_int("attempts");
-    AM_ASSIGN_OR_RETURN(job.status, stored_status(stmt.column_text("status"), what));
-    job.reason = stmt.column_text("reason");
-    job.terminal_attempt = stmt.column_int("terminal_attempt");
-    job.lease_worker = stmt.column_text("lease_worker");
-    job.lease_host = stmt.column_text("lease_host");
-    job.lease_expires_at_ms = stmt.column_int64("lease_expires_at");
-    job.target = stmt.column_text("target");
-    job.hardware_class = stmt.column_text("hardware_class");
-    job.plan_job_id = stmt.column_text("plan_job_id");
+    const std::string_view state = stmt.column_view(kState);
+    if (std::optional<JobState> parsed = parse_job_state(state)) {
+      job.state = *parsed;
+    } else {
+      return stored_job_state(std::string(state), what()).status();
+    }
+    job.attempts = stmt.column_int(kAttempts);
+    if (const std::string_view status = stmt.column_view(kStatus); !status.empty()) {
+      job.status = parse_result_status(status);
+      if (!job.status) return stored_status(std::string(status), what()).status();
+    }
+    job.reason = stmt.column_text(kReason);
+    job.terminal_attempt = stmt.column_int(kTerminalAttempt);
+    if (job.state == JobState::kLeased) {
+      if (auto lease = leases.find(job.job_id); lease != leases.end()) {
+        job.lease_worker = std::move(lease->second.worker);
+        job.lease_host = std::move(lease->second.host);
+        job.lease_expires_at_ms = lease->second.expires_at_ms;
+      }
+    }
+    job.target = stmt.column_text(kTarget);
+    job.hardware_class = stmt.column_text(kHardwareClass);
+    job.plan_job_id = stmt.column_text(kPlanJobId);
     AM_RETURN_IF_ERROR(visit(job));
   }
   return Status::Ok();

@@ -240,15 +240,20 @@ std::string compute_job_id(std::string_view run_id, const JobSpec& spec, std::st
   return job_id_of(run_id, to_json(spec).dump(), target);
 }
 
-std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target) {
-  std::string canonical(run_id);
-  canonical += '\n';
-  canonical += canonical_spec;
+uint64_t job_hash_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target) {
+  // FNV-1a runs over the bytes in order, so the pieces are hashed in turn, never joined.
+  uint64_t h = fnv1a64(run_id);
+  h = fnv1a64("\n", h);
+  h = fnv1a64(canonical_spec, h);
   if (!target.empty()) {
-    canonical += "\ntarget ";
-    canonical += target;
+    h = fnv1a64("\ntarget ", h);
+    h = fnv1a64(target, h);
   }
-  return hex64(fnv1a64(canonical));
+  return h;
+}
+
+std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target) {
+  return hex64(job_hash_of(run_id, canonical_spec, target));
 }
 
 JobScalars scalars_of(const JobSpec& spec) { return JobScalars{spec.precision, spec.batch, spec.seq_len}; }

@@ -93,5 +93,7 @@ std::string compute_job_id(std::string_view run_id, const JobSpec& spec, std::st
 // The same from the spec's canonical form (to_json(spec).dump()), for callers that make many
 // jobs of one spec (a placement per hardware class) and keep that string.
 std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target = {});
+// The 64-bit value job_id_of() writes as hex: equal ids <=> equal values.
+uint64_t job_hash_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target = {});
 
 }  // namespace am::jobs

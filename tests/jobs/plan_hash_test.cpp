@@ -73,5 +73,25 @@ TEST(PlanHash, EqualsTheFirstDefinitionOnEveryShippedPlan) {
   EXPECT_GE(plans, 5);
 }
 
+// Plans make 16-lowercase-hex ids, which plan_hash sorts as numbers; any other id (upper case,
+// another length, a duplicate with another spec) takes the string order, and both agree with the
+// first definition. Upper-case digits sort before lower-case ones as strings but not as numbers.
+TEST(PlanHash, EqualsTheFirstDefinitionWhateverTheIdsLookLike) {
+  std::vector<PlannedJob> hex;
+  for (int len : {16, 32, 48, 64, 96, 128}) hex.push_back(job("p", len));
+  EXPECT_EQ(plan_hash(hex), reference_plan_hash(hex));
+  std::vector<PlannedJob> mixed = hex;
+  mixed[0].job_id = "A123456789abcdef";
+  mixed[1].job_id = "0123456789abcdef";
+  mixed[2].job_id = "fedcba98";
+  mixed[3].job_id = "0123456789abcdef";   // a duplicate id: the specs break the tie
+  EXPECT_EQ(plan_hash(mixed), reference_plan_hash(mixed));
+  std::vector<PlannedJob> dup = hex;
+  dup[4].job_id = dup[5].job_id;
+  EXPECT_EQ(plan_hash(dup), reference_plan_hash(dup));
+  std::reverse(dup.begin(), dup.end());
+  EXPECT_EQ(plan_hash(dup), reference_plan_hash(dup));
+}
+
 }  // namespace
 }  // namespace am::jobs
