@@ -210,14 +210,12 @@ Status render_to(const std::filesystem::path& db, const std::string& format, std
     }
     // The capability records name the hardware classes the matrix's columns are.
     AM_ASSIGN_OR_RETURN(auto workers, store->list_workers());
-    if (format == "json") {
-      const ReportRowSource rows = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
-        return store->for_each_report_row(run->run_id, keys, visit);
-      };
-      return write_json_report(*run, workers, rows, out);
-    }
+    const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+      return store->for_each_report_row(run->run_id, keys, visit);
+    };
+    if (format == "json") return write_json_report(*run, workers, source, out);
+    if (format == "csv") return write_csv_report(*run, source, out);
     AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
-    if (format == "csv") return out(render_csv(*run, rows));
     if (format == "junit") return out(render_junit(*run, rows));
     if (format == "html") {
       AM_ASSIGN_OR_RETURN(std::string html, render_html(*run, rows, workers));

@@ -4,6 +4,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/check.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
@@ -167,32 +168,74 @@ std::string csv_field(std::string_view text) {
   return out;
 }
 
-std::string render_csv(const RunRecord& /*run*/, const std::vector<ReportRow>& rows) {
-  std::string out;
-  bool first = true;
-  for (const Column& c : kColumns) {
-    if (!first) out += ',';
-    first = false;
-    out += c.name;
-  }
-  out += kRecordEnd;
-  const Matrix matrix = build_matrix(rows);
-  std::unordered_map<std::string, const MatrixCell*> cell_of_job;
+namespace {
+
+// What the columns read of a row's documents (the projection each walk parses; report_common.h).
+ReportDocumentKeys csv_keys() {
+  static const std::vector<std::string_view> spec_keys{"batch", "seq_len", "mode", "seed", "scaled"};
+  static const std::vector<std::string_view> metrics_keys{
+      "latency_ms.median", "latency_ms.p90", "latency_ms.min", "latency_ms.max", "latency_ms.mean",
+      "latency_ms.stddev", "latency_ms.count", "throughput.samples_per_s", "throughput.tokens_per_s",
+      "generation.time_to_first_token_ms_median", "generation.prefill_ms_median", "generation.decode_tokens_per_s",
+      "accuracy.nmse", "accuracy.cosine", "accuracy.top1_agreement", "accuracy.kl_divergence",
+      "accuracy.max_abs_err", "process.peak_rss_bytes", "process.wall_s", "memory.peak_rss_bytes",
+      "memory.weights_bytes", "host"};
+  return ReportDocumentKeys{&spec_keys, &metrics_keys};
+}
+
+// Output is handed to the sink in pieces of about this size.
+constexpr std::size_t kCsvFlushBytes = 1 << 20;
+
+}  // namespace
+
+Status write_csv_report(const RunRecord& /*run*/, const ReportRowSource& rows, const TextSink& out) {
+  // Two walks: the first builds the matrix (each record carries its cell's rating), the second
+  // writes the records as they are read.
+  MatrixBuilder matrix_builder;
+  const ReportDocumentKeys matrix_keys{&matrix_spec_keys(), &matrix_metrics_keys()};
+  AM_RETURN_IF_ERROR(rows(matrix_keys, [&](const ReportRow& r, const ReportRowTexts&) {
+    matrix_builder.add(r);
+    return Status::Ok();
+  }));
+  const Matrix matrix = matrix_builder.finish();
+  std::unordered_map<std::string_view, const MatrixCell*> cell_of_job;
   for (const MatrixCell& cell : matrix.cells) {
     for (const std::string& id : cell.job_ids) cell_of_job.emplace(id, &cell);
   }
-  for (const ReportRow& r : rows) {
+  std::string buffer;
+  bool first = true;
+  for (const Column& c : kColumns) {
+    if (!first) buffer += ',';
+    first = false;
+    buffer += c.name;
+  }
+  buffer += kRecordEnd;
+  AM_RETURN_IF_ERROR(rows(csv_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
     auto it = cell_of_job.find(r.job_id);
     const MatrixCell* cell = it != cell_of_job.end() ? it->second : nullptr;
-    first = true;
+    bool first_field = true;
     for (const Column& c : kColumns) {
-      if (!first) out += ',';
-      first = false;
-      out += csv_field(c.value(r, cell));
+      if (!first_field) buffer += ',';
+      first_field = false;
+      buffer += csv_field(c.value(r, cell));
     }
-    out += kRecordEnd;
-  }
-  return out;
+    buffer += kRecordEnd;
+    if (buffer.size() < kCsvFlushBytes) return Status::Ok();
+    Status st = out(buffer);
+    buffer.clear();
+    return st;
+  }));
+  return out(buffer);
+}
+
+std::string render_csv(const RunRecord& run, const std::vector<ReportRow>& rows) {
+  std::string text;
+  const Status st = write_csv_report(run, rows_in_memory(rows), [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
+  return text;
 }
 
 }  // namespace am::coord

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/report_common.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -36,5 +37,10 @@ std::vector<std::string_view> csv_columns();
 std::string csv_field(std::string_view text);
 
 std::string render_csv(const RunRecord& run, const std::vector<ReportRow>& rows);
+
+// The same text written to `out` a piece at a time from two walks over the rows (the matrix,
+// then the records), which are never held: memory grows with the run only by the matrix. Stops
+// at the first error of the source or the sink.
+Status write_csv_report(const RunRecord& run, const ReportRowSource& rows, const TextSink& out);
 
 }  // namespace am::coord

@@ -10,6 +10,7 @@
 
 #include "coordinator/matrix.h"
 #include "coordinator/report_common.h"
+#include "coordinator/report_csv.h"
 #include "coordinator/report_json.h"
 #include "coordinator/stored_json.h"
 #include "store_fixture.h"
@@ -167,6 +168,40 @@ TEST_F(StreamingReport, TheStreamedDocumentIsTheDocumentOfTheRowsInMemory) {
   ASSERT_EQ(from_store["results"].size(), rows().size());
   EXPECT_EQ(from_store["matrix"].size(), in_memory["matrix"].size());
   EXPECT_GE(from_store["matrix"].size(), 6u);
+}
+
+// The CSV streamed from the store (documents projected to what its columns read) is the CSV of
+// the rows in memory (whole documents), byte for byte; a job that fills every column makes a
+// column whose member the projection left out come out empty, and differ.
+TEST_F(StreamingReport, TheStreamedCsvIsTheCsvOfTheRowsInMemory) {
+  json full = paired(4.0, 8.0);
+  full["latency_ms"].update({{"min", 3.5}, {"max", 5.25}, {"mean", 4.1}, {"stddev", 0.3}});
+  full["throughput"]["samples_per_s"] = 250.0;
+  full["generation"] = {{"time_to_first_token_ms_median", 12.5}, {"prefill_ms_median", 9.75}, {"decode_tokens_per_s", 81.0}};
+  full["accuracy"].update({{"kl_divergence", 0.002}, {"max_abs_err", 0.0625}});
+  full["memory"] = {{"peak_rss_bytes", 123456789}, {"weights_bytes", 4567890}};
+  full["process"] = {{"wall_s", 1.75}, {"peak_rss_bytes", 223456789}};
+  const std::string id = run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", full);
+  std::string streamed_csv;
+  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+    return store_->for_each_report_row(kRun, keys, visit);
+  };
+  Status st = store_->in_read_snapshot([&] {
+    return write_csv_report(run_record(), source, [&](std::string_view piece) {
+      streamed_csv.append(piece);
+      return Status::Ok();
+    });
+  });
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(streamed_csv, render_csv(run_record(), rows()));
+  // The full job's record holds every value it stored.
+  const std::size_t at = streamed_csv.find(id);
+  ASSERT_NE(at, std::string::npos);
+  const std::string record = streamed_csv.substr(at, streamed_csv.find("\r\n", at) - at);
+  for (const char* value : {"3.5", "5.25", "4.1", "0.3", "250", "12.5", "9.75", "81", "0.002", "0.0625", "4567890",
+                            "223456789", "1.75", "3.2", "4.1", "1.3"}) {
+    EXPECT_NE(record.find(std::string(",") + value + ","), std::string::npos) << value << " in " << record;
+  }
 }
 
 TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
