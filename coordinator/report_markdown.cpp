@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
@@ -205,22 +207,26 @@ void write_summary(std::ostringstream& out, const RunSummary& summary) {
   out << "| **total** | **" << summary.total << "** |\n\n";
 }
 
-// One warning above the tables when any perf job ran on a busy host (ratings.h host_busy).
-void write_host_warning(std::ostringstream& out, const std::vector<ReportRow>& rows) {
+// One warning above the tables when any perf job ran on a busy host (ratings.h host_busy); the
+// counts are gathered as the rows pass.
+struct HostLoadCounts {
   int measured = 0;
   int busy = 0;
-  for (const ReportRow& r : rows) {
+  void add(const ReportRow& r) {
     auto host = host_load(r.metrics);
-    if (!host) continue;
+    if (!host) return;
     ++measured;
     if (host_busy(*host)) ++busy;
   }
-  if (busy == 0) return;
+};
+
+void write_host_warning(std::ostringstream& out, const HostLoadCounts& counts) {
+  if (counts.busy == 0) return;
   out << fmt::format(
       "> ⚠️ **Busy host:** {} of {} perf jobs ran while other work used more than {:.0f}% of the "
       "host's CPUs or more than {:.0f}% of CPU time was stolen by the hypervisor. Their latencies, "
       "and the speed-ups taken from them, may be off; the cells are marked in the notes.\n\n",
-      busy, measured, kBusyOtherLoadPerCpu * 100, kBusyStealFraction * 100);
+      counts.busy, counts.measured, kBusyOtherLoadPerCpu * 100, kBusyStealFraction * 100);
 }
 
 void write_overview(std::ostringstream& out, const Matrix& m, const ClassLabels& classes) {
@@ -280,28 +286,35 @@ void write_column_tables(std::ostringstream& out, const Matrix& m, const ClassLa
 }
 
 // Measured memory, not estimates: the largest peak RSS of the job processes of each model ×
-// precision on each class (metrics.memory.peak_rss_bytes, or the worker's view of the process).
-void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, const Matrix& m,
-                  const ClassLabels& classes) {
+// precision on each class (metrics.memory.peak_rss_bytes, or the worker's view of the process),
+// gathered as the rows pass.
+struct MemoryPeaks {
   using Key = std::tuple<std::string, jobs::Precision, std::string, std::string>;   // model, precision, backend, class
   std::map<Key, double> peak;
   std::map<Key, double> weights;
-  std::vector<std::pair<std::string, jobs::Precision>> lines;
-  for (const ReportRow& r : rows) {
-    if (!r.status || r.hardware_class.empty()) continue;
+  std::vector<std::pair<std::string, jobs::Precision>> lines;   // first appearance
+  std::set<std::pair<std::string, jobs::Precision>> seen_lines;
+
+  void add(const ReportRow& r) {
+    if (!r.status || r.hardware_class.empty()) return;
     std::optional<double> bytes = metric_number(r.metrics, "memory", "peak_rss_bytes");
     if (!bytes) bytes = metric_number(r.metrics, "process", "peak_rss_bytes");
-    if (!bytes || *bytes <= 0) continue;
+    if (!bytes || *bytes <= 0) return;
     const Key key{r.model, r.precision, r.backend, r.hardware_class};
     double& slot = peak[key];
     slot = std::max(slot, *bytes);
     if (auto w = metric_number(r.metrics, "memory", "weights_bytes"); w && *w > 0) {
       weights[key] = std::max(weights[key], *w);
     }
-    if (std::find(lines.begin(), lines.end(), std::make_pair(r.model, r.precision)) == lines.end()) {
-      lines.emplace_back(r.model, r.precision);
-    }
+    if (seen_lines.emplace(r.model, r.precision).second) lines.emplace_back(r.model, r.precision);
   }
+};
+
+void write_memory(std::ostringstream& out, const MemoryPeaks& memory, const Matrix& m, const ClassLabels& classes) {
+  using Key = MemoryPeaks::Key;
+  const auto& peak = memory.peak;
+  const auto& weights = memory.weights;
+  const auto& lines = memory.lines;
   if (peak.empty()) return;
   std::vector<MatrixColumn> columns;
   for (const MatrixColumn& c : m.columns) {
@@ -336,52 +349,110 @@ void write_memory(std::ostringstream& out, const std::vector<ReportRow>& rows, c
          "in it), and the bytes of the weights at the job's precision.\n\n";
 }
 
-void write_jobs(std::ostringstream& out, const std::vector<ReportRow>& rows) {
+void write_jobs_heading(std::ostringstream& out) {
   out << "## Jobs\n\n";
   out << "| Job | Model | Backend | Precision | Batch | Seq len | Status | Attempt | Worker | "
          "Median ms | p90 ms | Tokens/s | NMSE | Cosine | Top-1 |\n";
   out << "|---|---|---|---|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n";
-  for (const ReportRow& r : rows) {
-    const auto batch = r.spec.find("batch");
-    const auto seq_len = r.spec.find("seq_len");
-    auto number = [](const nlohmann::json& doc, nlohmann::json::const_iterator it) {
-      return it != doc.end() && it->is_number() ? it->dump() : std::string(kMissing);
-    };
-    std::string status = status_text(r.status, to_string(r.state));
-    if (r.status && *r.status != ResultStatus::kPass && !r.reason.empty()) status += ": " + r.reason;
-    out << "| " << code(r.job_id) << " | " << cell_text(r.model) << " | " << cell_text(r.backend)
-        << " | " << precision_text(r.precision) << " | " << number(r.spec, batch) << " | "
-        << number(r.spec, seq_len) << " | " << cell_text(status) << " | "
-        << (r.attempt > 0 ? fmt::to_string(r.attempt) : std::string(kMissing)) << " | "
-        << (r.worker_id.empty() ? std::string(kMissing) : cell_text(r.worker_id)) << " | "
-        << millis(metric_number(r.metrics, "latency_ms", "median")) << " | "
-        << millis(metric_number(r.metrics, "latency_ms", "p90")) << " | "
-        << fixed(metric_number(r.metrics, "throughput", "tokens_per_s"), 1) << " | "
-        << scientific(metric_number(r.metrics, "accuracy", "nmse")) << " | "
-        << fixed(metric_number(r.metrics, "accuracy", "cosine"), 6) << " | "
-        << fixed(metric_number(r.metrics, "accuracy", "top1_agreement"), 3) << " |\n";
-  }
-  out << "\n";
+}
+
+void write_job(std::ostringstream& out, const ReportRow& r) {
+  const auto batch = r.spec.find("batch");
+  const auto seq_len = r.spec.find("seq_len");
+  auto number = [](const nlohmann::json& doc, nlohmann::json::const_iterator it) {
+    return it != doc.end() && it->is_number() ? it->dump() : std::string(kMissing);
+  };
+  std::string status = status_text(r.status, to_string(r.state));
+  if (r.status && *r.status != ResultStatus::kPass && !r.reason.empty()) status += ": " + r.reason;
+  out << "| " << code(r.job_id) << " | " << cell_text(r.model) << " | " << cell_text(r.backend)
+      << " | " << precision_text(r.precision) << " | " << number(r.spec, batch) << " | "
+      << number(r.spec, seq_len) << " | " << cell_text(status) << " | "
+      << (r.attempt > 0 ? fmt::to_string(r.attempt) : std::string(kMissing)) << " | "
+      << (r.worker_id.empty() ? std::string(kMissing) : cell_text(r.worker_id)) << " | "
+      << millis(metric_number(r.metrics, "latency_ms", "median")) << " | "
+      << millis(metric_number(r.metrics, "latency_ms", "p90")) << " | "
+      << fixed(metric_number(r.metrics, "throughput", "tokens_per_s"), 1) << " | "
+      << scientific(metric_number(r.metrics, "accuracy", "nmse")) << " | "
+      << fixed(metric_number(r.metrics, "accuracy", "cosine"), 6) << " | "
+      << fixed(metric_number(r.metrics, "accuracy", "top1_agreement"), 3) << " |\n";
+}
+
+// What each walk parses of a row's documents (report_common.h: projections).
+ReportDocumentKeys aggregate_keys() {
+  static const std::vector<std::string_view> metrics = [] {
+    std::vector<std::string_view> keys = matrix_metrics_keys();
+    for (std::string_view k : {"memory.peak_rss_bytes", "memory.weights_bytes", "process.peak_rss_bytes", "host"}) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+    return keys;
+  }();
+  return ReportDocumentKeys{&matrix_spec_keys(), &metrics};
+}
+
+ReportDocumentKeys job_table_keys() {
+  static const std::vector<std::string_view> spec{"batch", "seq_len"};
+  static const std::vector<std::string_view> metrics{"latency_ms.median", "latency_ms.p90", "throughput.tokens_per_s",
+                                                     "accuracy.nmse", "accuracy.cosine", "accuracy.top1_agreement"};
+  return ReportDocumentKeys{&spec, &metrics};
+}
+
+// The per-job table is handed to the sink in pieces of about this size.
+constexpr std::streamoff kMarkdownFlushBytes = 1 << 20;
+
+Status flush(std::ostringstream& out, const TextSink& sink) {
+  Status st = sink(out.view());
+  out.str(std::string());
+  return st;
 }
 
 }  // namespace
 
-std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
-                            const std::vector<WorkerRecord>& workers) {
-  const RunSummary summary = summarize_run(rows);
-  const Matrix matrix = build_matrix(rows);
+Status write_markdown_report(const RunRecord& run, const std::vector<WorkerRecord>& workers,
+                             const ReportRowSource& rows, const TextSink& sink) {
+  // Two walks: the first gathers everything above the per-job table, the second writes that
+  // table as the rows are read.
+  RunSummaryBuilder summary_builder;
+  MatrixBuilder matrix_builder;
+  HostLoadCounts host_counts;
+  MemoryPeaks memory;
+  AM_RETURN_IF_ERROR(rows(aggregate_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+    summary_builder.add(r);
+    matrix_builder.add(r);
+    host_counts.add(r);
+    memory.add(r);
+    return Status::Ok();
+  }));
+  const RunSummary summary = summary_builder.finish();
+  const Matrix matrix = matrix_builder.finish();
   const ClassLabels classes = hardware_class_info(workers);
   std::ostringstream out;
   out << "# accelmatrix report: " << cell_text(run.plan_name.empty() ? run.run_id : run.plan_name)
       << "\n\n";
   write_provenance(out, run, summary);
   write_summary(out, summary);
-  write_host_warning(out, rows);
+  write_host_warning(out, host_counts);
   write_overview(out, matrix, classes);
   write_column_tables(out, matrix, classes);
-  write_memory(out, rows, matrix, classes);
-  write_jobs(out, rows);
-  return out.str();
+  write_memory(out, memory, matrix, classes);
+  write_jobs_heading(out);
+  AM_RETURN_IF_ERROR(flush(out, sink));
+  AM_RETURN_IF_ERROR(rows(job_table_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+    write_job(out, r);
+    return out.tellp() < kMarkdownFlushBytes ? Status::Ok() : flush(out, sink);
+  }));
+  out << "\n";
+  return flush(out, sink);
+}
+
+std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
+                            const std::vector<WorkerRecord>& workers) {
+  std::string text;
+  const Status st = write_markdown_report(run, workers, rows_in_memory(rows), [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
+  return text;
 }
 
 }  // namespace am::coord

@@ -22,11 +22,18 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/report_common.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
 
 std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
                             const std::vector<WorkerRecord>& workers = {});
+
+// The same text written to `sink` a piece at a time from two walks over the rows (everything
+// above the per-job table, then that table), which are never held: memory grows with the run
+// only by the matrix. Stops at the first error of the source or the sink.
+Status write_markdown_report(const RunRecord& run, const std::vector<WorkerRecord>& workers,
+                             const ReportRowSource& rows, const TextSink& sink);
 
 }  // namespace am::coord

@@ -11,6 +11,7 @@
 #include "coordinator/matrix.h"
 #include "coordinator/report_common.h"
 #include "coordinator/report_csv.h"
+#include "coordinator/report_markdown.h"
 #include "coordinator/report_json.h"
 #include "coordinator/stored_json.h"
 #include "store_fixture.h"
@@ -202,6 +203,33 @@ TEST_F(StreamingReport, TheStreamedCsvIsTheCsvOfTheRowsInMemory) {
                             "223456789", "1.75", "3.2", "4.1", "1.3"}) {
     EXPECT_NE(record.find(std::string(",") + value + ","), std::string::npos) << value << " in " << record;
   }
+}
+
+// The same for Markdown: the streamed report (aggregates from one projected walk, the job table
+// from another) is the report of the rows in memory, with the memory table and the busy-host
+// warning that only projected members can feed.
+TEST_F(StreamingReport, TheStreamedMarkdownIsTheMarkdownOfTheRowsInMemory) {
+  json full = paired(4.0, 8.0);
+  full["memory"] = {{"peak_rss_bytes", 123456789}, {"weights_bytes", 4567890}};
+  full["throughput"]["tokens_per_s"] = 1234.5;
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", full);
+  auto workers = store_->list_workers();
+  ASSERT_TRUE(workers.ok());
+  std::string streamed_md;
+  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+    return store_->for_each_report_row(kRun, keys, visit);
+  };
+  Status st = store_->in_read_snapshot([&] {
+    return write_markdown_report(run_record(), *workers, source, [&](std::string_view piece) {
+      streamed_md.append(piece);
+      return Status::Ok();
+    });
+  });
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(streamed_md, render_markdown(run_record(), rows(), *workers));
+  EXPECT_NE(streamed_md.find("| 117.7 / 4.4 |"), std::string::npos) << streamed_md;   // MiB
+  EXPECT_NE(streamed_md.find("**Busy host:**"), std::string::npos);
+  EXPECT_NE(streamed_md.find("| 1234.5 |"), std::string::npos);
 }
 
 TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
