@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "common/check.h"
 #include "common/utf8.h"
 #include "coordinator/report_common.h"
 #include "coordinator/report_text.h"
@@ -27,11 +28,11 @@ struct Case {
   double time_s = 0;
 };
 
+// A suite's totals, gathered in a first walk over the rows; its cases are written in another.
 struct Suite {
   std::string backend;
   std::string hardware_class;   // "" when unassigned
-  std::vector<Case> cases;
-  int failures = 0, errors = 0, skipped = 0;
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
   double time_s = 0;
   int64_t first_started_ms = 0;
 };
@@ -166,34 +167,55 @@ void write_case(std::string& out, const Case& c) {
 
 }  // namespace
 
-std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows) {
-  std::vector<Suite> suites;
-  for (const ReportRow& r : rows) {
-    auto it = std::find_if(suites.begin(), suites.end(), [&](const Suite& s) {
-      return s.backend == r.backend && s.hardware_class == r.hardware_class;
-    });
-    if (it == suites.end()) {
-      suites.push_back(Suite{r.backend, r.hardware_class, {}, 0, 0, 0, 0, 0});
-      it = std::prev(suites.end());
-    }
-    Case c{&r, outcome_of(r), case_time_s(r)};
-    switch (c.outcome) {
-      case Outcome::kPassed: break;
-      case Outcome::kFailure: ++it->failures; break;
-      case Outcome::kError: ++it->errors; break;
-      case Outcome::kSkipped: ++it->skipped; break;
-    }
-    it->time_s += c.time_s;
-    if (r.started_at_ms > 0 && (it->first_started_ms == 0 || r.started_at_ms < it->first_started_ms)) {
-      it->first_started_ms = r.started_at_ms;
-    }
-    it->cases.push_back(c);
-  }
+namespace {
 
-  int tests = 0, failures = 0, errors = 0, skipped = 0;
+// What the cases read of a row's documents (report_common.h: projections).
+ReportDocumentKeys junit_keys() {
+  static const std::vector<std::string_view> spec{"batch", "seq_len"};
+  static const std::vector<std::string_view> metrics{"latency_ms.median", "process.wall_s", "accuracy.nmse"};
+  return ReportDocumentKeys{&spec, &metrics};
+}
+
+// Cases are handed to the sink in pieces of about this size.
+constexpr std::size_t kJunitFlushBytes = 1 << 20;
+
+bool in_suite(const ReportRow& r, const Suite& s) {
+  return s.backend == r.backend && s.hardware_class == r.hardware_class;
+}
+
+}  // namespace
+
+Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, const TextSink& sink) {
+  // The suites' totals head the document, and each suite's cases are in job order, so the rows
+  // are walked once for the totals and once per suite for its cases (a run is mostly one or a
+  // few backend x class suites); no case is held.
+  std::vector<Suite> suites;
+  std::size_t last = 0;
+  AM_RETURN_IF_ERROR(rows(junit_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+    if (last >= suites.size() || !in_suite(r, suites[last])) {
+      auto it = std::find_if(suites.begin(), suites.end(), [&](const Suite& s) { return in_suite(r, s); });
+      if (it == suites.end()) it = suites.insert(suites.end(), Suite{r.backend, r.hardware_class, 0, 0, 0, 0, 0, 0});
+      last = static_cast<std::size_t>(it - suites.begin());
+    }
+    Suite& suite = suites[last];
+    ++suite.tests;
+    switch (outcome_of(r)) {
+      case Outcome::kPassed: break;
+      case Outcome::kFailure: ++suite.failures; break;
+      case Outcome::kError: ++suite.errors; break;
+      case Outcome::kSkipped: ++suite.skipped; break;
+    }
+    suite.time_s += case_time_s(r);
+    if (r.started_at_ms > 0 && (suite.first_started_ms == 0 || r.started_at_ms < suite.first_started_ms)) {
+      suite.first_started_ms = r.started_at_ms;
+    }
+    return Status::Ok();
+  }));
+
+  int64_t tests = 0, failures = 0, errors = 0, skipped = 0;
   double time_s = 0;
   for (const Suite& s : suites) {
-    tests += static_cast<int>(s.cases.size());
+    tests += s.tests;
     failures += s.failures;
     errors += s.errors;
     skipped += s.skipped;
@@ -209,7 +231,7 @@ std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& row
   int id = 0;
   for (const Suite& s : suites) {
     out += "  <testsuite name=\"" + attr(suite_name(s)) + "\" id=\"" + std::to_string(id++) + "\" package=\"" +
-           attr(s.backend) + "\" tests=\"" + std::to_string(s.cases.size()) + "\" failures=\"" +
+           attr(s.backend) + "\" tests=\"" + std::to_string(s.tests) + "\" failures=\"" +
            std::to_string(s.failures) + "\" errors=\"" + std::to_string(s.errors) + "\" skipped=\"" +
            std::to_string(s.skipped) + "\" time=\"" + seconds(s.time_s) + "\"";
     const int64_t stamp = s.first_started_ms > 0 ? s.first_started_ms : run.created_at_ms;
@@ -222,11 +244,28 @@ std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& row
     property(out, kIndent, "backend", s.backend);
     property(out, kIndent, "hardware_class", s.hardware_class);
     out += "    </properties>\n";
-    for (const Case& c : s.cases) write_case(out, c);
+    AM_RETURN_IF_ERROR(rows(junit_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+      if (!in_suite(r, s)) return Status::Ok();
+      write_case(out, Case{&r, outcome_of(r), case_time_s(r)});
+      if (out.size() < kJunitFlushBytes) return Status::Ok();
+      Status st = sink(out);
+      out.clear();
+      return st;
+    }));
     out += "  </testsuite>\n";
   }
   out += "</testsuites>\n";
-  return out;
+  return sink(out);
+}
+
+std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows) {
+  std::string text;
+  const Status st = write_junit_report(run, rows_in_memory(rows), [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
+  return text;
 }
 
 }  // namespace am::coord

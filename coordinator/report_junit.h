@@ -38,6 +38,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/report_common.h"
 #include "coordinator/report_text.h"
 #include "coordinator/store.h"
 
@@ -46,5 +47,10 @@ namespace am::coord {
 inline constexpr std::size_t kJunitLogTailBytes = 4096;
 
 std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows);
+
+// The same document written to `sink` a piece at a time: one walk over the rows for the suites'
+// totals, then one per suite for its cases; no row is held. Stops at the first error of the
+// source or the sink.
+Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, const TextSink& sink);
 
 }  // namespace am::coord

@@ -11,6 +11,7 @@
 #include "coordinator/matrix.h"
 #include "coordinator/report_common.h"
 #include "coordinator/report_csv.h"
+#include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
 #include "coordinator/report_json.h"
 #include "coordinator/stored_json.h"
@@ -230,6 +231,34 @@ TEST_F(StreamingReport, TheStreamedMarkdownIsTheMarkdownOfTheRowsInMemory) {
   EXPECT_NE(streamed_md.find("| 117.7 / 4.4 |"), std::string::npos) << streamed_md;   // MiB
   EXPECT_NE(streamed_md.find("**Busy host:**"), std::string::npos);
   EXPECT_NE(streamed_md.find("| 1234.5 |"), std::string::npos);
+}
+
+// JUnit: one walk for the suites' totals, one per suite for its cases; the same document as the
+// rows in memory give, suites (cpu, opencl, vulkan) and cases in job order.
+TEST_F(StreamingReport, TheStreamedJunitIsTheJunitOfTheRowsInMemory) {
+  json wall_only = json::object();
+  wall_only["process"] = {{"wall_s", 2.5}};
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "fail", "too far off", wall_only);
+  std::string streamed_xml;
+  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+    return store_->for_each_report_row(kRun, keys, visit);
+  };
+  Status st = store_->in_read_snapshot([&] {
+    return write_junit_report(run_record(), source, [&](std::string_view piece) {
+      streamed_xml.append(piece);
+      return Status::Ok();
+    });
+  });
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(streamed_xml, render_junit(run_record(), rows()));
+  std::size_t suites = 0;
+  for (std::size_t at = streamed_xml.find("<testsuite "); at != std::string::npos;
+       at = streamed_xml.find("<testsuite ", at + 1)) {
+    ++suites;
+  }
+  EXPECT_EQ(suites, 3u) << streamed_xml;
+  EXPECT_NE(streamed_xml.find("time=\"2.500000\""), std::string::npos);   // process.wall_s, projected
+  EXPECT_NE(streamed_xml.find("<property name=\"nmse\" value=\"1e-05\"/>"), std::string::npos) << streamed_xml;
 }
 
 TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
