@@ -186,8 +186,8 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   return c;
 }
 
-// Writes the report to `out`: JSON, CSV, Markdown and JUnit a piece at a time from rows they
-// never hold (a million-result run, docs/SCALE.md), HTML as one text made from the rows in memory.
+// Writes the report to `out` from rows it never holds (a million-result run, docs/SCALE.md):
+// JSON, CSV, Markdown and JUnit a piece at a time, HTML (compressed data) whole.
 Status render_to(const std::filesystem::path& db, const std::string& format, std::string run_id,
                  const TextSink& out) {
   if (format != "md" && format != "json" && format != "csv" && format != "junit" && format != "html") {
@@ -217,9 +217,7 @@ Status render_to(const std::filesystem::path& db, const std::string& format, std
     if (format == "csv") return write_csv_report(*run, source, out);
     if (format == "md") return write_markdown_report(*run, workers, source, out);
     if (format == "junit") return write_junit_report(*run, source, out);
-    AM_ASSIGN_OR_RETURN(auto rows, store->report_rows(run->run_id));
-    AM_ASSIGN_OR_RETURN(std::string html, render_html(*run, rows, workers));
-    return out(html);
+    return write_html_report(*run, workers, source, out);
   });
 }
 

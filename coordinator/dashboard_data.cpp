@@ -9,6 +9,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/check.h"
+#include "common/json_text.h"
 #include "common/utf8.h"
 #include "coordinator/hardware_label.h"
 #include "coordinator/matrix.h"
@@ -215,19 +217,157 @@ const std::vector<const char*>& dashboard_job_columns() {
   return columns;
 }
 
-json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
-                    const std::vector<WorkerRecord>& workers, int64_t generated_at_ms) {
-  const RunSummary summary = summarize_run(rows);
-  const Matrix matrix = build_matrix(rows);
-
+struct DashboardBuilder::State {
+  RunRecord run;
   std::map<std::string, const WorkerRecord*> worker_by_id;
-  for (const WorkerRecord& w : workers) worker_by_id[w.worker_id] = &w;
-
+  RunSummaryBuilder summary_builder;
+  MatrixBuilder matrix_builder;
+  std::size_t rows = 0;
+  // What the cells need of their jobs once the matrix is known: each job's row and peak RSS.
   std::unordered_map<std::string, std::size_t> row_of_job;
-  for (std::size_t i = 0; i < rows.size(); ++i) row_of_job.emplace(rows[i].job_id, i);
+  std::vector<double> peak_of_row;   // NaN: none measured
+  // Hardware classes, from the first capability record that lists each one.
+  json classes = json::array();
+  std::map<std::string, std::size_t> class_index;
+  // Failure reasons per architecture × backend × status × reason, with their rows.
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<std::size_t>> failures;
+  // The job table, by column, as JSON text (each column's values without its brackets), so a
+  // million jobs are held as the bytes the page carries, not as trees.
+  StringTable strings;
+  std::vector<std::string> job_columns = std::vector<std::string>(dashboard_job_columns().size());
+  std::size_t cell_column = 0;   // "cell": written once the matrix is known
+};
+
+DashboardBuilder::DashboardBuilder(const RunRecord& run, const std::vector<WorkerRecord>& workers)
+    : state_(std::make_unique<State>()), workers_(workers) {
+  state_->run = run;
+  for (const WorkerRecord& w : workers_) state_->worker_by_id[w.worker_id] = &w;
+  const auto& names = dashboard_job_columns();
+  state_->cell_column = static_cast<std::size_t>(
+      std::find_if(names.begin(), names.end(), [](const char* n) { return std::string_view(n) == "cell"; }) -
+      names.begin());
+}
+
+DashboardBuilder::~DashboardBuilder() = default;
+
+const ReportDocumentKeys& DashboardBuilder::keys() {
+  static const std::vector<std::string_view> spec = [] {
+    std::vector<std::string_view> k = matrix_spec_keys();
+    for (std::string_view extra : {"batch", "seq_len", "mode", "seed", "scaled"}) {
+      if (std::find(k.begin(), k.end(), extra) == k.end()) k.push_back(extra);
+    }
+    return k;
+  }();
+  static const std::vector<std::string_view> metrics = [] {
+    std::vector<std::string_view> k = matrix_metrics_keys();
+    for (std::string_view extra :
+         {"latency_ms.count", "latency_ms.min", "latency_ms.max", "latency_ms.median", "latency_ms.p90",
+          "latency_ms.samples", "process.wall_s", "process.peak_rss_bytes", "memory.peak_rss_bytes",
+          "throughput.tokens_per_s", "generation.time_to_first_token_ms_median", "generation.decode_tokens_per_s",
+          "accuracy.nmse", "accuracy.cosine", "accuracy.top1_agreement", "accuracy.kl_divergence", "host"}) {
+      if (std::find(k.begin(), k.end(), extra) == k.end()) k.push_back(extra);
+    }
+    return k;
+  }();
+  static const ReportDocumentKeys keys{&spec, &metrics};
+  return keys;
+}
+
+void DashboardBuilder::add(const ReportRow& r) {
+  State& st = *state_;
+  const std::size_t i = st.rows++;
+  st.summary_builder.add(r);
+  st.matrix_builder.add(r);
+  st.row_of_job.emplace(r.job_id, i);
+  const std::optional<double> peak = peak_rss(r);
+  st.peak_of_row.push_back(peak ? *peak : std::nan(""));
+
+  if (!r.hardware_class.empty()) {
+    auto it = st.class_index.find(r.hardware_class);
+    if (it == st.class_index.end()) {
+      json device;
+      json caps = json::object();
+      auto w = st.worker_by_id.find(r.worker_id);
+      if (w != st.worker_by_id.end() && w->second->capabilities.is_object() &&
+          w->second->capabilities.contains("devices") && w->second->capabilities["devices"].is_array()) {
+        for (const json& d : w->second->capabilities["devices"]) {
+          if (d.is_object() && d.contains("hardware_class") && d["hardware_class"] == r.hardware_class) {
+            device = d;
+            caps = w->second->capabilities;
+            break;
+          }
+        }
+      }
+      it = st.class_index.emplace(r.hardware_class, st.classes.size()).first;
+      st.classes.push_back(class_json(r.hardware_class, device, caps, r.backend));
+    }
+    json& c = st.classes[it->second];
+    c["jobs"] = c["jobs"].get<int64_t>() + 1;
+    const std::string worker = repair_utf8(r.worker_id);
+    if (!worker.empty() && std::find(c["workers"].begin(), c["workers"].end(), worker) == c["workers"].end()) {
+      c["workers"].push_back(worker);
+    }
+  }
+
+  if (r.status && (is_test_failure(*r.status) || is_infrastructure(*r.status) || *r.status == ResultStatus::kUnsupported)) {
+    st.failures[{r.architecture, r.backend, std::string(to_string(*r.status)), r.reason}].push_back(i);
+  }
+
+  StringTable& s = st.strings;
+  const LatencySummary lat = summarize_latency_for_page(r);
+  const std::string status = r.status ? std::string(to_string(*r.status)) : std::string(to_string(r.state));
+  std::optional<double> start_s, wall_s = metric(r, "process", "wall_s");
+  if (r.started_at_ms > 0 && st.run.created_at_ms > 0) {
+    start_s = static_cast<double>(r.started_at_ms - st.run.created_at_ms) / 1e3;
+  }
+  if (!wall_s && r.started_at_ms > 0 && r.finished_at_ms >= r.started_at_ms) {
+    wall_s = static_cast<double>(r.finished_at_ms - r.started_at_ms) / 1e3;
+  }
+  const bool scaled = r.spec.is_object() && r.spec.contains("scaled") && r.spec["scaled"].is_boolean() &&
+                      r.spec["scaled"].get<bool>();
+  const json row = json::array({repair_utf8(r.job_id), s(r.model), s(r.architecture), s(r.backend),
+                                s(std::string(jobs::to_string(r.precision))), spec_number(r.spec, "batch"),
+                                spec_number(r.spec, "seq_len"), s(spec_text(r.spec, "mode")), s(status),
+                                s(r.reason), r.attempt, r.attempts, s(r.worker_id), s(r.hardware_class),
+                                s(r.device), s(r.build), repair_utf8(spec_text(r.spec, "seed")), scaled ? 1 : 0,
+                                number(start_s), number(wall_s), lat.quantiles, lat.histogram,
+                                number(metric(r, "throughput", "tokens_per_s")),
+                                number(metric(r, "generation", "time_to_first_token_ms_median")),
+                                number(metric(r, "generation", "decode_tokens_per_s")),
+                                number(metric(r, "accuracy", "nmse")), number(metric(r, "accuracy", "cosine")),
+                                number(metric(r, "accuracy", "top1_agreement")),
+                                number(metric(r, "accuracy", "kl_divergence")), number(peak),
+                                lat.noisy ? 1 : 0, nullptr /* cell: at finish */, host_json(r), host_busy_json(r)});
+  for (std::size_t c = 0; c < st.job_columns.size(); ++c) {
+    if (c == st.cell_column) continue;
+    std::string& column = st.job_columns[c];
+    if (i > 0) column += ',';
+    append_json(column, row[c]);
+  }
+}
+
+std::string DashboardBuilder::finish(int64_t generated_at_ms) {
+  std::string text;
+  const Status st = finish(generated_at_ms, [&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());   // a string: nothing can fail
+  return text;
+}
+
+Status DashboardBuilder::finish(int64_t generated_at_ms, const TextSink& sink) {
+  State& st = *state_;
+  // Everything but the job table, made while the matrix is alive; the matrix is gone before the
+  // table is written.
+  std::string head_text;
+  {
+  const RunSummary summary = st.summary_builder.finish();
+  const Matrix matrix = st.matrix_builder.finish();
+  const RunRecord& run = st.run;
 
   // Cells, with the row indices of their jobs.
-  std::vector<int> cell_of_row(rows.size(), -1);
+  std::vector<int> cell_of_row(st.rows, -1);
   json cells = json::array();
   for (std::size_t ci = 0; ci < matrix.cells.size(); ++ci) {
     const MatrixCell& c = matrix.cells[ci];
@@ -238,17 +378,18 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
     json job_rows = json::array();
     std::optional<double> peak;
     for (const std::string& id : c.job_ids) {
-      auto it = row_of_job.find(id);
-      if (it == row_of_job.end()) continue;
+      auto it = st.row_of_job.find(id);
+      if (it == st.row_of_job.end()) continue;
       cell_of_row[it->second] = static_cast<int>(ci);
       job_rows.push_back(it->second);
-      if (auto p = peak_rss(rows[it->second])) peak = std::max(peak.value_or(0.0), *p);
+      if (const double p = st.peak_of_row[it->second]; !std::isnan(p)) peak = std::max(peak.value_or(0.0), p);
     }
     cell["peak_rss_max"] = number(peak);
     cell["jobs"] = std::move(job_rows);
     cell.erase("job_ids");  // "jobs" names them by row; 16 hex digits each do not compress
     cells.push_back(std::move(cell));
   }
+  st.row_of_job = {};
   // By column, like the job table: 7 classes × 3 backends make ~75k cells of a 100k-job run, and
   // the same keys repeated per cell cost more than their values.
   json cell_table = json::object();
@@ -259,6 +400,13 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
   }
   for (auto& [key, column] : cell_table.items()) {
     for (const json& cell : cells) column.push_back(cell.contains(key) ? cell[key] : json(nullptr));
+  }
+  {
+    std::string& column = st.job_columns[st.cell_column];
+    for (std::size_t i = 0; i < cell_of_row.size(); ++i) {
+      if (i > 0) column += ',';
+      column += std::to_string(cell_of_row[i]);
+    }
   }
 
   // Overview, with the best rating of each architecture × column (backend × hardware class).
@@ -279,49 +427,8 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
     overview.push_back(std::move(cell));
   }
 
-  // Hardware classes, from the first capability record that lists each one.
-  json classes = json::array();
-  std::map<std::string, std::size_t> class_index;
-  for (const ReportRow& r : rows) {
-    if (r.hardware_class.empty()) continue;
-    auto it = class_index.find(r.hardware_class);
-    if (it == class_index.end()) {
-      json device;
-      json caps = json::object();
-      auto w = worker_by_id.find(r.worker_id);
-      if (w != worker_by_id.end() && w->second->capabilities.is_object() &&
-          w->second->capabilities.contains("devices") && w->second->capabilities["devices"].is_array()) {
-        for (const json& d : w->second->capabilities["devices"]) {
-          if (d.is_object() && d.contains("hardware_class") && d["hardware_class"] == r.hardware_class) {
-            device = d;
-            caps = w->second->capabilities;
-            break;
-          }
-        }
-      }
-      it = class_index.emplace(r.hardware_class, classes.size()).first;
-      classes.push_back(class_json(r.hardware_class, device, caps, r.backend));
-    }
-    json& c = classes[it->second];
-    c["jobs"] = c["jobs"].get<int64_t>() + 1;
-    const std::string worker = repair_utf8(r.worker_id);
-    if (!worker.empty() && std::find(c["workers"].begin(), c["workers"].end(), worker) == c["workers"].end()) {
-      c["workers"].push_back(worker);
-    }
-  }
-
-  // Failure reasons per architecture × backend.
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<std::size_t>> failures;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const ReportRow& r = rows[i];
-    if (!r.status || !(is_test_failure(*r.status) || is_infrastructure(*r.status) ||
-                       *r.status == ResultStatus::kUnsupported)) {
-      continue;
-    }
-    failures[{r.architecture, r.backend, std::string(to_string(*r.status)), r.reason}].push_back(i);
-  }
   json failure_list = json::array();
-  for (const auto& [key, ids] : failures) {
+  for (const auto& [key, ids] : st.failures) {
     failure_list.push_back({{"architecture", repair_utf8(std::get<0>(key))},
                             {"backend", repair_utf8(std::get<1>(key))},
                             {"status", std::get<2>(key)},
@@ -329,41 +436,6 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
                             {"count", ids.size()},
                             {"jobs", ids}});
   }
-
-  // The job table, by column: like values side by side compress far better than row by row.
-  StringTable s;
-  const std::vector<const char*>& names = dashboard_job_columns();
-  std::vector<json> job_columns(names.size(), json::array());
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const ReportRow& r = rows[i];
-    const LatencySummary lat = summarize_latency_for_page(r);
-    const std::string status = r.status ? std::string(to_string(*r.status)) : std::string(to_string(r.state));
-    std::optional<double> start_s, wall_s = metric(r, "process", "wall_s");
-    if (r.started_at_ms > 0 && run.created_at_ms > 0) {
-      start_s = static_cast<double>(r.started_at_ms - run.created_at_ms) / 1e3;
-    }
-    if (!wall_s && r.started_at_ms > 0 && r.finished_at_ms >= r.started_at_ms) {
-      wall_s = static_cast<double>(r.finished_at_ms - r.started_at_ms) / 1e3;
-    }
-    const bool scaled = r.spec.is_object() && r.spec.contains("scaled") && r.spec["scaled"].is_boolean() &&
-                        r.spec["scaled"].get<bool>();
-    json row = json::array({repair_utf8(r.job_id), s(r.model), s(r.architecture), s(r.backend),
-                                    s(std::string(jobs::to_string(r.precision))), spec_number(r.spec, "batch"),
-                                    spec_number(r.spec, "seq_len"), s(spec_text(r.spec, "mode")), s(status),
-                                    s(r.reason), r.attempt, r.attempts, s(r.worker_id), s(r.hardware_class),
-                                    s(r.device), s(r.build), repair_utf8(spec_text(r.spec, "seed")), scaled ? 1 : 0,
-                                    number(start_s), number(wall_s), lat.quantiles, lat.histogram,
-                                    number(metric(r, "throughput", "tokens_per_s")),
-                                    number(metric(r, "generation", "time_to_first_token_ms_median")),
-                                    number(metric(r, "generation", "decode_tokens_per_s")),
-                                    number(metric(r, "accuracy", "nmse")), number(metric(r, "accuracy", "cosine")),
-                                    number(metric(r, "accuracy", "top1_agreement")),
-                                    number(metric(r, "accuracy", "kl_divergence")), number(peak_rss(r)),
-                                    lat.noisy ? 1 : 0, cell_of_row[i], host_json(r), host_busy_json(r)});
-    for (std::size_t c = 0; c < names.size(); ++c) job_columns[c].push_back(std::move(row[c]));
-  }
-  json job_table = json::object();
-  for (std::size_t c = 0; c < names.size(); ++c) job_table[names[c]] = std::move(job_columns[c]);
 
   json by_status = json::object(), by_state = json::object();
   for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
@@ -394,32 +466,55 @@ json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
     break;
   }
 
-  return {{"schema", kDashboardSchema},
-          {"generated_at", format_utc(generated_at_ms)},
-          {"run",
-           {{"run_id", repair_utf8(run.run_id)},
-            {"plan_name", repair_utf8(run.plan_name)},
-            {"plan_path", repair_utf8(run.plan_path)},
-            {"description", repair_utf8(run.description)},
-            {"created_at", format_utc(run.created_at_ms)},
-            {"finished_at", format_utc(run.finished_at_ms)}}},
-          {"summary",
-           {{"total", summary.total},
-            {"terminal", summary.terminal},
-            {"by_status", std::move(by_status)},
-            {"by_state", std::move(by_state)}}},
-          {"builds", std::move(builds)},
-          {"rating_rules", rating_rules_json()},
-          {"workers", std::move(worker_list)},
-          {"classes", std::move(classes)},
-          {"precisions", std::move(precisions)},
-          {"overview", std::move(overview)},
-          {"cell_count", cells.size()},
-          {"cells", std::move(cell_table)},
-          {"failures", std::move(failure_list)},
-          {"strings", s.to_json()},
-          {"job_count", rows.size()},
-          {"jobs", std::move(job_table)}};
+  const json head = {{"schema", kDashboardSchema},
+                     {"generated_at", format_utc(generated_at_ms)},
+                     {"run",
+                      {{"run_id", repair_utf8(run.run_id)},
+                       {"plan_name", repair_utf8(run.plan_name)},
+                       {"plan_path", repair_utf8(run.plan_path)},
+                       {"description", repair_utf8(run.description)},
+                       {"created_at", format_utc(run.created_at_ms)},
+                       {"finished_at", format_utc(run.finished_at_ms)}}},
+                     {"summary",
+                      {{"total", summary.total},
+                       {"terminal", summary.terminal},
+                       {"by_status", std::move(by_status)},
+                       {"by_state", std::move(by_state)}}},
+                     {"builds", std::move(builds)},
+                     {"rating_rules", rating_rules_json()},
+                     {"workers", std::move(worker_list)},
+                     {"classes", std::move(st.classes)},
+                     {"precisions", std::move(precisions)},
+                     {"overview", std::move(overview)},
+                     {"cell_count", cells.size()},
+                     {"cells", std::move(cell_table)},
+                     {"failures", std::move(failure_list)},
+                     {"strings", st.strings.to_json()},
+                     {"job_count", st.rows}};
+  head_text = to_json_text(head);
+  }
+  // The head's text with the job table spliced in as its last member, a column at a time.
+  head_text.pop_back();   // the closing '}'
+  head_text += ",\"jobs\":{";
+  AM_RETURN_IF_ERROR(sink(head_text));
+  const auto& names = dashboard_job_columns();
+  for (std::size_t c = 0; c < names.size(); ++c) {
+    std::string name = c > 0 ? "," : "";
+    append_json_string(name, names[c]);
+    name += ":[";
+    AM_RETURN_IF_ERROR(sink(name));
+    AM_RETURN_IF_ERROR(sink(st.job_columns[c]));
+    AM_RETURN_IF_ERROR(sink("]"));
+    st.job_columns[c] = std::string();
+  }
+  return sink("}}");
+}
+
+json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
+                    const std::vector<WorkerRecord>& workers, int64_t generated_at_ms) {
+  DashboardBuilder builder(run, workers);
+  for (const ReportRow& r : rows) builder.add(r);
+  return json::parse(builder.finish(generated_at_ms));
 }
 
 }  // namespace am::coord

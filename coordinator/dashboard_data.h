@@ -42,10 +42,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/report_common.h"
 #include "coordinator/store.h"
 
 namespace am::coord {
@@ -63,5 +66,30 @@ const std::vector<const char*>& dashboard_job_columns();
 
 nlohmann::json dashboard_data(const RunRecord& run, const std::vector<ReportRow>& rows,
                               const std::vector<WorkerRecord>& workers, int64_t generated_at_ms);
+
+// The same data built from rows given one at a time (a streaming report): the job table is kept
+// as the JSON text the page carries, never as trees, so a million jobs cost their bytes.
+// add() each row in job order (with documents projected to keys()), then finish() once: the
+// document as JSON text (dashboard_data() is that parsed). `workers` must outlive the builder.
+class DashboardBuilder {
+ public:
+  DashboardBuilder(const RunRecord& run, const std::vector<WorkerRecord>& workers);
+  ~DashboardBuilder();
+  DashboardBuilder(const DashboardBuilder&) = delete;
+  DashboardBuilder& operator=(const DashboardBuilder&) = delete;
+
+  // What the data reads of a row's spec and metrics documents.
+  static const ReportDocumentKeys& keys();
+  void add(const ReportRow& row);
+  std::string finish(int64_t generated_at_ms);
+  // The same text handed to `sink` a piece at a time (the job table a column at a time, each
+  // freed once written). Stops at the sink's first error.
+  Status finish(int64_t generated_at_ms, const TextSink& sink);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  const std::vector<WorkerRecord>& workers_;
+};
 
 }  // namespace am::coord

@@ -23,6 +23,8 @@ Status fill(std::string& page, std::string_view marker, std::string_view text) {
   return Status::Ok();
 }
 
+}  // namespace
+
 // zlib's deflate stream, ended on every path.
 class Deflater {
  public:
@@ -48,22 +50,63 @@ class Deflater {
   bool open_ = false;
 };
 
-}  // namespace
+Status GzipWriter::init() {
+  if (deflater_) return Status::Ok();
+  auto d = std::make_unique<Deflater>();
+  AM_RETURN_IF_ERROR(d->init());
+  deflater_ = std::move(d);
+  return Status::Ok();
+}
+
+GzipWriter::GzipWriter() = default;
+GzipWriter::~GzipWriter() = default;
+
+Status GzipWriter::run(std::string_view bytes, int flush) {
+  z_stream& z = deflater_->stream();
+  // zlib's API takes non-const input; it does not write through it. Input is handed over in
+  // pieces zlib's 32-bit counters can hold.
+  constexpr std::size_t kMaxPiece = 1u << 30;
+  std::size_t offset = 0;
+  do {
+    const std::size_t piece = std::min(kMaxPiece, bytes.size() - offset);
+    const bool last_piece = offset + piece == bytes.size();
+    const int mode = last_piece ? flush : Z_NO_FLUSH;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data() + offset));
+    z.avail_in = static_cast<uInt>(piece);
+    int rc = Z_OK;
+    do {
+      if (out_.size() - used_ < 64 * 1024) out_.resize(std::max<std::size_t>(out_.size() * 2, used_ + 256 * 1024));
+      z.next_out = reinterpret_cast<Bytef*>(out_.data() + used_);
+      z.avail_out = static_cast<uInt>(std::min<std::size_t>(out_.size() - used_, kMaxPiece));
+      const uInt before = z.avail_out;
+      rc = deflate(&z, mode);
+      used_ += before - z.avail_out;
+      if (rc == Z_STREAM_ERROR) return internal_error("zlib: deflate failed");
+    } while (z.avail_in > 0 || (mode == Z_FINISH && rc != Z_STREAM_END) || z.avail_out == 0);
+    offset += piece;
+  } while (offset < bytes.size());
+  return Status::Ok();
+}
+
+Status GzipWriter::append(std::string_view bytes) {
+  AM_RETURN_IF_ERROR(init());
+  if (bytes.empty()) return Status::Ok();
+  return run(bytes, Z_NO_FLUSH);
+}
+
+Result<std::string> GzipWriter::finish() {
+  AM_RETURN_IF_ERROR(init());
+  AM_RETURN_IF_ERROR(run({}, Z_FINISH));
+  out_.resize(used_);
+  deflater_.reset();
+  used_ = 0;
+  return std::move(out_);
+}
 
 Result<std::string> gzip_bytes(std::string_view bytes) {
-  if (bytes.size() > 0xFFFFFFFFu) return invalid_argument("dashboard data over 4 GiB");
-  Deflater d;
-  AM_RETURN_IF_ERROR(d.init());
-  z_stream& z = d.stream();
-  std::string out(deflateBound(&z, static_cast<uLong>(bytes.size())) + 64, '\0');
-  // zlib's API takes non-const input; it does not write through it.
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
-  z.avail_in = static_cast<uInt>(bytes.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  if (deflate(&z, Z_FINISH) != Z_STREAM_END) return internal_error("zlib: deflate did not finish");
-  out.resize(z.total_out);
-  return out;
+  GzipWriter gzip;
+  AM_RETURN_IF_ERROR(gzip.append(bytes));
+  return gzip.finish();
 }
 
 std::string base64_encode(std::string_view bytes) {
@@ -90,14 +133,12 @@ std::string base64_encode(std::string_view bytes) {
   return out;
 }
 
-Result<std::string> render_html(const nlohmann::json& data) {
-  const std::string json_text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  AM_ASSIGN_OR_RETURN(std::string packed, gzip_bytes(json_text));
+namespace {
+
+// The page for the data, gzip-compressed, titled after the run.
+Result<std::string> page_for_packed(const std::string& packed, const std::string& run_id) {
   std::string title = "accelmatrix";
-  if (data.contains("run") && data["run"].is_object() && data["run"].contains("run_id") &&
-      data["run"]["run_id"].is_string()) {
-    title += " · " + data["run"]["run_id"].get<std::string>();
-  }
+  if (!run_id.empty()) title += " · " + run_id;
   std::string page(assets::kDashboardHtml);
   // The script and style are ours and hold no marker text; the data is base64 (no '<').
   AM_RETURN_IF_ERROR(fill(page, "@AM_TITLE@", xml_escape_attribute(report_text(title))));
@@ -107,9 +148,42 @@ Result<std::string> render_html(const nlohmann::json& data) {
   return page;
 }
 
+Result<std::string> page_for(std::string_view data_text, const std::string& run_id) {
+  AM_ASSIGN_OR_RETURN(std::string packed, gzip_bytes(data_text));
+  return page_for_packed(packed, run_id);
+}
+
+}  // namespace
+
+Result<std::string> render_html(const nlohmann::json& data) {
+  const std::string json_text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string run_id;
+  if (data.contains("run") && data["run"].is_object() && data["run"].contains("run_id") &&
+      data["run"]["run_id"].is_string()) {
+    run_id = data["run"]["run_id"].get<std::string>();
+  }
+  return page_for(json_text, run_id);
+}
+
 Result<std::string> render_html(const RunRecord& run, const std::vector<ReportRow>& rows,
                                 const std::vector<WorkerRecord>& workers) {
   return render_html(dashboard_data(run, rows, workers, now_epoch_ms()));
+}
+
+Status write_html_report(const RunRecord& run, const std::vector<WorkerRecord>& workers, const ReportRowSource& rows,
+                         const TextSink& sink) {
+  DashboardBuilder builder(run, workers);
+  AM_RETURN_IF_ERROR(rows(DashboardBuilder::keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+    builder.add(r);
+    return Status::Ok();
+  }));
+  // The data is compressed as it is written: its text is never whole.
+  GzipWriter gzip;
+  AM_RETURN_IF_ERROR(builder.finish(now_epoch_ms(), [&](std::string_view piece) { return gzip.append(piece); }));
+  AM_ASSIGN_OR_RETURN(std::string packed, gzip.finish());
+  AM_ASSIGN_OR_RETURN(std::string page, page_for_packed(packed, repair_utf8(run.run_id)));
+  packed = std::string();
+  return sink(page);
 }
 
 }  // namespace am::coord

@@ -92,6 +92,29 @@ TEST(Gzip, RoundTripsRandomBytesThroughZlibsInflate) {
   }
 }
 
+// Pieces appended one after another (empty ones, one byte, more than a deflate output buffer)
+// inflate to their concatenation, as gzip_bytes of the whole does.
+TEST(Gzip, AWriterOfPiecesInflatesToTheirConcatenation) {
+  std::mt19937 rng(20261128);
+  GzipWriter gzip;
+  std::string whole;
+  for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{70000}, std::size_t{0}, std::size_t{3},
+                        std::size_t{2500000}, std::size_t{17}}) {
+    std::string piece(n, '\0');
+    for (char& c : piece) c = static_cast<char>(rng() % 251);   // barely compressible
+    ASSERT_TRUE(gzip.append(piece).ok());
+    whole += piece;
+  }
+  auto packed = gzip.finish();
+  ASSERT_TRUE(packed.ok());
+  EXPECT_EQ(gunzip(*packed), whole);
+  // Empty again: a second document from the same writer.
+  ASSERT_TRUE(gzip.append("second").ok());
+  auto again = gzip.finish();
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(gunzip(*again), "second");
+}
+
 TEST(HardwareLabel, NamesCpuSoftwareAndGpuDevicesFromTheirRecords) {
   const json cpu = {{"model", "AMD EPYC 9R45"},
                     {"isa", {{"avx2", true}, {"avx512f", true}, {"avx512_vnni", true}, {"avx512_bf16", true}}}};
@@ -290,6 +313,39 @@ TEST_F(Dashboard, PageEmbedsTheDataAndNoTextFromWorkersEscapesIntoTheMarkup) {
   bool reason_kept = false;
   for (const json& s : back["strings"]) reason_kept |= s.get<std::string>().find("alert(1)") != std::string::npos;
   EXPECT_TRUE(reason_kept) << "the reason is data, shown as text by the page";
+}
+
+// `report --format html` streams: one projected walk over the store's rows (DashboardBuilder),
+// the data compressed as it is written. Its page carries the data the rows in memory give
+// (quantiles and histograms from the raw samples, peak RSS, host, cells, failures), whatever the
+// time it was stamped with.
+TEST_F(Dashboard, TheStreamedPageCarriesTheDataOfTheRowsInMemory) {
+  fill_run();
+  json with_host = metrics_with_samples({5, 5.5, 6, 6.5, 7}, 2e-4);
+  with_host["host"] = {{"load_start", 3.2}, {"load_end", 4.1}, {"cpus", 2}, {"other_load", 1.3}, {"steal_fraction", 0.0}};
+  with_host["generation"] = {{"time_to_first_token_ms_median", 12.5}, {"decode_tokens_per_s", 81.0}};
+  with_host["accuracy"]["kl_divergence"] = 0.002;
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16"), "pass", "", with_host);
+  auto workers = store_->list_workers();
+  ASSERT_TRUE(workers.ok());
+  std::string page;
+  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
+    return store_->for_each_report_row(kRun, keys, visit);
+  };
+  const Status st = store_->in_read_snapshot([&] {
+    return write_html_report(run_record(), *workers, source, [&](std::string_view piece) {
+      page.append(piece);
+      return Status::Ok();
+    });
+  });
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  json streamed = embedded_data(page);
+  json in_memory = dashboard_data(run_record(), rows(), *workers, kNow);
+  streamed.erase("generated_at");
+  in_memory.erase("generated_at");
+  EXPECT_EQ(streamed, in_memory);
+  EXPECT_EQ(streamed["job_count"], 6);
+  EXPECT_NE(streamed["jobs"]["kl"].dump().find("0.002"), std::string::npos);
 }
 
 TEST_F(Dashboard, AnExternalCommandGetsItsOwnColumnWithoutBitsPerWeight) {
