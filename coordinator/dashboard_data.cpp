@@ -206,6 +206,29 @@ json host_busy_json(const ReportRow& r) {
   return host_busy(*host) ? 1 : 0;
 }
 
+// Text appended in pieces and kept in chunks of about kChunkBytes: a column of a million values
+// grows without the doubling copies (and up to twice its size in capacity) of one string.
+class ChunkedText {
+ public:
+  static constexpr std::size_t kChunkBytes = 1 << 20;
+  // The chunk to append the next value to (a new one once the last is full).
+  std::string& tail() {
+    if (chunks_.empty() || chunks_.back().size() >= kChunkBytes) {
+      chunks_.emplace_back();
+      chunks_.back().reserve(kChunkBytes + 4096);
+    }
+    return chunks_.back();
+  }
+  Status write_to(const TextSink& sink) const {
+    for (const std::string& chunk : chunks_) AM_RETURN_IF_ERROR(sink(chunk));
+    return Status::Ok();
+  }
+  void clear() { chunks_ = {}; }
+
+ private:
+  std::vector<std::string> chunks_;
+};
+
 }  // namespace
 
 const std::vector<const char*>& dashboard_job_columns() {
@@ -234,7 +257,7 @@ struct DashboardBuilder::State {
   // The job table, by column, as JSON text (each column's values without its brackets), so a
   // million jobs are held as the bytes the page carries, not as trees.
   StringTable strings;
-  std::vector<std::string> job_columns = std::vector<std::string>(dashboard_job_columns().size());
+  std::vector<ChunkedText> job_columns = std::vector<ChunkedText>(dashboard_job_columns().size());
   std::size_t cell_column = 0;   // "cell": written once the matrix is known
 };
 
@@ -340,7 +363,7 @@ void DashboardBuilder::add(const ReportRow& r) {
                                 lat.noisy ? 1 : 0, nullptr /* cell: at finish */, host_json(r), host_busy_json(r)});
   for (std::size_t c = 0; c < st.job_columns.size(); ++c) {
     if (c == st.cell_column) continue;
-    std::string& column = st.job_columns[c];
+    std::string& column = st.job_columns[c].tail();
     if (i > 0) column += ',';
     append_json(column, row[c]);
   }
@@ -402,10 +425,11 @@ Status DashboardBuilder::finish(int64_t generated_at_ms, const TextSink& sink) {
     for (const json& cell : cells) column.push_back(cell.contains(key) ? cell[key] : json(nullptr));
   }
   {
-    std::string& column = st.job_columns[st.cell_column];
+    ChunkedText& column = st.job_columns[st.cell_column];
     for (std::size_t i = 0; i < cell_of_row.size(); ++i) {
-      if (i > 0) column += ',';
-      column += std::to_string(cell_of_row[i]);
+      std::string& tail = column.tail();
+      if (i > 0) tail += ',';
+      tail += std::to_string(cell_of_row[i]);
     }
   }
 
@@ -503,9 +527,9 @@ Status DashboardBuilder::finish(int64_t generated_at_ms, const TextSink& sink) {
     append_json_string(name, names[c]);
     name += ":[";
     AM_RETURN_IF_ERROR(sink(name));
-    AM_RETURN_IF_ERROR(sink(st.job_columns[c]));
+    AM_RETURN_IF_ERROR(st.job_columns[c].write_to(sink));
     AM_RETURN_IF_ERROR(sink("]"));
-    st.job_columns[c] = std::string();
+    st.job_columns[c].clear();
   }
   return sink("}}");
 }

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "coordinator/dashboard_data.h"
 #include "coordinator/hardware_label.h"
 #include "coordinator/report_html.h"
@@ -135,6 +137,44 @@ TEST(HardwareLabel, NamesCpuSoftwareAndGpuDevicesFromTheirRecords) {
             "NVIDIA RTX 4090 · Vulkan · driver 550.54");
   // Whatever a peer sends: wrong types are left out, never an error.
   EXPECT_EQ(hardware_class_label({{"backend", "cpu"}, {"name", 7}}, json::array(), json(3)), "CPU");
+}
+
+// A job table bigger than the builder's text chunks (1 MiB): 60,000 jobs make the id and seed
+// columns span two chunks; each value comes back once, in job order.
+TEST(DashboardBuilder, AJobTableLargerThanItsChunksKeepsEveryValueInOrder) {
+  RunRecord run;
+  run.run_id = "big";
+  run.created_at_ms = 1'700'000'000'000;
+  std::vector<WorkerRecord> workers;
+  DashboardBuilder builder(run, workers);
+  constexpr int kJobs = 60000;
+  for (int i = 0; i < kJobs; ++i) {
+    ReportRow r;
+    r.run_id = "big";
+    r.job_id = fmt::format("{:016x}", 0x1000000000000000ull + static_cast<uint64_t>(i) * 7919);
+    r.model = "bert-tiny";
+    r.architecture = "encoder-only";
+    r.backend = "cpu";
+    r.state = JobState::kDone;
+    r.status = ResultStatus::kPass;
+    r.attempt = r.attempts = 1 + i % 3;
+    r.spec = {{"batch", 1 + i % 64}, {"seq_len", 16 + i % 100}};
+    r.metrics = {{"latency_ms", {{"median", 1.0 + i * 0.001}}}};
+    builder.add(r);
+  }
+  const json d = json::parse(builder.finish(run.created_at_ms));
+  ASSERT_EQ(d["job_count"], kJobs);
+  const json& jobs = d["jobs"];
+  ASSERT_EQ(jobs["id"].size(), static_cast<std::size_t>(kJobs));
+  ASSERT_EQ(jobs["attempt"].size(), static_cast<std::size_t>(kJobs));
+  ASSERT_EQ(jobs["cell"].size(), static_cast<std::size_t>(kJobs));
+  for (int i = 0; i < kJobs; i += 997) {
+    EXPECT_EQ(jobs["id"][i], fmt::format("{:016x}", 0x1000000000000000ull + static_cast<uint64_t>(i) * 7919)) << i;
+    EXPECT_EQ(jobs["attempt"][i], 1 + i % 3) << i;
+    EXPECT_EQ(jobs["batch"][i], 1 + i % 64) << i;
+    EXPECT_NEAR(jobs["latency"][i][3].get<double>(), 1.0 + i * 0.001, 1e-3 * (1.0 + i * 0.001)) << i;
+  }
+  EXPECT_EQ(jobs["id"][kJobs - 1], fmt::format("{:016x}", 0x1000000000000000ull + static_cast<uint64_t>(kJobs - 1) * 7919));
 }
 
 class Dashboard : public StoreFixture {
