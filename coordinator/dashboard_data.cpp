@@ -12,6 +12,7 @@
 #include "common/check.h"
 #include "common/json_text.h"
 #include "common/utf8.h"
+#include "coordinator/chunked_text.h"
 #include "coordinator/hardware_label.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
@@ -206,29 +207,6 @@ json host_busy_json(const ReportRow& r) {
   return host_busy(*host) ? 1 : 0;
 }
 
-// Text appended in pieces and kept in chunks of about kChunkBytes: a column of a million values
-// grows without the doubling copies (and up to twice its size in capacity) of one string.
-class ChunkedText {
- public:
-  static constexpr std::size_t kChunkBytes = 1 << 20;
-  // The chunk to append the next value to (a new one once the last is full).
-  std::string& tail() {
-    if (chunks_.empty() || chunks_.back().size() >= kChunkBytes) {
-      chunks_.emplace_back();
-      chunks_.back().reserve(kChunkBytes + 4096);
-    }
-    return chunks_.back();
-  }
-  Status write_to(const TextSink& sink) const {
-    for (const std::string& chunk : chunks_) AM_RETURN_IF_ERROR(sink(chunk));
-    return Status::Ok();
-  }
-  void clear() { chunks_ = {}; }
-
- private:
-  std::vector<std::string> chunks_;
-};
-
 }  // namespace
 
 const std::vector<const char*>& dashboard_job_columns() {
@@ -254,8 +232,8 @@ struct DashboardBuilder::State {
   std::map<std::string, std::size_t> class_index;
   // Failure reasons per architecture × backend × status × reason, with their rows.
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<std::size_t>> failures;
-  // The job table, by column, as JSON text (each column's values without its brackets), so a
-  // million jobs are held as the bytes the page carries, not as trees.
+  // The job table, by column, as JSON text (each column's values without its brackets) in chunks,
+  // so a million jobs are held as the bytes the page carries, not as trees.
   StringTable strings;
   std::vector<ChunkedText> job_columns = std::vector<ChunkedText>(dashboard_job_columns().size());
   std::size_t cell_column = 0;   // "cell": written once the matrix is known

@@ -100,7 +100,9 @@ Result<std::string> GzipWriter::finish() {
   out_.resize(used_);
   deflater_.reset();
   used_ = 0;
-  return std::move(out_);
+  std::string packed = std::move(out_);
+  out_.clear();   // a moved-from string is only "valid": start the next document from nothing
+  return packed;
 }
 
 Result<std::string> gzip_bytes(std::string_view bytes) {

@@ -7,6 +7,7 @@
 
 #include "common/check.h"
 #include "common/utf8.h"
+#include "coordinator/chunked_text.h"
 #include "coordinator/report_common.h"
 #include "coordinator/report_text.h"
 #include "jobs/precision.h"
@@ -186,9 +187,9 @@ bool in_suite(const ReportRow& r, const Suite& s) {
 }  // namespace
 
 Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, const TextSink& sink) {
-  // The suites' totals head the document, and each suite's cases are in job order, so the rows
-  // are walked once for the totals and once per suite for its cases (a run is mostly one or a
-  // few backend x class suites); no case is held.
+  // The suites' totals head the document, so a first walk gathers them. A second writes the
+  // cases: the first suite's straight to the sink, the others' kept as text until their suite's
+  // turn (a run of one suite holds nothing; each suite's cases stay in job order).
   std::vector<Suite> suites;
   std::size_t last = 0;
   AM_RETURN_IF_ERROR(rows(junit_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
@@ -228,24 +229,38 @@ Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, con
          "\" skipped=\"" + std::to_string(skipped) + "\" time=\"" + seconds(time_s) + "\"";
   if (run.created_at_ms > 0) out += " timestamp=\"" + junit_timestamp(run.created_at_ms) + "\"";
   out += ">\n";
-  int id = 0;
-  for (const Suite& s : suites) {
-    out += "  <testsuite name=\"" + attr(suite_name(s)) + "\" id=\"" + std::to_string(id++) + "\" package=\"" +
-           attr(s.backend) + "\" tests=\"" + std::to_string(s.tests) + "\" failures=\"" +
-           std::to_string(s.failures) + "\" errors=\"" + std::to_string(s.errors) + "\" skipped=\"" +
-           std::to_string(s.skipped) + "\" time=\"" + seconds(s.time_s) + "\"";
+  std::vector<ChunkedText> held(suites.size());
+  const auto suite_open = [&](std::string& text, std::size_t index) {
+    const Suite& s = suites[index];
+    text += "  <testsuite name=\"" + attr(suite_name(s)) + "\" id=\"" + std::to_string(index) + "\" package=\"" +
+            attr(s.backend) + "\" tests=\"" + std::to_string(s.tests) + "\" failures=\"" +
+            std::to_string(s.failures) + "\" errors=\"" + std::to_string(s.errors) + "\" skipped=\"" +
+            std::to_string(s.skipped) + "\" time=\"" + seconds(s.time_s) + "\"";
     const int64_t stamp = s.first_started_ms > 0 ? s.first_started_ms : run.created_at_ms;
-    if (stamp > 0) out += " timestamp=\"" + junit_timestamp(stamp) + "\"";
-    out += ">\n";
-    out += "    <properties>\n";
+    if (stamp > 0) text += " timestamp=\"" + junit_timestamp(stamp) + "\"";
+    text += ">\n";
+    text += "    <properties>\n";
     constexpr std::string_view kIndent = "      ";
-    property(out, kIndent, "run_id", run.run_id);
-    property(out, kIndent, "plan", run.plan_name);
-    property(out, kIndent, "backend", s.backend);
-    property(out, kIndent, "hardware_class", s.hardware_class);
-    out += "    </properties>\n";
+    property(text, kIndent, "run_id", run.run_id);
+    property(text, kIndent, "plan", run.plan_name);
+    property(text, kIndent, "backend", s.backend);
+    property(text, kIndent, "hardware_class", s.hardware_class);
+    text += "    </properties>\n";
+  };
+  if (!suites.empty()) {
+    suite_open(out, 0);
+    last = 0;
     AM_RETURN_IF_ERROR(rows(junit_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
-      if (!in_suite(r, s)) return Status::Ok();
+      if (!in_suite(r, suites[last])) {
+        last = static_cast<std::size_t>(
+            std::find_if(suites.begin(), suites.end(), [&](const Suite& s) { return in_suite(r, s); }) - suites.begin());
+        // Every row found its suite in the first walk; the snapshot gives the same rows again.
+        if (last == suites.size()) return internal_error("junit: a row of no suite in the second walk");
+      }
+      if (last > 0) {
+        write_case(held[last].tail(), Case{&r, outcome_of(r), case_time_s(r)});
+        return Status::Ok();
+      }
       write_case(out, Case{&r, outcome_of(r), case_time_s(r)});
       if (out.size() < kJunitFlushBytes) return Status::Ok();
       Status st = sink(out);
@@ -253,6 +268,14 @@ Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, con
       return st;
     }));
     out += "  </testsuite>\n";
+    for (std::size_t i = 1; i < suites.size(); ++i) {
+      suite_open(out, i);
+      AM_RETURN_IF_ERROR(sink(out));
+      out.clear();
+      AM_RETURN_IF_ERROR(held[i].write_to(sink));
+      held[i].clear();
+      out += "  </testsuite>\n";
+    }
   }
   out += "</testsuites>\n";
   return sink(out);

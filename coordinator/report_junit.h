@@ -48,9 +48,10 @@ inline constexpr std::size_t kJunitLogTailBytes = 4096;
 
 std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows);
 
-// The same document written to `sink` a piece at a time: one walk over the rows for the suites'
-// totals, then one per suite for its cases; no row is held. Stops at the first error of the
-// source or the sink.
+// The same document written to `sink` a piece at a time from two walks over the rows: the suites'
+// totals, then the cases: the first suite's written as they are read, the other suites' held as
+// text until their turn (a run of one backend × class holds nothing). No row is held. Stops at
+// the first error of the source or the sink.
 Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, const TextSink& sink);
 
 }  // namespace am::coord
