@@ -310,7 +310,8 @@ void DashboardBuilder::add(const ReportRow& r) {
     }
   }
 
-  if (r.status && (is_test_failure(*r.status) || is_infrastructure(*r.status) || *r.status == ResultStatus::kUnsupported)) {
+  if (r.status &&
+      (is_test_failure(*r.status) || is_infrastructure(*r.status) || *r.status == ResultStatus::kUnsupported)) {
     st.failures[{r.architecture, r.backend, std::string(to_string(*r.status)), r.reason}].push_back(i);
   }
 
@@ -363,143 +364,145 @@ Status DashboardBuilder::finish(int64_t generated_at_ms, const TextSink& sink) {
   // table is written.
   std::string head_text;
   {
-  const RunSummary summary = st.summary_builder.finish();
-  const Matrix matrix = st.matrix_builder.finish();
-  const RunRecord& run = st.run;
+    const RunSummary summary = st.summary_builder.finish();
+    const Matrix matrix = st.matrix_builder.finish();
+    const RunRecord& run = st.run;
 
-  // Cells, with the row indices of their jobs.
-  std::vector<int> cell_of_row(st.rows, -1);
-  json cells = json::array();
-  for (std::size_t ci = 0; ci < matrix.cells.size(); ++ci) {
-    const MatrixCell& c = matrix.cells[ci];
-    json cell = matrix_cell_json(c);
-    const jobs::PrecisionInfo& info = jobs::precision_info(c.precision);
-    cell["group"] = std::string(info.group);
-    cell["bits"] = info.format ? json(jobs::bits_per_weight(*info.format)) : json(nullptr);
-    json job_rows = json::array();
-    std::optional<double> peak;
-    for (const std::string& id : c.job_ids) {
-      auto it = st.row_of_job.find(id);
-      if (it == st.row_of_job.end()) continue;
-      cell_of_row[it->second] = static_cast<int>(ci);
-      job_rows.push_back(it->second);
-      if (const double p = st.peak_of_row[it->second]; !std::isnan(p)) peak = std::max(peak.value_or(0.0), p);
+    // Cells, with the row indices of their jobs.
+    std::vector<int> cell_of_row(st.rows, -1);
+    json cells = json::array();
+    for (std::size_t ci = 0; ci < matrix.cells.size(); ++ci) {
+      const MatrixCell& c = matrix.cells[ci];
+      json cell = matrix_cell_json(c);
+      const jobs::PrecisionInfo& info = jobs::precision_info(c.precision);
+      cell["group"] = std::string(info.group);
+      cell["bits"] = info.format ? json(jobs::bits_per_weight(*info.format)) : json(nullptr);
+      json job_rows = json::array();
+      std::optional<double> peak;
+      for (const std::string& id : c.job_ids) {
+        auto it = st.row_of_job.find(id);
+        if (it == st.row_of_job.end()) continue;
+        cell_of_row[it->second] = static_cast<int>(ci);
+        job_rows.push_back(it->second);
+        if (const double p = st.peak_of_row[it->second]; !std::isnan(p)) peak = std::max(peak.value_or(0.0), p);
+      }
+      cell["peak_rss_max"] = number(peak);
+      cell["jobs"] = std::move(job_rows);
+      cell.erase("job_ids");  // "jobs" names them by row; 16 hex digits each do not compress
+      cells.push_back(std::move(cell));
     }
-    cell["peak_rss_max"] = number(peak);
-    cell["jobs"] = std::move(job_rows);
-    cell.erase("job_ids");  // "jobs" names them by row; 16 hex digits each do not compress
-    cells.push_back(std::move(cell));
-  }
-  st.row_of_job = {};
-  // By column, like the job table: 7 classes × 3 backends make ~75k cells of a 100k-job run, and
-  // the same keys repeated per cell cost more than their values.
-  json cell_table = json::object();
-  for (const json& cell : cells) {
-    for (const auto& [key, value] : cell.items()) {
-      if (!cell_table.contains(key)) cell_table[key] = json::array();
+    st.row_of_job = {};
+    // By column, like the job table: 7 classes × 3 backends make ~75k cells of a 100k-job run, and
+    // the same keys repeated per cell cost more than their values.
+    json cell_table = json::object();
+    for (const json& cell : cells) {
+      for (const auto& [key, value] : cell.items()) {
+        if (!cell_table.contains(key)) cell_table[key] = json::array();
+      }
     }
-  }
-  // Values are moved, not copied: at a million jobs the cells' shapes are most of a gigabyte.
-  const std::size_t cell_count = cells.size();
-  for (auto& [key, column] : cell_table.items()) {
-    for (json& cell : cells) {
-      auto value = cell.find(key);
-      column.push_back(value != cell.end() ? std::move(*value) : json(nullptr));
+    // Values are moved, not copied: at a million jobs the cells' shapes are most of a gigabyte.
+    const std::size_t cell_count = cells.size();
+    for (auto& [key, column] : cell_table.items()) {
+      for (json& cell : cells) {
+        auto value = cell.find(key);
+        column.push_back(value != cell.end() ? std::move(*value) : json(nullptr));
+      }
     }
-  }
-  cells = json();
-  {
-    ChunkedText& column = st.job_columns[st.cell_column];
-    for (std::size_t i = 0; i < cell_of_row.size(); ++i) {
-      std::string& tail = column.tail();
-      if (i > 0) tail += ',';
-      tail += std::to_string(cell_of_row[i]);
+    cells = json();
+    {
+      ChunkedText& column = st.job_columns[st.cell_column];
+      for (std::size_t i = 0; i < cell_of_row.size(); ++i) {
+        std::string& tail = column.tail();
+        if (i > 0) tail += ',';
+        tail += std::to_string(cell_of_row[i]);
+      }
     }
-  }
 
-  // Overview, with the best rating of each architecture × column (backend × hardware class).
-  json overview = json::array();
-  for (const OverviewCell& o : matrix.overview) {
-    json cell = overview_cell_json(o);
-    std::optional<Rating> best;
-    std::set<std::string> classes;
+    // Overview, with the best rating of each architecture × column (backend × hardware class).
+    json overview = json::array();
+    for (const OverviewCell& o : matrix.overview) {
+      json cell = overview_cell_json(o);
+      std::optional<Rating> best;
+      std::set<std::string> classes;
+      for (const MatrixCell& c : matrix.cells) {
+        if (c.architecture != o.architecture || c.backend != o.backend || c.hardware_class != o.hardware_class) {
+          continue;
+        }
+        if (!best || rating_rank(c.rating) < rating_rank(*best)) best = c.rating;
+        classes.insert(c.hardware_classes.begin(), c.hardware_classes.end());
+      }
+      cell["best_rating"] = std::string(rating_key(best.value_or(Rating::kNotRun)));
+      json class_list = json::array();
+      for (const std::string& id : classes) class_list.push_back(repair_utf8(id));
+      cell["hardware_classes"] = std::move(class_list);
+      overview.push_back(std::move(cell));
+    }
+
+    json failure_list = json::array();
+    for (const auto& [key, ids] : st.failures) {
+      failure_list.push_back({{"architecture", repair_utf8(std::get<0>(key))},
+                              {"backend", repair_utf8(std::get<1>(key))},
+                              {"status", std::get<2>(key)},
+                              {"reason", repair_utf8(std::get<3>(key))},
+                              {"count", ids.size()},
+                              {"jobs", ids}});
+    }
+
+    json by_status = json::object(), by_state = json::object();
+    for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
+    for (const auto& [state, n] : summary.by_state) by_state[std::string(to_string(state))] = n;
+    json worker_list = json::array();
+    for (const WorkerSummary& w : summary.workers) {
+      json hw = json::array();
+      for (const std::string& c : w.hardware_classes) hw.push_back(repair_utf8(c));
+      worker_list.push_back({{"worker_id", repair_utf8(w.worker_id)},
+                             {"hostname", repair_utf8(w.hostname)},
+                             {"build", repair_utf8(w.build)},
+                             {"jobs", w.jobs},
+                             {"hardware_classes", std::move(hw)}});
+    }
+    json builds = json::array();
+    for (const std::string& b : summary.builds) builds.push_back(repair_utf8(b));
+    json precisions = json::array();
+    for (const jobs::PrecisionInfo& p : jobs::all_precisions()) {
+      precisions.push_back({{"name", std::string(p.name)},
+                            {"group", std::string(p.group)},
+                            {"bits", p.format ? json(jobs::bits_per_weight(*p.format)) : json(nullptr)}});
+    }
+    // Command jobs whose precision is none of ours carry the "external" label: its own column.
     for (const MatrixCell& c : matrix.cells) {
-      if (c.architecture != o.architecture || c.backend != o.backend || c.hardware_class != o.hardware_class) continue;
-      if (!best || rating_rank(c.rating) < rating_rank(*best)) best = c.rating;
-      classes.insert(c.hardware_classes.begin(), c.hardware_classes.end());
+      if (c.precision != jobs::Precision::kExternal) continue;
+      const jobs::PrecisionInfo& p = jobs::precision_info(c.precision);
+      precisions.push_back({{"name", std::string(p.name)}, {"group", std::string(p.group)}, {"bits", nullptr}});
+      break;
     }
-    cell["best_rating"] = std::string(rating_key(best.value_or(Rating::kNotRun)));
-    json class_list = json::array();
-    for (const std::string& id : classes) class_list.push_back(repair_utf8(id));
-    cell["hardware_classes"] = std::move(class_list);
-    overview.push_back(std::move(cell));
-  }
 
-  json failure_list = json::array();
-  for (const auto& [key, ids] : st.failures) {
-    failure_list.push_back({{"architecture", repair_utf8(std::get<0>(key))},
-                            {"backend", repair_utf8(std::get<1>(key))},
-                            {"status", std::get<2>(key)},
-                            {"reason", repair_utf8(std::get<3>(key))},
-                            {"count", ids.size()},
-                            {"jobs", ids}});
-  }
-
-  json by_status = json::object(), by_state = json::object();
-  for (const auto& [status, n] : summary.by_status) by_status[std::string(to_string(status))] = n;
-  for (const auto& [state, n] : summary.by_state) by_state[std::string(to_string(state))] = n;
-  json worker_list = json::array();
-  for (const WorkerSummary& w : summary.workers) {
-    json hw = json::array();
-    for (const std::string& c : w.hardware_classes) hw.push_back(repair_utf8(c));
-    worker_list.push_back({{"worker_id", repair_utf8(w.worker_id)},
-                           {"hostname", repair_utf8(w.hostname)},
-                           {"build", repair_utf8(w.build)},
-                           {"jobs", w.jobs},
-                           {"hardware_classes", std::move(hw)}});
-  }
-  json builds = json::array();
-  for (const std::string& b : summary.builds) builds.push_back(repair_utf8(b));
-  json precisions = json::array();
-  for (const jobs::PrecisionInfo& p : jobs::all_precisions()) {
-    precisions.push_back({{"name", std::string(p.name)},
-                          {"group", std::string(p.group)},
-                          {"bits", p.format ? json(jobs::bits_per_weight(*p.format)) : json(nullptr)}});
-  }
-  // Command jobs whose precision is none of ours carry the "external" label: its own column.
-  for (const MatrixCell& c : matrix.cells) {
-    if (c.precision != jobs::Precision::kExternal) continue;
-    const jobs::PrecisionInfo& p = jobs::precision_info(c.precision);
-    precisions.push_back({{"name", std::string(p.name)}, {"group", std::string(p.group)}, {"bits", nullptr}});
-    break;
-  }
-
-  const json head = {{"schema", kDashboardSchema},
-                     {"generated_at", format_utc(generated_at_ms)},
-                     {"run",
-                      {{"run_id", repair_utf8(run.run_id)},
-                       {"plan_name", repair_utf8(run.plan_name)},
-                       {"plan_path", repair_utf8(run.plan_path)},
-                       {"description", repair_utf8(run.description)},
-                       {"created_at", format_utc(run.created_at_ms)},
-                       {"finished_at", format_utc(run.finished_at_ms)}}},
-                     {"summary",
-                      {{"total", summary.total},
-                       {"terminal", summary.terminal},
-                       {"by_status", std::move(by_status)},
-                       {"by_state", std::move(by_state)}}},
-                     {"builds", std::move(builds)},
-                     {"rating_rules", rating_rules_json()},
-                     {"workers", std::move(worker_list)},
-                     {"classes", std::move(st.classes)},
-                     {"precisions", std::move(precisions)},
-                     {"overview", std::move(overview)},
-                     {"cell_count", cell_count},
-                     {"cells", std::move(cell_table)},
-                     {"failures", std::move(failure_list)},
-                     {"strings", st.strings.to_json()},
-                     {"job_count", st.rows}};
-  head_text = to_json_text(head);
+    const json head = {{"schema", kDashboardSchema},
+                       {"generated_at", format_utc(generated_at_ms)},
+                       {"run",
+                        {{"run_id", repair_utf8(run.run_id)},
+                         {"plan_name", repair_utf8(run.plan_name)},
+                         {"plan_path", repair_utf8(run.plan_path)},
+                         {"description", repair_utf8(run.description)},
+                         {"created_at", format_utc(run.created_at_ms)},
+                         {"finished_at", format_utc(run.finished_at_ms)}}},
+                       {"summary",
+                        {{"total", summary.total},
+                         {"terminal", summary.terminal},
+                         {"by_status", std::move(by_status)},
+                         {"by_state", std::move(by_state)}}},
+                       {"builds", std::move(builds)},
+                       {"rating_rules", rating_rules_json()},
+                       {"workers", std::move(worker_list)},
+                       {"classes", std::move(st.classes)},
+                       {"precisions", std::move(precisions)},
+                       {"overview", std::move(overview)},
+                       {"cell_count", cell_count},
+                       {"cells", std::move(cell_table)},
+                       {"failures", std::move(failure_list)},
+                       {"strings", st.strings.to_json()},
+                       {"job_count", st.rows}};
+    head_text = to_json_text(head);
   }
   // The head's text with the job table spliced in as its last member, a column at a time.
   head_text.pop_back();   // the closing '}'

@@ -410,32 +410,34 @@ Status flush(std::ostringstream& out, const TextSink& sink) {
 Status write_markdown_report(const RunRecord& run, const std::vector<WorkerRecord>& workers,
                              const ReportRowSource& rows, const TextSink& sink) {
   // Two walks: the first gathers everything above the per-job table, the second writes that
-  // table as the rows are read.
-  RunSummaryBuilder summary_builder;
-  MatrixBuilder matrix_builder;
-  HostLoadCounts host_counts;
-  MemoryPeaks memory;
-  AM_RETURN_IF_ERROR(rows(aggregate_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
-    summary_builder.add(r);
-    matrix_builder.add(r);
-    host_counts.add(r);
-    memory.add(r);
-    return Status::Ok();
-  }));
-  const RunSummary summary = summary_builder.finish();
-  const Matrix matrix = matrix_builder.finish();
-  const ClassLabels classes = hardware_class_info(workers);
+  // table as the rows are read. The matrix and the rest are gone before the second.
   std::ostringstream out;
-  out << "# accelmatrix report: " << cell_text(run.plan_name.empty() ? run.run_id : run.plan_name)
-      << "\n\n";
-  write_provenance(out, run, summary);
-  write_summary(out, summary);
-  write_host_warning(out, host_counts);
-  write_overview(out, matrix, classes);
-  write_column_tables(out, matrix, classes);
-  write_memory(out, memory, matrix, classes);
-  write_jobs_heading(out);
-  AM_RETURN_IF_ERROR(flush(out, sink));
+  {
+    RunSummaryBuilder summary_builder;
+    MatrixBuilder matrix_builder;
+    HostLoadCounts host_counts;
+    MemoryPeaks memory;
+    AM_RETURN_IF_ERROR(rows(aggregate_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+      summary_builder.add(r);
+      matrix_builder.add(r);
+      host_counts.add(r);
+      memory.add(r);
+      return Status::Ok();
+    }));
+    const RunSummary summary = summary_builder.finish();
+    const Matrix matrix = matrix_builder.finish();
+    const ClassLabels classes = hardware_class_info(workers);
+    out << "# accelmatrix report: " << cell_text(run.plan_name.empty() ? run.run_id : run.plan_name)
+        << "\n\n";
+    write_provenance(out, run, summary);
+    write_summary(out, summary);
+    write_host_warning(out, host_counts);
+    write_overview(out, matrix, classes);
+    write_column_tables(out, matrix, classes);
+    write_memory(out, memory, matrix, classes);
+    write_jobs_heading(out);
+    AM_RETURN_IF_ERROR(flush(out, sink));
+  }
   AM_RETURN_IF_ERROR(rows(job_table_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
     write_job(out, r);
     return out.tellp() < kMarkdownFlushBytes ? Status::Ok() : flush(out, sink);
