@@ -572,8 +572,17 @@ Result<RenderedComparison> render_comparison(const CompareArgs& a) {
   if (same_db && base.run.run_id == fresh.run.run_id) {
     return invalid_argument("--base-run and --new-run name the same run '" + base.run.run_id + "' of " + a.base_db);
   }
-  AM_ASSIGN_OR_RETURN(base.rows, base_store->report_rows(base.run.run_id));
-  AM_ASSIGN_OR_RETURN(fresh.rows, new_store->report_rows(fresh.run.run_id));
+  // Each row keeps what compare reads (compare_document_keys), not its whole metrics or log.
+  const auto read_rows = [](Store& store, const std::string& run_id, std::vector<ReportRow>* rows) {
+    return store.for_each_report_row(run_id, compare_document_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
+      rows->push_back(r);
+      rows->back().log_tail.clear();
+      rows->back().log_tail.shrink_to_fit();
+      return Status::Ok();
+    });
+  };
+  AM_RETURN_IF_ERROR(read_rows(*base_store, base.run.run_id, &base.rows));
+  AM_RETURN_IF_ERROR(read_rows(*new_store, fresh.run.run_id, &fresh.rows));
   AM_ASSIGN_OR_RETURN(Comparison c, compare_runs(base, fresh, options));
   RenderedComparison out;
   out.text = a.format == "json"

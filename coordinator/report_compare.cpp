@@ -557,4 +557,11 @@ nlohmann::json render_compare_json(const Comparison& c) {
   return doc;
 }
 
+ReportDocumentKeys compare_document_keys() {
+  static const std::vector<std::string_view> metrics{
+      "latency_ms.samples", "accuracy.nmse",     "accuracy.cosine", "accuracy.top1_agreement",
+      "process.cpu_user_s", "process.cpu_sys_s", "process.wall_s",  "threads"};
+  return ReportDocumentKeys{nullptr, &metrics};
+}
+
 }  // namespace am::coord

@@ -10,6 +10,7 @@
 
 #include "coordinator/matrix.h"
 #include "coordinator/report_common.h"
+#include "coordinator/report_compare.h"
 #include "coordinator/report_csv.h"
 #include "coordinator/report_junit.h"
 #include "coordinator/report_markdown.h"
@@ -259,6 +260,35 @@ TEST_F(StreamingReport, TheStreamedJunitIsTheJunitOfTheRowsInMemory) {
   EXPECT_EQ(suites, 3u) << streamed_xml;
   EXPECT_NE(streamed_xml.find("time=\"2.500000\""), std::string::npos);   // process.wall_s, projected
   EXPECT_NE(streamed_xml.find("<property name=\"nmse\" value=\"1e-05\"/>"), std::string::npos) << streamed_xml;
+}
+
+// compare reads rows with projected metrics (compare_document_keys) and without their logs; the
+// comparison is the one whole rows give, side values (samples, accuracy, CPU and wall time,
+// threads) included.
+TEST_F(StreamingReport, CompareOfProjectedRowsIsCompareOfWholeRows) {
+  json timed = paired(4.0, 8.0);
+  timed["process"] = {{"cpu_user_s", 1.25}, {"cpu_sys_s", 0.5}, {"wall_s", 1.5}, {"peak_rss_bytes", 1000}};
+  timed["threads"] = 2;
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", timed);
+  std::vector<ReportRow> projected;
+  ASSERT_TRUE(store_
+                  ->for_each_report_row(kRun, compare_document_keys(),
+                                        [&](const ReportRow& r, const ReportRowTexts&) {
+                                          projected.push_back(r);
+                                          return Status::Ok();
+                                        })
+                  .ok());
+  CompareSide whole_side{"a.db", run_record(), rows()};
+  CompareSide projected_side{"a.db", run_record(), projected};
+  CompareOptions options;
+  auto whole = compare_runs(whole_side, whole_side, options);
+  auto from_projected = compare_runs(projected_side, projected_side, options);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_TRUE(from_projected.ok());
+  const json a = render_compare_json(*whole);
+  const json b = render_compare_json(*from_projected);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.dump().find("1.75"), std::string::npos);   // cpu_user_s + cpu_sys_s, not lost
 }
 
 TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
