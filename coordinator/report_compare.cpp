@@ -64,7 +64,6 @@ ComparedSide side_of(const ReportRow& r, std::string* samples_note) {
   s.state = r.state;
   s.status = r.status;
   s.reason = r.reason;
-  s.spec = r.spec;
   s.samples_ms = usable_samples(r.metrics, samples_note);
   if (!s.samples_ms.empty()) s.median_ms = stats::median(s.samples_ms);
   s.nmse = number_at(r.metrics, "accuracy", "nmse");
@@ -307,7 +306,7 @@ Result<Comparison> compare_runs(const CompareSide& base, const CompareSide& fres
     new_used[it->second] = true;
     j.fresh = side_of(fresh.rows[it->second], &new_note);
     j.status_change = classify(*j.base, *j.fresh);
-    j.spec_changes = spec_changes(j.base->spec, j.fresh->spec);
+    j.spec_changes = spec_changes(br.spec, fresh.rows[it->second].spec);
     compare_latency(j, base_note, new_note, options);
     c.jobs.push_back(std::move(j));
   }

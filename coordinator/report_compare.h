@@ -80,7 +80,8 @@ struct ComparedSide {
   // The job process's CPU time (user + system) and wall time, and the threads it ran: CPU time
   // well below wall × threads says the job waited for the cores (a busy host).
   std::optional<double> cpu_s, wall_s, threads;
-  nlohmann::json spec;
+  // The spec is not kept: spec changes are found from the rows (a copy per side was a third of a
+  // large comparison's memory).
 };
 
 enum class LatencyVerdict {
