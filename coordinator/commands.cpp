@@ -572,22 +572,22 @@ Result<RenderedComparison> render_comparison(const CompareArgs& a) {
   if (same_db && base.run.run_id == fresh.run.run_id) {
     return invalid_argument("--base-run and --new-run name the same run '" + base.run.run_id + "' of " + a.base_db);
   }
-  // Each row keeps what compare reads (compare_document_keys), not its whole metrics or log.
-  const auto read_rows = [](Store& store, const std::string& run_id, std::vector<ReportRow>* rows) {
-    return store.for_each_report_row(run_id, compare_document_keys(), [&](const ReportRow& r, const ReportRowTexts&) {
-      rows->push_back(r);
-      rows->back().log_tail.clear();
-      rows->back().log_tail.shrink_to_fit();
+  // Each row keeps what compare reads (compare_document_keys) and its spec as text, not its
+  // whole documents or its log.
+  const auto read_rows = [](Store& store, const std::string& run_id, CompareSide* side) {
+    return store.for_each_report_row(run_id, compare_document_keys(), [&](const ReportRow& r, const ReportRowTexts& t) {
+      side->rows.push_back(r);
+      side->rows.back().log_tail.clear();
+      side->rows.back().log_tail.shrink_to_fit();
+      side->spec_texts.emplace_back(t.spec_json);
       return Status::Ok();
     });
   };
-  AM_RETURN_IF_ERROR(read_rows(*base_store, base.run.run_id, &base.rows));
-  AM_RETURN_IF_ERROR(read_rows(*new_store, fresh.run.run_id, &fresh.rows));
+  AM_RETURN_IF_ERROR(read_rows(*base_store, base.run.run_id, &base));
+  AM_RETURN_IF_ERROR(read_rows(*new_store, fresh.run.run_id, &fresh));
   AM_ASSIGN_OR_RETURN(Comparison c, compare_runs(base, fresh, options));
   RenderedComparison out;
-  out.text = a.format == "json"
-                 ? render_compare_json(c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                 : render_compare_markdown(c);
+  out.text = a.format == "json" ? render_compare_json_text(c) : render_compare_markdown(c);
   out.fails_gate = c.regression && options.gate;
   return out;
 }

@@ -129,6 +129,23 @@ std::vector<SpecChange> spec_changes(const nlohmann::json& base, const nlohmann:
   return out;
 }
 
+// The spec changes of base row `bi` against new row `ni`, from the sides' spec texts when both
+// carry them (equal texts: none; else both parsed), else from the rows' spec trees.
+std::vector<SpecChange> spec_changes_of(const CompareSide& base, std::size_t bi, const CompareSide& fresh,
+                                        std::size_t ni) {
+  if (base.spec_texts.size() != base.rows.size() || fresh.spec_texts.size() != fresh.rows.size()) {
+    return spec_changes(base.rows[bi].spec, fresh.rows[ni].spec);
+  }
+  const std::string& b = base.spec_texts[bi];
+  const std::string& n = fresh.spec_texts[ni];
+  if (b == n) return {};
+  const auto parsed = [](const std::string& text) {
+    nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    return doc.is_discarded() ? nlohmann::json() : doc;
+  };
+  return spec_changes(parsed(b), parsed(n));
+}
+
 void compare_latency(ComparedJob& j, const std::string& base_note, const std::string& new_note,
                      const CompareOptions& o) {
   const ComparedSide& b = *j.base;
@@ -306,7 +323,8 @@ Result<Comparison> compare_runs(const CompareSide& base, const CompareSide& fres
     new_used[it->second] = true;
     j.fresh = side_of(fresh.rows[it->second], &new_note);
     j.status_change = classify(*j.base, *j.fresh);
-    j.spec_changes = spec_changes(br.spec, fresh.rows[it->second].spec);
+    const std::size_t bi = static_cast<std::size_t>(&br - base.rows.data());
+    j.spec_changes = spec_changes_of(base, bi, fresh, it->second);
     compare_latency(j, base_note, new_note, options);
     c.jobs.push_back(std::move(j));
   }
@@ -490,7 +508,10 @@ std::string render_compare_markdown(const Comparison& c) {
   return out.str();
 }
 
-nlohmann::json render_compare_json(const Comparison& c) {
+namespace {
+
+// Everything but "jobs".
+nlohmann::json compare_head_json(const Comparison& c) {
   const CompareOptions& o = c.options;
   const CompareSummary& s = c.summary;
   auto run_json = [](const std::string& db, const RunRecord& r, int jobs) {
@@ -527,40 +548,64 @@ nlohmann::json render_compare_json(const Comparison& c) {
                     {"new_unsupported", s.new_unsupported}, {"now_supported", s.now_supported},
                     {"changed", s.changed},         {"unfinished", s.unfinished},
                     {"new_jobs", s.new_jobs},       {"missing_jobs", s.missing_jobs}};
+  return doc;
+}
+
+nlohmann::json compared_job_json(const ComparedJob& j) {
+  nlohmann::json changes = nlohmann::json::array();
+  for (const SpecChange& sc : j.spec_changes) changes.push_back({{"field", sc.field}, {"base", sc.base}, {"new", sc.fresh}});
+  return nlohmann::json{{"model", j.key.model},
+                        {"backend", j.key.backend},
+                        {"hardware_class", j.key.hardware_class},
+                        {"precision", std::string(jobs::to_string(j.key.precision))},
+                        {"batch", j.key.batch},
+                        {"seq_len", j.key.seq_len},
+                        {"occurrence", j.occurrence},
+                        {"base", side_json(j.base)},
+                        {"new", side_json(j.fresh)},
+                        {"latency", {{"verdict", std::string(to_string(j.verdict))},
+                                     {"note", j.latency_note},
+                                     {"ratio", opt_json(j.ratio)},
+                                     {"ci_low", j.ci ? nlohmann::json(j.ci->low) : nlohmann::json()},
+                                     {"ci_high", j.ci ? nlohmann::json(j.ci->high) : nlohmann::json()},
+                                     {"p_value", opt_json(j.p_value)},
+                                     {"p_holm", opt_json(j.p_holm)},
+                                     {"prob_new_slower", opt_json(j.effect)}}},
+                        {"status_change", std::string(to_string(j.status_change))},
+                        {"regression", j.regression},
+                        {"spec_changes", changes}};
+}
+
+}  // namespace
+
+nlohmann::json render_compare_json(const Comparison& c) {
+  nlohmann::json doc = compare_head_json(c);
   nlohmann::json jobs = nlohmann::json::array();
-  for (const ComparedJob& j : c.jobs) {
-    nlohmann::json changes = nlohmann::json::array();
-    for (const SpecChange& sc : j.spec_changes) changes.push_back({{"field", sc.field}, {"base", sc.base}, {"new", sc.fresh}});
-    jobs.push_back({{"model", j.key.model},
-                    {"backend", j.key.backend},
-                    {"hardware_class", j.key.hardware_class},
-                    {"precision", std::string(jobs::to_string(j.key.precision))},
-                    {"batch", j.key.batch},
-                    {"seq_len", j.key.seq_len},
-                    {"occurrence", j.occurrence},
-                    {"base", side_json(j.base)},
-                    {"new", side_json(j.fresh)},
-                    {"latency", {{"verdict", std::string(to_string(j.verdict))},
-                                 {"note", j.latency_note},
-                                 {"ratio", opt_json(j.ratio)},
-                                 {"ci_low", j.ci ? nlohmann::json(j.ci->low) : nlohmann::json()},
-                                 {"ci_high", j.ci ? nlohmann::json(j.ci->high) : nlohmann::json()},
-                                 {"p_value", opt_json(j.p_value)},
-                                 {"p_holm", opt_json(j.p_holm)},
-                                 {"prob_new_slower", opt_json(j.effect)}}},
-                    {"status_change", std::string(to_string(j.status_change))},
-                    {"regression", j.regression},
-                    {"spec_changes", changes}});
-  }
+  for (const ComparedJob& j : c.jobs) jobs.push_back(compared_job_json(j));
   doc["jobs"] = std::move(jobs);
   return doc;
 }
 
+std::string render_compare_json_text(const Comparison& c) {
+  // The head as dump(2) lays it out, then "jobs" last, one job per line: no tree of every job.
+  constexpr auto kReplace = nlohmann::json::error_handler_t::replace;
+  std::string out = compare_head_json(c).dump(2, ' ', false, kReplace);
+  out.resize(out.size() - 2);   // the closing "\n}"
+  out += ",\n  \"jobs\": [";
+  for (std::size_t i = 0; i < c.jobs.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    out += compared_job_json(c.jobs[i]).dump(-1, ' ', false, kReplace);
+  }
+  out += c.jobs.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
 ReportDocumentKeys compare_document_keys() {
+  static const std::vector<std::string_view> spec{"batch", "seq_len"};
   static const std::vector<std::string_view> metrics{
       "latency_ms.samples", "accuracy.nmse",     "accuracy.cosine", "accuracy.top1_agreement",
       "process.cpu_user_s", "process.cpu_sys_s", "process.wall_s",  "threads"};
-  return ReportDocumentKeys{nullptr, &metrics};
+  return ReportDocumentKeys{&spec, &metrics};
 }
 
 }  // namespace am::coord

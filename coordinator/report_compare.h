@@ -46,10 +46,10 @@ struct CompareOptions {
   stats::BootstrapOptions bootstrap;
 };
 
-// What compare_runs() reads of a row's stored documents: the whole spec (spec changes are found
-// field by field) and, of the metrics, the raw latency samples, accuracy, process times and
-// threads. Rows read with these keys compare exactly as whole rows do, in a fraction of the
-// memory (a million-job run's metrics trees are gigabytes).
+// What compare_runs() reads of a row's stored documents when the side carries spec texts (below):
+// of the spec, the key's batch and seq_len; of the metrics, the raw latency samples, accuracy,
+// process times and threads. Rows read with these keys compare exactly as whole rows do, in a
+// fraction of the memory (a million-job run's metrics trees are gigabytes).
 ReportDocumentKeys compare_document_keys();
 
 // One run as compare sees it.
@@ -57,6 +57,10 @@ struct CompareSide {
   std::string db;                  // the database path as given
   RunRecord run;
   std::vector<ReportRow> rows;
+  // Each row's stored spec as text (ReportRowTexts::spec_json), or empty: then spec changes are
+  // found from rows[i].spec. With texts, a pair with equal texts has no changes and only pairs
+  // whose texts differ are parsed (stored specs are canonical dumps: equal specs, equal texts).
+  std::vector<std::string> spec_texts;
 };
 
 struct JobKey {
@@ -153,5 +157,8 @@ Result<Comparison> compare_runs(const CompareSide& base, const CompareSide& fres
 
 std::string render_compare_markdown(const Comparison& c);
 nlohmann::json render_compare_json(const Comparison& c);
+// The same document as text without a tree of every job: the head laid out as dump(2) lays it
+// out, then "jobs" last with one job per line. Parses equal to render_compare_json(c).
+std::string render_compare_json_text(const Comparison& c);
 
 }  // namespace am::coord

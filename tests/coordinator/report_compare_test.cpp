@@ -341,5 +341,26 @@ TEST(Compare, JsonAndMarkdownCarryTheVerdict) {
   EXPECT_NE(render_compare_markdown(*clean).find("**Verdict: no regression**"), std::string::npos);
 }
 
+// The text `compare --format json` writes (jobs one per line, no tree of every job) parses to
+// render_compare_json's document, with jobs, without jobs, and with text that is not UTF-8.
+TEST(Compare, TheJsonTextIsTheJsonDocument) {
+  auto base = side("a", {row("1", "m", "f32", "pass", samples(10, 60, 1)),
+                         row("2", "m|x", "q8_0", "pass", {}), row("5", "gone", "f16", "pass", {})});
+  auto fresh = side("b", {row("3", "m", "f32", "pass", samples(13, 60, 3)),
+                          row("4", "m|x", "q8_0", "fail", {}), row("6", "new\xff", "bf16", "pass", {})});
+  fresh.rows[1].reason = "bad \xfe byte";
+  auto c = compare_runs(base, fresh, gate(10));
+  ASSERT_TRUE(c.ok());
+  const std::string text = render_compare_json_text(*c);
+  EXPECT_EQ(nlohmann::json::parse(text),
+            nlohmann::json::parse(render_compare_json(*c).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)));
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_EQ(nlohmann::json::parse(text)["jobs"].size(), 4u);   // matched 2, missing 1, new 1
+  CompareSide empty_a = side("a", {});
+  auto none = compare_runs(empty_a, empty_a, gate(10));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(nlohmann::json::parse(render_compare_json_text(*none)), render_compare_json(*none));
+}
+
 }  // namespace
 }  // namespace am::coord

@@ -262,33 +262,40 @@ TEST_F(StreamingReport, TheStreamedJunitIsTheJunitOfTheRowsInMemory) {
   EXPECT_NE(streamed_xml.find("<property name=\"nmse\" value=\"1e-05\"/>"), std::string::npos) << streamed_xml;
 }
 
-// compare reads rows with projected metrics (compare_document_keys) and without their logs; the
-// comparison is the one whole rows give, side values (samples, accuracy, CPU and wall time,
-// threads) included.
+// compare reads rows with projected documents (compare_document_keys), the spec as its stored
+// text, and no logs; the comparison is the one whole rows give: side values (samples, accuracy,
+// CPU and wall time, threads) and a changed setting found from the texts included.
 TEST_F(StreamingReport, CompareOfProjectedRowsIsCompareOfWholeRows) {
   json timed = paired(4.0, 8.0);
   timed["process"] = {{"cpu_user_s", 1.25}, {"cpu_sys_s", 0.5}, {"wall_s", 1.5}, {"peak_rss_bytes", 1000}};
   timed["threads"] = 2;
   run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", timed);
-  std::vector<ReportRow> projected;
+  CompareSide projected_base{"a.db", run_record(), {}, {}};
   ASSERT_TRUE(store_
                   ->for_each_report_row(kRun, compare_document_keys(),
-                                        [&](const ReportRow& r, const ReportRowTexts&) {
-                                          projected.push_back(r);
+                                        [&](const ReportRow& r, const ReportRowTexts& t) {
+                                          projected_base.rows.push_back(r);
+                                          projected_base.spec_texts.emplace_back(t.spec_json);
                                           return Status::Ok();
                                         })
                   .ok());
-  CompareSide whole_side{"a.db", run_record(), rows()};
-  CompareSide projected_side{"a.db", run_record(), projected};
+  // The new run: the same rows, one of them measured with another min_time_s.
+  CompareSide whole_base{"a.db", run_record(), rows(), {}};
+  CompareSide whole_new = whole_base;
+  CompareSide projected_new = projected_base;
+  const std::size_t changed = whole_new.rows.size() - 1;
+  whole_new.rows[changed].spec["min_time_s"] = 9.0;
+  projected_new.spec_texts[changed] = whole_new.rows[changed].spec.dump();
   CompareOptions options;
-  auto whole = compare_runs(whole_side, whole_side, options);
-  auto from_projected = compare_runs(projected_side, projected_side, options);
+  auto whole = compare_runs(whole_base, whole_new, options);
+  auto from_projected = compare_runs(projected_base, projected_new, options);
   ASSERT_TRUE(whole.ok());
   ASSERT_TRUE(from_projected.ok());
   const json a = render_compare_json(*whole);
   const json b = render_compare_json(*from_projected);
   EXPECT_EQ(a, b);
-  EXPECT_NE(a.dump().find("1.75"), std::string::npos);   // cpu_user_s + cpu_sys_s, not lost
+  EXPECT_NE(a.dump().find("1.75"), std::string::npos);         // cpu_user_s + cpu_sys_s, not lost
+  EXPECT_NE(a.dump().find("\"min_time_s\""), std::string::npos);   // the changed setting
 }
 
 TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
