@@ -9,7 +9,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "common/check.h"
 #include "common/json_text.h"
 #include "common/utf8.h"
 #include "coordinator/chunked_text.h"
@@ -240,9 +239,9 @@ struct DashboardBuilder::State {
 };
 
 DashboardBuilder::DashboardBuilder(const RunRecord& run, const std::vector<WorkerRecord>& workers)
-    : state_(std::make_unique<State>()), workers_(workers) {
+    : state_(std::make_unique<State>()) {
   state_->run = run;
-  for (const WorkerRecord& w : workers_) state_->worker_by_id[w.worker_id] = &w;
+  for (const WorkerRecord& w : workers) state_->worker_by_id[w.worker_id] = &w;
   const auto& names = dashboard_job_columns();
   state_->cell_column = static_cast<std::size_t>(
       std::find_if(names.begin(), names.end(), [](const char* n) { return std::string_view(n) == "cell"; }) -
@@ -349,13 +348,7 @@ void DashboardBuilder::add(const ReportRow& r) {
 }
 
 std::string DashboardBuilder::finish(int64_t generated_at_ms) {
-  std::string text;
-  const Status st = finish(generated_at_ms, [&](std::string_view piece) {
-    text.append(piece);
-    return Status::Ok();
-  });
-  AM_CHECK(st.ok(), st.message().c_str());   // a string: nothing can fail
-  return text;
+  return collect_text([&](const TextSink& sink) { return finish(generated_at_ms, sink); });
 }
 
 Status DashboardBuilder::finish(int64_t generated_at_ms, const TextSink& sink) {

@@ -87,9 +87,8 @@ class DashboardBuilder {
   Status finish(int64_t generated_at_ms, const TextSink& sink);
 
  private:
-  struct State;
+  struct State;   // holds pointers into the constructor's `workers`
   std::unique_ptr<State> state_;
-  const std::vector<WorkerRecord>& workers_;
 };
 
 }  // namespace am::coord

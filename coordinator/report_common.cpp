@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "common/check.h"
 #include "common/json_text.h"
 #include "coordinator/hardware_label.h"
 
@@ -108,6 +109,16 @@ std::string format_utc(int64_t epoch_ms) {
   gmtime_r(&seconds, &tm);
   return fmt::format("{:04d}-{:02d}-{:02d}T{:02d}:{:02d}:{:02d}.{:03d}Z", tm.tm_year + 1900,
                      tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis);
+}
+
+std::string collect_text(const std::function<Status(const TextSink&)>& write) {
+  std::string text;
+  const Status st = write([&](std::string_view piece) {
+    text.append(piece);
+    return Status::Ok();
+  });
+  AM_CHECK(st.ok(), st.message().c_str());
+  return text;
 }
 
 }  // namespace am::coord

@@ -48,6 +48,10 @@ ReportRowSource rows_in_memory(const std::vector<ReportRow>& rows);
 // Where a report goes, a piece at a time (a file being written, standard output, a string).
 using TextSink = std::function<Status(std::string_view)>;
 
+// The text `write` hands its sink, collected into one string, for writers whose source cannot
+// fail (rows in memory): an error from `write` is a bug and aborts (AM_CHECK).
+std::string collect_text(const std::function<Status(const TextSink&)>& write);
+
 // summarize_run() with the rows given one at a time (streaming reports). finish() returns the
 // summary of every row added and starts afresh.
 class RunSummaryBuilder {

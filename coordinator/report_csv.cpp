@@ -4,7 +4,6 @@
 #include <string>
 #include <unordered_map>
 
-#include "common/check.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
@@ -229,13 +228,7 @@ Status write_csv_report(const RunRecord& /*run*/, const ReportRowSource& rows, c
 }
 
 std::string render_csv(const RunRecord& run, const std::vector<ReportRow>& rows) {
-  std::string text;
-  const Status st = write_csv_report(run, rows_in_memory(rows), [&](std::string_view piece) {
-    text.append(piece);
-    return Status::Ok();
-  });
-  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
-  return text;
+  return collect_text([&](const TextSink& sink) { return write_csv_report(run, rows_in_memory(rows), sink); });
 }
 
 }  // namespace am::coord

@@ -4,7 +4,6 @@
 #include <optional>
 #include <string>
 
-#include "common/check.h"
 #include "common/json_text.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
@@ -381,13 +380,8 @@ Status write_json_report(const RunRecord& run, const std::vector<WorkerRecord>& 
 }
 
 json render_json(const RunRecord& run, const std::vector<ReportRow>& rows, const std::vector<WorkerRecord>& workers) {
-  std::string text;
-  const Status st = write_json_report(run, workers, rows_in_memory(rows), [&](std::string_view piece) {
-    text.append(piece);
-    return Status::Ok();
-  });
-  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
-  return json::parse(text);
+  return json::parse(
+      collect_text([&](const TextSink& sink) { return write_json_report(run, workers, rows_in_memory(rows), sink); }));
 }
 
 }  // namespace am::coord

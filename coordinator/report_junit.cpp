@@ -5,7 +5,6 @@
 #include <optional>
 #include <utility>
 
-#include "common/check.h"
 #include "common/utf8.h"
 #include "coordinator/chunked_text.h"
 #include "coordinator/report_common.h"
@@ -282,13 +281,7 @@ Status write_junit_report(const RunRecord& run, const ReportRowSource& rows, con
 }
 
 std::string render_junit(const RunRecord& run, const std::vector<ReportRow>& rows) {
-  std::string text;
-  const Status st = write_junit_report(run, rows_in_memory(rows), [&](std::string_view piece) {
-    text.append(piece);
-    return Status::Ok();
-  });
-  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
-  return text;
+  return collect_text([&](const TextSink& sink) { return write_junit_report(run, rows_in_memory(rows), sink); });
 }
 
 }  // namespace am::coord

@@ -10,7 +10,6 @@
 
 #include <fmt/format.h>
 
-#include "common/check.h"
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
 #include "coordinator/report_common.h"
@@ -448,13 +447,8 @@ Status write_markdown_report(const RunRecord& run, const std::vector<WorkerRecor
 
 std::string render_markdown(const RunRecord& run, const std::vector<ReportRow>& rows,
                             const std::vector<WorkerRecord>& workers) {
-  std::string text;
-  const Status st = write_markdown_report(run, workers, rows_in_memory(rows), [&](std::string_view piece) {
-    text.append(piece);
-    return Status::Ok();
-  });
-  AM_CHECK(st.ok(), st.message().c_str());   // rows in memory and a string: nothing can fail
-  return text;
+  return collect_text(
+      [&](const TextSink& sink) { return write_markdown_report(run, workers, rows_in_memory(rows), sink); });
 }
 
 }  // namespace am::coord

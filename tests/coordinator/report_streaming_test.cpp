@@ -141,22 +141,30 @@ class StreamingReport : public testing::StoreFixture {
     raw_exec(db_path_, "UPDATE attempts SET metrics_json = '[1,2]' WHERE job_id = '" + array_ + "'");
   }
 
-  // The streamed document, as `accelmatrix report --format json` writes it.
-  std::string streamed() {
+  // What `write` streams from the store's rows, in one read snapshot, as `accelmatrix report`
+  // runs a writer.
+  std::string streamed_by(const std::function<Status(const ReportRowSource&, const TextSink&)>& write) {
     std::string text;
-    auto workers = store_->list_workers();
-    EXPECT_TRUE(workers.ok());
     const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
       return store_->for_each_report_row(kRun, keys, visit);
     };
     Status st = store_->in_read_snapshot([&] {
-      return write_json_report(run_record(), *workers, source, [&](std::string_view piece) {
+      return write(source, [&](std::string_view piece) {
         text.append(piece);
         return Status::Ok();
       });
     });
     EXPECT_TRUE(st.ok()) << st.to_string();
     return text;
+  }
+
+  // The streamed document, as `accelmatrix report --format json` writes it.
+  std::string streamed() {
+    auto workers = store_->list_workers();
+    EXPECT_TRUE(workers.ok());
+    return streamed_by([&](const ReportRowSource& source, const TextSink& sink) {
+      return write_json_report(run_record(), *workers, source, sink);
+    });
   }
 
   std::string pending_, damaged_, array_;
@@ -185,17 +193,9 @@ TEST_F(StreamingReport, TheStreamedCsvIsTheCsvOfTheRowsInMemory) {
   full["memory"] = {{"peak_rss_bytes", 123456789}, {"weights_bytes", 4567890}};
   full["process"] = {{"wall_s", 1.75}, {"peak_rss_bytes", 223456789}};
   const std::string id = run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", full);
-  std::string streamed_csv;
-  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
-    return store_->for_each_report_row(kRun, keys, visit);
-  };
-  Status st = store_->in_read_snapshot([&] {
-    return write_csv_report(run_record(), source, [&](std::string_view piece) {
-      streamed_csv.append(piece);
-      return Status::Ok();
-    });
+  const std::string streamed_csv = streamed_by([&](const ReportRowSource& source, const TextSink& sink) {
+    return write_csv_report(run_record(), source, sink);
   });
-  ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(streamed_csv, render_csv(run_record(), rows()));
   // The full job's record holds every value it stored.
   const std::size_t at = streamed_csv.find(id);
@@ -217,40 +217,25 @@ TEST_F(StreamingReport, TheStreamedMarkdownIsTheMarkdownOfTheRowsInMemory) {
   run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "pass", "", full);
   auto workers = store_->list_workers();
   ASSERT_TRUE(workers.ok());
-  std::string streamed_md;
-  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
-    return store_->for_each_report_row(kRun, keys, visit);
-  };
-  Status st = store_->in_read_snapshot([&] {
-    return write_markdown_report(run_record(), *workers, source, [&](std::string_view piece) {
-      streamed_md.append(piece);
-      return Status::Ok();
-    });
+  const std::string streamed_md = streamed_by([&](const ReportRowSource& source, const TextSink& sink) {
+    return write_markdown_report(run_record(), *workers, source, sink);
   });
-  ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(streamed_md, render_markdown(run_record(), rows(), *workers));
   EXPECT_NE(streamed_md.find("| 117.7 / 4.4 |"), std::string::npos) << streamed_md;   // MiB
   EXPECT_NE(streamed_md.find("**Busy host:**"), std::string::npos);
   EXPECT_NE(streamed_md.find("| 1234.5 |"), std::string::npos);
 }
 
-// JUnit: one walk for the suites' totals, one per suite for its cases; the same document as the
-// rows in memory give, suites (cpu, opencl, vulkan) and cases in job order.
+// JUnit: one walk for the suites' totals, a second for the cases (the first suite's written as
+// read, the others held until their turn); the same document as the rows in memory give, suites
+// (cpu, opencl, vulkan) and cases in job order.
 TEST_F(StreamingReport, TheStreamedJunitIsTheJunitOfTheRowsInMemory) {
   json wall_only = json::object();
   wall_only["process"] = {{"wall_s", 2.5}};
   run_job(make_spec("bert-tiny", "encoder-only", "cpu", "bf16", 1, 16), "fail", "too far off", wall_only);
-  std::string streamed_xml;
-  const ReportRowSource source = [&](const ReportDocumentKeys& keys, const ReportRowVisitor& visit) {
-    return store_->for_each_report_row(kRun, keys, visit);
-  };
-  Status st = store_->in_read_snapshot([&] {
-    return write_junit_report(run_record(), source, [&](std::string_view piece) {
-      streamed_xml.append(piece);
-      return Status::Ok();
-    });
+  const std::string streamed_xml = streamed_by([&](const ReportRowSource& source, const TextSink& sink) {
+    return write_junit_report(run_record(), source, sink);
   });
-  ASSERT_TRUE(st.ok()) << st.to_string();
   EXPECT_EQ(streamed_xml, render_junit(run_record(), rows()));
   std::size_t suites = 0;
   for (std::size_t at = streamed_xml.find("<testsuite "); at != std::string::npos;

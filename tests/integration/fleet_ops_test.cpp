@@ -433,14 +433,14 @@ TEST(Progress, QuietVerboseAndLogLevelWorkAfterTheSubcommand) {
 }
 
 // A report that cannot be written (a full disk, a closed pipe) fails the command and says why,
-// whatever the format: the JSON report streams from its own writer thread (docs/REPORTS.md).
+// whatever the format: every format streams to its own writer thread (docs/REPORTS.md).
 TEST(ReportOutput, AWriteErrorOnStandardOutputFailsTheCommandAndNamesIt) {
   ScratchDir dir("report-full");
   const auto plan = write_bert_plan(dir / "full.toml", "full", 0.05, "[16]", "[\"f32\"]", "accuracy");
   const auto db = dir / "full.db";
   std::string log;
   ASSERT_EQ(run_logged(dir, "run", run_args(plan, db, {"-q"}), &log), 0) << log;
-  for (const std::string format : {"json", "md"}) {
+  for (const std::string format : {"json", "md", "csv", "junit", "html"}) {
     const auto err = dir / ("full-" + format + ".err");
     Process p({"/bin/sh", "-c",
                "exec '" + coordinator_binary().string() + "' report --db '" + db.string() + "' --format " + format +
