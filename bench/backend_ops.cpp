@@ -39,6 +39,8 @@ using testing::op_timing;
 struct Measured {
   double ms = 0.0, host_ms = 0.0, gbps = 0.0, gflops = 0.0;
   std::string error;
+  std::vector<DeviceKernelTime> profile;  // per timed call: seconds / reps
+  int64_t reps = 0;
 };
 
 Measured measure(Backend& be, const OpCase& c, double min_s) {
@@ -47,7 +49,7 @@ Measured measure(Backend& be, const OpCase& c, double min_s) {
     m.error = "unsupported: " + s.message();
     return m;
   }
-  op_timing() = testing::OpTiming{true, min_s, 0.0, 0.0, 0.0};
+  op_timing() = testing::OpTiming{true, min_s, 0.0, 0.0, 0.0, {}, 0};
   Result<std::vector<Tensor>> r = c.run(be);
   op_timing().on = false;
   if (!r.ok()) {
@@ -56,6 +58,8 @@ Measured measure(Backend& be, const OpCase& c, double min_s) {
   }
   m.ms = op_timing().ms;
   m.host_ms = op_timing().host_ms;
+  m.profile = std::move(op_timing().profile);
+  m.reps = op_timing().reps;
   const double s = m.ms * 1e-3;
   m.gbps = (op_timing().bytes + c.weight_bytes) / s / 1e9;
   m.gflops = c.flops > 0 ? c.flops / s / 1e9 : 0.0;
@@ -122,12 +126,16 @@ int run(int argc, char** argv) {
   app.add_option("--json", json_path, "also write the table as JSON to this file");
   app.add_option("--min-time-s", min_s, "seconds each case runs for (default 0.2)")->check(CLI::PositiveNumber);
   app.add_flag("--quick", quick, "0.02 s per case, small perf shapes (a smoke run)");
+  bool profile = false;
+  app.add_flag("--profile", profile,
+               "device time per kernel under each case (sets ACCELMATRIX_DEVICE_PROFILE for the device backends)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
   if (quick) min_s = 0.02;
+  if (profile) setenv(kDeviceProfileEnv, "1", 1);  // read when each backend is made
 
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(threads);
@@ -173,7 +181,25 @@ int run(int argc, char** argv) {
       } else {
         std::printf("| %s | %.4f | %.4f | %.2f | %.1f | - | - |\n", c.name.c_str(), m.ms, m.host_ms, m.gbps, bw_pct);
       }
-      rows.push_back({{"case", c.name}, {"ms", m.ms}, {"host_ms", m.host_ms}, {"gb_per_s", m.gbps}, {"gflops", m.gflops}});
+      nlohmann::json row = {{"case", c.name}, {"ms", m.ms}, {"host_ms", m.host_ms}, {"gb_per_s", m.gbps}, {"gflops", m.gflops}};
+      if (!m.profile.empty() && m.reps > 0) {
+        // Device time of one call, by kernel: where a call's ms go on the device.
+        nlohmann::json kernels = nlohmann::json::array();
+        std::string line;
+        for (const DeviceKernelTime& k : m.profile) {
+          const double per_call_ms = k.seconds * 1e3 / static_cast<double>(m.reps);
+          const double per_launch_us = k.seconds * 1e6 / static_cast<double>(k.calls);
+          kernels.push_back({{"kernel", k.kernel}, {"launches", k.calls}, {"ms_per_call", per_call_ms},
+                             {"us_per_launch", per_launch_us}});
+          char buf[160];
+          std::snprintf(buf, sizeof buf, "%s%s %.4f ms/call (%.1f us x %.2f)", line.empty() ? "" : "; ", k.kernel.c_str(),
+                        per_call_ms, per_launch_us, static_cast<double>(k.calls) / static_cast<double>(m.reps));
+          line += buf;
+        }
+        std::printf("|   device: %s | | | | | | |\n", line.c_str());
+        row["device_profile"] = kernels;
+      }
+      rows.push_back(row);
     }
     std::printf("\n");
     doc["backends"].push_back({{"backend", name},

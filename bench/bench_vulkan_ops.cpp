@@ -18,7 +18,9 @@
 //
 //   build/bench/bench_vulkan_ops [--json FILE] [--quick] [--only gemv|gemm]
 //                                [--matvec-lanes N] [--matvec-rows 1|2|4] [--coopmat-k-step 32|64]
-// The last two override the built-in choices, to sweep them on a real device.
+//                                [--serial]
+// The tuning flags (lanes, rows, K step) override the built-in choices, to sweep them on a real
+// device; --serial keeps a barrier after each GEMV dispatch (the lone-dispatch rate).
 //
 // --quick: smaller shapes (GEMV 2048 x 1024, GEMM 32 x 512 x 512) and buffers, for CI on
 // lavapipe; exits 0 with a message when there is no Vulkan device. ACCELMATRIX_VULKAN_DEVICE
@@ -163,6 +165,7 @@ class Bench {
  public:
   Bench(VulkanDevice& dev, bool quick) : dev_(dev), ops_(dev), quick_(quick) {}
   void set_tuning(const DeviceOpsTuning& t) { ops_.set_tuning(t); }
+  void set_serial(bool on) { serial_ = on; }
 
   Status copy_bandwidth() {
     const std::size_t bytes =
@@ -255,7 +258,9 @@ class Bench {
       AM_RETURN_IF_ERROR(dev_.submit());
     }
     int next = 0;
-    dev_.set_barriers(false);
+    // --serial keeps the barrier after each dispatch: each GEMV then runs alone, as one op of a
+    // model's forward pass does (the lone-dispatch rate, not the shader's throughput).
+    dev_.set_barriers(serial_);
     Result<double> t = time_batches(dev_, kGemvBatch, [&]() -> Status {
       const std::size_t i = static_cast<std::size_t>(next++ % kGemvBatch);
       const Buffer& y = ys[i];
@@ -267,7 +272,8 @@ class Bench {
     const double gbs = static_cast<double>(w->weight_bytes) / *t / kBytesPerGB;
     add({what, shape, *t, gbs, "GB/s", copy_gbs_ > 0 ? 100.0 * gbs / copy_gbs_ : -1,
          std::to_string(w->weight_bytes >> 20) + " MiB of weights" +
-             (copies.empty() ? std::string() : ", " + std::to_string(copies.size() + 1) + " copies, one per dispatch")});
+             (copies.empty() ? std::string() : ", " + std::to_string(copies.size() + 1) + " copies, one per dispatch") +
+             (serial_ ? ", serial" : "")});
     return Status::Ok();
   }
 
@@ -330,6 +336,7 @@ class Bench {
   VulkanDevice& dev_;
   DeviceOps ops_;
   bool quick_;
+  bool serial_ = false;
   double copy_gbs_ = 0.0;
   double fma32_gflops_ = 0.0;
   double fma16_gflops_ = 0.0;
@@ -339,6 +346,7 @@ class Bench {
 struct Sweep {
   std::string only;  // "", "gemv" or "gemm"
   DeviceOpsTuning tuning;
+  bool serial = false;  // GEMV dispatches with a barrier after each
 };
 
 int run(const std::string& json_path, bool quick, const Sweep& sweep) {
@@ -362,6 +370,7 @@ int run(const std::string& json_path, bool quick, const Sweep& sweep) {
                                 : (d.int_dot ? "off (" + std::string(kVulkanPortableEnv) + ")" : "not on this device").c_str());
   Bench bench(**dev, quick);
   bench.set_tuning(sweep.tuning);
+  bench.set_serial(sweep.serial);
   std::printf("matvec lanes: %s, float matvec rows: %u, cooperative-matrix K step: %u\n\n",
               sweep.tuning.matvec_lanes == 0 ? "built-in" : std::to_string(sweep.tuning.matvec_lanes).c_str(),
               sweep.tuning.matvec_rows, sweep.tuning.coopmat_k_step);
@@ -400,6 +409,7 @@ int run(const std::string& json_path, bool quick, const Sweep& sweep) {
                                                                         : nlohmann::json(sweep.tuning.matvec_lanes)},
                        {"matvec_rows", sweep.tuning.matvec_rows},
                        {"coopmat_k_step", sweep.tuning.coopmat_k_step},
+                       {"serial_gemv", sweep.serial},
                        {"portable_shaders", portable_shaders_forced()}};
     std::ofstream out(json_path);
     out << doc.dump(2) << "\n";
@@ -434,6 +444,8 @@ int main(int argc, char** argv) {
                  "K step of the cooperative-matrix GEMM (tuning; default " +
                      std::to_string(am::kernels::vulkan::kCoopmatKStep) + "; unused without cooperative matrices)")
       ->check(CLI::IsMember({32u, 64u}));
+  app.add_flag("--serial", sweep.serial,
+               "GEMV dispatches with a barrier after each (each runs alone, as in a forward pass)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -118,4 +118,6 @@ Status Backend::matmul_nt(ConstTensorView, ConstTensorView, float, TensorView) {
 Status Backend::fma_chain(int32_t, TensorView) { return unsupported_op(Op::kFmaChain); }
 Status Backend::synchronize() { return Status::Ok(); }
 
+std::vector<DeviceKernelTime> Backend::take_device_profile() { return {}; }
+
 }  // namespace am::kernels

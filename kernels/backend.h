@@ -45,6 +45,7 @@
 #include "kernels/cpu/rope.h"
 #include "kernels/exec_context.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/device_profile.h"
 #include "kernels/tensor.h"
 #include "kernels/formats/weight_format.h"
 
@@ -129,6 +130,9 @@ class Backend {
   // Waits until every op recorded so far has run on the device; moves no data (the cpu
   // backend runs ops synchronously: nothing to wait for). For timing device work.
   virtual Status synchronize();
+  // Device time per kernel since the last call (device_profile.h: only when the backend was
+  // made with ACCELMATRIX_DEVICE_PROFILE set; empty otherwise and on the cpu backend).
+  virtual std::vector<DeviceKernelTime> take_device_profile();
 
   // Ops. Shapes are checked; a mismatch is InvalidArgument naming the op.
   virtual Status linear(const Linear& layer, ConstTensorView x, TensorView y);

@@ -92,6 +92,8 @@ Status load() {
   resolve(lib, "clEnqueueCopyBuffer", a.EnqueueCopyBuffer, missing);
   resolve(lib, "clEnqueueFillBuffer", a.EnqueueFillBuffer, missing);
   resolve(lib, "clFinish", a.Finish, missing);
+  resolve(lib, "clGetEventProfilingInfo", a.GetEventProfilingInfo, missing);
+  resolve(lib, "clReleaseEvent", a.ReleaseEvent, missing);
   if (!missing.empty()) {
     // The library stays open (it may be in use elsewhere in the process); only our table is void.
     g_api = ClApi{};

@@ -61,6 +61,8 @@ struct ClApi {
   decltype(&::clEnqueueCopyBuffer) EnqueueCopyBuffer = nullptr;
   decltype(&::clEnqueueFillBuffer) EnqueueFillBuffer = nullptr;
   decltype(&::clFinish) Finish = nullptr;
+  decltype(&::clGetEventProfilingInfo) GetEventProfilingInfo = nullptr;
+  decltype(&::clReleaseEvent) ReleaseEvent = nullptr;
 };
 
 Result<const ClApi*> opencl_api();

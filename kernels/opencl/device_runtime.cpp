@@ -75,6 +75,9 @@ std::size_t required_group_size(KernelId id, const KernelConfig& c) {
 
 }  // namespace
 
+// Launch events held before a profiled runtime reads them (each holds driver memory).
+constexpr std::size_t kMaxPendingEvents = 4096;
+
 const char* kernel_name(KernelId id) { return kKernelNames[static_cast<std::size_t>(id)]; }
 
 Status KernelLaunch::set(std::size_t size, const void* value) {
@@ -104,9 +107,34 @@ KernelLaunch& KernelLaunch::f32(float v) {
 Status KernelLaunch::run(cl_command_queue queue, int dims, const std::size_t* global,
                          const std::size_t* local) const {
   AM_RETURN_IF_ERROR(status_);
-  return cl_check(cl().EnqueueNDRangeKernel(queue, kernel_, static_cast<cl_uint>(dims), nullptr,
-                                            global, local, 0, nullptr, nullptr),
-                  std::string("clEnqueueNDRangeKernel(") + kernel_name(id_) + ")");
+  if (events_ != nullptr && events_->pending.size() >= kMaxPendingEvents) {
+    // Bounded: read what has run so far.
+    AM_RETURN_IF_ERROR(cl_check(cl().Finish(queue), "clFinish (profile)"));
+    events_->collect();
+  }
+  cl_event event = nullptr;
+  AM_RETURN_IF_ERROR(cl_check(cl().EnqueueNDRangeKernel(queue, kernel_, static_cast<cl_uint>(dims), nullptr, global,
+                                                        local, 0, nullptr, events_ != nullptr ? &event : nullptr),
+                              std::string("clEnqueueNDRangeKernel(") + kernel_name(id_) + ")"));
+  if (event != nullptr) events_->pending.emplace_back(id_, event);
+  return Status::Ok();
+}
+
+void KernelEvents::collect() {
+  for (const auto& [id, event] : pending) {
+    cl_ulong start = 0, end = 0;
+    if (cl().GetEventProfilingInfo(event, CL_PROFILING_COMMAND_START, sizeof start, &start, nullptr) == CL_SUCCESS &&
+        cl().GetEventProfilingInfo(event, CL_PROFILING_COMMAND_END, sizeof end, &end, nullptr) == CL_SUCCESS &&
+        end >= start) {
+      profile.add(kernel_name(id), static_cast<double>(end - start) * 1e-9);
+    }
+    cl().ReleaseEvent(event);
+  }
+  pending.clear();
+}
+
+KernelEvents::~KernelEvents() {
+  for (const auto& entry : pending) cl().ReleaseEvent(entry.second);
 }
 
 Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device, std::optional<bool> column_matmul) {
@@ -125,7 +153,9 @@ Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device, std::opt
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device.platform), 0};
   rt.context_ = ClContext(cl().CreateContext(props, 1, &device.device, nullptr, nullptr, &rc));
   AM_RETURN_IF_ERROR(cl_check(rc, "clCreateContext(" + device.label() + ")"));
-  rt.queue_ = ClQueue(cl().CreateCommandQueue(rt.context_.get(), device.device, 0, &rc));
+  const bool profile = device_profiling_requested();
+  rt.queue_ = ClQueue(
+      cl().CreateCommandQueue(rt.context_.get(), device.device, profile ? CL_QUEUE_PROFILING_ENABLE : 0, &rc));
   AM_RETURN_IF_ERROR(cl_check(rc, "clCreateCommandQueue(" + device.label() + ")"));
 
   const std::string_view sources[] = {opencl_kernel_source(), opencl_sequence_kernel_source(),
@@ -163,6 +193,7 @@ Result<DeviceRuntime> DeviceRuntime::create(const OpenClDevice& device, std::opt
                          " allows " + std::to_string(allowed));
     }
   }
+  if (profile) rt.events_ = std::make_shared<KernelEvents>();
   rt.build_ms_ = ms_since(start);
   get_logger("kernels/opencl")
       ->debug("kernels built for {} in {:.0f} ms ({})", device.label(), rt.build_ms_, options);
@@ -203,6 +234,10 @@ Status DeviceRuntime::read(cl_mem src, void* host, std::size_t bytes) const {
                   "clEnqueueReadBuffer(" + std::to_string(bytes) + " bytes)");
 }
 
-Status DeviceRuntime::finish() const { return cl_check(cl().Finish(queue_.get()), "clFinish"); }
+Status DeviceRuntime::finish() const {
+  AM_RETURN_IF_ERROR(cl_check(cl().Finish(queue_.get()), "clFinish"));
+  if (events_) events_->collect();
+  return Status::Ok();
+}
 
 }  // namespace am::kernels::opencl

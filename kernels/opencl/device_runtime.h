@@ -11,10 +11,14 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
+#include "kernels/device_profile.h"
 #include "kernels/opencl/cl_device.h"
 #include "kernels/opencl/cl_handles.h"
 #include "kernels/opencl/cl_kernels.h"
@@ -66,10 +70,21 @@ enum class KernelId : int {
 
 const char* kernel_name(KernelId id);
 
+// Profiling state of a runtime made with ACCELMATRIX_DEVICE_PROFILE (device_profile.h): the
+// events of launched kernels not yet read, and the sums read so far.
+struct KernelEvents {
+  std::vector<std::pair<KernelId, cl_event>> pending;
+  DeviceProfile profile;
+  // Reads and releases the pending events (their kernels must have completed: after clFinish).
+  void collect();
+  ~KernelEvents();
+};
+
 // Arguments are appended in kernel order; the first failure is kept and reported by run().
 class KernelLaunch {
  public:
-  KernelLaunch(cl_kernel kernel, KernelId id) : kernel_(kernel), id_(id) {}
+  KernelLaunch(cl_kernel kernel, KernelId id, KernelEvents* events = nullptr)
+      : kernel_(kernel), id_(id), events_(events) {}
   KernelLaunch& mem(cl_mem m);  // a null m passes a NULL buffer (an absent optional input)
   KernelLaunch& i32(int32_t v);
   KernelLaunch& f32(float v);
@@ -81,6 +96,7 @@ class KernelLaunch {
   Status set(std::size_t size, const void* value);
   cl_kernel kernel_;
   KernelId id_;
+  KernelEvents* events_;  // null: not profiled
   cl_uint next_ = 0;
   Status status_ = Status::Ok();
 };
@@ -98,7 +114,12 @@ class DeviceRuntime {
   double build_ms() const { return build_ms_; }
 
   KernelLaunch kernel(KernelId id) const {
-    return KernelLaunch(kernels_[static_cast<std::size_t>(id)].get(), id);
+    return KernelLaunch(kernels_[static_cast<std::size_t>(id)].get(), id, events_.get());
+  }
+  // Device time per kernel of the launches finished (finish()) since the last take; empty when
+  // not profiling.
+  std::vector<DeviceKernelTime> take_profile() const {
+    return events_ ? events_->profile.take() : std::vector<DeviceKernelTime>{};
   }
   // Non-blocking: `host` must stay valid until a later blocking call (read or finish) returns.
   Status write(cl_mem dst, const void* host, std::size_t bytes) const;
@@ -118,6 +139,9 @@ class DeviceRuntime {
   ClProgram program_;
   std::array<ClKernel, static_cast<std::size_t>(KernelId::kCount)> kernels_;
   double build_ms_ = 0.0;
+  // Set when profiling: the queue then has CL_QUEUE_PROFILING_ENABLE. Shared so that the
+  // runtime stays movable while launches point at it.
+  std::shared_ptr<KernelEvents> events_;
 };
 
 }  // namespace am::kernels::opencl

@@ -381,6 +381,8 @@ Status OpenClBackend::synchronize() {
   return Status::Ok();
 }
 
+std::vector<DeviceKernelTime> OpenClBackend::take_device_profile() { return impl_->rt.take_profile(); }
+
 Result<std::unique_ptr<Backend>> make_opencl_backend() {
   AM_ASSIGN_OR_RETURN(opencl::OpenClDevice device, opencl::select_opencl_device());
   AM_ASSIGN_OR_RETURN(std::unique_ptr<OpenClBackend> backend, OpenClBackend::create(device));

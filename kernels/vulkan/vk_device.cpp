@@ -19,7 +19,12 @@ constexpr uint32_t kApi12 = VK_MAKE_API_VERSION(0, 1, 2, 0);
 // Buffers are never empty: Vulkan forbids size 0, and a dummy binding needs a real buffer.
 constexpr std::size_t kMinBufferBytes = 16;
 constexpr uint64_t kFenceTimeoutNs = 600ull * 1000 * 1000 * 1000;  // a hung device, not a slow one
-constexpr uint32_t kTimestampQueries = 2;
+constexpr uint32_t kTimestampQueries = 2;   // the submit's start and end
+// Profiling: one timestamp per command after the two above; when they are used up the recorded
+// work is submitted (like a full descriptor pool).
+constexpr uint32_t kProfileSlots = 2048;
+const std::string kCopyName = "copy";
+const std::string kFillName = "fill";
 
 // An instance with the 1.1 API (the lowest the backend uses: properties2, subgroup properties).
 struct InstanceWithFns {
@@ -368,14 +373,16 @@ Result<std::unique_ptr<VulkanDevice>> VulkanDevice::create(const VulkanDeviceInf
   dev->descriptor_pool_ = DescriptorPoolHandle(raw, dpool, fn.vkDestroyDescriptorPool);
 
   if (info.timestamp_valid_bits > 0 && info.timestamp_period_ns > 0.0f) {
+    const bool profile = options.profile || device_profiling_requested();
     VkQueryPoolCreateInfo qpci{};
     qpci.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
     qpci.queryType = VK_QUERY_TYPE_TIMESTAMP;
-    qpci.queryCount = kTimestampQueries;
+    qpci.queryCount = kTimestampQueries + (profile ? kProfileSlots : 0);
     VkQueryPool qp = VK_NULL_HANDLE;
     if (fn.vkCreateQueryPool(raw, &qpci, nullptr, &qp) == VK_SUCCESS) {
       dev->query_pool_ = QueryPoolHandle(raw, qp, fn.vkDestroyQueryPool);
       dev->timestamps_ = true;
+      dev->profiling_ = profile;
     }
   }
   return dev;
@@ -636,7 +643,7 @@ Status VulkanDevice::begin_if_needed() {
   recording_ = true;
   recorded_ = 0;
   if (timestamps_) {
-    fn.vkCmdResetQueryPool(cmd_, query_pool_.get(), 0, kTimestampQueries);
+    fn.vkCmdResetQueryPool(cmd_, query_pool_.get(), 0, kTimestampQueries + (profiling_ ? kProfileSlots : 0));
     fn.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, query_pool_.get(), 0);
   }
   return Status::Ok();
@@ -653,6 +660,41 @@ void VulkanDevice::barrier() {
                      VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   fn.vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+Status VulkanDevice::reserve_profile_slot() {
+  if (profiling_ && profiled_.size() >= kProfileSlots) return submit();
+  return Status::Ok();
+}
+
+void VulkanDevice::note_command(const std::string& name) {
+  if (!profiling_) return;
+  // After the command (and before its barrier): written once the command has completed, so
+  // the gap to the previous timestamp is this command's time, its wait for the one before
+  // included.
+  fn.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_.get(),
+                         kTimestampQueries + static_cast<uint32_t>(profiled_.size()));
+  profiled_.push_back(&name);
+}
+
+Status VulkanDevice::read_profile() {
+  if (profiled_.empty()) return Status::Ok();
+  std::vector<uint64_t> ticks(kTimestampQueries + profiled_.size());
+  AM_RETURN_IF_ERROR(vk_check(fn.vkGetQueryPoolResults(device_.get(), query_pool_.get(), 0,
+                                                       static_cast<uint32_t>(ticks.size()),
+                                                       ticks.size() * sizeof(uint64_t), ticks.data(),
+                                                       sizeof(uint64_t),
+                                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+                              "vkGetQueryPoolResults (profile)"));
+  const uint64_t mask = info_.timestamp_valid_bits >= 64 ? ~0ull : ((1ull << info_.timestamp_valid_bits) - 1);
+  uint64_t prev = ticks[0];
+  for (std::size_t i = 0; i < profiled_.size(); ++i) {
+    const uint64_t t = ticks[kTimestampQueries + i];
+    profile_.add(*profiled_[i], static_cast<double>((t - prev) & mask) * info_.timestamp_period_ns * 1e-9);
+    prev = t;
+  }
+  profiled_.clear();
+  return Status::Ok();
 }
 
 Result<VkDescriptorSet> VulkanDevice::allocate_set(const Pipeline& p) {
@@ -679,6 +721,7 @@ Status VulkanDevice::dispatch(const Pipeline& p, std::initializer_list<VkBuffer>
   }
   if (push_bytes > kPushConstantBytes) return internal_error("push constants of " + p.name + " too large");
   if (gx == 0 || gy == 0 || gz == 0) return Status::Ok();
+  AM_RETURN_IF_ERROR(reserve_profile_slot());
   Result<VkDescriptorSet> set = allocate_set(p);
   if (!set.ok() && set.status().code() == StatusCode::kResourceExhausted) {
     // The pool is reset only once the work using its sets has completed.
@@ -705,6 +748,7 @@ Status VulkanDevice::dispatch(const Pipeline& p, std::initializer_list<VkBuffer>
   fn.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout.get(), 0, 1, &*set, 0, nullptr);
   if (push_bytes > 0) fn.vkCmdPushConstants(cmd_, p.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
   fn.vkCmdDispatch(cmd_, gx, gy, gz);
+  note_command(p.name);
   barrier();
   ++recorded_;
   return Status::Ok();
@@ -713,9 +757,11 @@ Status VulkanDevice::dispatch(const Pipeline& p, std::initializer_list<VkBuffer>
 Status VulkanDevice::copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::size_t src_offset,
                           std::size_t dst_offset) {
   if (bytes == 0) return Status::Ok();
+  AM_RETURN_IF_ERROR(reserve_profile_slot());
   AM_RETURN_IF_ERROR(begin_if_needed());
   VkBufferCopy region{src_offset, dst_offset, bytes};
   fn.vkCmdCopyBuffer(cmd_, src, dst, 1, &region);
+  note_command(kCopyName);
   barrier();
   ++recorded_;
   return Status::Ok();
@@ -724,8 +770,10 @@ Status VulkanDevice::copy(VkBuffer src, VkBuffer dst, std::size_t bytes, std::si
 Status VulkanDevice::fill_zero(VkBuffer dst, std::size_t bytes) {
   if (bytes == 0) return Status::Ok();
   if (bytes % 4 != 0) return internal_error("vulkan fill of a size that is not a multiple of 4");
+  AM_RETURN_IF_ERROR(reserve_profile_slot());
   AM_RETURN_IF_ERROR(begin_if_needed());
   fn.vkCmdFillBuffer(cmd_, dst, 0, bytes, 0u);
+  note_command(kFillName);
   barrier();
   ++recorded_;
   return Status::Ok();
@@ -764,6 +812,7 @@ Result<double> VulkanDevice::submit_timed() {
   AM_RETURN_IF_ERROR(fail_on_error(vk_check(fn.vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer")));
   AM_RETURN_IF_ERROR(fail_on_error(
       vk_check(fn.vkResetDescriptorPool(dev, descriptor_pool_.get(), 0), "vkResetDescriptorPool")));
+  if (profiling_) AM_RETURN_IF_ERROR(read_profile());
   if (timestamps_) {
     uint64_t ticks[kTimestampQueries] = {0, 0};
     AM_RETURN_IF_ERROR(vk_check(fn.vkGetQueryPoolResults(dev, query_pool_.get(), 0, kTimestampQueries, sizeof ticks,

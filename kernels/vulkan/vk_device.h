@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "kernels/device_profile.h"
 #include "kernels/vulkan/vk_api.h"
 #include "kernels/vulkan/vk_handles.h"
 
@@ -126,6 +127,10 @@ struct VulkanDeviceOptions {
   // Portable shaders only: no integer dot products even where the device has them (the tests
   // check both paths on the same device).
   bool portable_shaders = false;
+  // Device time per command (device_profile.h), where the queue has timestamps: a timestamp
+  // after every dispatch, copy and fill, read back at each submit. Also on when
+  // ACCELMATRIX_DEVICE_PROFILE is set.
+  bool profile = false;
 };
 
 class VulkanDevice {
@@ -185,6 +190,11 @@ class VulkanDevice {
   bool int_dot() const { return int_dot_; }
   // Cooperative matrices are enabled: f16 GEMMs use gemm_coopmat.comp.
   bool coopmat_f16() const { return coopmat_f16_; }
+  // Profiling is on (VulkanDeviceOptions::profile and the queue has timestamps).
+  bool profiling() const { return profiling_; }
+  // Device time per shader ("copy", "fill" for transfers) of the work submitted since the last
+  // take (device_profile.h). Empty when profiling is off.
+  std::vector<DeviceKernelTime> take_profile() { return profile_.take(); }
 
  private:
   VulkanDevice() = default;
@@ -200,6 +210,11 @@ class VulkanDevice {
   Result<VkDescriptorSet> allocate_set(const Pipeline& p);
   Result<Buffer*> staging(std::size_t bytes);
   void barrier();
+  // Profiling: makes room for one more command's timestamp (submits when the slots are full);
+  // then, after the command is recorded, writes its timestamp.
+  Status reserve_profile_slot();
+  void note_command(const std::string& name);
+  Status read_profile();
 
   VulkanDeviceInfo info_;
   VulkanDeviceOptions options_;
@@ -221,6 +236,9 @@ class VulkanDevice {
   DescriptorPoolHandle descriptor_pool_;
   QueryPoolHandle query_pool_;
   bool timestamps_ = false;
+  bool profiling_ = false;
+  std::vector<const std::string*> profiled_;  // the recorded commands' names, in order
+  DeviceProfile profile_;
   bool recording_ = false;
   Status failed_ = Status::Ok();   // the first error after which the queue state is unknown
   bool barriers_ = true;

@@ -76,6 +76,8 @@ Status VulkanBackend::synchronize() {
   return Status::Ok();
 }
 
+std::vector<DeviceKernelTime> VulkanBackend::take_device_profile() { return impl_->dev->take_profile(); }
+
 Status VulkanBackend::supports(Op op, WeightFormat format) const {
   return supports_on({device().name}, op, format);
 }

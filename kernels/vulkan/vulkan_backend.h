@@ -71,6 +71,7 @@ class VulkanBackend final : public Backend {
   Status from_host(ConstTensorView v) override;
   TransferCounts transfers() const override;
   Status synchronize() override;
+  std::vector<DeviceKernelTime> take_device_profile() override;
 
   Status linear(const Linear& layer, ConstTensorView x, TensorView y) override;
   Status gather_rows(ConstTensorView table, const int32_t* ids, int64_t n, TensorView y,

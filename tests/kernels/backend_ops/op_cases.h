@@ -85,6 +85,9 @@ struct OpTiming {
   double ms = 0.0;
   double host_ms = 0.0;
   double bytes = 0.0;
+  // The timed calls' device time per kernel (empty unless the backend profiles: device_profile.h).
+  std::vector<DeviceKernelTime> profile;
+  int64_t reps = 0;  // timed calls
 };
 OpTiming& op_timing();
 
