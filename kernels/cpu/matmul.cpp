@@ -87,35 +87,77 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
 }
 
 // Interleaved driver (kernels/formats/interleaved_layout.h). A task multiplies a tile of groups
-// with a run of rows of X, kGroupTileRows rows of X at a time per group, so each group's bytes
-// are read from L2 once per tile of rows of X; the GGUF tail rows (rows % 8) run on the row-dot
-// kernel in the task that holds the last tile.
-void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDotFn group_dot,
+// with a run of rows of X, the kernel's tile of rows of X at a time per group, so each group's
+// bytes are read from L2 once per tile of rows of X; the GGUF tail rows (rows % 8) run on the
+// row-dot kernel in the task that holds the last tile. With more rows of X than one kernel call
+// takes, a task walks K in slices of kKSliceBlocks blocks (slice outside, rows of X, then groups
+// inside): the slice of a row tile of X (8 rows x 512 bytes) stays in L1 while the slice's group
+// blocks stream past, where whole rows (8 x 4-14 KiB) fell out of L1 at every group (the
+// AVX-512 kernels at 34-51% of the int8 peak on M = 512 before, see docs/FORMATS.md). The
+// kernels continue each output's sum from y (GroupDotFn's accumulate), so the bits are those of
+// one call over all of K. A single row tile (GEMV, decode) reads its weights once either way and
+// walks K in one call.
+constexpr int64_t kKSliceBlocks = 16;
+constexpr int64_t kInterleavedBlockValues = 32;  // q8_0, q4_0 and q4_1 blocks
+void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDot group_dot,
                         detail::DotRowsFn tail_dot, TensorView y, const ExecContext& ctx) {
   const int64_t m = a.rows();
   if (m == 0) return;
   const int64_t groups = w.grouped_rows() / kInterleaveRows;
   const int64_t tail = w.rows() - w.grouped_rows();
   const std::size_t group_bytes = w.row_bytes() * kInterleaveRows;
+  const int64_t tile_rows = std::min(group_dot.tile_rows, detail::kMaxGroupTileRows);
+  const int64_t blocks = a.row(0).blocks;
+  const std::size_t group_block_bytes = blocks > 0 ? group_bytes / static_cast<std::size_t>(blocks) : 0;
+  const bool sliced = m > tile_rows && blocks > kKSliceBlocks;
+  const int64_t slice = sliced ? kKSliceBlocks : std::max<int64_t>(1, blocks);
+  // The bytes of a group one pass over a tile reads: what must stay in L2 while the rows of X
+  // stream past.
+  const std::size_t pass_group_bytes = sliced ? static_cast<std::size_t>(slice) * group_block_bytes : group_bytes;
   const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
   const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
   const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
-  const int64_t cache_groups = std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / group_bytes));
+  const int64_t cache_groups = std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / std::max<std::size_t>(1, pass_group_bytes)));
   const int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
   const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
+  // Many rows of X on a path with a packed-tile kernel: each row tile's slice is packed once and
+  // read by every group of the tile.
+  const bool packed = group_dot.tile != nullptr && m > tile_rows;
   parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
-    ActRow rows[detail::kGroupTileRows];
+    ActRow rows[detail::kMaxGroupTileRows];
+    thread_local detail::PackedActTile packed_x;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task % tiles;
       const int64_t g0 = t * tile;
       const int64_t g1 = std::min(groups, g0 + tile);
       const int64_t m0 = (task / tiles) * kRowsPerTask;
       const int64_t m1 = std::min(m, m0 + kRowsPerTask);
-      for (int64_t i = m0; i < m1; i += detail::kGroupTileRows) {
-        const int64_t mr = std::min(detail::kGroupTileRows, m1 - i);
-        for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
-        for (int64_t g = g0; g < g1; ++g) {
-          group_dot(rows, mr, w.group_data(g), y.row(i) + g * kInterleaveRows, y.cols());
+      for (int64_t b0 = 0; b0 < blocks; b0 += slice) {
+        const int64_t nb = std::min(slice, blocks - b0);
+        const std::size_t offset = static_cast<std::size_t>(b0) * group_block_bytes;
+        if (packed) {
+          // A row tile of X packed once per slice, then read by every group of the tile.
+          for (int64_t i = m0; i < m1; i += detail::kPackedTileRows) {
+            const int64_t mr = std::min(detail::kPackedTileRows, m1 - i);
+            for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
+            detail::pack_act_tile(w.format(), rows, mr, b0, nb, packed_x);
+            group_dot.tile(packed_x, mr, w.group_data(g0) + offset, group_bytes, g1 - g0,
+                           y.row(i) + g0 * kInterleaveRows, y.cols(), b0 > 0);
+          }
+          continue;
+        }
+        for (int64_t i = m0; i < m1; i += tile_rows) {
+          const int64_t mr = std::min(tile_rows, m1 - i);
+          for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
+          for (int64_t r = 0; r < mr; ++r) {
+            rows[r].q += b0 * kInterleavedBlockValues;
+            rows[r].d += b0;
+            rows[r].sum += b0;
+            rows[r].blocks = nb;
+          }
+          for (int64_t g = g0; g < g1; ++g) {
+            group_dot.fn(rows, mr, w.group_data(g) + offset, y.row(i) + g * kInterleaveRows, y.cols(), b0 > 0);
+          }
         }
       }
       if (tail > 0 && t == tiles - 1) {
@@ -252,9 +294,9 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
   a.prepare(x, w.format(), ctx);
   bool done = false;
   if (w.layout() == WeightLayout::kInterleaved8) {
-    const detail::GroupDotFn group_dot = detail::group_dot_kernel(w.format(), ctx.path);
+    const detail::GroupDot group_dot = detail::group_dot_kernel(w.format(), ctx.path);
     const detail::DotRowsFn tail_dot = detail::dot_rows_kernel(w.format(), ctx.path);
-    AM_CHECK(group_dot != nullptr && tail_dot != nullptr, "matmul: no interleaved kernel for this format");
+    AM_CHECK(group_dot.fn != nullptr && tail_dot != nullptr, "matmul: no interleaved kernel for this format");
     interleaved_matmul(a, w, group_dot, tail_dot, y, ctx);
     done = true;
   }
@@ -288,7 +330,7 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   const detail::DotRowsFn dot = detail::dot_rows_scalar(w.format());
   if (w.layout() == WeightLayout::kInterleaved8) {
     // The interleaved layout's scalar reference (bit-identical to the row reference below).
-    interleaved_matmul(a, w, detail::group_dot_scalar(w.format()), dot, y, ctx);
+    interleaved_matmul(a, w, {detail::group_dot_scalar(w.format()), detail::kGroupTileRows}, dot, y, ctx);
   } else {
     for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
   }

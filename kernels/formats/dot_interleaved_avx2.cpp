@@ -69,7 +69,7 @@ AM_TARGET_AVX2 inline void chunk_fence(__m256i (&acc)[MR]) {
 }
 
 template <int MR, bool kMin>
-AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, int64_t ldy) {
+AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
   constexpr int kGroupBlock = kHeader + kBlock / 2 * kInterleaveRows;
   const int64_t blocks = x[0].blocks;
@@ -77,7 +77,7 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MR];
   #pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
+  for (int m = 0; m < MR; ++m) acc[m] = accumulate ? _mm256_loadu_ps(y + m * ldy) : _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kGroupBlock;
     if constexpr (MR <= kPrefetchMaxRows) prefetch_group_block<kGroupBlock>(p);
@@ -119,14 +119,14 @@ AM_TARGET_AVX2 void group_q4(const ActRow* x, const uint8_t* group, float* y, in
 }
 
 template <int MR>
-AM_TARGET_AVX2 void group_q8(const ActRow* x, const uint8_t* group, float* y, int64_t ldy) {
+AM_TARGET_AVX2 void group_q8(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
   constexpr int kHeader = kHalfBytes * kInterleaveRows;
   constexpr int kGroupBlock = kHeader + kBlock * kInterleaveRows;
   const int64_t blocks = x[0].blocks;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[MR];
   #pragma GCC unroll 4
-  for (int m = 0; m < MR; ++m) acc[m] = _mm256_setzero_ps();
+  for (int m = 0; m < MR; ++m) acc[m] = accumulate ? _mm256_loadu_ps(y + m * ldy) : _mm256_setzero_ps();
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* p = group + b * kGroupBlock;
     if constexpr (MR <= kPrefetchMaxRows) prefetch_group_block<kGroupBlock>(p);
@@ -158,18 +158,18 @@ AM_TARGET_AVX2 void group_q8(const ActRow* x, const uint8_t* group, float* y, in
 }
 
 template <template <int> class K>
-void dispatch_mr(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy) {
+void dispatch_mr(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
   switch (mr) {
-    case 1: K<1>::run(x, group, y, ldy); return;
-    case 2: K<2>::run(x, group, y, ldy); return;
-    case 3: K<3>::run(x, group, y, ldy); return;
-    default: K<4>::run(x, group, y, ldy); return;
+    case 1: K<1>::run(x, group, y, ldy, accumulate); return;
+    case 2: K<2>::run(x, group, y, ldy, accumulate); return;
+    case 3: K<3>::run(x, group, y, ldy, accumulate); return;
+    default: K<4>::run(x, group, y, ldy, accumulate); return;
   }
 }
 
-template <int MR> struct Q8 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l) { group_q8<MR>(x, g, y, l); } };
-template <int MR> struct Q40 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l) { group_q4<MR, false>(x, g, y, l); } };
-template <int MR> struct Q41 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l) { group_q4<MR, true>(x, g, y, l); } };
+template <int MR> struct Q8 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q8<MR>(x, g, y, l, a); } };
+template <int MR> struct Q40 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q4<MR, false>(x, g, y, l, a); } };
+template <int MR> struct Q41 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q4<MR, true>(x, g, y, l, a); } };
 
 static_assert(kGroupTileRows == 4, "dispatch_mr handles 1..4 rows of X");
 

@@ -21,7 +21,7 @@ float half_at(const uint8_t* p) {
 }
 
 template <WeightFormat F>
-void group_dot(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy) {
+void group_dot(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
   constexpr bool kQ8 = F == WeightFormat::kQ8_0;
   constexpr bool kMin = F == WeightFormat::kQ4_1;
   constexpr int kBlock = 32;
@@ -33,7 +33,7 @@ void group_dot(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int6
   for (int64_t m = 0; m < mr; ++m) {
     const ActRow& a = x[m];
     for (int64_t i = 0; i < kInterleaveRows; ++i) {
-      float sum = 0.0f;
+      float sum = accumulate ? y[m * ldy + i] : 0.0f;
       for (int64_t b = 0; b < a.blocks; ++b) {
         const uint8_t* p = group + static_cast<std::size_t>(b) * kGroupBlock;
         const int8_t* xq = a.q + b * kBlock;
@@ -78,14 +78,38 @@ GroupDotFn group_dot_scalar(WeightFormat format) {
   }
 }
 
-GroupDotFn group_dot_kernel(WeightFormat format, KernelPath path) {
+void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, int64_t b0, int64_t nb, PackedActTile& out) {
+  constexpr int kBlock = 32;
+  constexpr int kChunks = kBlock / 4;
+  out.blocks = nb;
+  out.q.resize(static_cast<std::size_t>(nb * kBlock * mr));
+  out.d.resize(static_cast<std::size_t>(nb * mr));
+  out.corr.resize(static_cast<std::size_t>(nb * mr));
+  const bool min_term = format == WeightFormat::kQ4_1;
+  out.msum.resize(min_term ? static_cast<std::size_t>(nb * mr) : 0);
+  const int32_t offset = format == WeightFormat::kQ8_0 ? 128 : format == WeightFormat::kQ4_0 ? 8 : 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int64_t m = 0; m < mr; ++m) {
+      const ActRow& r = rows[m];
+      const int8_t* src = r.q + (b0 + b) * kBlock;
+      for (int c = 0; c < kChunks; ++c) std::memcpy(&out.q[static_cast<std::size_t>(((b * kChunks + c) * mr + m) * 4)], src + 4 * c, 4);
+      const std::size_t at = static_cast<std::size_t>(b * mr + m);
+      const float d = r.d[b0 + b];
+      const int32_t sum = r.sum[b0 + b];
+      out.d[at] = d;
+      out.corr[at] = -offset * sum;
+      if (min_term) out.msum[at] = d * static_cast<float>(sum);
+    }
+  }
+}
+
+GroupDot group_dot_kernel(WeightFormat format, KernelPath path) {
 #if defined(__x86_64__)
-  // The avx512 path requires AVX2 (cpu_features.cpp), so an interleaved matrix met there (the
-  // avx512 path itself executes GGUF rows) runs the AVX2 kernels.
-  if (path == KernelPath::kAvx2 || path == KernelPath::kAvx512) return group_dot_avx2(format);
+  if (path == KernelPath::kAvx512) return {group_dot_avx512(format), kGroupTileRowsAvx512, group_tile_avx512(format)};
+  if (path == KernelPath::kAvx2) return {group_dot_avx2(format), kGroupTileRows};
 #endif
   (void)path;
-  return group_dot_scalar(format);
+  return {group_dot_scalar(format), kGroupTileRows};
 }
 
 }  // namespace am::kernels::detail

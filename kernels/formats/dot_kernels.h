@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/exec_context.h"
@@ -31,22 +32,67 @@ DotRowsFn dot_rows_avx512(WeightFormat format);
 DotRowsFn dot_rows_neon(WeightFormat format);
 
 // Interleaved groups (kernels/formats/interleaved_layout.h): for each of the mr rows x[0], ...,
-// x[mr - 1] of X (1 <= mr <= kGroupTileRows, all with the same blocks), y[m * ldy + i] =
+// x[mr - 1] of X (1 <= mr <= the kernel's tile rows, all with the same blocks), y[m * ldy + i] =
 // dot(x[m], row i of the group) for i < kInterleaveRows, the same product as the row-dot
 // kernels compute on the group's GGUF rows. `group` is the group's first byte; like every weight
 // buffer it must be followed by kWeightReadSlackBytes readable bytes.
-inline constexpr int64_t kGroupTileRows = 4;
-using GroupDotFn = void (*)(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy);
+inline constexpr int64_t kGroupTileRows = 4;        // scalar and AVX2 kernels (16 registers)
+inline constexpr int64_t kGroupTileRowsAvx512 = 8;  // AVX-512 kernels (32 registers)
+inline constexpr int64_t kMaxGroupTileRows = 8;
+// accumulate: each output continues from the value y holds (the f32 sum of earlier blocks, in
+// the same order as one call over all of them), instead of starting at 0. With ActRows and a
+// group pointer advanced to block b0 and `blocks` cut to a range, a product can be walked in
+// K-slices that give the bits of one call.
+using GroupDotFn = void (*)(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy,
+                            bool accumulate);
 
 // The scalar reference: the same integer block sums and the same f32 expression, in the same
 // order, as dot_rows_scalar() on GGUF rows, so the two agree bit for bit.
 GroupDotFn group_dot_scalar(WeightFormat format);
-// AVX2 + FMA + F16C; also what the avx512 path runs on an interleaved matrix. Null where the
-// format has no interleaved form.
+// AVX2 + FMA + F16C. Null where the format has no interleaved form.
 GroupDotFn group_dot_avx2(WeightFormat format);
-// The interleaved kernel of (format, path): avx2 on the avx2 and avx512 paths, the scalar
-// reference on scalar and neon (the portable fallback). Null for formats without the layout.
-GroupDotFn group_dot_kernel(WeightFormat format, KernelPath path);
+// AVX-512 VNNI on 256-bit registers (dot_interleaved_avx512.cpp), up to kGroupTileRowsAvx512
+// rows of X: the same bits as the AVX2 kernels. Null where the format has no interleaved form.
+GroupDotFn group_dot_avx512(WeightFormat format);
+// The AVX-512 interleaved GEMM's tiles of X (many rows of X, a K-slice at a time): the tile's
+// rows packed so that one pointer walks them and every operand the kernel broadcasts sits at a
+// constant offset. For mr rows and `blocks` blocks of 32:
+//   q:     [block][chunk c of 8][row][4 bytes]: bytes 4c..4c+3 of the row's block quants;
+//   d:     [block][row] the rows' scales;
+//   corr:  [block][row] the integer correction of the weight encoding: -128 * sum(x) for q8_0
+//          (weights w + 128), -8 * sum(x) for q4_0 (nibbles), 0 for q4_1;
+//   msum:  [block][row] d * sum(x) as float (q4_1's min term), empty for the others.
+struct PackedActTile {
+  std::vector<int8_t> q;
+  std::vector<float> d;
+  std::vector<int32_t> corr;
+  std::vector<float> msum;
+  int64_t blocks = 0;
+};
+// Packs blocks [b0, b0 + nb) of rows[0..mr) (mr <= kGroupTileRowsAvx512) into `out` (reusing its
+// storage).
+void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, int64_t b0, int64_t nb, PackedActTile& out);
+// y[m * ldy + i] (+)= dot(row m of the tile, row i of the group) over the tile's blocks; the
+// group pointer at the tile's first block. Same bits as the AVX-512 group kernels over the
+// same blocks. Null where the format has no interleaved form.
+// A call covers `ngroups` consecutive groups, `group_stride` bytes apart (y advancing 8 floats
+// per group); mr <= kPackedTileRows.
+inline constexpr int64_t kPackedTileRows = 6;
+using GroupTileFn = void (*)(const PackedActTile& x, int64_t mr, const uint8_t* group, std::size_t group_stride,
+                             int64_t ngroups, float* y, int64_t ldy, bool accumulate);
+GroupTileFn group_tile_avx512(WeightFormat format);
+
+// A path's interleaved kernels: the group kernel on ActRows, the most rows of X it takes per
+// call, and (avx512) the packed-tile kernel for many rows of X (kPackedTileRows per call).
+struct GroupDot {
+  GroupDotFn fn = nullptr;
+  int64_t tile_rows = kGroupTileRows;
+  GroupTileFn tile = nullptr;
+};
+
+// The interleaved kernel of (format, path): avx2 and avx512 their own, the scalar reference on
+// scalar and neon (the portable fallback). fn is null for formats without the layout.
+GroupDot group_dot_kernel(WeightFormat format, KernelPath path);
 
 void quantize_activation_row_avx2(const float* x, int64_t k, int64_t block, int8_t* q, float* d,
                                   int32_t* sum, int16_t* bsum);

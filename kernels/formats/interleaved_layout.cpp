@@ -43,7 +43,9 @@ bool interleave_supported(WeightFormat format) {
 }
 
 WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path) {
-  if (path == KernelPath::kAvx2 && interleave_supported(format)) return WeightLayout::kInterleaved8;
+  if ((path == KernelPath::kAvx2 || path == KernelPath::kAvx512) && interleave_supported(format)) {
+    return WeightLayout::kInterleaved8;
+  }
   return WeightLayout::kRows;
 }
 

@@ -36,7 +36,7 @@
 
 namespace am::kernels {
 
-inline constexpr int64_t kInterleaveRows = 8;       // rows per group: 8 f32 lanes of an AVX2 register
+inline constexpr int64_t kInterleaveRows = 8;       // rows per group: 8 f32 lanes of a 256-bit register
 inline constexpr std::size_t kInterleaveChunkBytes = 4;  // quant bytes of one row per 32-byte chunk
 
 // How a WeightMatrix orders its bytes. kRows is GGUF's (the storage and transport layout);
@@ -49,9 +49,8 @@ std::string_view weight_layout_name(WeightLayout layout);
 bool interleave_supported(WeightFormat format);
 
 // The layout the cpu backend executes `format` in on kernel path `path`: kInterleaved8 where
-// that path has interleaved kernels (avx2 for the formats above), kRows otherwise. The scalar
-// path keeps GGUF rows (it is the reference); the avx512 path keeps GGUF rows because its
-// kernels read them (docs/FORMATS.md says why they were not ported); neon keeps the fallback.
+// that path has interleaved kernels (avx2 and avx512 for the formats above), kRows otherwise.
+// The scalar path keeps GGUF rows (it is the reference); neon keeps the fallback.
 WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path);
 
 // Bytes of the header (scales, and mins for q4_1) at the start of a group block.

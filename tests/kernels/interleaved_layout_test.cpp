@@ -45,9 +45,11 @@ struct Shape3 {
 
 // Odd shapes: N below, at and past a group of 8 with GGUF tail rows; K a whole block, a partial
 // last block (100 = 3 blocks + 4), many blocks with a partial one; M around the 4-row tile and
-// past one 64-row task (70 = 17 tiles of 4 + 2).
+// past one 64-row task (70 = 17 tiles of 4 + 2); K past one K-slice of the driver (600 = 19
+// blocks, the last partial, over two slices of 16) with more rows of X than one kernel call.
 constexpr Shape3 kShapes[] = {{1, 32, 1},  {1, 100, 7},  {3, 32, 8},   {5, 100, 13},
-                              {4, 273, 40}, {9, 64, 16},  {70, 96, 29}, {1, 1024, 301}};
+                              {4, 273, 40}, {9, 64, 16},  {70, 96, 29}, {1, 1024, 301},
+                              {20, 600, 17}};
 
 std::string describe(WeightFormat f, const Shape3& s) {
   return std::string(weight_format_name(f)) + " M=" + std::to_string(s.m) + " K=" + std::to_string(s.k) +
@@ -161,6 +163,39 @@ TEST(InterleavedLayout, SimdKernelsMatchTheScalarReference) {
                 << describe(f, s) << " " << kernel_path_name(path) << " at " << i << "," << j;
           }
         }
+      }
+    }
+  }
+}
+
+TEST(InterleavedLayout, Avx512KernelsGiveTheBitsOfTheAvx2Kernels) {
+  // Same exact int32 block sums and the same f32 expression per block in the same order: the
+  // AVX-512 group, packed-tile (many rows of X, K in slices) and 512-bit 4-group kernels must
+  // agree with AVX2 bit for bit. M = 70 and 20 take the packed tiles (6 rows per tile, a partial
+  // last one); N = 301, 40 and 56 give 4-group passes with 1 or 3 groups left over (a 2-group and
+  // a 1-group call).
+  if (!kernel_path_available(KernelPath::kAvx512) || !kernel_path_available(KernelPath::kAvx2)) {
+    GTEST_SKIP() << "needs a CPU with AVX-512 VNNI";
+  }
+  ThreadPool pool(2);
+  const Shape3 shapes[] = {{70, 1024, 301}, {20, 600, 40}, {7, 100, 29}, {1, 1024, 301}, {64, 32, 56}};
+  for (WeightFormat f : kInterleavedFormats) {
+    uint32_t seed = 700;
+    for (const Shape3& s : shapes) {
+      const Tensor x = testing::random_tensor(Shape{s.m, s.k}, seed++);
+      const Tensor w = testing::random_tensor(Shape{s.n, s.k}, seed++, 0.02f);
+      const ExecContext avx2{KernelPath::kAvx2, &pool};
+      const ExecContext avx512{KernelPath::kAvx512, &pool};
+      const WeightMatrix inter = WeightMatrix::quantize(w.view(), f, avx2, WeightLayout::kInterleaved8);
+      Tensor want(Shape{s.m, s.n}), got(Shape{s.m, s.n});
+      matmul(x.view(), inter, nullptr, want.view(), avx2);
+      testing::poison(got.view());
+      matmul(x.view(), inter, nullptr, got.view(), avx512);
+      // The grouped rows; the GGUF tail rows (n % 8) run each path's own row-dot kernel.
+      const int64_t grouped = s.n / kInterleaveRows * kInterleaveRows;
+      for (int64_t i = 0; i < s.m; ++i) {
+        ASSERT_EQ(std::memcmp(want.row(i), got.row(i), static_cast<std::size_t>(grouped) * sizeof(float)), 0)
+            << describe(f, s) << " row " << i;
       }
     }
   }

@@ -37,7 +37,9 @@ Result<std::unique_ptr<Backend>> make_profiled(const std::string& name, bool pro
 Status run_linears(Backend& be, const ExecContext& ctx) {
   Tensor w(Shape{48, 64});
   fill_normal(w.data(), w.numel(), 0.0f, 1.0f, 11, ctx);
-  const Linear layer = Linear::create(std::move(w), Tensor(), format_named("q8_0"), ctx);
+  ExecContext device_weights = ctx;
+  device_weights.cpu_weights = false;  // GGUF rows, which device backends upload
+  const Linear layer = Linear::create(std::move(w), Tensor(), format_named("q8_0"), device_weights);
   Tensor x = be.tensor(Shape{1, 64});
   fill_normal(x.data(), x.numel(), 0.0f, 1.0f, 12, ctx);
   AM_RETURN_IF_ERROR(be.from_host(x.view()));
