@@ -99,6 +99,12 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
 // walks K in one call.
 constexpr int64_t kKSliceBlocks = 16;
 constexpr int64_t kInterleavedBlockValues = 32;  // q8_0, q4_0 and q4_1 blocks
+// The packed-tile path: rows of X per task, whole packed tiles (10 x 6 rows), and at least one
+// 4-group kernel call per tile of groups (tiny products would otherwise split into 1-group tasks).
+constexpr int64_t kPackedRowsPerTask = 60;
+constexpr int64_t kPackedMinTileGroups = 4;
+constexpr int64_t kParallelPackBytes = int64_t{1} << 20;  // X quant bytes from which packing runs on the pool
+static_assert(kPackedRowsPerTask % detail::kPackedTileRows == 0, "a task holds whole packed tiles");
 void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDot group_dot,
                         detail::DotRowsFn tail_dot, TensorView y, const ExecContext& ctx) {
   const int64_t m = a.rows();
@@ -109,47 +115,67 @@ void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, det
   const int64_t tile_rows = std::min(group_dot.tile_rows, detail::kMaxGroupTileRows);
   const int64_t blocks = a.row(0).blocks;
   const std::size_t group_block_bytes = blocks > 0 ? group_bytes / static_cast<std::size_t>(blocks) : 0;
+  // Many rows of X on a path with a packed-tile kernel: X is packed once, tile by tile, before
+  // the product (every task of a row tile reads the same packed rows).
+  const bool packed = group_dot.tile != nullptr && m > tile_rows;
+  const int64_t rows_per_task = packed ? kPackedRowsPerTask : kRowsPerTask;
   const bool sliced = m > tile_rows && blocks > kKSliceBlocks;
   const int64_t slice = sliced ? kKSliceBlocks : std::max<int64_t>(1, blocks);
   // The bytes of a group one pass over a tile reads: what must stay in L2 while the rows of X
   // stream past.
   const std::size_t pass_group_bytes = sliced ? static_cast<std::size_t>(slice) * group_block_bytes : group_bytes;
   const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
-  const int64_t row_tasks = (m + kRowsPerTask - 1) / kRowsPerTask;
+  const int64_t row_tasks = (m + rows_per_task - 1) / rows_per_task;
   const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
-  const int64_t cache_groups = std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / std::max<std::size_t>(1, pass_group_bytes)));
-  const int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
+  const int64_t cache_groups =
+      std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / std::max<std::size_t>(1, pass_group_bytes)));
+  int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
+  if (packed) tile = std::max(tile, kPackedMinTileGroups);  // whole 4-group kernel calls
   const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
-  // Many rows of X on a path with a packed-tile kernel: each row tile's slice is packed once and
-  // read by every group of the tile.
-  const bool packed = group_dot.tile != nullptr && m > tile_rows;
+  std::vector<detail::PackedActTile> packed_x;
+  if (packed) {
+    packed_x.resize(static_cast<std::size_t>((m + detail::kPackedTileRows - 1) / detail::kPackedTileRows));
+    const auto pack = [&](int64_t begin, int64_t end) {
+      ActRow rows[detail::kPackedTileRows];
+      for (int64_t k = begin; k < end; ++k) {
+        const int64_t i = k * detail::kPackedTileRows;
+        const int64_t mr = std::min(detail::kPackedTileRows, m - i);
+        for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
+        detail::pack_act_tile(w.format(), rows, mr, packed_x[static_cast<std::size_t>(k)]);
+      }
+    };
+    // Waking the pool costs more than packing a small X (bert-tiny's 32 x 128: ~1 us).
+    const int64_t ntiles = static_cast<int64_t>(packed_x.size());
+    if (m * blocks * kInterleavedBlockValues >= kParallelPackBytes) {
+      parallel_for(ctx, ntiles, 1, pack);
+    } else {
+      pack(0, ntiles);
+    }
+  }
   parallel_for(ctx, row_tasks * tiles, 1, [&](int64_t begin, int64_t end) {
     ActRow rows[detail::kMaxGroupTileRows];
-    thread_local detail::PackedActTile packed_x;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task % tiles;
       const int64_t g0 = t * tile;
       const int64_t g1 = std::min(groups, g0 + tile);
-      const int64_t m0 = (task / tiles) * kRowsPerTask;
-      const int64_t m1 = std::min(m, m0 + kRowsPerTask);
-      for (int64_t b0 = 0; b0 < blocks; b0 += slice) {
+      const int64_t m0 = (task / tiles) * rows_per_task;
+      const int64_t m1 = std::min(m, m0 + rows_per_task);
+      for (int64_t b0 = 0; b0 < blocks && g0 < g1; b0 += slice) {
         const int64_t nb = std::min(slice, blocks - b0);
         const std::size_t offset = static_cast<std::size_t>(b0) * group_block_bytes;
         if (packed) {
-          // A row tile of X packed once per slice, then read by every group of the tile.
+          // A row tile's slice, read by every group of the tile.
           for (int64_t i = m0; i < m1; i += detail::kPackedTileRows) {
-            const int64_t mr = std::min(detail::kPackedTileRows, m1 - i);
-            for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
-            detail::pack_act_tile(w.format(), rows, mr, b0, nb, packed_x);
-            group_dot.tile(packed_x, mr, w.group_data(g0) + offset, group_bytes, g1 - g0,
+            const detail::PackedActTile& px = packed_x[static_cast<std::size_t>(i / detail::kPackedTileRows)];
+            group_dot.tile(detail::packed_view(px, b0, nb), px.rows, w.group_data(g0) + offset, group_bytes, g1 - g0,
                            y.row(i) + g0 * kInterleaveRows, y.cols(), b0 > 0);
           }
           continue;
         }
         for (int64_t i = m0; i < m1; i += tile_rows) {
           const int64_t mr = std::min(tile_rows, m1 - i);
-          for (int64_t r = 0; r < mr; ++r) rows[r] = a.row(i + r);
           for (int64_t r = 0; r < mr; ++r) {
+            rows[r] = a.row(i + r);
             rows[r].q += b0 * kInterleavedBlockValues;
             rows[r].d += b0;
             rows[r].sum += b0;

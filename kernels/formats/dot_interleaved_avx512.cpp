@@ -150,13 +150,13 @@ AM_TARGET_AVX512 void group_q8(const ActRow* x, const uint8_t* group, float* y, 
   for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
 }
 
-// The packed-tile kernels (PackedActTile): G consecutive groups (8 G output rows) times MR rows
+// The packed-tile kernels (PackedActView): G consecutive groups (8 G output rows) times MR rows
 // of X per call, so each broadcast of 4 activation bytes feeds G vpdpbusd (a broadcast per
 // vpdpbusd held the first version to under half the int8 peak: the broadcasts' load port, not
 // the dot products, was the limit). X is read through one pointer at constant offsets and each
 // block's correction is the accumulators' start.
 template <int MR, int G, bool kQ8, bool kMin>
-AM_TARGET_AVX512 void tile_kernel(const PackedActTile& x, const uint8_t* group, std::size_t group_stride, float* y,
+AM_TARGET_AVX512 void tile_kernel(const PackedActView& x, const uint8_t* group, std::size_t group_stride, float* y,
                                   int64_t ldy, bool accumulate) {
   constexpr int kQuantBytes = kQ8 ? kBlock : kBlock / 2;
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
@@ -164,10 +164,10 @@ AM_TARGET_AVX512 void tile_kernel(const PackedActTile& x, const uint8_t* group, 
   constexpr int kXBlockBytes = kBlock * MR;  // a block's packed quants: 8 chunks x MR rows x 4
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-  const int8_t* xq = x.q.data();
-  const float* xd = x.d.data();
-  const int32_t* corr = x.corr.data();
-  const float* msum = kMin ? x.msum.data() : nullptr;
+  const int8_t* xq = x.q;
+  const float* xd = x.d;
+  const int32_t* corr = x.corr;
+  const float* msum = x.msum;
   __m256 acc[MR][G];
   #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
@@ -260,7 +260,7 @@ AM_TARGET_AVX512 inline void chunk_fence512(__m512i (&acc)[MR][2]) {
 // 4 groups (32 outputs) x MR rows of X, on 512-bit registers; the same arithmetic per output as
 // tile_kernel, so the same bits.
 template <int MR, bool kQ8, bool kMin>
-AM_TARGET_AVX512 void tile_kernel4(const PackedActTile& x, const uint8_t* group, std::size_t gs, float* y,
+AM_TARGET_AVX512 void tile_kernel4(const PackedActView& x, const uint8_t* group, std::size_t gs, float* y,
                                    int64_t ldy, bool accumulate) {
   constexpr int kQuantBytes = kQ8 ? kBlock : kBlock / 2;
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
@@ -268,10 +268,10 @@ AM_TARGET_AVX512 void tile_kernel4(const PackedActTile& x, const uint8_t* group,
   constexpr int kXBlockBytes = kBlock * MR;
   const __m512i low_mask = _mm512_set1_epi8(0x0F);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-  const int8_t* xq = x.q.data();
-  const float* xd = x.d.data();
-  const int32_t* corr = x.corr.data();
-  const float* msum = kMin ? x.msum.data() : nullptr;
+  const int8_t* xq = x.q;
+  const float* xd = x.d;
+  const int32_t* corr = x.corr;
+  const float* msum = x.msum;
   __m512 acc[MR][2];
   #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) {
@@ -340,7 +340,7 @@ AM_TARGET_AVX512 void tile_kernel4(const PackedActTile& x, const uint8_t* group,
 }
 
 template <int MR, bool kQ8, bool kMin>
-AM_TARGET_AVX512 void tile_groups(const PackedActTile& x, const uint8_t* group, std::size_t group_stride,
+AM_TARGET_AVX512 void tile_groups(const PackedActView& x, const uint8_t* group, std::size_t group_stride,
                                   int64_t ngroups, float* y, int64_t ldy, bool accumulate) {
   int64_t g = 0;
   for (; g + 4 <= ngroups; g += 4) {
@@ -356,7 +356,7 @@ AM_TARGET_AVX512 void tile_groups(const PackedActTile& x, const uint8_t* group, 
 }
 
 template <bool kQ8, bool kMin>
-void tile_dispatch(const PackedActTile& x, int64_t mr, const uint8_t* group, std::size_t group_stride,
+void tile_dispatch(const PackedActView& x, int64_t mr, const uint8_t* group, std::size_t group_stride,
                    int64_t ngroups, float* y, int64_t ldy, bool accumulate) {
   static_assert(kPackedTileRows == 6, "tile_dispatch handles 1..6 rows of X");
   switch (mr) {

@@ -78,9 +78,11 @@ GroupDotFn group_dot_scalar(WeightFormat format) {
   }
 }
 
-void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, int64_t b0, int64_t nb, PackedActTile& out) {
+void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, PackedActTile& out) {
   constexpr int kBlock = 32;
   constexpr int kChunks = kBlock / 4;
+  const int64_t nb = mr > 0 ? rows[0].blocks : 0;
+  out.rows = mr;
   out.blocks = nb;
   out.q.resize(static_cast<std::size_t>(nb * kBlock * mr));
   out.d.resize(static_cast<std::size_t>(nb * mr));
@@ -91,16 +93,23 @@ void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, int64_t 
   for (int64_t b = 0; b < nb; ++b) {
     for (int64_t m = 0; m < mr; ++m) {
       const ActRow& r = rows[m];
-      const int8_t* src = r.q + (b0 + b) * kBlock;
-      for (int c = 0; c < kChunks; ++c) std::memcpy(&out.q[static_cast<std::size_t>(((b * kChunks + c) * mr + m) * 4)], src + 4 * c, 4);
+      const int8_t* src = r.q + b * kBlock;
+      for (int c = 0; c < kChunks; ++c) {
+        std::memcpy(&out.q[static_cast<std::size_t>(((b * kChunks + c) * mr + m) * 4)], src + 4 * c, 4);
+      }
       const std::size_t at = static_cast<std::size_t>(b * mr + m);
-      const float d = r.d[b0 + b];
-      const int32_t sum = r.sum[b0 + b];
-      out.d[at] = d;
-      out.corr[at] = -offset * sum;
-      if (min_term) out.msum[at] = d * static_cast<float>(sum);
+      out.d[at] = r.d[b];
+      out.corr[at] = -offset * r.sum[b];
+      if (min_term) out.msum[at] = r.d[b] * static_cast<float>(r.sum[b]);
     }
   }
+}
+
+PackedActView packed_view(const PackedActTile& t, int64_t b0, int64_t nb) {
+  constexpr int64_t kBlock = 32;
+  const std::size_t at = static_cast<std::size_t>(b0 * t.rows);
+  return {t.q.data() + static_cast<std::size_t>(b0 * kBlock * t.rows), t.d.data() + at, t.corr.data() + at,
+          t.msum.empty() ? nullptr : t.msum.data() + at, nb};
 }
 
 GroupDot group_dot_kernel(WeightFormat format, KernelPath path) {

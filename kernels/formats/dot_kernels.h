@@ -54,9 +54,9 @@ GroupDotFn group_dot_avx2(WeightFormat format);
 // AVX-512 VNNI on 256-bit registers (dot_interleaved_avx512.cpp), up to kGroupTileRowsAvx512
 // rows of X: the same bits as the AVX2 kernels. Null where the format has no interleaved form.
 GroupDotFn group_dot_avx512(WeightFormat format);
-// The AVX-512 interleaved GEMM's tiles of X (many rows of X, a K-slice at a time): the tile's
-// rows packed so that one pointer walks them and every operand the kernel broadcasts sits at a
-// constant offset. For mr rows and `blocks` blocks of 32:
+// The AVX-512 interleaved GEMM's tiles of X (many rows of X): a tile's rows packed so that one
+// pointer walks them and every operand the kernel broadcasts sits at a constant offset. For mr
+// rows and `blocks` blocks of 32:
 //   q:     [block][chunk c of 8][row][4 bytes]: bytes 4c..4c+3 of the row's block quants;
 //   d:     [block][row] the rows' scales;
 //   corr:  [block][row] the integer correction of the weight encoding: -128 * sum(x) for q8_0
@@ -67,18 +67,26 @@ struct PackedActTile {
   std::vector<float> d;
   std::vector<int32_t> corr;
   std::vector<float> msum;
+  int64_t rows = 0;
   int64_t blocks = 0;
 };
-// Packs blocks [b0, b0 + nb) of rows[0..mr) (mr <= kGroupTileRowsAvx512) into `out` (reusing its
-// storage).
-void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, int64_t b0, int64_t nb, PackedActTile& out);
-// y[m * ldy + i] (+)= dot(row m of the tile, row i of the group) over the tile's blocks; the
-// group pointer at the tile's first block. Same bits as the AVX-512 group kernels over the
-// same blocks. Null where the format has no interleaved form.
-// A call covers `ngroups` consecutive groups, `group_stride` bytes apart (y advancing 8 floats
-// per group); mr <= kPackedTileRows.
+// What a kernel call reads: blocks [b0, b0 + blocks) of a packed tile.
+struct PackedActView {
+  const int8_t* q = nullptr;
+  const float* d = nullptr;
+  const int32_t* corr = nullptr;
+  const float* msum = nullptr;
+  int64_t blocks = 0;
+};
+PackedActView packed_view(const PackedActTile& t, int64_t b0, int64_t nb);
+// Packs every block of rows[0..mr) (mr <= kPackedTileRows) into `out` (reusing its storage).
+void pack_act_tile(WeightFormat format, const ActRow* rows, int64_t mr, PackedActTile& out);
+// y[m * ldy + 8 g + i] (+)= dot(row m of the view, row i of group g) over the view's blocks for
+// the `ngroups` consecutive groups from `group` (the first group's pointer at the view's first
+// block; groups `group_stride` bytes apart). Same bits as the AVX-512 group kernels over the
+// same blocks. mr <= kPackedTileRows.
 inline constexpr int64_t kPackedTileRows = 6;
-using GroupTileFn = void (*)(const PackedActTile& x, int64_t mr, const uint8_t* group, std::size_t group_stride,
+using GroupTileFn = void (*)(const PackedActView& x, int64_t mr, const uint8_t* group, std::size_t group_stride,
                              int64_t ngroups, float* y, int64_t ldy, bool accumulate);
 GroupTileFn group_tile_avx512(WeightFormat format);
 
