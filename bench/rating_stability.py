@@ -14,10 +14,18 @@ cells carry the same label in every run, and at most 10% of the cells are noisy 
 Each run is a fresh `accelmatrix run` (its own coordinator, worker and database), one after the
 other; nothing else should run on the machine meanwhile, and the host load of every run is
 printed with the table so a loaded machine is visible. `--check` exits 1 when a target is missed.
+
+Host phases: a shared VM's speed can change between runs by more than any rating band (seen on
+2026-11-28: the same cpu f32 jobs 1.4x slower in two runs of five, the int8 jobs 1.9x slower, so
+the speed-ups themselves moved, paired or not). Each run's host speed is the geometric mean of its
+cpu f32 shape medians relative to the median run's; runs within HOST_PHASE_TOLERANCE of it form
+the main phase, and the share of cells stable across those runs is printed beside the target
+(which counts every run).
 """
 import argparse
 import collections
 import json
+import math
 import os
 import platform
 import subprocess
@@ -27,6 +35,7 @@ import time
 
 STABLE_TARGET = 0.95  # share of cells with one label in every run
 NOISY_LIMIT = 0.10    # share of cells that may be noisy in any one run
+HOST_PHASE_TOLERANCE = 0.10  # a run whose host speed is within 10% of the median run's is in its phase
 
 
 def cpu_model():
@@ -66,12 +75,28 @@ def report_cells(exe, db):
         sys.exit(f"rating_stability: report of {db} exited {out.returncode}: {out.stderr.strip()}")
     doc = json.loads(out.stdout)
     cells = {}
+    baseline_ms = {}  # (model, batch, seq_len) -> cpu f32 median: the host's speed in this run
     for c in doc["matrix"]:
+        if c.get("backend") == "cpu" and c.get("precision") == "f32":
+            for sh in c.get("shapes", []):
+                if isinstance(sh.get("median_ms"), (int, float)) and sh["median_ms"] > 0:
+                    baseline_ms[(c["model"], sh.get("batch"), sh.get("seq_len"))] = sh["median_ms"]
         key = (c["model"], c["backend"], c["precision"], ",".join(sorted(c.get("hardware_classes", []))))
         label = c.get("rating") or c.get("status") or "not run"
         cells[key] = {"label": label, "speedup": c.get("speedup"),
                       "low": c.get("speedup_ci_low"), "high": c.get("speedup_ci_high")}
-    return cells
+    return cells, baseline_ms
+
+
+def host_speeds(runs):
+    """Each run's speed relative to the median run: the geometric mean over the cpu f32 shapes
+    every run measured of (median run's latency / this run's)."""
+    common = set.intersection(*(set(r["baseline_ms"]) for r in runs)) if runs else set()
+    if not common:
+        return [1.0] * len(runs)
+    logs = [sum(math.log(r["baseline_ms"][k]) for k in common) / len(common) for r in runs]
+    mid = sorted(logs)[len(logs) // 2]
+    return [math.exp(mid - l) for l in logs]
 
 
 def main():
@@ -108,12 +133,18 @@ def main():
             if os.path.exists(db + suffix):
                 os.remove(db + suffix)
         seconds, load_before, load_after = run_plan(args.accelmatrix, args.plan, db, args.catalog)
-        cells = report_cells(args.accelmatrix, db)
+        cells, baseline_ms = report_cells(args.accelmatrix, db)
         noisy = sum(1 for c in cells.values() if c["label"] == "noisy")
         print(f"  run {i}: {seconds:.1f} s, load average {load_before:.2f} -> {load_after:.2f}, "
               f"{len(cells)} cells, {noisy} noisy")
         runs.append({"seconds": seconds, "load_before": load_before, "load_after": load_after,
-                     "cells": cells, "noisy": noisy})
+                     "cells": cells, "noisy": noisy, "baseline_ms": baseline_ms})
+    speeds = host_speeds(runs)
+    for r, sp in zip(runs, speeds):
+        r["host_speed"] = sp
+    phase = [i for i, sp in enumerate(speeds) if abs(sp - 1.0) <= HOST_PHASE_TOLERANCE]
+    print("  host speed per run (cpu f32 jobs vs the median run): " +
+          ", ".join(f"{sp:.2f}" for sp in speeds))
 
     keys = sorted(set().union(*(r["cells"].keys() for r in runs)))
     rows = []
@@ -124,9 +155,10 @@ def main():
             continue
         top, agree = collections.Counter(labels).most_common(1)[0]
         speedups = [r["cells"].get(key, {}).get("speedup") for r in runs]
+        in_phase = {labels[i] for i in phase}
         rows.append({"model": key[0], "backend": key[1], "precision": key[2], "hardware_classes": key[3],
                      "labels": labels, "agree": agree, "majority": top, "stable": agree == len(runs),
-                     "speedups": speedups})
+                     "stable_in_phase": len(in_phase) == 1, "speedups": speedups})
 
     width = max([len(f"{r['model']} {r['backend']} {r['precision']}") for r in rows] + [4])
     print(f"\n{'cell':<{width}}  agree  labels (speed-up)")
@@ -142,13 +174,21 @@ def main():
     rated = len(rows)
     worst_noisy = max((r["noisy"] / rated if rated else 0.0) for r in runs)
     print(f"\nstable cells: {stable}/{len(rows)} = {100 * stable_share:.1f}% (target >= {100 * STABLE_TARGET:.0f}%)")
+    stable_phase = sum(1 for r in rows if r["stable_in_phase"])
+    phase_share = stable_phase / len(rows) if rows else 0.0
+    print(f"stable cells across the {len(phase)} run(s) of the main host phase (host speed within "
+          f"{100 * HOST_PHASE_TOLERANCE:.0f}% of the median run's): {stable_phase}/{len(rows)} = {100 * phase_share:.1f}%")
+    if len(phase) < len(runs):
+        print(f"  {len(runs) - len(phase)} run(s) in another host phase: their ratings measure the host as much as the method")
     print(f"noisy cells, worst run: {100 * worst_noisy:.1f}% (limit {100 * NOISY_LIMIT:.0f}%)")
     ok = stable_share >= STABLE_TARGET and worst_noisy <= NOISY_LIMIT
     print("targets met" if ok else "targets missed")
 
     if args.json:
         doc = {"plan": args.plan, "cpu": cpu_model(), "cpus": os.cpu_count(),
-               "runs": [{k: v for k, v in r.items() if k != "cells"} for r in runs],
+               "runs": [{k: v for k, v in r.items() if k not in ("cells", "baseline_ms")} for r in runs],
+               "main_phase_runs": [i + 1 for i in phase], "stable_in_main_phase": stable_phase,
+               "stable_share_in_main_phase": phase_share,
                "cells": rows, "stable": stable, "cell_count": len(rows), "stable_share": stable_share,
                "worst_noisy_share": worst_noisy, "targets": {"stable_share": STABLE_TARGET, "noisy_share": NOISY_LIMIT},
                "targets_met": ok}
