@@ -255,7 +255,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       std::printf("\n[%d threads] parallel capacity (independent FMA chains, %d threads / 1): %.2fx\n", t,
                   t, parallel_capacity);
     }
-    const am::bench::ComputePeaks peaks = am::bench::measure_compute_peaks(pool, min_time_s);
+    const am::bench::ComputePeaks peaks = am::bench::measure_compute_peaks(pool, min_time_s, *path);
     doc["baselines"].push_back({{"kind", "compute_peaks"}, {"threads", t}, {"isa", peaks.isa},
                                 {"fp32_fma_gflops", peaks.fp32_flops / 1e9},
                                 {"int8_dot_gops", peaks.int8_ops / 1e9},

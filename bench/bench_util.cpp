@@ -179,17 +179,17 @@ double peak_rate(kernels::ThreadPool& pool, double min_time_s, float (*loop)(), 
 
 }  // namespace
 
-ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s) {
+ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s, kernels::KernelPath path) {
   ComputePeaks p;
 #if defined(__x86_64__)
   const kernels::CpuFeatures& f = kernels::cpu_features();
   const double share = min_time_s / 3.0;
-  if (f.avx512f && f.avx512bw && f.avx512vnni) {
+  if (path == kernels::KernelPath::kAvx512 && f.avx512f && f.avx512bw && f.avx512vnni) {
     p.isa = "avx512";
     p.fp32_flops = peak_rate(pool, share, fma_chains_avx512, kPeakChains * 16.0 * 2.0);
     p.int8_ops = peak_rate(pool, share, vnni_chains_avx512, kPeakChains * 64.0 * 2.0);
     if (f.avx512bf16) p.bf16_flops = peak_rate(pool, share, bf16_chains_avx512, kPeakChains * 32.0 * 2.0);
-  } else if (f.avx2 && f.fma) {
+  } else if ((path == kernels::KernelPath::kAvx2 || path == kernels::KernelPath::kAvx512) && f.avx2 && f.fma) {
     p.isa = "avx2";
     p.fp32_flops = peak_rate(pool, share, fma_chains_avx2, kPeakChains * 8.0 * 2.0);
     p.int8_ops = peak_rate(pool, share, int8_chains_avx2, kPeakChains * 32.0 * 2.0);
@@ -197,6 +197,7 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s)
 #else
   (void)pool;
   (void)min_time_s;
+  (void)path;
 #endif
   return p;
 }

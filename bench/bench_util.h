@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/process_stats.h"
+#include "kernels/cpu/cpu_features.h"
 #include "kernels/thread_pool.h"
 
 namespace am::bench {
@@ -92,6 +93,9 @@ struct ComputePeaks {
   double bf16_flops = 0.0;
   const char* isa = "";
 };
-ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s);
+// `path`: the kernel path whose instructions set the peak: avx2 measures the AVX2 loops even on
+// a CPU with AVX-512 (a forced-avx2 run is then judged against what AVX2 can do), avx512 the
+// AVX-512 ones; scalar and neon report 0.
+ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s, kernels::KernelPath path);
 
 }  // namespace am::bench
