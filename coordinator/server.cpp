@@ -2135,6 +2135,15 @@ struct Server::Impl {
     AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
     bool had_work = !existing || existing->finished_at_ms == 0;
     bool record_plan_after_jobs = false;
+    if (existing && jobs::is_plan_hash_v1(existing->plan_hash) &&
+        jobs::plan_hash_v1(plan.jobs) == existing->plan_hash) {
+      // A run stored with the first definition of the hash, resubmitted with its own plan: the
+      // same plan, from now on under the v2 hash (computed once; the v1 hash re-reads every spec).
+      AM_RETURN_IF_ERROR(m.store->set_plan_hash(run_id, run.plan_hash));
+      logger()->info("run {}: plan hash stored as {} (was {}, the same plan)", run_id, run.plan_hash,
+                     existing->plan_hash);
+      existing->plan_hash = run.plan_hash;
+    }
     if (!existing) {
       AM_RETURN_IF_ERROR(m.store->upsert_run(run));
     } else if (existing->plan_hash != run.plan_hash) {

@@ -231,6 +231,8 @@ class Store {
   // Records the plan a run now follows (after --extend, or a run from before schema 3 adopting
   // the hash of a plan that matches its jobs): name, path, description and hash.
   Status set_run_plan(const RunRecord& run);
+  // Replaces the run's stored plan hash only (the same plan's hash under a newer definition).
+  Status set_plan_hash(const std::string& run_id, const std::string& plan_hash);
   Result<std::optional<RunRecord>> get_run(const std::string& run_id);
   Result<std::vector<RunRecord>> list_runs();            // newest first
   Status mark_run_finished(const std::string& run_id, int64_t at_ms);

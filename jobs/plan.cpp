@@ -392,7 +392,7 @@ class Expander {
         return false;
       }
     }
-    const uint64_t id_value = job_hash_of(header_.name, family.canonical(scalars_of(spec)));
+    const uint64_t id_value = templates_.id_hash(header_.name, family, scalars_of(spec));
     if (!seen_.insert(id_value)) return true;  // the same job listed twice runs once
     if (static_cast<int64_t>(jobs_.size()) >= header_.max_jobs) {
       errors_.add_unplaced("plan expands to more than " + std::to_string(header_.max_jobs) +
@@ -607,6 +607,40 @@ std::optional<uint64_t> hex16_value(std::string_view id) {
 }  // namespace
 
 std::string plan_hash(const std::vector<PlannedJob>& jobs) {
+  // Sorted as numbers where every id is 16 lowercase hex digits (every id a plan makes: the same
+  // order as the strings'), else as strings.
+  std::vector<uint64_t> keys;
+  keys.reserve(jobs.size());
+  for (const PlannedJob& j : jobs) {
+    const std::optional<uint64_t> key = hex16_value(j.job_id);
+    if (!key) break;
+    keys.push_back(*key);
+  }
+  uint64_t h = fnv1a64("accelmatrix plan v2\n");
+  if (keys.size() == jobs.size()) {
+    std::sort(keys.begin(), keys.end());
+    for (uint64_t k : keys) {
+      h = fnv1a64(hex64(k), h);
+      h = fnv1a64("\n", h);
+    }
+  } else {
+    std::vector<std::string_view> ids;
+    ids.reserve(jobs.size());
+    for (const PlannedJob& j : jobs) ids.push_back(j.job_id);
+    std::sort(ids.begin(), ids.end());
+    for (std::string_view id : ids) {
+      h = fnv1a64(id, h);
+      h = fnv1a64("\n", h);
+    }
+  }
+  return "v2:" + hex64(h);
+}
+
+bool is_plan_hash_v1(std::string_view stored) {
+  return stored.size() == 16 && stored.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+std::string plan_hash_v1(const std::vector<PlannedJob>& jobs) {
   // Each job's "id canonical-spec" line (nlohmann::json objects are key-sorted), the lines sorted,
   // so the order in which the plan lists models and values does not matter. A line starts with
   // its job id, 16 hex digits unique in the plan, so sorting the ids sorts the lines: they are

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -33,12 +34,21 @@ struct Plan {
   std::vector<PlannedJob> jobs;
 };
 
-// The plan's content hash (16 hex digits): of its expanded jobs (each job's id and spec), in any
-// order, so a comment, a reordering, a description or a time budget changes nothing, while any
-// job added, removed or changed does (DECISIONS.md: "the hash of the expanded job specs, not of
-// the file's bytes"). Job ids include the plan's name, so a renamed plan is another plan.
-// A run stores it and refuses a different plan under the same run id unless extended on purpose.
+// The plan's content hash, "v2:" and 16 hex digits: of its expanded jobs, in any order, so a
+// comment, a reordering, a description or a time budget changes nothing, while any job added,
+// removed or changed does (DECISIONS.md: "the hash of the expanded job specs, not of the file's
+// bytes"). It hashes the sorted job ids: each id is already a 64-bit hash of the run id and the
+// job's canonical spec (compute_job_id), so a changed spec is a changed id, and a million-job
+// plan hashes 17 MB instead of its 450 MB of canonical specs again (1.4 s of a restart). Job ids
+// include the plan's name, so a renamed plan is another plan. A run stores it and refuses a
+// different plan under the same run id unless extended on purpose.
 std::string plan_hash(const std::vector<PlannedJob>& jobs);
+// The first definition (schema 3 to 2026-11-28), 16 hex digits: every "id canonical-spec" line,
+// sorted, hashed in turn. Runs stored before v2 carry it; a submit that finds one compares the
+// plan's v1 hash once and, when it matches, stores the v2 hash.
+std::string plan_hash_v1(const std::vector<PlannedJob>& jobs);
+// Whether a stored hash is of the first definition (16 hex digits, no version prefix).
+bool is_plan_hash_v1(std::string_view stored);
 
 // `catalog_dir` holds the model catalog (jobs/models/*.toml). When empty, find_catalog_dir()
 // is used.

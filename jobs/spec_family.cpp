@@ -1,5 +1,7 @@
 #include "jobs/spec_family.h"
 
+#include "common/hash.h"
+
 #include <array>
 #include <charconv>
 
@@ -80,6 +82,33 @@ std::string SpecTemplate::canonical(const JobScalars& scalars) const {
   out += int_text(scalars.seq_len);
   out += pieces_[3];
   return out;
+}
+
+uint64_t SpecTemplate::hash_through_batch(std::string_view run_id, int batch) const {
+  uint64_t h = fnv1a64(run_id);
+  h = fnv1a64("\n", h);
+  h = fnv1a64(pieces_[0], h);
+  h = fnv1a64(int_text(batch), h);
+  return fnv1a64(pieces_[1], h);
+}
+
+uint64_t SpecTemplate::hash_rest(uint64_t state, const JobScalars& scalars) const {
+  uint64_t h = fnv1a64(to_string(scalars.precision), state);
+  h = fnv1a64(pieces_[2], h);
+  h = fnv1a64(int_text(scalars.seq_len), h);
+  return fnv1a64(pieces_[3], h);
+}
+
+uint64_t SpecTemplates::id_hash(std::string_view run_id, const SpecTemplate& t, const JobScalars& scalars) {
+  if (!t.exact()) return job_hash_of(run_id, t.canonical(scalars));
+  if (run_id != hashed_run_) {
+    batch_states_.clear();
+    hashed_run_ = std::string(run_id);
+  }
+  auto& states = batch_states_[&t];
+  auto it = states.find(scalars.batch);
+  if (it == states.end()) it = states.emplace(scalars.batch, t.hash_through_batch(run_id, scalars.batch)).first;
+  return t.hash_rest(it->second, scalars);
 }
 
 const SpecTemplate& SpecTemplates::of(const JobSpec& spec, bool* made) {

@@ -13,8 +13,10 @@
 // - Pure and thread-compatible.
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -34,6 +36,11 @@ class SpecTemplate {
   bool exact() const { return exact_; }
   std::string canonical(const JobScalars& scalars) const;
   const JobSpec& family() const { return family_; }
+  // job_hash_of(run_id, canonical(scalars)) in two steps, for exact templates: the FNV-1a state
+  // after the bytes up to the precision (run id, "\n", pieces_[0], batch, pieces_[1] — the model
+  // config among them), the same for every job of the family with that batch, then the rest.
+  uint64_t hash_through_batch(std::string_view run_id, int batch) const;
+  uint64_t hash_rest(uint64_t state, const JobScalars& scalars) const;
 
  private:
   JobSpec family_;
@@ -52,10 +59,17 @@ class SpecTemplates {
   // was made by this call.
   const SpecTemplate& of(const JobSpec& spec, bool* made = nullptr);
   std::string canonical(const JobSpec& spec) { return of(spec).canonical(scalars_of(spec)); }
+  // job_hash_of(run_id, canonical of (t, scalars)), the hash through the batch kept per (template, batch):
+  // a job then hashes its last few dozen bytes instead of its whole canonical form (the model
+  // config sits between batch and precision in the key order).
+  // `t` is of(spec), already found.
+  uint64_t id_hash(std::string_view run_id, const SpecTemplate& t, const JobScalars& scalars);
 
  private:
   std::unordered_map<std::string, std::deque<SpecTemplate>> by_model_;   // deque: references stay valid
   const SpecTemplate* last_ = nullptr;
+  std::string hashed_run_;  // the run id the states below start from
+  std::unordered_map<const SpecTemplate*, std::unordered_map<int, uint64_t>> batch_states_;
 };
 
 }  // namespace am::jobs

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "jobs/plan.h"
 #include "tests/integration/run_helpers.h"
 
 namespace am::testing {
@@ -302,7 +303,7 @@ TEST(PlanIsAPlan, AnotherPlanUnderTheSameRunIdIsRefusedUnlessExtendedOnPurpose) 
   const auto a = write_bert_plan(dir / "a.toml", "same", 0.05, "[16]", "[\"f32\"]", "accuracy");
   std::string log;
   ASSERT_EQ(run_logged(dir, "a", run_args(a, db), &log), 0) << log;
-  EXPECT_EQ(sql_rows(db, "SELECT length(plan_hash) FROM runs")[0][0], "16");
+  EXPECT_EQ(sql_rows(db, "SELECT substr(plan_hash, 1, 3) || length(plan_hash) FROM runs")[0][0], "v2:19");
 
   // A comment and a reordering change nothing: the same expanded jobs.
   write_file(dir / "a2.toml", "# a comment\n" + read_file(a));
@@ -329,6 +330,28 @@ TEST(PlanIsAPlan, AnotherPlanUnderTheSameRunIdIsRefusedUnlessExtendedOnPurpose) 
   // ... and that plan is now the run's plan: a rerun of it has nothing to do.
   EXPECT_EQ(run_logged(dir, "b-again", run_args(b, db), &log), 0) << log;
   EXPECT_TRUE(has(log, "already done")) << log;
+}
+
+TEST(PlanIsAPlan, ARunStoredWithTheFirstHashDefinitionResumesAndIsStoredUnderTheSecond) {
+  ScratchDir dir("plan-hash-v1");
+  const auto db = dir / "p.db";
+  const auto a = write_bert_plan(dir / "a.toml", "old", 0.05, "[16, 24]", "[\"f32\"]", "accuracy");
+  std::string log;
+  ASSERT_EQ(run_logged(dir, "a", run_args(a, db), &log), 0) << log;
+  auto plan = am::jobs::load_plan(a, am::jobs::default_plans_dir().parent_path() / "models");
+  ASSERT_TRUE(plan.ok()) << plan.status().to_string();
+  const std::string v1 = am::jobs::plan_hash_v1(plan->jobs);
+  // As a database written before v2 holds it.
+  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "'"), "");
+  EXPECT_EQ(run_logged(dir, "a-again", run_args(a, db), &log), 0) << log;
+  EXPECT_FALSE(has(log, "another plan")) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT plan_hash FROM runs")[0][0], am::jobs::plan_hash(plan->jobs));
+  // A stored first-definition hash that is not the submitted plan's: another plan, refused.
+  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "'"), "");
+  const auto b = write_bert_plan(dir / "b.toml", "old", 0.05, "[16, 24, 32]", "[\"f32\"]", "accuracy");
+  EXPECT_EQ(run_logged(dir, "b", run_args(b, db), &log), 2) << log;
+  EXPECT_TRUE(has(log, "was made from another plan")) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT plan_hash FROM runs")[0][0], v1);
 }
 
 TEST(PlanIsAPlan, ServeRefusesAnotherPlanWithExitTwoToo) {

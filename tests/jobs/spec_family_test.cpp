@@ -46,6 +46,29 @@ TEST(SpecFamily, TemplatesOfEveryShippedPlanReproduceEachJobsCanonicalJson) {
   EXPECT_GT(checked, 100);
 }
 
+// Ids are hashed through a per-(family, batch) state, then the rest of the canonical bytes: the
+// same id as hashing the whole dump, for every job of every shipped plan and for run ids that
+// change between calls (the states start from the run id).
+TEST(SpecFamily, IdHashesThroughTheBatchStateAreTheIdsOfTheWholeDump) {
+  int checked = 0;
+  SpecTemplates templates;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir / "jobs" / "plans")) {
+    if (entry.path().extension() != ".toml") continue;
+    auto plan = load_plan(entry.path(), kSourceDir / "jobs" / "models");
+    ASSERT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().to_string();
+    for (const PlannedJob& job : plan->jobs) {
+      if (job.spec.command) continue;
+      for (const char* run : {"run-a", "run-b"}) {
+        const SpecTemplate& t = templates.of(job.spec);
+        EXPECT_EQ(templates.id_hash(run, t, scalars_of(job.spec)), job_hash_of(run, to_json(job.spec).dump()))
+            << entry.path().filename() << " " << job.spec.model;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
 TEST(SpecFamily, FamiliesDifferInAnythingButTheScalars) {
   JobSpec a;
   a.model = "bert-tiny";
