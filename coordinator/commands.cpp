@@ -129,7 +129,21 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   if (!a.fail_on.empty()) {
     AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
   }
-  AM_ASSIGN_OR_RETURN(jobs::Plan plan, load(a.plan_file, a.catalog_dir));
+  // A restart reads its stored jobs on a thread of its own while the plan expands on another:
+  // a million-job restart spent about 2 s on each (docs/SCALE.md). The rows serve only if still
+  // current when the submit reads them back (SubmitOptions::prefetched).
+  std::optional<Result<PrefetchedJobs>> prefetched;
+  PrefetchedJobs::Wanted wanted;
+  if (!a.run_id.empty()) wanted.run_id = a.run_id;
+  std::jthread prefetcher([&] { prefetched.emplace(PrefetchedJobs::read(a.server.db_path, &wanted)); });
+  Result<jobs::Plan> loaded = load(a.plan_file, a.catalog_dir);
+  {
+    // A plan that does not load wants no run (the read stops at its next check).
+    std::lock_guard<std::mutex> lock(wanted.mu);
+    wanted.run_id = !loaded.ok() ? std::string() : a.run_id.empty() ? loaded->name : a.run_id;
+  }
+  prefetcher.join();
+  AM_ASSIGN_OR_RETURN(jobs::Plan plan, std::move(loaded));
   c.run_id = a.run_id.empty() ? plan.name : a.run_id;
   ServerOptions options = a.server;
   if (!a.curve_key_file.empty() || !a.curve_allow.empty()) {
@@ -168,6 +182,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   c.server = std::move(created).value();
   SubmitOptions submit;
   submit.extend = a.extend;
+  if (prefetched && prefetched->ok()) submit.prefetched = &prefetched->value();
   if (Status st = c.server->submit(plan, c.run_id, submit); !st.ok()) {
     *exit_code = exit_code_for_error(st);
     return st;

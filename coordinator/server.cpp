@@ -2242,7 +2242,7 @@ struct Server::Impl {
     // Jobs whose stored spec or target is invalid are settled after the walk (no write to the
     // jobs table while its rows are being read).
     std::vector<std::pair<JobEntry*, std::string>> invalid;
-    Status loaded = m.store->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
+    const auto load_row = [&](JobRow& row) -> Status {
       ++rows;
       if (m.jobs.find(row.job_id) != nullptr) return Status::Ok();
       JobEntry j;
@@ -2312,15 +2312,29 @@ struct Server::Impl {
       }
       m.index_job(m.jobs.insert(std::move(j)));
       return Status::Ok();
-    });
+    };
+    // Rows read ahead serve when nothing was stored since (no new jobs, no new plan recorded)
+    // and no connection committed meanwhile; else they are read now.
+    const bool prefetched = submit.prefetched != nullptr && submit.prefetched->run_id() == run_id && stored &&
+                            !record_plan_after_jobs && submit.prefetched->current();
+    Status loaded = Status::Ok();
+    if (prefetched) {
+      for (JobRow& row : submit.prefetched->rows()) {
+        loaded = load_row(row);
+        if (!loaded.ok()) break;
+      }
+    } else {
+      loaded = m.store->for_each_job(run_id, /*with_spec=*/false, load_row);
+    }
     AM_RETURN_IF_ERROR(loaded);
     for (auto& [entry, reason] : invalid) {
       m.settle(*entry, ResultStatus::kError, reason);
       if (m.fatal) return *m.fatal;
     }
     logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
-                   "(stored in {:.2f} s, read back in {:.2f} s)",
-                   run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started));
+                   "(stored in {:.2f} s, read back in {:.2f} s{})",
+                   run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started),
+                   prefetched ? ", read ahead while the plan expanded" : "");
     m.runs.insert(run_id);
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);

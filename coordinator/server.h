@@ -129,10 +129,16 @@ struct Progress {
   int64_t measured_job_ms = 0;
 };
 
+class PrefetchedJobs;  // coordinator/store.h
+
 struct SubmitOptions {
   // Add the plan's jobs to an existing run made from another plan (`--extend`), and record this
   // plan as the run's plan. Without it such a submit is refused.
   bool extend = false;
+  // The run's stored jobs read ahead (a restart reads them while its plan expands). Used only
+  // for the same run, when the submit stores nothing new and they are still current
+  // (PrefetchedJobs::current()); otherwise the jobs are read as always. May be null.
+  PrefetchedJobs* prefetched = nullptr;
 };
 
 class Server {

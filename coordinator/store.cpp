@@ -556,6 +556,47 @@ Result<std::vector<JobRow>> Store::load_jobs(const std::string& run_id) {
   return rows;
 }
 
+Result<int64_t> Store::data_version() {
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "PRAGMA data_version"));
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return internal_error("PRAGMA data_version returned no row");
+  return stmt.column_int64(0);
+}
+
+Result<PrefetchedJobs> PrefetchedJobs::read(const std::filesystem::path& db_path, Wanted* wanted) {
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return not_found(db_path.string() + " does not exist yet");
+  PrefetchedJobs p;
+  AM_ASSIGN_OR_RETURN(p.store_, Store::open_read_only(db_path));
+  if (p.store_->schema_version() != kSchemaVersion) {
+    return failed_precondition("schema " + std::to_string(p.store_->schema_version()) + " is migrated first");
+  }
+  AM_ASSIGN_OR_RETURN(std::vector<RunRecord> runs, p.store_->list_runs());
+  if (runs.size() != 1) return failed_precondition(std::to_string(runs.size()) + " runs stored");
+  p.run_id_ = runs.front().run_id;
+  AM_ASSIGN_OR_RETURN(p.version_, p.store_->data_version());
+  constexpr std::size_t kWantedCheckRows = 4096;
+  const auto another_run = [&] {
+    if (wanted == nullptr) return false;
+    std::lock_guard<std::mutex> lock(wanted->mu);
+    return wanted->run_id.has_value() && *wanted->run_id != p.run_id_;
+  };
+  AM_RETURN_IF_ERROR(p.store_->for_each_job(p.run_id_, /*with_spec=*/false, [&](JobRow& row) -> Status {
+    if (p.rows_.size() % kWantedCheckRows == 0 && another_run()) return unavailable("another run is submitted");
+    p.rows_.push_back(std::move(row));
+    return Status::Ok();
+  }));
+  // A commit while the two statements of the walk ran could have split them.
+  if (!p.current()) return unavailable("the database changed while its jobs were read");
+  return p;
+}
+
+bool PrefetchedJobs::current() {
+  if (!store_) return false;
+  Result<int64_t> v = store_->data_version();
+  return v.ok() && *v == version_;
+}
+
 Status Store::for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit) {
   // The outstanding lease of a leased job is its highest attempt still in state 'leased'. The
   // leases are read first, for the leased jobs alone (found through jobs_by_run_state): joined

@@ -37,6 +37,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -257,6 +258,9 @@ class Store {
   // restarts without a million rows in memory). Without `with_spec` each row's spec is null:
   // job_spec() reads one. A visit that returns an error stops the walk with it.
   Status for_each_job(const std::string& run_id, bool with_spec, const std::function<Status(JobRow&)>& visit);
+  // SQLite's PRAGMA data_version of this connection: it changes when another connection (of
+  // this process or another) commits to the database.
+  Result<int64_t> data_version();
   Result<nlohmann::json> job_spec(const std::string& run_id, const std::string& job_id);
   // Jobs of the run without a placement target (`any` jobs and stand-ins), and its plan jobs.
   Result<int64_t> count_untargeted_jobs(const std::string& run_id);
@@ -343,6 +347,34 @@ class Store {
   uint64_t ino_ = 0;
   bool read_only_ = false;
   bool immutable_ = false;
+};
+
+// A run's job rows (without specs) read ahead on a read-only connection, so that a restart
+// reads them while its plan expands (docs/SCALE.md, restart), and can tell later whether they
+// are still what the database holds: nothing committed since they were read, by any other
+// connection (the coordinator's own included).
+class PrefetchedJobs {
+ public:
+  // The rows of the database's only run (none when it holds no run or several: the caller reads
+  // them itself then), when the database exists at the current schema version. Errors are
+  // returned, never fatal to the caller: it reads the rows the ordinary way.
+  // `wanted` (optional) is the run the caller will submit to, once it knows it (the plan's name,
+  // known when the plan has been read): the read stops early when it reads another run.
+  struct Wanted {
+    std::mutex mu;
+    std::optional<std::string> run_id;
+  };
+  static Result<PrefetchedJobs> read(const std::filesystem::path& db_path, Wanted* wanted = nullptr);
+  const std::string& run_id() const { return run_id_; }
+  // Whether the rows are still current (false on any error).
+  bool current();
+  std::vector<JobRow>& rows() { return rows_; }
+
+ private:
+  std::unique_ptr<Store> store_;
+  std::string run_id_;
+  int64_t version_ = 0;
+  std::vector<JobRow> rows_;
 };
 
 }  // namespace am::coord

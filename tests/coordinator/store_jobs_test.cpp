@@ -255,6 +255,52 @@ TEST_F(StoreJobs, JobsReadOneAtATimeWithoutSpecsMatchTheLoadedRows) {
   EXPECT_EQ(store_->job_spec(kRun, "ffffffffffffffff").status().code(), StatusCode::kNotFound);
 }
 
+// A restart's rows read ahead (PrefetchedJobs) are the rows of the ordinary walk, and stay
+// usable only while nothing is committed: a commit by the coordinator's own connection counts.
+TEST_F(StoreJobs, JobsReadAheadAreTheWalkedRowsUntilAnythingIsCommitted) {
+  std::vector<std::string> ids;
+  for (const char* p : {"f32", "q8_0", "q4_0"}) ids.push_back(add(make_spec("bert-tiny", "encoder-only", "cpu", p)));
+  lease(ids[2], 1);
+  auto ahead = PrefetchedJobs::read(db_path_);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().to_string();
+  EXPECT_EQ(ahead->run_id(), kRun);
+  std::vector<JobRow> walked;
+  ASSERT_TRUE(store_->for_each_job(kRun, false, [&](JobRow& r) {
+                      walked.push_back(r);
+                      return Status::Ok();
+                    }).ok());
+  ASSERT_EQ(ahead->rows().size(), walked.size());
+  for (std::size_t i = 0; i < walked.size(); ++i) {
+    EXPECT_EQ(ahead->rows()[i].job_id, walked[i].job_id);
+    EXPECT_EQ(ahead->rows()[i].state, walked[i].state);
+    EXPECT_EQ(ahead->rows()[i].lease_worker, walked[i].lease_worker);
+    EXPECT_EQ(ahead->rows()[i].lease_expires_at_ms, walked[i].lease_expires_at_ms);
+  }
+  EXPECT_TRUE(ahead->current());
+  store_one(result(ids[2], 1, "pass"));   // the coordinator's own connection commits
+  EXPECT_FALSE(ahead->current());
+}
+
+TEST_F(StoreJobs, JobsAreNotReadAheadForAnotherRunSeveralRunsOrNoDatabase) {
+  add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  // The run the caller wants is not the stored one: the read stops.
+  PrefetchedJobs::Wanted wanted;
+  wanted.run_id = "another-run";
+  EXPECT_FALSE(PrefetchedJobs::read(db_path_, &wanted).ok());
+  wanted.run_id = kRun;
+  EXPECT_TRUE(PrefetchedJobs::read(db_path_, &wanted).ok());
+  // No database yet: nothing to read, and nothing created.
+  const auto missing = dir_.path() / "none.db";
+  EXPECT_EQ(PrefetchedJobs::read(missing).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(missing));
+  // Two runs: which one the plan submits to is not known yet, so nothing is read ahead.
+  RunRecord other;
+  other.run_id = "run-2";
+  other.created_at_ms = kT0;
+  ASSERT_TRUE(store_->upsert_run(other).ok());
+  EXPECT_EQ(PrefetchedJobs::read(db_path_).status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST_F(StoreJobs, InterruptedLeaseReturnsTheJobToTheQueueAsNobodysFailure) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
   lease(id, 1);
