@@ -160,7 +160,8 @@ void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, det
       const int64_t g1 = std::min(groups, g0 + tile);
       const int64_t m0 = (task / tiles) * rows_per_task;
       const int64_t m1 = std::min(m, m0 + rows_per_task);
-      for (int64_t b0 = 0; b0 < blocks && g0 < g1; b0 += slice) {
+      // At least one pass, so that K = 0 (no blocks) still writes its zeros.
+      for (int64_t b0 = 0; b0 < std::max<int64_t>(blocks, 1) && g0 < g1; b0 += slice) {
         const int64_t nb = std::min(slice, blocks - b0);
         const std::size_t offset = static_cast<std::size_t>(b0) * group_block_bytes;
         if (packed) {
