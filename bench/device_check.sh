@@ -1,6 +1,6 @@
 #!/bin/bash
-# Issue 12's checks on a machine with a real GPU, in one short run (for a lent device machine
-# that has the NVIDIA driver but none of our build dependencies).
+# The GPU backends' checks (issue 12) on a machine with a real GPU, in one short run (a machine
+# with the NVIDIA driver but none of our build dependencies, e.g. a lent device machine).
 #
 #   bench/device_check.sh pack     here, after building build/: strips the GPU binaries, collects
 #                                  their shared libraries (glibc and libstdc++ excepted) into
@@ -39,8 +39,12 @@ if [ "$mode" = pack ]; then
   du -sh .dev .gl
   exit 0
 fi
+if [ "$mode" = -h ] || [ "$mode" = --help ]; then
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+  exit 0
+fi
 if [ "$mode" != run ] || [ -z "${OUT:-}" ]; then
-  echo "usage: bench/device_check.sh pack | run (run needs \$OUT)" >&2
+  echo "usage: bench/device_check.sh pack | run (run needs \$OUT); --help says more" >&2
   exit 2
 fi
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
