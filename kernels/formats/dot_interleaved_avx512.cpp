@@ -82,47 +82,14 @@ AM_TARGET_AVX512 inline void scale_block(const ActRow* x, int64_t b, const uint8
   }
 }
 
-template <int MR, bool kMin>
-AM_TARGET_AVX512 void group_q4(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
+// The group kernel on prepared rows: q8_0 (kQ8), q4_0, or q4_1 (kMin).
+template <int MR, bool kQ8, bool kMin>
+AM_TARGET_AVX512 void group_kernel(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
+  constexpr int kQuantBytes = kQ8 ? kBlock : kBlock / 2;
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
-  constexpr int kGroupBlock = kHeader + kBlock / 2 * kInterleaveRows;
+  constexpr int kGroupBlock = kHeader + kQuantBytes * kInterleaveRows;
   const int64_t blocks = x[0].blocks;
   const __m256i low_mask = _mm256_set1_epi8(0x0F);
-  __m256 acc[MR];
-  #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m) acc[m] = accumulate ? _mm256_loadu_ps(y + m * ldy) : _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = group + b * kGroupBlock;
-    if constexpr (MR <= kPrefetchMaxRows) prefetch_group_block<kGroupBlock>(p);
-    __m256i isum[MR];
-    #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) isum[m] = _mm256_setzero_si256();
-    const int8_t* xq[MR];
-    #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) xq[m] = x[m].q + b * kBlock;
-    #pragma GCC unroll 4
-    for (int c = 0; c < 4; ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
-      const __m256i lo = _mm256_and_si256(v, low_mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
-      #pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) {
-        isum[m] = _mm256_dpbusd_epi32(isum[m], lo, bcast4(xq[m] + 4 * c));
-        isum[m] = _mm256_dpbusd_epi32(isum[m], hi, bcast4(xq[m] + 4 * c + kBlock / 2));
-      }
-      chunk_fence(isum);
-    }
-    scale_block<MR, kMin>(x, b, p, kMin ? 0 : 8, isum, acc);
-  }
-  #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
-}
-
-template <int MR>
-AM_TARGET_AVX512 void group_q8(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
-  constexpr int kHeader = kHalfBytes * kInterleaveRows;
-  constexpr int kGroupBlock = kHeader + kBlock * kInterleaveRows;
-  const int64_t blocks = x[0].blocks;
   const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   __m256 acc[MR];
   #pragma GCC unroll 8
@@ -137,14 +104,24 @@ AM_TARGET_AVX512 void group_q8(const ActRow* x, const uint8_t* group, float* y, 
     #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) xq[m] = x[m].q + b * kBlock;
     #pragma GCC unroll 8
-    for (int c = 0; c < 8; ++c) {
-      const __m256i w = _mm256_xor_si256(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes)), bias);
-      #pragma GCC unroll 8
-      for (int m = 0; m < MR; ++m) isum[m] = _mm256_dpbusd_epi32(isum[m], w, bcast4(xq[m] + 4 * c));
+    for (int c = 0; c < (kQ8 ? 8 : 4); ++c) {
+      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
+      if constexpr (kQ8) {
+        const __m256i w = _mm256_xor_si256(v, bias);
+        #pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) isum[m] = _mm256_dpbusd_epi32(isum[m], w, bcast4(xq[m] + 4 * c));
+      } else {
+        const __m256i lo = _mm256_and_si256(v, low_mask);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
+        #pragma GCC unroll 8
+        for (int m = 0; m < MR; ++m) {
+          isum[m] = _mm256_dpbusd_epi32(isum[m], lo, bcast4(xq[m] + 4 * c));
+          isum[m] = _mm256_dpbusd_epi32(isum[m], hi, bcast4(xq[m] + 4 * c + kBlock / 2));
+        }
+      }
       chunk_fence(isum);
     }
-    scale_block<MR, false>(x, b, p, 128, isum, acc);
+    scale_block<MR, kMin>(x, b, p, kQ8 ? 128 : kMin ? 0 : 8, isum, acc);
   }
   #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
@@ -383,9 +360,9 @@ void dispatch_mr(const ActRow* x, int64_t mr, const uint8_t* group, float* y, in
   }
 }
 
-template <int MR> struct Q8 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q8<MR>(x, g, y, l, a); } };
-template <int MR> struct Q40 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q4<MR, false>(x, g, y, l, a); } };
-template <int MR> struct Q41 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_q4<MR, true>(x, g, y, l, a); } };
+template <int MR> struct Q8 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, true, false>(x, g, y, l, a); } };
+template <int MR> struct Q40 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, false, false>(x, g, y, l, a); } };
+template <int MR> struct Q41 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, false, true>(x, g, y, l, a); } };
 
 }  // namespace
 
