@@ -6,7 +6,9 @@
 //                with every job queued.
 //   2. ingest:   the store (coordinator/store.h, WAL, the production synchronous setting, on disk)
 //                takes leases and ~1 KiB results for half of the jobs, in batches of each size of
-//                --batch; rows/s per batch size (all of the store's indexes in place).
+//                --batch; rows/s per batch size (all of the store's indexes in place); beside it the
+//                raw SQLite ceiling: the same rows by a bare INSERT into an integer-keyed table of
+//                a database of its own with the store's settings (ingest_ceiling()).
 //   3. restart:  `accelmatrix serve` started again on that database (half done): spawn -> endpoint,
 //                spawn -> first ASSIGN of a run job to one simulated worker (tests/sim_fleet), RSS.
 //   4. status:   `accelmatrix status --json` against that coordinator, wall time.
@@ -34,7 +36,11 @@
 #include "bench/coordinator_process.h"
 #include "bench/process_stats.h"
 #include "common/clock.h"
+#include "common/json_text.h"
 #include "common/spawn.h"
+#include "coordinator/sqlite_db.h"
+#include "coordinator/sqlite_statement.h"
+#include "coordinator/sqlite_transaction.h"
 #include "coordinator/store.h"
 #include "jobs/plan.h"
 #include "tests/sim_fleet/sim_fleet.h"
@@ -110,6 +116,7 @@ am::Result<double> timed_cli(const std::string& bin, const std::vector<std::stri
 // CPU seconds of this process during the store calls of ingest(), summed: against their wall
 // time it says whether ingest waits for the disk or computes.
 double g_ingest_cpu_s = 0;
+double g_lease_s = 0;
 
 // Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s of
 // the store calls alone (the records are made before the clock runs).
@@ -152,6 +159,7 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
     const auto t0 = am::SteadyClock::now();
     const double cpu0 = am::bench::sample_self().cpu_s;
     AM_RETURN_IF_ERROR(store.record_leases(leases));
+    g_lease_s += am::seconds_since(t0);
     AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
     stored_s += am::seconds_since(t0);
     g_ingest_cpu_s += am::bench::sample_self().cpu_s - cpu0;
@@ -159,6 +167,64 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
     i = end;
   }
   return static_cast<double>(to - from) / std::max(1e-9, stored_s);
+}
+
+// The raw SQLite ceiling of ingest, measured beside it: the same result rows (metrics already as
+// text, made before the clock, as ingest() makes its records before the clock) inserted by one
+// prepared INSERT into a bare table keyed by integers, one transaction per batch, in a database of
+// its own in the same directory with the store's settings (WAL, synchronous NORMAL, its page size
+// and page cache). What ingest costs beyond this is the store's own: the lease, the job's state, the
+// text keys and indexes, and writing the metrics document as text.
+am::Result<double> ingest_ceiling(const fs::path& store_db, const fs::path& dir, std::size_t rows, int batch) {
+  int64_t page_bytes = 4096;
+  {
+    AM_ASSIGN_OR_RETURN(auto src, am::coord::sqlite::SqliteDb::open_read_only(store_db, /*immutable=*/false));
+    AM_ASSIGN_OR_RETURN(auto page, am::coord::sqlite::Statement::prepare(src.get(), "PRAGMA page_size"));
+    AM_ASSIGN_OR_RETURN(bool row, page.step());
+    if (row) page_bytes = page.column_int64(0);
+  }
+  const fs::path path = dir / "ceiling.db";
+  std::error_code ec;
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix, ec);
+  double stored_s = 0;
+  {
+    AM_ASSIGN_OR_RETURN(auto db, am::coord::sqlite::SqliteDb::open(path));
+    AM_RETURN_IF_ERROR(am::coord::sqlite::exec(
+        db.get(), fmt::format("PRAGMA page_size = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
+                              "PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = {};",
+                              page_bytes, 64 * 1024 * 1024 / page_bytes)));
+    AM_RETURN_IF_ERROR(am::coord::sqlite::exec(db.get(), R"sql(
+        CREATE TABLE results (job INTEGER NOT NULL, attempt INTEGER NOT NULL, worker_id TEXT NOT NULL,
+                              status TEXT NOT NULL, reason TEXT NOT NULL, metrics_json TEXT NOT NULL,
+                              log_tail TEXT NOT NULL, started_at INTEGER NOT NULL, finished_at INTEGER NOT NULL,
+                              received_at INTEGER NOT NULL, PRIMARY KEY (job, attempt)))sql"));
+    AM_ASSIGN_OR_RETURN(auto insert, am::coord::sqlite::Statement::prepare(
+                                         db.get(), "INSERT INTO results VALUES (?1, 1, ?2, 'pass', '', ?3, ?4, ?5, ?6, ?6)"));
+    std::vector<std::string> metrics;
+    for (std::size_t i = 0; i < rows;) {
+      const std::size_t end = std::min(rows, i + static_cast<std::size_t>(batch));
+      metrics.clear();
+      for (std::size_t k = i; k < end; ++k) metrics.push_back(am::to_json_text(am::sim::sim_metrics(k)));
+      const int64_t now = am::now_epoch_ms();
+      const auto t0 = am::SteadyClock::now();
+      AM_ASSIGN_OR_RETURN(auto tx, am::coord::sqlite::Transaction::begin(db.get()));
+      for (std::size_t k = i; k < end; ++k) {
+        insert.reset();
+        insert.bind(1, static_cast<int64_t>(k))
+            .bind(2, std::string("sim-scale-0"))
+            .bind(3, metrics[k - i])
+            .bind(4, std::string("simulated job: finished at once\n"))
+            .bind(5, now - 5)
+            .bind(6, now);
+        AM_RETURN_IF_ERROR(insert.run());
+      }
+      AM_RETURN_IF_ERROR(tx.commit());
+      stored_s += am::seconds_since(t0);
+      i = end;
+    }
+  }
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(path.string() + suffix, ec);
+  return static_cast<double>(rows) / std::max(1e-9, stored_s);
 }
 
 }  // namespace
@@ -260,11 +326,12 @@ int main(int argc, char** argv) {
       const std::size_t to = std::min(half, at + static_cast<std::size_t>(args.rows_per_batch_size));
       if (to <= at) break;
       g_ingest_cpu_s = 0;
+      g_lease_s = 0;
       auto rate = ingest(**store, ids, at, to, b);
       if (!rate.ok()) return fail("ingesting", rate.status());
       const double wall_s = static_cast<double>(to - at) / *rate;
-      std::printf("  ingest batch %5d                  %8.0f rows/s (lease + result per row), CPU %.0f%% of the wall time\n",
-                  b, *rate, 100.0 * g_ingest_cpu_s / wall_s);
+      std::printf("  ingest batch %5d                  %8.0f rows/s (lease + result per row), CPU %.0f%% of the wall time, leases %.0f%%\n",
+                  b, *rate, 100.0 * g_ingest_cpu_s / wall_s, 100.0 * g_lease_s / wall_s);
       std::fflush(stdout);
       rates.push_back({{"batch", b}, {"rows_per_s", *rate}, {"rows", to - at}, {"cpu_fraction", g_ingest_cpu_s / wall_s}});
       if (*rate > best) {
@@ -276,8 +343,16 @@ int main(int argc, char** argv) {
     auto rest = ingest(**store, ids, at, half, best_batch);
     if (!rest.ok()) return fail("ingesting", rest.status());
     std::printf("  ingest to half done (batch %d)    %8.0f rows/s over %zu rows\n", best_batch, *rest, half - at);
+    std::fflush(stdout);
     out["ingest"] = rates;
     out["ingest_rest"] = {{"batch", best_batch}, {"rows_per_s", *rest}, {"rows", half - at}};
+    const std::size_t ceiling_rows = static_cast<std::size_t>(std::max<int64_t>(1, args.rows_per_batch_size));
+    auto ceiling = ingest_ceiling(first->db, dir, ceiling_rows, best_batch);
+    if (!ceiling.ok()) return fail("measuring the raw insert ceiling", ceiling.status());
+    std::printf("  raw SQLite insert, same rows       %8.0f rows/s (batch %d); ingest at %.3f of it\n", *ceiling,
+                best_batch, best / *ceiling);
+    out["ingest_ceiling"] = {{"batch", best_batch}, {"rows_per_s", *ceiling}, {"rows", ceiling_rows},
+                             {"ratio", best / *ceiling}};
   }
 
   // 3. restart on the half-done database, 4. status

@@ -62,6 +62,35 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   }
 }
 
+// A new database gets 16 KiB pages (a result's ~1.8 KiB row filled half of a 4 KiB one); a file
+// made with another page size keeps it, rows and all, since WAL fixes a database's page size.
+TEST(StoreOpen, ANewDatabaseHasSixteenKibPagesAndAnOlderOneKeepsItsOwn) {
+  TempDir dir;
+  const auto fresh = dir.path() / "new.db";
+  ASSERT_TRUE(Store::open(fresh).ok());
+  EXPECT_EQ(raw_query(fresh, "PRAGMA page_size"), "16384");
+
+  const auto old = dir.path() / "old.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(old.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA page_size = 4096; PRAGMA journal_mode = WAL", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    Status migrated = migrate(db, 2);
+    sqlite3_close(db);
+    ASSERT_TRUE(migrated.ok()) << migrated.to_string();
+  }
+  raw_exec(old, "INSERT INTO runs(run_id) VALUES ('kept')");
+  {
+    auto store = Store::open(old);
+    ASSERT_TRUE(store.ok()) << store.status().to_string();
+    EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
+  }
+  EXPECT_EQ(raw_query(old, "PRAGMA page_size"), "4096");
+  EXPECT_EQ(raw_query(old, "SELECT group_concat(run_id) FROM runs"), "kept");
+  EXPECT_EQ(raw_query(old, "PRAGMA integrity_check"), "ok");
+}
+
 TEST(StoreOpen, CreatesMissingParentDirectories) {
   TempDir dir;
   const auto path = dir.path() / "a" / "b" / "results.db";
