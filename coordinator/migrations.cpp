@@ -199,12 +199,41 @@ ALTER TABLE attempts ADD COLUMN exclusive INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE workers ADD COLUMN host_id TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 6: job specs stored once per family (coordinator/spec_families.h, docs/SCALE.md). A job
+// row made from then on keeps spec_json '' and the id of its family's row, whose text is the
+// canonical spec of the family with neutral scalars (jobs::family_of); the reader renders a job's own text from it and the
+// job's precision, batch and seq_len columns. Rows from before keep their spec_json (family 0).
+// `any` jobs (made from a plan job of their own, not from a plan_jobs row) are stored from then on
+// with plan_job_id '' and kept out of the plan-job index, which only the unplaced-plan-job
+// queries read (for placed plan jobs): an index of a million random ids was a fifth of a
+// million-job start. Their stand-ins keep their explicit plan-job id.
+// The view job_specs shows every job's spec document to a person reading the file with sqlite3
+// (SQLite's json_set: the same document; the store's own rendering is the byte-exact one).
+constexpr const char* kSchemaV6 = R"sql(
+CREATE TABLE spec_families (
+  family_id  INTEGER PRIMARY KEY,
+  run_id     TEXT NOT NULL REFERENCES runs(run_id),
+  spec_json  TEXT NOT NULL
+);
+CREATE INDEX spec_families_by_run ON spec_families(run_id);
+ALTER TABLE jobs ADD COLUMN family_id INTEGER NOT NULL DEFAULT 0;
+DROP INDEX jobs_by_plan_job;
+CREATE INDEX jobs_by_plan_job ON jobs(run_id, plan_job_id) WHERE plan_job_id <> '';
+CREATE VIEW job_specs AS
+  SELECT j.run_id AS run_id, j.job_id AS job_id,
+         CASE WHEN j.spec_json <> '' OR j.family_id = 0 THEN j.spec_json
+              ELSE json_set(f.spec_json, '$.batch', j.batch, '$.precision', j.precision, '$.seq_len', j.seq_len)
+         END AS spec_json
+  FROM jobs j LEFT JOIN spec_families f ON f.family_id = j.family_id;
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
     {3, kSchemaV3},
     {4, kSchemaV4},
     {5, kSchemaV5},
+    {6, kSchemaV6},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

@@ -137,4 +137,6 @@ bool Statement::column_is_null(int col) const {
 
 int Statement::changes() const { return sqlite3_changes(db_); }
 
+int64_t Statement::last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+
 }  // namespace am::coord::sqlite

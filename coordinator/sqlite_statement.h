@@ -65,6 +65,8 @@ class Statement {
 
   // Rows changed by the last completed INSERT/UPDATE/DELETE on this connection.
   int changes() const;
+  // The rowid of the connection's last successful INSERT (sqlite3_last_insert_rowid).
+  int64_t last_insert_rowid() const;
 
  private:
   Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}

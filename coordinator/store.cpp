@@ -476,20 +476,22 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
   }
   AM_ASSIGN_OR_RETURN(auto insert, Statement::prepare(db_, R"sql(
       INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision,
-                       batch, seq_len, created_at, target, hardware_class, plan_job_id)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                       batch, seq_len, created_at, target, hardware_class, plan_job_id, family_id)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
       ON CONFLICT(run_id, job_id) DO NOTHING)sql"));
   const int64_t now = now_epoch_ms();
   int inserted = 0;
-  SpecDumps dumps;
+  // A family's row is written with its first job (or found, when an earlier submit wrote it).
+  SpecFamilyWriter specs(db_, run_id);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     const jobs::PlannedJob& job = jobs[i];
     if (job.job_id.empty()) return invalid_argument("empty job id in run '" + run_id + "'");
+    AM_ASSIGN_OR_RETURN(SpecFamilyWriter::Stored spec, specs.stored(job.spec));
     insert.reset();
     insert.bind(1, run_id)
         .bind(2, job.job_id)
         .bind(3, next_seq)
-        .bind(4, dumps.of(job.spec))
+        .bind(4, spec.spec_json)
         .bind(5, job.spec.model)
         .bind(6, job.spec.architecture)
         .bind(7, job.spec.backend)
@@ -499,7 +501,8 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
         .bind(11, now)
         .bind(12, job.target)
         .bind(13, hardware_classes.empty() ? std::string() : hardware_classes[i])
-        .bind(14, plan_job_ids.empty() ? job.job_id : plan_job_ids[i]);
+        .bind(14, plan_job_ids.empty() ? std::string() : plan_job_ids[i])   // '' for `any` jobs (schema 6)
+        .bind(15, spec.family_id);
     AM_RETURN_IF_ERROR(insert.run());
     if (insert.changes() > 0) {
       ++inserted;
@@ -643,13 +646,20 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     }
   }
   // Columns by position (a by-name lookup takes SQLite's mutex per column per row).
+  const bool families = with_spec && schema_version() >= kSpecFamiliesSchemaVersion;
+  if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, kSpecFamiliesSchemaVersion));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, std::string(R"sql(
       SELECT job_id, state, attempts, status, reason, terminal_attempt, target, hardware_class, plan_job_id, )sql") +
-                                              (with_spec ? "spec_json" : "''") + R"sql(
+                                              (with_spec ? "spec_json, precision, batch, seq_len, " : "'', '', 0, 0, ") +
+                                              (families ? "family_id" : "0") + R"sql(
       FROM jobs
       WHERE run_id = ?1
       ORDER BY seq)sql"));
-  enum Column { kJobId, kState, kAttempts, kStatus, kReason, kTerminalAttempt, kTarget, kHardwareClass, kPlanJobId, kSpec };
+  enum Column {
+    kJobId, kState, kAttempts, kStatus, kReason, kTerminalAttempt, kTarget, kHardwareClass, kPlanJobId,
+    kSpec, kPrecision, kBatch, kSeqLen, kFamily
+  };
+  std::string spec_scratch;
   stmt.bind(1, run_id);
   JobRow job;
   while (true) {
@@ -660,7 +670,11 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     job.job_id = stmt.column_text(kJobId);
     const auto what = [&] { return job_name(run_id, job.job_id); };
     if (with_spec) {
-      AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(stmt.column_text(kSpec), "spec of " + what()));
+      Result<std::string_view> text = families_.text(stmt.column_view(kSpec), stmt.column_int64(kFamily),
+                                                     stmt.column_view(kPrecision), stmt.column_int64(kBatch),
+                                                     stmt.column_int64(kSeqLen), spec_scratch);
+      if (!text.ok()) return internal_error("corrupt spec of " + what() + " in the store: " + text.status().message());
+      AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(std::string(*text), "spec of " + what()));
     }
     const std::string_view state = stmt.column_view(kState);
     if (std::optional<JobState> parsed = parse_job_state(state)) {
@@ -711,11 +725,23 @@ Result<int64_t> Store::count_plan_jobs(const std::string& run_id) {
 }
 
 Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {
-  AM_ASSIGN_OR_RETURN(auto stmt, cached("SELECT spec_json FROM jobs WHERE run_id = ?1 AND job_id = ?2"));
+  const bool families = schema_version() >= kSpecFamiliesSchemaVersion;
+  AM_ASSIGN_OR_RETURN(auto stmt, cached(families ? "SELECT spec_json, family_id, precision, batch, seq_len FROM jobs "
+                                                   "WHERE run_id = ?1 AND job_id = ?2"
+                                                 : "SELECT spec_json, 0, precision, batch, seq_len FROM jobs "
+                                                   "WHERE run_id = ?1 AND job_id = ?2"));
   stmt->bind(1, run_id).bind(2, job_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt->step());
   if (!row) return not_found(job_name(run_id, job_id) + " is not in the store");
-  return parse_stored_json(stmt->column_text("spec_json"), "spec of " + job_name(run_id, job_id));
+  const int64_t family = stmt->column_int64(1);
+  AM_RETURN_IF_ERROR(families_.load(db_, family));
+  std::string scratch;
+  Result<std::string_view> text = families_.text(stmt->column_view(0), family, stmt->column_view(2),
+                                                 stmt->column_int64(3), stmt->column_int64(4), scratch);
+  if (!text.ok()) {
+    return internal_error("corrupt spec of " + job_name(run_id, job_id) + " in the store: " + text.status().message());
+  }
+  return parse_stored_json(std::string(*text), "spec of " + job_name(run_id, job_id));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1099,7 +1125,8 @@ Result<std::vector<RunCounts>> Store::run_counts() {
   // Plan jobs no job was made from yet (placement, schema 5) are waiting too.
   AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(
       SELECT p.run_id, count(*) AS n FROM plan_jobs p
-      WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id)
+      WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id
+                                             AND j.plan_job_id <> '')
       GROUP BY p.run_id)sql"));
   for (;;) {
     AM_ASSIGN_OR_RETURN(bool row, unplaced.step());
@@ -1190,7 +1217,7 @@ namespace {
 struct RawReportRow {
   std::string job_id, spec, model, architecture, backend, precision, state, status, reason, worker_id, hostname,
       build, hardware_class, job_class, target, device, metrics, log_tail, attempt_reason;
-  int64_t job_batch = 0, job_seq_len = 0, job_finished = 0, started = 0, finished = 0;
+  int64_t job_batch = 0, job_seq_len = 0, job_finished = 0, started = 0, finished = 0, family_id = 0;
   int terminal_attempt = 0, attempts = 0;
   bool has_attempt = false, exclusive = false;
 };
@@ -1223,8 +1250,12 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   const std::string placement_columns =
       placed ? "j.target AS target, j.hardware_class AS job_class, coalesce(a.exclusive, 0) AS exclusive"
              : "'' AS target, '' AS job_class, 0 AS exclusive";
+  // Spec families since schema 6, all of the run's read before the walk: the connection is the
+  // reader thread's until it is joined.
+  const bool families = schema_version() >= kSpecFamiliesSchemaVersion;
+  if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, kSpecFamiliesSchemaVersion));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
-      SELECT )sql" + placement_columns + R"sql(,
+      SELECT )sql" + placement_columns + R"sql(, )sql" + (families ? "j.family_id" : "0") + R"sql( AS family_id,
              j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
              j.batch AS job_batch, j.seq_len AS job_seq_len,
              j.status, j.reason, j.terminal_attempt, j.attempts, j.finished_at AS job_finished_at,
@@ -1257,7 +1288,8 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
             c_target = stmt.column_index("target"), c_exclusive = stmt.column_index("exclusive"),
             c_device = stmt.column_index("device"), c_metrics = stmt.column_index("metrics_json"),
             c_log = stmt.column_index("log_tail"), c_started = stmt.column_index("started_at"),
-            c_finished = stmt.column_index("finished_at"), c_attempt_reason = stmt.column_index("attempt_reason");
+            c_finished = stmt.column_index("finished_at"), c_attempt_reason = stmt.column_index("attempt_reason"),
+            c_family = stmt.column_index("family_id");
 
   // SQLite steps the query on a thread of its own and hands the rows over in batches; this
   // thread decodes and visits them (two cores: a million-result report, docs/SCALE.md). The
@@ -1318,6 +1350,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
             raw.exclusive = stmt.column_int(c_exclusive) != 0;
             raw.started = stmt.column_int64(c_started);
             raw.finished = stmt.column_int64(c_finished);
+            raw.family_id = stmt.column_int64(c_family);
           }
           pipe.put_full(batch);
         }
@@ -1338,7 +1371,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
     } join_reader{pipe, reader_thread};
 
     r.run_id = run_id;
-    std::string spec_scratch, metrics_scratch;
+    std::string spec_scratch, metrics_scratch, family_scratch;
     while (auto* batch = pipe.take_full()) {
       for (std::size_t i = 0; i < batch->size; ++i) {
         RawReportRow& raw = batch->rows[i];
@@ -1348,7 +1381,19 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
         // (model, backend, precision, shape, status) with the damage named in its reason.
         std::string damaged;
         bool spec_damaged = false;
-        if (Result<nlohmann::json> spec = reader.decode(raw.spec, keys.spec); spec.ok()) {
+        Status family = Status::Ok();
+        if (raw.spec.empty() && raw.family_id != 0) {
+          // Rendered from the family into the row's own buffer, the spec's text from here on.
+          Result<std::string_view> text = families_.text("", raw.family_id, raw.precision, raw.job_batch,
+                                                         raw.job_seq_len, family_scratch);
+          if (text.ok()) {
+            raw.spec.swap(family_scratch);
+          } else {
+            family = text.status();
+          }
+        }
+        if (Result<nlohmann::json> spec = family.ok() ? reader.decode(raw.spec, keys.spec) : Result<nlohmann::json>(family);
+            spec.ok()) {
           r.spec = std::move(spec).value();
         } else {
           r.spec = {{"batch", raw.job_batch}, {"seq_len", raw.job_seq_len}};
@@ -1418,7 +1463,8 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   AM_ASSIGN_OR_RETURN(auto unplaced, Statement::prepare(db_, R"sql(
       SELECT p.job_id, p.spec_json FROM plan_jobs p
       WHERE p.run_id = ?1
-        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id)
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id
+                                               AND j.plan_job_id <> '')
       ORDER BY p.seq)sql"));
   unplaced.bind(1, run_id);
   while (true) {

@@ -48,6 +48,7 @@
 
 #include "common/result_status.h"
 #include "common/status.h"
+#include "coordinator/spec_families.h"
 #include "coordinator/job_state.h"
 #include "jobs/plan.h"
 
@@ -58,11 +59,13 @@ namespace sqlite {
 class Statement;
 }
 
-inline constexpr int kSchemaVersion = 5;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
-                                          // 4: device_events; 5: placement targets, exclusive attempts, host ids
+inline constexpr int kSchemaVersion = 6;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+                                          // 4: device_events; 5: placement targets, exclusive attempts, host ids;
+                                          // 6: specs stored once per family (spec_families.h)
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
-// version 1, except runs.plan_hash (3), which is read only where the column exists.
+// version 1, except runs.plan_hash (3), which is read only where the column exists, and
+// jobs.family_id (6), read as 0 (every spec whole) below it.
 inline constexpr int kMinReadableSchemaVersion = 1;
 
 struct RunRecord {
@@ -92,7 +95,8 @@ struct JobRow {
   int64_t lease_expires_at_ms = 0;
   std::string target;              // placement target (jobs/placement.h); "" for any
   std::string hardware_class;      // the class the job was made for; "" for any
-  std::string plan_job_id;         // the plan job it was made from ("" before schema 5)
+  std::string plan_job_id;         // the plan job it was made from ("" before schema 5, and for
+                                   // `any` jobs, their own plan job, from schema 6)
 };
 
 struct LeaseRecord {
@@ -242,7 +246,8 @@ class Store {
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
   // `hardware_classes`, when given, has one entry per job: the class it is made for; `plan_job_ids`
-  // likewise the plan job each was made from (default: the job's own id).
+  // likewise the plan job each was made from (default: the job's own id, stored as '' so that
+  // the plan-job index holds placed jobs only; JobRow::plan_job_id).
   Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,
                        const std::vector<std::string>& hardware_classes = {},
                        const std::vector<std::string>& plan_job_ids = {});
@@ -341,6 +346,7 @@ class Store {
   Result<CachedStatement> cached(std::string_view sql);
   Status record_lease_in_transaction(const LeaseRecord& lease);
   std::unordered_map<std::string, std::unique_ptr<sqlite::Statement>> statements_;
+  SpecFamilies families_;   // the spec families read so far (immutable rows: never stale)
   sqlite3* db_;
   std::filesystem::path path_;
   uint64_t dev_ = 0;

@@ -303,7 +303,7 @@ TEST_F(StreamingReport, ResultsCarryTheStoredDocumentsWholeAndNameTheDamage) {
       EXPECT_EQ(r["metrics"], json::parse(stored)) << id;
       ++checked;
     }
-    EXPECT_EQ(r["spec"], json::parse(raw_query(db_path_, "SELECT spec_json FROM jobs WHERE job_id = '" + id + "'")));
+    EXPECT_EQ(r["spec"], json::parse(raw_query(db_path_, "SELECT spec_json FROM job_specs WHERE job_id = '" + id + "'")));
   }
   EXPECT_EQ(checked, 8);
 }

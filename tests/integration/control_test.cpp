@@ -212,7 +212,7 @@ TEST(Control, CrashesOnDifferentModelsQuarantineADeviceUntilItsHealthJobPassesAg
       << events[1][1];
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1);
   // The pass job was leased only after the lift.
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j USING (run_id, job_id) WHERE "
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN job_specs j USING (run_id, job_id) WHERE "
                         "j.spec_json LIKE '%selftest:pass%' AND a.leased_at >= (SELECT at FROM device_events "
                         "WHERE event = 'lifted')"),
             1);

@@ -48,7 +48,8 @@ std::vector<std::pair<std::string, nlohmann::json>> planned_jobs(const std::file
 // Returns their ids.
 std::vector<std::string> expect_the_plans_jobs_one_per_class(
     const std::filesystem::path& db, const std::vector<std::pair<std::string, nlohmann::json>>& planned) {
-  const auto rows = sql_rows(db, "SELECT job_id, spec_json, target, hardware_class FROM jobs ORDER BY seq");
+  const auto rows = sql_rows(db, "SELECT job_id, s.spec_json, target, hardware_class FROM jobs JOIN job_specs s "
+                                 "USING (run_id, job_id) ORDER BY seq");
   std::vector<std::string> ids;
   EXPECT_EQ(rows.size(), planned.size());
   for (std::size_t i = 0; i < rows.size() && i < planned.size(); ++i) {

@@ -1,0 +1,175 @@
+// Job specs stored once per family (schema 6, coordinator/spec_families.h): every reader gets the
+// bytes the whole document used to be stored as, and a damaged family is named, not fatal.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/store.h"
+#include "jobs/plan.h"
+#include "store_fixture.h"
+
+namespace am::coord {
+namespace {
+
+using testing::make_spec;
+using testing::raw_exec;
+using testing::raw_query;
+
+const std::filesystem::path kSourceDir(ACCELMATRIX_SOURCE_DIR);
+
+// What add_jobs stored before schema 6: the canonical dump (invalid UTF-8 replaced).
+std::string whole_text(const jobs::JobSpec& spec) {
+  return jobs::to_json(spec).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Every step of EXPLAIN QUERY PLAN's `detail`, one per line.
+std::string query_plan(const std::filesystem::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open(db_path.c_str(), &db) != SQLITE_OK) return "<open failed>";
+  sqlite3_stmt* stmt = nullptr;
+  std::string out;
+  if (sqlite3_prepare_v2(db, ("EXPLAIN QUERY PLAN " + sql).c_str(), -1, &stmt, nullptr) != SQLITE_OK) {
+    out = std::string("<prepare failed: ") + sqlite3_errmsg(db) + ">";
+  } else {
+    while (sqlite3_step(stmt) == SQLITE_ROW) out += std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 3))) + "\n";
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+class SpecFamiliesInTheStore : public testing::StoreFixture {
+ protected:
+  // Every report row's spec text, by job id.
+  std::map<std::string, std::string> report_spec_texts(const std::string& run_id) {
+    std::map<std::string, std::string> texts;
+    Status walked = store_->for_each_report_row(run_id, ReportDocumentKeys{},
+                                                [&](const ReportRow& row, const ReportRowTexts& t) {
+                                                  texts[row.job_id] = std::string(t.spec_json);
+                                                  return Status::Ok();
+                                                });
+    EXPECT_TRUE(walked.ok()) << walked.to_string();
+    return texts;
+  }
+};
+
+TEST_F(SpecFamiliesInTheStore, EveryJobOfEveryShippedPlanReadsBackAsTheTextOnceStoredWhole) {
+  int checked = 0, plans = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir / "jobs" / "plans")) {
+    if (entry.path().extension() != ".toml") continue;
+    auto plan = jobs::load_plan(entry.path(), kSourceDir / "jobs" / "models");
+    ASSERT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().to_string();
+    const std::string run_id = "run-" + entry.path().stem().string();
+    RunRecord run;
+    run.run_id = run_id;
+    ASSERT_TRUE(store_->upsert_run(run).ok());
+    auto added = store_->add_jobs(run_id, plan->jobs);
+    ASSERT_TRUE(added.ok()) << entry.path() << ": " << added.status().to_string();
+    ++plans;
+
+    // Only command jobs keep their document in the row.
+    int commands = 0;
+    for (const auto& j : plan->jobs) commands += j.spec.command.has_value();
+    EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM jobs WHERE run_id = '" + run_id + "' AND spec_json <> ''"),
+              std::to_string(commands))
+        << entry.path().filename();
+
+    // A fresh connection: nothing cached from the writes.
+    open_store();
+    const auto texts = report_spec_texts(run_id);
+    std::map<std::string, nlohmann::json> walked;
+    ASSERT_TRUE(store_->for_each_job(run_id, /*with_spec=*/true, [&](JobRow& row) {
+                  walked[row.job_id] = row.spec;
+                  return Status::Ok();
+                }).ok());
+    for (const auto& j : plan->jobs) {
+      const std::string want = whole_text(j.spec);
+      ASSERT_EQ(texts.count(j.job_id), 1u);
+      EXPECT_EQ(texts.at(j.job_id), want) << entry.path().filename() << " " << j.spec.model;
+      EXPECT_EQ(walked.at(j.job_id), nlohmann::json::parse(want));
+      auto one = store_->job_spec(run_id, j.job_id);
+      ASSERT_TRUE(one.ok()) << one.status().to_string();
+      EXPECT_EQ(*one, nlohmann::json::parse(want));
+      // The view a person reads with sqlite3 shows the same document.
+      EXPECT_EQ(nlohmann::json::parse(raw_query(db_path_, "SELECT spec_json FROM job_specs WHERE run_id = '" + run_id +
+                                                              "' AND job_id = '" + j.job_id + "'")),
+                nlohmann::json::parse(want));
+      ++checked;
+    }
+  }
+  EXPECT_GT(plans, 3);
+  EXPECT_GT(checked, 100);
+  // Far fewer documents than jobs.
+  EXPECT_LT(std::stoi(raw_query(db_path_, "SELECT count(*) FROM spec_families")), checked / 4);
+}
+
+TEST_F(SpecFamiliesInTheStore, ADamagedOrMissingFamilyIsNamedAndItsJobsStillShowInTheReport) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  const std::string b = add(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"));
+  ASSERT_EQ(raw_query(db_path_, "SELECT count(DISTINCT family_id) FROM jobs"), "1");
+  const std::string family = raw_query(db_path_, "SELECT family_id FROM jobs WHERE job_id = '" + a + "'");
+  ASSERT_NE(family, "0");
+
+  raw_exec(db_path_, "UPDATE spec_families SET spec_json = '{\"model\": ' WHERE family_id = " + family);
+  open_store();
+  Status walked = store_->for_each_job(kRun, /*with_spec=*/true, [](JobRow&) { return Status::Ok(); });
+  ASSERT_FALSE(walked.ok());
+  EXPECT_NE(walked.message().find("spec family " + family + " is damaged"), std::string::npos) << walked.message();
+  EXPECT_NE(walked.message().find(a), std::string::npos) << walked.message();
+  auto one = store_->job_spec(kRun, b);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.status().message().find("spec family " + family), std::string::npos);
+  // The walk without specs (what a restart reads) does not need them.
+  EXPECT_TRUE(store_->for_each_job(kRun, /*with_spec=*/false, [](JobRow&) { return Status::Ok(); }).ok());
+
+  // The report shows both jobs from their columns, the damage in their reason.
+  int shown = 0;
+  ASSERT_TRUE(store_->for_each_report_row(kRun, ReportDocumentKeys{}, [&](const ReportRow& row, const ReportRowTexts&) {
+                ++shown;
+                EXPECT_EQ(row.model, "bert-tiny");
+                EXPECT_NE(row.reason.find("corrupt spec of job '" + row.job_id + "'"), std::string::npos) << row.reason;
+                EXPECT_NE(row.reason.find("spec family " + family), std::string::npos) << row.reason;
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(shown, 2);
+
+  raw_exec(db_path_, "DELETE FROM spec_families WHERE family_id = " + family);
+  open_store();
+  one = store_->job_spec(kRun, a);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.status().message().find("spec family " + family + " is not in the store"), std::string::npos)
+      << one.status().message();
+}
+
+TEST_F(SpecFamiliesInTheStore, ARowsOwnDocumentWinsOverItsFamily) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  raw_exec(db_path_, "UPDATE jobs SET spec_json = '{\"model\":\"edited\"}' WHERE job_id = '" + a + "'");
+  open_store();
+  auto one = store_->job_spec(kRun, a);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  EXPECT_EQ((*one)["model"], "edited");
+}
+
+// `any` jobs are their own plan job: stored with plan_job_id '' (schema 6), outside the partial
+// plan-job index, which the unplaced-plan-job queries still use for placed jobs.
+TEST_F(SpecFamiliesInTheStore, AnyJobsStayOutOfThePlanJobIndexWhichTheUnplacedQueriesStillUse) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  EXPECT_EQ(raw_query(db_path_, "SELECT plan_job_id FROM jobs WHERE job_id = '" + a + "'"), "");
+  auto loaded = store_->load_jobs(kRun);
+  ASSERT_TRUE(loaded.ok());
+  ASSERT_EQ(loaded->size(), 1u);
+  EXPECT_EQ((*loaded)[0].plan_job_id, "");
+  EXPECT_EQ(raw_query(db_path_, "SELECT sql FROM sqlite_master WHERE name = 'jobs_by_plan_job'"),
+            "CREATE INDEX jobs_by_plan_job ON jobs(run_id, plan_job_id) WHERE plan_job_id <> ''");
+  const std::string plan = query_plan(db_path_, R"sql(
+      SELECT p.job_id FROM plan_jobs p WHERE p.run_id = 'run-1'
+        AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id
+                                               AND j.plan_job_id <> ''))sql");
+  EXPECT_NE(plan.find("jobs_by_plan_job"), std::string::npos) << plan;
+}
+
+}  // namespace
+}  // namespace am::coord
