@@ -11,7 +11,9 @@
 // 14336) and GEMV (M = 1, N = 4096, K = 14336), at 1 thread and at N threads (default: the
 // physical cores). GEMM reports GOPS (2 M N K per second) and the ratio to sgemm's GFLOPS;
 // GEMV reports weight bytes per second and its fraction of the measured read bandwidth, and beside
-// it the kernel's cache-resident rate (a 4 MiB matrix of the same K: its compute ceiling). The
+// it the kernel's cache-resident rate (a 4 MiB matrix of the same K: its compute ceiling). Where
+// the avx512 path runs a format interleaved, the packed-tile GEMM kernel is also timed alone on
+// operands held in L1 (tile_kernel_l1_gops: the kernel's own ceiling beside the GEMM). The
 // GEMV cycles through copies of the weights totalling at least the bandwidth baseline's buffer
 // (bench_util's streaming_buffer_bytes(), many times the last-level cache), so both read from
 // the same memory system. The arithmetic peaks (fp32 FMA, int8 and bf16 dot products) are
@@ -53,6 +55,8 @@
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/matmul.h"
+#include "kernels/formats/dot_kernels.h"
+#include "kernels/formats/quantized_activations.h"
 #include "kernels/formats/weight_matrix.h"
 #include "kernels/thread_pool.h"
 
@@ -122,6 +126,37 @@ WeightMatrix make_weights(WeightFormat format, int64_t n, int64_t k, const ExecC
     std::memcpy(bytes.data() + q.row_bytes() * r, q.row_data(r % q.rows()), q.row_bytes());
   }
   return std::move(WeightMatrix::from_bytes(format, n, k, bytes, layout)).value();
+}
+
+// The AVX-512 packed-tile GEMM kernel's own ceiling: one tile of X (kPackedTileRows rows) against
+// 4 interleaved groups (32 weight rows), K = 512, everything in L1, called back to back on one
+// thread (GOPS; 0 where the path has no packed-tile kernel for the format). A GEMM's share of this
+// ceiling is what memory, X's quantization and packing and the driver leave; the ceiling's share
+// of the int8 peak is what the kernel's instruction mix allows (docs/FORMATS.md).
+double tile_kernel_l1_gops(WeightFormat f, const ExecContext& ctx, double min_time_s) {
+  const detail::GroupDot gd = detail::group_dot_kernel(f, ctx.path);
+  if (gd.tile == nullptr || cpu_execution_layout(f, ctx.path) != WeightLayout::kInterleaved8) return 0.0;
+  constexpr int64_t kK = 512, kGroups = 4, kRowsOfW = kGroups * kInterleaveRows, kCalls = 4096;
+  constexpr int64_t kRowsOfX = detail::kPackedTileRows;
+  const WeightMatrix w = make_weights(f, kRowsOfW, kK, ctx, WeightLayout::kInterleaved8);
+  const Tensor x = random_tensor(kRowsOfX, kK, 5, 1.0f);
+  PreparedActivations a;
+  a.prepare(x.view(), f, ctx);
+  std::vector<ActRow> rows;
+  for (int64_t m = 0; m < kRowsOfX; ++m) rows.push_back(a.row(m));
+  detail::PackedActTile tile;
+  detail::pack_act_tile(f, rows.data(), kRowsOfX, tile);
+  const detail::PackedActView view = detail::packed_view(tile, 0, a.blocks_per_row());
+  const std::size_t group_stride = static_cast<std::size_t>(w.group_data(1) - w.group_data(0));
+  std::vector<float> y(static_cast<std::size_t>(kRowsOfX * kRowsOfW));
+  const Timing t = time_it(
+      [&] {
+        for (int64_t i = 0; i < kCalls; ++i) {
+          gd.tile(view, kRowsOfX, w.group_data(0), group_stride, kGroups, y.data(), kRowsOfW, /*accumulate=*/i > 0);
+        }
+      },
+      min_time_s);
+  return 2.0 * kRowsOfX * kRowsOfW * kK * kCalls / t.best_s / 1e9;
 }
 
 // The layouts to measure a format in: "exec" (default) is the layout the cpu backend executes it
@@ -331,6 +366,14 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                     static_cast<long long>(r.m), static_cast<long long>(r.n), static_cast<long long>(r.k),
                     r.t.best_s * 1e3, r.gops, r.ratio, 100.0 * r.peak_fraction, "", r.layout.c_str());
         rows.push_back(r);
+      }
+      if (t == 1 && wanted(kinds, "gemm") && layout == WeightLayout::kInterleaved8 && peaks.int8_ops > 0) {
+        if (const double l1 = tile_kernel_l1_gops(f, ctx, min_time_s); l1 > 0) {
+          std::printf("  %-5s tile kernel alone, operands in L1 (6 x 32 x 512): %.1f GOPS = %.0f%% of the int8 peak\n",
+                      name.c_str(), l1, 100.0 * l1 * 1e9 / peaks.int8_ops);
+          doc["tile_kernel_l1"].push_back({{"format", name}, {"gops", l1},
+                                           {"fraction_of_peak", l1 * 1e9 / peaks.int8_ops}});
+        }
       }
       if (!wanted(kinds, "gemv")) continue;
       // GEMV: cycle through copies totalling at least the bandwidth baseline's buffer.
