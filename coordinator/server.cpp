@@ -2228,7 +2228,7 @@ struct Server::Impl {
     int added = 0;
     if (!stored) {
       AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
-      AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs));
+      AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs, {}, {}, Store::OwnPlanJob::kUnindexed));
     }
     if (record_plan_after_jobs) AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
     const double store_s = seconds_since(store_started);

@@ -66,7 +66,7 @@ Status SpecFamilies::load_run(sqlite3* db, const std::string& run_id, int schema
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
     const int64_t id = stmt.column_int64(0);
-    if (families_.count(id) == 0) add(id, stmt.column_view(1));
+    if (families_.count(id) == 0) add(id, run_id, stmt.column_view(1));
   }
   return Status::Ok();
 }
@@ -74,15 +74,16 @@ Status SpecFamilies::load_run(sqlite3* db, const std::string& run_id, int schema
 Status SpecFamilies::load(sqlite3* db, int64_t family_id) {
   if (family_id == 0 || families_.count(family_id) != 0) return Status::Ok();
   AM_ASSIGN_OR_RETURN(auto stmt, sqlite::Statement::prepare(
-                                     db, "SELECT spec_json FROM spec_families WHERE family_id = ?1"));
+                                     db, "SELECT run_id, spec_json FROM spec_families WHERE family_id = ?1"));
   stmt.bind(1, family_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt.step());
-  if (row) add(family_id, stmt.column_view(0));
+  if (row) add(family_id, stmt.column_view(0), stmt.column_view(1));
   return Status::Ok();   // a missing family is text()'s error, named there
 }
 
-void SpecFamilies::add(int64_t family_id, std::string_view text) {
+void SpecFamilies::add(int64_t family_id, std::string_view run_id, std::string_view text) {
   Family f;
+  f.run_id = std::string(run_id);
   if (Result<jobs::SpecTemplate> t = template_of_text(text); t.ok()) {
     f.spec = std::make_unique<jobs::SpecTemplate>(std::move(t).value());
   } else {
@@ -91,23 +92,32 @@ void SpecFamilies::add(int64_t family_id, std::string_view text) {
   families_[family_id] = std::move(f);
 }
 
-Result<std::string_view> SpecFamilies::text(std::string_view stored, int64_t family_id, std::string_view precision,
-                                            int64_t batch, int64_t seq_len, std::string& scratch) const {
+Result<std::string_view> SpecFamilies::text(std::string_view stored, int64_t family_id, const Row& row,
+                                            std::string& scratch) const {
   if (!stored.empty() || family_id == 0) return stored;
+  const std::string name = "spec family " + std::to_string(family_id);
   const auto it = families_.find(family_id);
-  if (it == families_.end()) {
-    return internal_error("spec family " + std::to_string(family_id) + " is not in the store");
+  if (it == families_.end() || it->second.run_id != row.run_id) {
+    return internal_error(name + " of run '" + std::string(row.run_id) + "' is not in the store");
   }
-  if (!it->second.spec) {
-    return internal_error("spec family " + std::to_string(family_id) + " is damaged: " + it->second.damage);
+  const Family& f = it->second;
+  if (!f.spec) return internal_error(name + " is damaged: " + f.damage);
+  const jobs::JobSpec& family = f.spec->family();
+  if (family.model != row.model || family.backend != row.backend) {
+    return internal_error(name + " is of " + family.model + " on " + family.backend + ", the job of " +
+                          std::string(row.model) + " on " + std::string(row.backend));
   }
-  const std::optional<jobs::Precision> p = jobs::parse_precision_label(precision);
-  if (!p) return internal_error("unknown precision '" + std::string(precision) + "'");
+  const std::optional<jobs::Precision> p = jobs::parse_precision_label(row.precision);
+  if (!p) return internal_error("unknown precision '" + std::string(row.precision) + "'");
+  if (row.batch < 0 || row.batch > INT_MAX || row.seq_len < 0 || row.seq_len > INT_MAX) {
+    return internal_error("batch " + std::to_string(row.batch) + " or seq_len " + std::to_string(row.seq_len) +
+                          " out of range");
+  }
   jobs::JobScalars scalars;
   scalars.precision = *p;
-  scalars.batch = static_cast<int>(batch);
-  scalars.seq_len = static_cast<int>(seq_len);
-  scratch = it->second.spec->canonical(scalars);
+  scalars.batch = static_cast<int>(row.batch);
+  scalars.seq_len = static_cast<int>(row.seq_len);
+  scratch = f.spec->canonical(scalars);
   return std::string_view(scratch);
 }
 

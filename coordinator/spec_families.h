@@ -17,11 +17,13 @@
 //   family rows never change). text() is a row's spec text: its stored spec_json when not
 //   empty (rows from before schema 6, command jobs, and whatever a damaged row holds), else its
 //   family's template with the row's precision, batch and seq_len, byte for byte what add_jobs
-//   would have stored whole. A family that is missing or unreadable is an error naming it.
+//   would have stored whole. A family that is missing, unreadable, of another run or of another
+//   model or backend than the row is an error naming it.
 //   load_run() and load() read through the connection; text() only reads the cache (const: the
 //   report's consumer calls it while another thread steps the connection).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -65,16 +67,24 @@ class SpecFamilies {
   Status load_run(sqlite3* db, const std::string& run_id, int schema_version);
   // One family, when not cached yet.
   Status load(sqlite3* db, int64_t family_id);
-  // The row's spec text (see the contract); `scratch` holds a rendered one.
-  Result<std::string_view> text(std::string_view stored, int64_t family_id, std::string_view precision,
-                                int64_t batch, int64_t seq_len, std::string& scratch) const;
+  // The columns of a job row a family's text is rendered with, and checked against.
+  struct Row {
+    std::string_view run_id, model, backend, precision;
+    int64_t batch = 0, seq_len = 0;
+  };
+  // The row's spec text (see the contract); `scratch` holds a rendered one. A family of another
+  // run, or one whose model or backend is not the row's (an edited file), is an error, as are
+  // scalars out of range: never another job's document.
+  Result<std::string_view> text(std::string_view stored, int64_t family_id, const Row& row,
+                                std::string& scratch) const;
 
  private:
   struct Family {
+    std::string run_id;
     std::unique_ptr<jobs::SpecTemplate> spec;   // null when damaged
     std::string damage;
   };
-  void add(int64_t family_id, std::string_view text);
+  void add(int64_t family_id, std::string_view run_id, std::string_view text);
   std::unordered_map<int64_t, Family> families_;
 };
 

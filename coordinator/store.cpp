@@ -453,7 +453,7 @@ Status Store::mark_run_finished(const std::string& run_id, int64_t at_ms) {
 
 Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,
                             const std::vector<std::string>& hardware_classes,
-                            const std::vector<std::string>& plan_job_ids) {
+                            const std::vector<std::string>& plan_job_ids, OwnPlanJob own_plan_job) {
   if (run_id.empty()) return invalid_argument("empty run id");
   if ((!hardware_classes.empty() && hardware_classes.size() != jobs.size()) ||
       (!plan_job_ids.empty() && plan_job_ids.size() != jobs.size())) {
@@ -501,7 +501,9 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
         .bind(11, now)
         .bind(12, job.target)
         .bind(13, hardware_classes.empty() ? std::string() : hardware_classes[i])
-        .bind(14, plan_job_ids.empty() ? std::string() : plan_job_ids[i])   // '' for `any` jobs (schema 6)
+        .bind(14, !plan_job_ids.empty()                      ? plan_job_ids[i]
+                  : own_plan_job == OwnPlanJob::kUnindexed ? std::string()
+                                                           : job.job_id)
         .bind(15, spec.family_id);
     AM_RETURN_IF_ERROR(insert.run());
     if (insert.changes() > 0) {
@@ -650,14 +652,15 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
   if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, kSpecFamiliesSchemaVersion));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, std::string(R"sql(
       SELECT job_id, state, attempts, status, reason, terminal_attempt, target, hardware_class, plan_job_id, )sql") +
-                                              (with_spec ? "spec_json, precision, batch, seq_len, " : "'', '', 0, 0, ") +
+                                              (with_spec ? "spec_json, precision, batch, seq_len, model, backend, "
+                                                         : "'', '', 0, 0, '', '', ") +
                                               (families ? "family_id" : "0") + R"sql(
       FROM jobs
       WHERE run_id = ?1
       ORDER BY seq)sql"));
   enum Column {
     kJobId, kState, kAttempts, kStatus, kReason, kTerminalAttempt, kTarget, kHardwareClass, kPlanJobId,
-    kSpec, kPrecision, kBatch, kSeqLen, kFamily
+    kSpec, kPrecision, kBatch, kSeqLen, kModel, kBackend, kFamily
   };
   std::string spec_scratch;
   stmt.bind(1, run_id);
@@ -670,9 +673,11 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     job.job_id = stmt.column_text(kJobId);
     const auto what = [&] { return job_name(run_id, job.job_id); };
     if (with_spec) {
-      Result<std::string_view> text = families_.text(stmt.column_view(kSpec), stmt.column_int64(kFamily),
-                                                     stmt.column_view(kPrecision), stmt.column_int64(kBatch),
-                                                     stmt.column_int64(kSeqLen), spec_scratch);
+      const SpecFamilies::Row columns{run_id, stmt.column_view(kModel), stmt.column_view(kBackend),
+                                      stmt.column_view(kPrecision), stmt.column_int64(kBatch),
+                                      stmt.column_int64(kSeqLen)};
+      Result<std::string_view> text =
+          families_.text(stmt.column_view(kSpec), stmt.column_int64(kFamily), columns, spec_scratch);
       if (!text.ok()) return internal_error("corrupt spec of " + what() + " in the store: " + text.status().message());
       AM_ASSIGN_OR_RETURN(job.spec, parse_stored_json(std::string(*text), "spec of " + what()));
     }
@@ -725,19 +730,23 @@ Result<int64_t> Store::count_plan_jobs(const std::string& run_id) {
 }
 
 Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {
-  const bool families = schema_version() >= kSpecFamiliesSchemaVersion;
-  AM_ASSIGN_OR_RETURN(auto stmt, cached(families ? "SELECT spec_json, family_id, precision, batch, seq_len FROM jobs "
-                                                   "WHERE run_id = ?1 AND job_id = ?2"
-                                                 : "SELECT spec_json, 0, precision, batch, seq_len FROM jobs "
-                                                   "WHERE run_id = ?1 AND job_id = ?2"));
+  // Schema versions only grow: once a file is at 6 it stays there (this is called per job of a
+  // restart's read-back where the plan does not name the job).
+  if (families_schema_ < kSpecFamiliesSchemaVersion) families_schema_ = schema_version();
+  const bool families = families_schema_ >= kSpecFamiliesSchemaVersion;
+  AM_ASSIGN_OR_RETURN(auto stmt, cached(families ? "SELECT spec_json, family_id, precision, batch, seq_len, model, backend "
+                                                   "FROM jobs WHERE run_id = ?1 AND job_id = ?2"
+                                                 : "SELECT spec_json, 0, precision, batch, seq_len, model, backend "
+                                                   "FROM jobs WHERE run_id = ?1 AND job_id = ?2"));
   stmt->bind(1, run_id).bind(2, job_id);
   AM_ASSIGN_OR_RETURN(bool row, stmt->step());
   if (!row) return not_found(job_name(run_id, job_id) + " is not in the store");
   const int64_t family = stmt->column_int64(1);
   AM_RETURN_IF_ERROR(families_.load(db_, family));
   std::string scratch;
-  Result<std::string_view> text = families_.text(stmt->column_view(0), family, stmt->column_view(2),
-                                                 stmt->column_int64(3), stmt->column_int64(4), scratch);
+  const SpecFamilies::Row columns{run_id, stmt->column_view(5), stmt->column_view(6), stmt->column_view(2),
+                                  stmt->column_int64(3), stmt->column_int64(4)};
+  Result<std::string_view> text = families_.text(stmt->column_view(0), family, columns, scratch);
   if (!text.ok()) {
     return internal_error("corrupt spec of " + job_name(run_id, job_id) + " in the store: " + text.status().message());
   }
@@ -1384,8 +1393,9 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
         Status family = Status::Ok();
         if (raw.spec.empty() && raw.family_id != 0) {
           // Rendered from the family into the row's own buffer, the spec's text from here on.
-          Result<std::string_view> text = families_.text("", raw.family_id, raw.precision, raw.job_batch,
-                                                         raw.job_seq_len, family_scratch);
+          const SpecFamilies::Row columns{run_id, raw.model, raw.backend, raw.precision, raw.job_batch,
+                                          raw.job_seq_len};
+          Result<std::string_view> text = families_.text("", raw.family_id, columns, family_scratch);
           if (text.ok()) {
             raw.spec.swap(family_scratch);
           } else {

@@ -96,7 +96,7 @@ struct JobRow {
   std::string target;              // placement target (jobs/placement.h); "" for any
   std::string hardware_class;      // the class the job was made for; "" for any
   std::string plan_job_id;         // the plan job it was made from ("" before schema 5, and for
-                                   // `any` jobs, their own plan job, from schema 6)
+                                   // `any` jobs stored from schema 6 on: their own)
 };
 
 struct LeaseRecord {
@@ -246,11 +246,15 @@ class Store {
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
   // `hardware_classes`, when given, has one entry per job: the class it is made for; `plan_job_ids`
-  // likewise the plan job each was made from (default: the job's own id, stored as '' so that
-  // the plan-job index holds placed jobs only; JobRow::plan_job_id).
+  // likewise the plan job each was made from (default: the job's own id). `own_plan_job`: how a
+  // job that is its own plan job records that — kId (stand-ins of placed plan jobs, which the
+  // unplaced-plan-job queries find by it) or kUnindexed (`any` jobs, no plan_jobs row: stored as
+  // '' and kept out of the plan-job index, schema 6; JobRow::plan_job_id).
+  enum class OwnPlanJob { kId, kUnindexed };
   Result<int> add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,
                        const std::vector<std::string>& hardware_classes = {},
-                       const std::vector<std::string>& plan_job_ids = {});
+                       const std::vector<std::string>& plan_job_ids = {},
+                       OwnPlanJob own_plan_job = OwnPlanJob::kId);
   // Plan jobs placed each-class / each-device (docs/PLANS.md "Placement"): stored so that runs and
   // reports list those not yet made into jobs. Idempotent like add_jobs(); returns how many were new.
   Result<int> add_plan_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& plan_jobs);
@@ -347,6 +351,7 @@ class Store {
   Status record_lease_in_transaction(const LeaseRecord& lease);
   std::unordered_map<std::string, std::unique_ptr<sqlite::Statement>> statements_;
   SpecFamilies families_;   // the spec families read so far (immutable rows: never stale)
+  int families_schema_ = 0;  // the file's schema version as job_spec() last read it
   sqlite3* db_;
   std::filesystem::path path_;
   uint64_t dev_ = 0;

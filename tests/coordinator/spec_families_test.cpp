@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "coordinator/migrations.h"
 #include "coordinator/store.h"
 #include "jobs/plan.h"
 #include "store_fixture.h"
@@ -140,7 +141,8 @@ TEST_F(SpecFamiliesInTheStore, ADamagedOrMissingFamilyIsNamedAndItsJobsStillShow
   open_store();
   one = store_->job_spec(kRun, a);
   ASSERT_FALSE(one.ok());
-  EXPECT_NE(one.status().message().find("spec family " + family + " is not in the store"), std::string::npos)
+  EXPECT_NE(one.status().message().find("spec family " + family + " of run 'run-1' is not in the store"),
+            std::string::npos)
       << one.status().message();
 }
 
@@ -154,21 +156,132 @@ TEST_F(SpecFamiliesInTheStore, ARowsOwnDocumentWinsOverItsFamily) {
 }
 
 // `any` jobs are their own plan job: stored with plan_job_id '' (schema 6), outside the partial
-// plan-job index, which the unplaced-plan-job queries still use for placed jobs.
-TEST_F(SpecFamiliesInTheStore, AnyJobsStayOutOfThePlanJobIndexWhichTheUnplacedQueriesStillUse) {
-  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
-  EXPECT_EQ(raw_query(db_path_, "SELECT plan_job_id FROM jobs WHERE job_id = '" + a + "'"), "");
+// plan-job index. A stand-in of a placed plan job keeps its plan job's id, so the plan job is not
+// also counted and listed as unplaced.
+TEST_F(SpecFamiliesInTheStore, AnyJobsStayOutOfThePlanJobIndexAndStandInsStillSettleTheirPlanJob) {
+  const jobs::JobSpec any = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  const std::string any_id = jobs::compute_job_id(kRun, any);
+  ASSERT_TRUE(store_->add_jobs(kRun, {{any_id, any, ""}}, {}, {}, Store::OwnPlanJob::kUnindexed).ok());
+  EXPECT_EQ(raw_query(db_path_, "SELECT plan_job_id FROM jobs WHERE job_id = '" + any_id + "'"), "");
   auto loaded = store_->load_jobs(kRun);
   ASSERT_TRUE(loaded.ok());
   ASSERT_EQ(loaded->size(), 1u);
   EXPECT_EQ((*loaded)[0].plan_job_id, "");
   EXPECT_EQ(raw_query(db_path_, "SELECT sql FROM sqlite_master WHERE name = 'jobs_by_plan_job'"),
             "CREATE INDEX jobs_by_plan_job ON jobs(run_id, plan_job_id) WHERE plan_job_id <> ''");
+
+  jobs::JobSpec placed = make_spec("bert-tiny", "encoder-only", "cpu", "q8_0");
+  placed.placement = jobs::Placement::kEachClass;
+  const std::string plan_job = jobs::compute_job_id(kRun, placed);
+  ASSERT_TRUE(store_->add_plan_jobs(kRun, {{plan_job, placed, ""}}).ok());
+  const auto unplaced = [&] {
+    auto counts = store_->run_counts();
+    EXPECT_TRUE(counts.ok());
+    for (const RunCounts& c : *counts) {
+      if (c.run_id == kRun) return c.unplaced;
+    }
+    return -1;
+  };
+  EXPECT_EQ(unplaced(), 1);
+  // The stand-in no hardware could take: the plan job itself, made into a job of its own id.
+  ASSERT_TRUE(store_->add_jobs(kRun, {{plan_job, placed, ""}}).ok());
+  EXPECT_EQ(raw_query(db_path_, "SELECT plan_job_id FROM jobs WHERE job_id = '" + plan_job + "'"), plan_job);
+  EXPECT_EQ(unplaced(), 0);
+  int shown = 0;
+  ASSERT_TRUE(store_->for_each_report_row(kRun, ReportDocumentKeys{}, [&](const ReportRow&, const ReportRowTexts&) {
+                ++shown;
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(shown, 2) << "the any job and the stand-in, the plan job not listed again as unplaced";
   const std::string plan = query_plan(db_path_, R"sql(
       SELECT p.job_id FROM plan_jobs p WHERE p.run_id = 'run-1'
         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.run_id = p.run_id AND j.plan_job_id = p.job_id
                                                AND j.plan_job_id <> ''))sql");
   EXPECT_NE(plan.find("jobs_by_plan_job"), std::string::npos) << plan;
+}
+
+// An edited file: a family row holding another model's valid document, or moved to another run,
+// is refused by name, never rendered as the job's spec.
+TEST_F(SpecFamiliesInTheStore, AFamilyOfAnotherModelOrRunIsRefusedNotRendered) {
+  const std::string a = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
+  const std::string family = raw_query(db_path_, "SELECT family_id FROM jobs WHERE job_id = '" + a + "'");
+  jobs::JobSpec other = make_spec("tinyllama", "decoder-only", "cpu", "f32");
+  raw_exec(db_path_, "UPDATE spec_families SET spec_json = '" + jobs::to_json(other).dump() +
+                         "' WHERE family_id = " + family);
+  open_store();
+  auto one = store_->job_spec(kRun, a);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.status().message().find("spec family " + family + " is of tinyllama on cpu, the job of bert-tiny"),
+            std::string::npos)
+      << one.status().message();
+
+  RunRecord run;
+  run.run_id = "run-2";
+  ASSERT_TRUE(store_->upsert_run(run).ok());
+  raw_exec(db_path_, "UPDATE spec_families SET run_id = 'run-2', spec_json = '" +
+                         jobs::to_json(make_spec("bert-tiny", "encoder-only", "cpu", "f32")).dump() +
+                         "' WHERE family_id = " + family);
+  open_store();
+  one = store_->job_spec(kRun, a);
+  ASSERT_FALSE(one.ok());
+  EXPECT_NE(one.status().message().find("spec family " + family + " of run 'run-1' is not in the store"),
+            std::string::npos)
+      << one.status().message();
+  Status walked = store_->for_each_job(kRun, /*with_spec=*/true, [](JobRow&) { return Status::Ok(); });
+  EXPECT_FALSE(walked.ok());
+}
+
+// A schema-5 file with jobs (whole documents, `any` jobs under their own id) is migrated in place:
+// its rows read as before, new jobs of the same family are stored by family beside them, and the
+// view shows both.
+TEST(SpecFamiliesMigration, ASchemaFiveFileKeepsItsWholeDocumentsAndTakesNewJobsByFamily) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "v5.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Status migrated = migrate(db, 5);
+    sqlite3_close(db);
+    ASSERT_TRUE(migrated.ok()) << migrated.to_string();
+  }
+  const jobs::JobSpec old_spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  const std::string old_id = jobs::compute_job_id("old", old_spec);
+  raw_exec(path, "INSERT INTO runs(run_id) VALUES ('old');"
+                 "INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision, batch, "
+                 "seq_len, plan_job_id) VALUES ('old', '" + old_id + "', 1, '" + whole_text(old_spec) +
+                 "', 'bert-tiny', 'encoder-only', 'cpu', 'f32', 1, 32, '" + old_id + "')");
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  const jobs::JobSpec new_spec = make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 4, 64);
+  const std::string new_id = jobs::compute_job_id("old", new_spec);
+  ASSERT_TRUE((*store)->add_jobs("old", {{new_id, new_spec, ""}}, {}, {}, Store::OwnPlanJob::kUnindexed).ok());
+  EXPECT_EQ(raw_query(path, "SELECT family_id <> 0 AND spec_json = '' FROM jobs WHERE job_id = '" + new_id + "'"), "1");
+  EXPECT_EQ(raw_query(path, "SELECT family_id FROM jobs WHERE job_id = '" + old_id + "'"), "0");
+
+  std::map<std::string, nlohmann::json> walked;
+  ASSERT_TRUE((*store)->for_each_job("old", /*with_spec=*/true, [&](JobRow& row) {
+                walked[row.job_id] = row.spec;
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(walked.at(old_id), jobs::to_json(old_spec));
+  EXPECT_EQ(walked.at(new_id), jobs::to_json(new_spec));
+  std::map<std::string, std::string> texts;
+  ASSERT_TRUE((*store)->for_each_report_row("old", ReportDocumentKeys{}, [&](const ReportRow& r, const ReportRowTexts& t) {
+                texts[r.job_id] = std::string(t.spec_json);
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(texts.at(old_id), whole_text(old_spec));
+  EXPECT_EQ(texts.at(new_id), whole_text(new_spec));
+  for (const auto& [id, spec] : {std::pair{old_id, old_spec}, std::pair{new_id, new_spec}}) {
+    EXPECT_EQ(nlohmann::json::parse(raw_query(path, "SELECT spec_json FROM job_specs WHERE job_id = '" + id + "'")),
+              jobs::to_json(spec));
+  }
+  // A reader of the file as it is (read-only) renders the same.
+  auto ro = Store::open_read_only(path);
+  ASSERT_TRUE(ro.ok()) << ro.status().to_string();
+  auto spec = (*ro)->job_spec("old", new_id);
+  ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+  EXPECT_EQ(*spec, jobs::to_json(new_spec));
 }
 
 }  // namespace
