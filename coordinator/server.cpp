@@ -2199,6 +2199,16 @@ struct Server::Impl {
     const std::vector<jobs::PlannedJob>& any_jobs = all_any ? plan.jobs : none_any ? kNone : any_split;
     const std::vector<jobs::PlannedJob>& placed_jobs = none_any ? plan.jobs : all_any ? kNone : placed_split;
     for (const jobs::PlannedJob& job : plan.jobs) m.backends_planned.insert(job.spec.backend);
+    // The plan's families by their expansion ordinal: a job of a family met before is not
+    // compared with it again (a million comparisons of model configs were a seventh of a restart).
+    std::vector<std::shared_ptr<const SpecFamily>> plan_families;
+    const auto family_of = [&](const jobs::PlannedJob& job) {
+      if (job.family < 0) return m.intern_family(job.spec);
+      const auto k = static_cast<std::size_t>(job.family);
+      if (k >= plan_families.size()) plan_families.resize(k + 1);
+      if (!plan_families[k]) plan_families[k] = m.intern_family(job.spec);
+      return plan_families[k];
+    };
     for (const jobs::PlannedJob& job : placed_jobs) {
       if (job.spec.placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
       if (!m.plan_jobs.count(job.job_id)) {
@@ -2207,7 +2217,7 @@ struct Server::Impl {
         PlanJob pj;
         pj.run_id = run_id;
         pj.job_id = job.job_id;
-        pj.family = m.intern_family(job.spec);
+        pj.family = family_of(job);
         pj.scalars = jobs::scalars_of(job.spec);
         m.plan_jobs[job.job_id] = std::move(pj);
         m.plan_job_order.push_back(job.job_id);
@@ -2263,7 +2273,7 @@ struct Server::Impl {
         j.family = pj->second.family.get();
         j.scalars = pj->second.scalars;
       } else if (next_any < any_jobs.size() && any_jobs[next_any].job_id == row.job_id) {
-        j.family = m.intern_family(any_jobs[next_any].spec).get();
+        j.family = family_of(any_jobs[next_any]).get();
         j.scalars = jobs::scalars_of(any_jobs[next_any].spec);
         ++next_any;
       } else {

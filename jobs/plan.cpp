@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "common/hash.h"
 #include "common/u64_set.h"
@@ -402,7 +403,9 @@ class Expander {
                            ") or split it into smaller plans");
       return false;
     }
-    jobs_.push_back(PlannedJob{hex64(id_value), std::move(spec), std::string()});
+    int32_t& ordinal = family_ordinals_[&family];
+    if (ordinal == 0) ordinal = static_cast<int32_t>(family_ordinals_.size());   // 1-based while stored
+    jobs_.push_back(PlannedJob{hex64(id_value), std::move(spec), std::string(), ordinal - 1});
     return true;
   }
 
@@ -411,6 +414,7 @@ class Expander {
   U64Set seen_;   // the ids as numbers (a set of a million id strings took two seconds)
   std::vector<PlannedJob> jobs_;
   SpecTemplates templates_;   // a family met before was checked whole then
+  std::unordered_map<const SpecTemplate*, int32_t> family_ordinals_;   // PlannedJob::family + 1
 };
 
 std::string list_or_none(const std::vector<std::string>& names) {

@@ -6,6 +6,7 @@
 // one of f32, f16, ...)". Nothing is run.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -24,6 +25,10 @@ struct PlannedJob {
   std::string job_id;
   JobSpec spec;
   std::string target;
+  // The expansion's ordinal of the job's spec family (jobs/spec_family.h): jobs of one plan with
+  // the same ordinal are of one family, so a reader can group them without comparing specs; -1
+  // when not known (a job made outside the expansion).
+  int32_t family = -1;
 };
 
 struct Plan {

@@ -69,6 +69,30 @@ TEST(SpecFamily, IdHashesThroughTheBatchStateAreTheIdsOfTheWholeDump) {
   EXPECT_GT(checked, 100);
 }
 
+// The expansion's family ordinal (PlannedJob::family) groups a plan's jobs exactly as comparing
+// their specs would: one ordinal per family, every job of an ordinal of its family.
+TEST(SpecFamily, APlansFamilyOrdinalsAreItsFamilies) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(kSourceDir / "jobs" / "plans")) {
+    if (entry.path().extension() != ".toml") continue;
+    auto plan = load_plan(entry.path(), kSourceDir / "jobs" / "models");
+    ASSERT_TRUE(plan.ok()) << entry.path() << ": " << plan.status().to_string();
+    std::vector<JobSpec> first;   // a family per ordinal
+    for (const PlannedJob& job : plan->jobs) {
+      ASSERT_GE(job.family, 0) << entry.path().filename();
+      const auto k = static_cast<std::size_t>(job.family);
+      ASSERT_LE(k, first.size()) << "ordinals are handed out in order";
+      if (k == first.size()) {
+        for (const JobSpec& f : first) EXPECT_FALSE(same_family(job.spec, f)) << "a family has one ordinal";
+        first.push_back(family_of(job.spec));
+      }
+      EXPECT_TRUE(same_family(job.spec, first[k])) << entry.path().filename() << " " << job.spec.model;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 100);
+}
+
 TEST(SpecFamily, FamiliesDifferInAnythingButTheScalars) {
   JobSpec a;
   a.model = "bert-tiny";
