@@ -331,7 +331,12 @@ class Expander {
         jobs_.size() + s.backends.value.size() * s.precisions.value.size() * s.batch.value.size() * s.seq_len.value.size(),
         static_cast<std::size_t>(std::max<int64_t>(header_.max_jobs, 0)));
     if (wanted > jobs_.capacity()) jobs_.reserve(std::max(wanted, jobs_.capacity() * 2));
+    const std::string what = "model '" + m.name + "'";
     for (const auto& backend : s.backends.value) {
+      // Within one backend the jobs differ only in precision, batch and seq_len (every other
+      // field is set alike below): one family, found for the first and handed to the rest
+      // instead of comparing each job's spec (its model config among them) with it.
+      const SpecTemplate* family = nullptr;
       for (const auto& precision : s.precisions.value) {
         for (const auto& batch : s.batch.value) {
           for (const auto& seq_len : s.seq_len.value) {
@@ -355,7 +360,7 @@ class Expander {
             spec.threads = static_cast<int>(s.threads.value);
             spec.required_tags = s.tags.value;
             spec.placement = s.placement.value;
-            if (!add(m, std::move(spec))) return;
+            if (!add_checked(std::move(spec), *m.table, what, &family)) return;
           }
         }
       }
@@ -372,11 +377,10 @@ class Expander {
   std::vector<PlannedJob> take() { return std::move(jobs_); }
 
  private:
-  bool add(const ModelRequest& m, JobSpec spec) {
-    return add_checked(std::move(spec), *m.table, "model '" + m.name + "'");
-  }
-
-  bool add_checked(JobSpec spec, const toml::node& where, const std::string& what) {
+  // `family` (optional): the template of spec's family when the caller knows it (*family set),
+  // else found here and stored there for the caller's next job of the same family.
+  bool add_checked(JobSpec spec, const toml::node& where, const std::string& what,
+                   const SpecTemplate** family_hint = nullptr) {
     // The plan checks above should make this unreachable; it guarantees that a plan can never
     // hand the scheduler a spec a worker would refuse. A spec is checked whole (through its JSON
     // form, as a worker reads it) once per family; the other jobs of the family differ only in
@@ -384,7 +388,9 @@ class Expander {
     // the whole check runs, for its message. Ids are hashed from the family's canonical template
     // (jobs/spec_family.h): a million-job plan expands in seconds, not minutes (docs/SCALE.md).
     bool new_family = false;
-    const SpecTemplate& family = templates_.of(spec, &new_family);
+    const SpecTemplate& family =
+        family_hint != nullptr && *family_hint != nullptr ? **family_hint : templates_.of(spec, &new_family);
+    if (family_hint != nullptr) *family_hint = &family;
     const bool scalars_in_range = spec.batch >= 1 && spec.batch <= kMaxBatch && spec.seq_len >= 1 &&
                                   spec.seq_len <= kMaxSeqLen;
     if (new_family || spec.command || !scalars_in_range) {
