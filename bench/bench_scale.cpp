@@ -175,6 +175,11 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
 // its own in the same directory with the store's settings (WAL, synchronous NORMAL, its page size
 // and page cache). What ingest costs beyond this is the store's own: the lease, the job's state, the
 // text keys and indexes, and writing the metrics document as text.
+// The writer connection's settings coordinator/store.cpp gives itself (kWriterCacheKib,
+// kWalAutocheckpointBytes; per connection, so not readable from the store's file).
+constexpr int64_t kStoreWriterCacheKib = 64 * 1024;
+constexpr int64_t kStoreWalAutocheckpointBytes = 64 * 1024 * 1024;
+
 am::Result<double> ingest_ceiling(const fs::path& store_db, const fs::path& dir, std::size_t rows, int batch) {
   int64_t page_bytes = 4096;
   {
@@ -191,8 +196,8 @@ am::Result<double> ingest_ceiling(const fs::path& store_db, const fs::path& dir,
     AM_ASSIGN_OR_RETURN(auto db, am::coord::sqlite::SqliteDb::open(path));
     AM_RETURN_IF_ERROR(am::coord::sqlite::exec(
         db.get(), fmt::format("PRAGMA page_size = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                              "PRAGMA cache_size = -65536; PRAGMA wal_autocheckpoint = {};",
-                              page_bytes, 64 * 1024 * 1024 / page_bytes)));
+                              "PRAGMA cache_size = {}; PRAGMA wal_autocheckpoint = {};",
+                              page_bytes, -kStoreWriterCacheKib, kStoreWalAutocheckpointBytes / page_bytes)));
     AM_RETURN_IF_ERROR(am::coord::sqlite::exec(db.get(), R"sql(
         CREATE TABLE results (job INTEGER NOT NULL, attempt INTEGER NOT NULL, worker_id TEXT NOT NULL,
                               status TEXT NOT NULL, reason TEXT NOT NULL, metrics_json TEXT NOT NULL,

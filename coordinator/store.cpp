@@ -1255,14 +1255,15 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   // (and for jobs settled without a result, e.g. lost). Provenance snapshotted on the attempt
   // wins over the worker's current registry entry.
   // Placement columns exist since schema 5; a reader of an older file reads them as empty.
-  const bool placed = schema_version() >= 5;
+  const int schema = schema_version();
+  const bool placed = schema >= 5;
   const std::string placement_columns =
       placed ? "j.target AS target, j.hardware_class AS job_class, coalesce(a.exclusive, 0) AS exclusive"
              : "'' AS target, '' AS job_class, 0 AS exclusive";
   // Spec families since schema 6, all of the run's read before the walk: the connection is the
   // reader thread's until it is joined.
-  const bool families = schema_version() >= kSpecFamiliesSchemaVersion;
-  if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, kSpecFamiliesSchemaVersion));
+  const bool families = schema >= kSpecFamiliesSchemaVersion;
+  if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, schema));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT )sql" + placement_columns + R"sql(, )sql" + (families ? "j.family_id" : "0") + R"sql( AS family_id,
              j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,

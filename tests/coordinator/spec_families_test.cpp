@@ -44,6 +44,14 @@ std::string query_plan(const std::filesystem::path& db_path, const std::string& 
 
 class SpecFamiliesInTheStore : public testing::StoreFixture {
  protected:
+  // job_spec() of `job_id` fails naming `what`, on a fresh connection (nothing cached).
+  void expect_spec_refused(const std::string& job_id, const std::string& what) {
+    open_store();
+    auto one = store_->job_spec(kRun, job_id);
+    ASSERT_FALSE(one.ok());
+    EXPECT_NE(one.status().message().find(what), std::string::npos) << one.status().message();
+  }
+
   // Every report row's spec text, by job id.
   std::map<std::string, std::string> report_spec_texts(const std::string& run_id) {
     std::map<std::string, std::string> texts;
@@ -138,12 +146,7 @@ TEST_F(SpecFamiliesInTheStore, ADamagedOrMissingFamilyIsNamedAndItsJobsStillShow
   EXPECT_EQ(shown, 2);
 
   raw_exec(db_path_, "DELETE FROM spec_families WHERE family_id = " + family);
-  open_store();
-  one = store_->job_spec(kRun, a);
-  ASSERT_FALSE(one.ok());
-  EXPECT_NE(one.status().message().find("spec family " + family + " of run 'run-1' is not in the store"),
-            std::string::npos)
-      << one.status().message();
+  expect_spec_refused(a, "spec family " + family + " of run 'run-1' is not in the store");
 }
 
 TEST_F(SpecFamiliesInTheStore, ARowsOwnDocumentWinsOverItsFamily) {
@@ -208,12 +211,7 @@ TEST_F(SpecFamiliesInTheStore, AFamilyOfAnotherModelOrRunIsRefusedNotRendered) {
   jobs::JobSpec other = make_spec("tinyllama", "decoder-only", "cpu", "f32");
   raw_exec(db_path_, "UPDATE spec_families SET spec_json = '" + jobs::to_json(other).dump() +
                          "' WHERE family_id = " + family);
-  open_store();
-  auto one = store_->job_spec(kRun, a);
-  ASSERT_FALSE(one.ok());
-  EXPECT_NE(one.status().message().find("spec family " + family + " is of tinyllama on cpu, the job of bert-tiny"),
-            std::string::npos)
-      << one.status().message();
+  expect_spec_refused(a, "spec family " + family + " is of tinyllama on cpu, the job of bert-tiny");
 
   RunRecord run;
   run.run_id = "run-2";
@@ -221,12 +219,7 @@ TEST_F(SpecFamiliesInTheStore, AFamilyOfAnotherModelOrRunIsRefusedNotRendered) {
   raw_exec(db_path_, "UPDATE spec_families SET run_id = 'run-2', spec_json = '" +
                          jobs::to_json(make_spec("bert-tiny", "encoder-only", "cpu", "f32")).dump() +
                          "' WHERE family_id = " + family);
-  open_store();
-  one = store_->job_spec(kRun, a);
-  ASSERT_FALSE(one.ok());
-  EXPECT_NE(one.status().message().find("spec family " + family + " of run 'run-1' is not in the store"),
-            std::string::npos)
-      << one.status().message();
+  expect_spec_refused(a, "spec family " + family + " of run 'run-1' is not in the store");
   Status walked = store_->for_each_job(kRun, /*with_spec=*/true, [](JobRow&) { return Status::Ok(); });
   EXPECT_FALSE(walked.ok());
 }
