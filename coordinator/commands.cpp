@@ -16,6 +16,7 @@
 
 #include "common/atomic_file.h"
 #include "common/background_writer.h"
+#include "common/build_id.h"
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "common/curve_files.h"
@@ -23,6 +24,7 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "coordinator/db_lock.h"
+#include "jobs/plan_digest.h"
 #include "coordinator/local_workers.h"
 #include "coordinator/progress_display.h"
 #include "coordinator/report_compare.h"
@@ -107,6 +109,25 @@ Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog
   return std::move(*loaded);
 }
 
+// The same for the text of a plan file already read.
+Result<jobs::Plan> expand(const std::string& text, const std::string& plan_file, const std::filesystem::path& catalog) {
+  std::optional<Result<jobs::Plan>> loaded;
+  std::thread reader([&] { loaded.emplace(jobs::load_plan_text(text, plan_file, catalog)); });
+  reader.join();
+  return std::move(*loaded);
+}
+
+// The plan digest the database stores for `run_id` ("" when there is no such run or database, or
+// it cannot be read: the plan is then expanded, which reports any problem properly).
+std::string stored_plan_digest(const std::string& db_path, const std::string& run_id) {
+  std::error_code ec;
+  if (db_path.empty() || !std::filesystem::exists(db_path, ec)) return {};
+  auto store = Store::open_read_only(db_path);
+  if (!store.ok()) return {};
+  auto run = (*store)->get_run(run_id);
+  return run.ok() && *run ? (*run)->plan_digest : std::string();
+}
+
 // What serve and run hold while they run: the database lock outlives the server.
 struct Coordinator {
   std::optional<DbLock> lock;
@@ -136,22 +157,47 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   if (!a.fail_on.empty()) {
     AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
   }
-  // A restart reads its stored jobs on a thread of its own while the plan expands on another:
-  // a million-job restart spent about 2 s on each (docs/SCALE.md). The rows serve only if still
-  // current when the submit reads them back (SubmitOptions::prefetched).
-  std::optional<Result<PrefetchedJobs>> prefetched;
-  PrefetchedJobs::Wanted wanted;
-  if (!a.run_id.empty()) wanted.run_id = a.run_id;
-  std::jthread prefetcher([&] { prefetched.emplace(PrefetchedJobs::read(a.server.db_path, &wanted)); });
-  Result<jobs::Plan> loaded = load(a.plan_file, a.catalog_dir);
-  {
-    // A plan that does not load wants no run (the read stops at its next check).
-    std::lock_guard<std::mutex> lock(wanted.mu);
-    wanted.run_id = !loaded.ok() ? std::string() : a.run_id.empty() ? loaded->name : a.run_id;
+  // The plan's text is read once: the digest of what it expands from is of these bytes, and the
+  // expansion, when one is needed, reads them too.
+  AM_ASSIGN_OR_RETURN(const std::string plan_text, jobs::read_plan_file(a.plan_file));
+  // Plans sent with `accelmatrix submit` are read against the same catalog as this one.
+  const std::filesystem::path catalog =
+      a.catalog_dir.empty() ? jobs::find_catalog_dir(a.plan_file) : std::filesystem::path(a.catalog_dir);
+  // A restart of the run of the same plan text, catalog and build resumes it from the store
+  // (Server::resume) instead of expanding the plan: at a million jobs the expansion was two of
+  // the restart's three seconds (docs/SCALE.md "Restart"). Whenever that cannot be known, or
+  // the server finds otherwise, the plan is expanded and submitted as before.
+  std::string digest;
+  std::optional<jobs::PlanSummary> summary;
+  if (auto d = jobs::plan_inputs_digest(plan_text, catalog, executable_build_id()); d.ok()) {
+    digest = std::move(d).value();
+    if (auto parsed = jobs::load_plan_summary_text(plan_text, a.plan_file); parsed.ok()) summary = std::move(parsed).value();
   }
-  prefetcher.join();
-  AM_ASSIGN_OR_RETURN(jobs::Plan plan, std::move(loaded));
-  c.run_id = a.run_id.empty() ? plan.name : a.run_id;
+  const std::string resume_run = a.run_id.empty() ? (summary ? summary->name : std::string()) : a.run_id;
+  const bool may_resume = summary && !resume_run.empty() && stored_plan_digest(a.server.db_path, resume_run) == digest;
+  std::optional<jobs::Plan> plan;
+  std::optional<Result<PrefetchedJobs>> prefetched;
+  if (!may_resume) {
+    // A restart reads its stored jobs on a thread of its own while the plan expands on another:
+    // a million-job restart spent about 2 s on each (docs/SCALE.md). The rows serve only if still
+    // current when the submit reads them back (SubmitOptions::prefetched).
+    PrefetchedJobs::Wanted wanted;
+    if (!a.run_id.empty()) wanted.run_id = a.run_id;
+    std::jthread prefetcher([&] { prefetched.emplace(PrefetchedJobs::read(a.server.db_path, &wanted)); });
+    Result<jobs::Plan> loaded = expand(plan_text, a.plan_file, catalog);
+    {
+      // A plan that does not load wants no run (the read stops at its next check).
+      std::lock_guard<std::mutex> lock(wanted.mu);
+      wanted.run_id = !loaded.ok() ? std::string() : a.run_id.empty() ? loaded->name : a.run_id;
+    }
+    prefetcher.join();
+    AM_ASSIGN_OR_RETURN(plan, std::move(loaded));
+    c.run_id = a.run_id.empty() ? plan->name : a.run_id;
+  } else {
+    // Nothing to overlap with: the resume reads the rows as it indexes them (a million rows read
+    // ahead into a vector first took 1.5 s, twice as long).
+    c.run_id = resume_run;
+  }
   ServerOptions options = a.server;
   if (!a.curve_key_file.empty() || !a.curve_allow.empty()) {
     if (a.curve_key_file.empty() || a.curve_allow.empty()) {
@@ -165,9 +211,6 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     if (!options.curve) return invalid_argument("--curve-admin needs --curve-key and --curve-allow");
     AM_ASSIGN_OR_RETURN(options.admin_keys, load_curve_allow_list(a.curve_admin));
   }
-  // Plans sent with `accelmatrix submit` are read against the same catalog as this one.
-  const std::filesystem::path catalog =
-      a.catalog_dir.empty() ? jobs::find_catalog_dir(a.plan_file) : std::filesystem::path(a.catalog_dir);
   // Expanded on a thread of its own, as `load` does with the first plan, so that a submitted
   // plan's specs (a kilobyte each) are not in the main heap between the job entries made from
   // them; the server trims the heap once the plan is freed (Server: control_submit).
@@ -187,12 +230,30 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     return created.status();
   }
   c.server = std::move(created).value();
-  SubmitOptions submit;
-  submit.extend = a.extend;
-  if (prefetched && prefetched->ok()) submit.prefetched = &prefetched->value();
-  if (Status st = c.server->submit(plan, c.run_id, submit); !st.ok()) {
-    *exit_code = exit_code_for_error(st);
-    return st;
+  PrefetchedJobs* read_ahead = prefetched && prefetched->ok() ? &prefetched->value() : nullptr;
+  bool resumed = false;
+  if (may_resume) {
+    Result<bool> r = c.server->resume(*summary, c.run_id, digest, read_ahead);
+    if (!r.ok()) {
+      *exit_code = exit_code_for_error(r.status());
+      return r.status();
+    }
+    resumed = *r;
+    if (!resumed) {
+      // The store said otherwise after all (another coordinator changed the run meanwhile).
+      AM_ASSIGN_OR_RETURN(plan, expand(plan_text, a.plan_file, catalog));
+      if (a.run_id.empty()) c.run_id = plan->name;
+    }
+  }
+  if (!resumed) {
+    SubmitOptions submit;
+    submit.extend = a.extend;
+    submit.prefetched = read_ahead;
+    submit.plan_digest = digest;
+    if (Status st = c.server->submit(*plan, c.run_id, submit); !st.ok()) {
+      *exit_code = exit_code_for_error(st);
+      return st;
+    }
   }
   AM_RETURN_IF_ERROR(c.lock->set_endpoint(c.server->endpoint()));
   Server* server = c.server.get();
@@ -205,7 +266,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     server->on_progress([display](const Progress& p) { display->update(p); });
   }
   c.releaser = std::jthread([plan = std::move(plan), prefetched = std::move(prefetched)]() mutable {
-    plan = jobs::Plan{};
+    plan.reset();
     prefetched.reset();
 #ifdef __GLIBC__
     malloc_trim(0);

@@ -227,6 +227,13 @@ CREATE VIEW job_specs AS
   FROM jobs j LEFT JOIN spec_families f ON f.family_id = j.family_id;
 )sql";
 
+// Version 7: runs.plan_digest, the digest of the plan text, catalog and build the run's jobs were
+// expanded from (jobs/plan_digest.h): a restart with the same digest reads the run from the
+// store instead of expanding the plan again (Server::resume, docs/SCALE.md "Restart").
+constexpr const char* kSchemaV7 = R"sql(
+ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT '';
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
@@ -234,6 +241,7 @@ constexpr Migration kAll[] = {
     {4, kSchemaV4},
     {5, kSchemaV5},
     {6, kSchemaV6},
+    {7, kSchemaV7},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
@@ -25,6 +26,7 @@
 #include "coordinator/stable_table.h"
 #include "coordinator/store.h"
 #include "jobs/spec_family.h"
+#include "jobs/spec_limits.h"
 
 #include <malloc.h>
 #include <sodium.h>
@@ -1823,7 +1825,9 @@ struct Server::Impl {
     AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name));
     if (run_id.empty()) run_id = plan.name;
     const std::size_t before = jobs.size();
-    AM_RETURN_IF_ERROR(submit(plan, run_id, SubmitOptions{extend}));
+    SubmitOptions options;
+    options.extend = extend;   // no digest: a plan sent here is not a file of this host's
+    AM_RETURN_IF_ERROR(submit(plan, run_id, options));
     settle_ineligible_jobs();
     assign_dirty = true;
     notify();
@@ -2242,12 +2246,154 @@ struct Server::Impl {
     }
     if (record_plan_after_jobs) AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
     const double store_s = seconds_since(store_started);
+    // Rows read ahead serve when nothing was stored since (no new jobs, no new plan recorded)
+    // and no connection committed meanwhile; else they are read now.
+    const bool prefetched = submit.prefetched != nullptr && submit.prefetched->run_id() == run_id && stored &&
+                            !record_plan_after_jobs && submit.prefetched->current();
+    RowFamilies families;
+    families.any_jobs = &any_jobs;
+    families.family_of = family_of;
     const auto load_started = SteadyClock::now();
-    // The stored jobs are read back (their states, leases and placements), one row at a time and
-    // without their spec documents: a spec comes from the plan — the `any` job of the same id (rows
-    // and plan list them in the same order), or the plan job it was made from — and only a job the
-    // plan does not name (a run extended by another plan) has its stored spec parsed.
+    AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, prefetched ? submit.prefetched : nullptr, families));
+    had_work = had_work || families.had_work;
+    // Last: a run found with this digest holds every job of the plan (Server::resume).
+    if (!submit.plan_digest.empty()) AM_RETURN_IF_ERROR(m.store->set_plan_digest(run_id, submit.plan_digest));
+    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
+                   "(stored in {:.2f} s, read back in {:.2f} s{})",
+                   run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started),
+                   prefetched ? ", read ahead while the plan expanded" : "");
+    return open_run(run_id, had_work, plan.time_budget_s);
+  }
+
+  // Server::resume (see server.h): the run's plan jobs and jobs from the store alone.
+  Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
+                      PrefetchedJobs* prefetched) {
+    Impl& m = *this;
+    if (plan_digest.empty() || m.runs.count(run_id)) return false;
+    AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
+    if (!existing || existing->plan_digest != plan_digest) return false;
+    AM_ASSIGN_OR_RETURN(int64_t plan_job_count, m.store->count_plan_jobs(run_id));
+    if (plan_job_count > kResumeMaxPlanJobs) return false;
+    // Everything that could send the run back to the plan is read before anything changes here.
+    std::vector<std::pair<std::string, jobs::JobSpec>> stored_plan_jobs;
+    bool damaged = false;
+    AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) -> Status {
+      if (spec.ok() && jobs::compute_job_id(run_id, *spec) != id) {
+        spec = internal_error("its stored spec makes another job's id (the row was changed)");
+      }
+      if (!spec.ok()) {
+        damaged = true;
+        logger()->warn("run {}: plan job '{}' in the store: {}; the plan is expanded instead", run_id, id,
+                       spec.status().message());
+        return Status::Ok();
+      }
+      stored_plan_jobs.emplace_back(id, std::move(spec).value());
+      return Status::Ok();
+    }));
+    if (damaged) return false;
+    const auto load_started = SteadyClock::now();
+    for (auto& [id, spec] : stored_plan_jobs) {
+      m.backends_planned.insert(spec.backend);
+      if (spec.placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
+      if (m.plan_jobs.count(id)) continue;
+      m.unplaced_dirty = true;
+      m.placed_for.clear();
+      PlanJob pj;
+      pj.run_id = run_id;
+      pj.job_id = id;
+      pj.family = m.intern_family(spec);
+      pj.scalars = jobs::scalars_of(spec);
+      m.plan_jobs[id] = std::move(pj);
+      m.plan_job_order.push_back(id);
+    }
+    m.ineligible_checked = false;
+    const bool use_prefetched = prefetched != nullptr && prefetched->run_id() == run_id && prefetched->current();
+    RowFamilies families;
+    families.from_store = true;
+    AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, use_prefetched ? prefetched : nullptr, families));
+    logger()->info("run {}: resumed from the store: {} job(s), {} plan job(s) placed per class or device, the plan's "
+                   "inputs unchanged (read back in {:.2f} s{})",
+                   run_id, rows, stored_plan_jobs.size(), seconds_since(load_started),
+                   use_prefetched ? ", read ahead" : "");
+    AM_RETURN_IF_ERROR(open_run(run_id, existing->finished_at_ms == 0 || families.had_work, summary.time_budget_s));
+    return true;
+  }
+
+  // How load_stored_jobs() finds each row's spec family and scalars besides the plan jobs: from
+  // the expanded plan's `any` jobs (a submit; rows and plan list them in the same order), or from
+  // the row's stored family (a resume). A row found by neither has its stored spec parsed.
+  struct RowFamilies {
+    const std::vector<jobs::PlannedJob>* any_jobs = nullptr;
+    std::function<std::shared_ptr<const SpecFamily>(const jobs::PlannedJob&)> family_of;
     std::size_t next_any = 0;
+    bool from_store = false;
+    // The run's stored families, read at the first row that needs them, and interned.
+    std::optional<std::unordered_map<int64_t, StoredSpecFamily>> stored;
+    std::unordered_map<int64_t, std::shared_ptr<const SpecFamily>> interned;
+    const std::string* last_backend = nullptr;
+    jobs::SpecTemplates ids;   // id hashes per (family, batch), for the check below
+    bool had_work = false;   // out: a job not done was read
+  };
+
+  // Whether `job_id` is the id of `family` with `scalars` made for `target` (jobs::compute_job_id):
+  // a resumed row is then exactly the job its id names — its family, scalars and target were
+  // read from columns no expansion checked (a hash over the last few dozen bytes per job).
+  static bool id_matches(const std::string& run_id, const SpecFamily& family, const jobs::JobScalars& scalars,
+                         const std::string& target, const std::string& job_id, jobs::SpecTemplates& ids) {
+    uint64_t h = ids.id_hash(run_id, family.canonical, scalars);
+    if (!target.empty()) h = fnv1a64(target, fnv1a64("\ntarget ", h));
+    static constexpr char kDigits[] = "0123456789abcdef";
+    if (job_id.size() != 16) return false;
+    for (int i = 15; i >= 0; --i, h >>= 4) {
+      if (job_id[static_cast<std::size_t>(i)] != kDigits[h & 0xf]) return false;
+    }
+    return true;
+  }
+
+  // A row's family from its stored family (RowFamilies::from_store): the family as stored, checked
+  // against the row's model and backend, and the row's scalars in range (as the store's reader
+  // checks a rendered spec, coordinator/spec_families.h). Null with `why` when unusable.
+  std::shared_ptr<const SpecFamily> stored_family_of(const std::string& run_id, const JobRow& row, RowFamilies& f,
+                                                     std::string& why) {
+    if (row.family_id == 0) return nullptr;   // stored whole: parsed from its text
+    if (!f.stored) {
+      auto loaded = store->spec_families_of_run(run_id);
+      if (!loaded.ok()) {
+        why = loaded.status().message();
+        return nullptr;
+      }
+      f.stored = std::move(loaded).value();
+    }
+    auto it = f.stored->find(row.family_id);
+    if (it == f.stored->end()) {
+      why = "spec family " + std::to_string(row.family_id) + " is missing";
+      return nullptr;
+    }
+    if (!it->second.spec) {
+      why = it->second.damage;
+      return nullptr;
+    }
+    const jobs::JobSpec& spec = *it->second.spec;
+    if (spec.model != row.model || spec.backend != row.backend) {
+      why = "spec family " + std::to_string(row.family_id) + " is of model '" + spec.model + "' on " + spec.backend +
+            ", not the row's '" + row.model.substr(0, 200) + "' on " + row.backend.substr(0, 64);
+      return nullptr;
+    }
+    if (!row.scalars || row.scalars->batch < 1 || row.scalars->batch > jobs::kMaxBatch || row.scalars->seq_len < 1 ||
+        row.scalars->seq_len > jobs::kMaxSeqLen) {
+      why = "the row's precision, batch or seq_len is out of range";
+      return nullptr;
+    }
+    auto& interned = f.interned[row.family_id];
+    if (!interned) interned = intern_family(spec);
+    return interned;
+  }
+
+  // The stored jobs of `run_id` read back into the scheduler (their states, leases and
+  // placements), one row at a time and without their spec documents: from `prefetched` when
+  // given (rows read ahead and still current), else from the store. Returns how many rows.
+  Result<std::size_t> load_stored_jobs(const std::string& run_id, PrefetchedJobs* prefetched, RowFamilies& f) {
+    Impl& m = *this;
     std::size_t rows = 0;
     // Jobs whose stored spec or target is invalid are settled after the walk (no write to the
     // jobs table while its rows are being read).
@@ -2261,7 +2407,10 @@ struct Server::Impl {
       j.state = row.state;
       j.attempts = row.attempts;
       j.status = row.status;
-      if (j.state != JobState::kDone) had_work = true;
+      if (j.state != JobState::kDone) f.had_work = true;
+      if (f.from_store && !row.backend.empty() && (f.last_backend == nullptr || *f.last_backend != row.backend)) {
+        f.last_backend = &*m.backends_planned.insert(row.backend).first;
+      }
       if (row.plan_job_id.empty() && !row.target.empty()) {
         // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
         if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
@@ -2269,13 +2418,22 @@ struct Server::Impl {
       if (std::string plan_job = plan_job_id_of(run_id, row); plan_job != row.job_id) j.plan_job_id = m.intern_plan_job(plan_job);
       std::optional<PlacedTarget> placed = placed_target(row.target, row.hardware_class);
       Status spec_status = Status::Ok();
+      std::string family_damage;
       if (auto pj = m.plan_jobs.find(j.plan_job()); pj != m.plan_jobs.end()) {
         j.family = pj->second.family.get();
         j.scalars = pj->second.scalars;
-      } else if (next_any < any_jobs.size() && any_jobs[next_any].job_id == row.job_id) {
-        j.family = family_of(any_jobs[next_any]).get();
-        j.scalars = jobs::scalars_of(any_jobs[next_any].spec);
-        ++next_any;
+      } else if (f.any_jobs != nullptr && f.next_any < f.any_jobs->size() &&
+                 (*f.any_jobs)[f.next_any].job_id == row.job_id) {
+        j.family = f.family_of((*f.any_jobs)[f.next_any]).get();
+        j.scalars = jobs::scalars_of((*f.any_jobs)[f.next_any].spec);
+        ++f.next_any;
+      } else if (std::shared_ptr<const SpecFamily> stored =
+                     f.from_store ? stored_family_of(run_id, row, f, family_damage) : nullptr) {
+        j.family = stored.get();
+        j.scalars = *row.scalars;
+      } else if (!family_damage.empty()) {
+        spec_status = internal_error("corrupt spec of job '" + row.job_id + "' of run '" + run_id +
+                                     "' in the store: " + family_damage);
       } else {
         auto doc = m.store->job_spec(run_id, row.job_id);
         auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
@@ -2285,6 +2443,11 @@ struct Server::Impl {
         } else {
           spec_status = spec.status();
         }
+      }
+      if (f.from_store && spec_status.ok() && j.family != nullptr &&
+          !id_matches(run_id, *j.family, j.scalars, row.target, row.job_id, f.ids)) {
+        spec_status = internal_error("its stored spec family, precision, batch, seq_len or target make another "
+                                     "job's id (the row was changed)");
       }
       if (!spec_status.ok() || !placed) {
         // Indexed as a queued `any` job of a spec no device admits, then settled; a finished
@@ -2323,13 +2486,9 @@ struct Server::Impl {
       m.index_job(m.jobs.insert(std::move(j)));
       return Status::Ok();
     };
-    // Rows read ahead serve when nothing was stored since (no new jobs, no new plan recorded)
-    // and no connection committed meanwhile; else they are read now.
-    const bool prefetched = submit.prefetched != nullptr && submit.prefetched->run_id() == run_id && stored &&
-                            !record_plan_after_jobs && submit.prefetched->current();
     Status loaded = Status::Ok();
-    if (prefetched) {
-      for (JobRow& row : submit.prefetched->rows()) {
+    if (prefetched != nullptr) {
+      for (JobRow& row : prefetched->rows()) {
         loaded = load_row(row);
         if (!loaded.ok()) break;
       }
@@ -2341,18 +2500,20 @@ struct Server::Impl {
       m.settle(*entry, ResultStatus::kError, reason);
       if (m.fatal) return *m.fatal;
     }
-    logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
-                   "(stored in {:.2f} s, read back in {:.2f} s{})",
-                   run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started),
-                   prefetched ? ", read ahead while the plan expanded" : "");
+    return rows;
+  }
+
+  // A submitted or resumed run, its jobs loaded: served from now on.
+  Status open_run(const std::string& run_id, bool had_work, double time_budget_s) {
+    Impl& m = *this;
     m.runs.insert(run_id);
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);
     // A live coordinator: the workers already here get their share of the new run at once.
     for (const auto& [identity, session] : m.sessions) m.place_plan_jobs(session);
     if (m.fatal) return *m.fatal;
-    if (plan.time_budget_s > 0) {
-      m.budget_s[run_id] = plan.time_budget_s;
+    if (time_budget_s > 0) {
+      m.budget_s[run_id] = time_budget_s;
       m.budget_from_ms[run_id] = steady_ms();
     }
     if (!m.run_started_ms.count(run_id)) m.run_started_ms[run_id] = now_epoch_ms();
@@ -2473,6 +2634,11 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
 
 Status Server::submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
   return impl_->submit(plan, run_id, submit);
+}
+
+Result<bool> Server::resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
+                            PrefetchedJobs* prefetched) {
+  return impl_->resume(summary, run_id, plan_digest, prefetched);
 }
 
 Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,

@@ -139,7 +139,16 @@ struct SubmitOptions {
   // for the same run, when the submit stores nothing new and they are still current
   // (PrefetchedJobs::current()); otherwise the jobs are read as always. May be null.
   PrefetchedJobs* prefetched = nullptr;
+  // jobs::plan_inputs_digest() of the plan (a plan read from a file here): stored as the run's
+  // plan digest once its jobs are (RunRecord::plan_digest), so that the next start with the same
+  // plan text, catalog and build resumes the run from the store (resume()). "" stores none.
+  std::string plan_digest;
 };
+
+// A resume (Server::resume) parses each stored plan job's spec whole (plan_jobs keeps them as
+// documents, ~10 us each): past this many plan jobs expanding the plan again costs no more, and
+// the restart does that.
+inline constexpr int64_t kResumeMaxPlanJobs = 20'000;
 
 class Server {
  public:
@@ -149,6 +158,16 @@ class Server {
   // Also reachable while serving, through CONTROL `submit` (then the run's time budget counts
   // from the submission).
   Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit = {});
+
+  // A restart without expanding the plan: when the stored run `run_id` has `plan_digest` (the
+  // digest of the plan text, catalog and build its jobs were all stored from), its plan jobs and
+  // jobs are read from the store — the same scheduler state a submit of that plan would build —
+  // and true is returned. False, with nothing changed, when it cannot: no such run, another
+  // digest (or none), more plan jobs than kResumeMaxPlanJobs (each is parsed whole), or one
+  // unreadable; the caller then expands the plan and submits it. `prefetched` as in
+  // SubmitOptions. Call before serve().
+  Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
+                      PrefetchedJobs* prefetched = nullptr);
 
   // Releases at once the leases whose worker `gone(worker_id, worker_host)` says will never
   // come back (the local workers of an embedded run that stopped without releasing them): their

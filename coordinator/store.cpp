@@ -190,14 +190,16 @@ RunRecord run_from_row(const Statement& stmt) {
   run.created_at_ms = stmt.column_int64("created_at");
   run.finished_at_ms = stmt.column_int64("finished_at");
   run.plan_hash = stmt.column_text("plan_hash");
+  run.plan_digest = stmt.column_text("plan_digest");
   return run;
 }
 
 // The runs columns; a database older than schema 3 (read by open_read_only() without
-// migrating) has no plan_hash and reads it as "".
+// migrating) has no plan_hash and reads it as "", and one older than 7 no plan_digest.
 std::string run_columns(int schema_version) {
   return std::string("SELECT run_id, plan_name, plan_path, description, created_at, finished_at, ") +
-         (schema_version >= 3 ? "plan_hash" : "'' AS plan_hash") + " FROM runs ";
+         (schema_version >= 3 ? "plan_hash, " : "'' AS plan_hash, ") +
+         (schema_version >= 7 ? "plan_digest" : "'' AS plan_digest") + " FROM runs ";
 }
 
 }  // namespace
@@ -400,7 +402,7 @@ Status Store::upsert_run(const RunRecord& run) {
 Status Store::set_run_plan(const RunRecord& run) {
   if (run.run_id.empty()) return invalid_argument("empty run id");
   AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, R"sql(
-      UPDATE runs SET plan_name = ?2, plan_path = ?3, description = ?4, plan_hash = ?5
+      UPDATE runs SET plan_name = ?2, plan_path = ?3, description = ?4, plan_hash = ?5, plan_digest = ''
       WHERE run_id = ?1)sql"));
   stmt.bind(1, run.run_id).bind(2, run.plan_name).bind(3, run.plan_path).bind(4, run.description).bind(5, run.plan_hash);
   AM_RETURN_IF_ERROR(check_file_identity());
@@ -411,8 +413,18 @@ Status Store::set_run_plan(const RunRecord& run) {
 
 Status Store::set_plan_hash(const std::string& run_id, const std::string& plan_hash) {
   if (run_id.empty()) return invalid_argument("empty run id");
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET plan_hash = ?2 WHERE run_id = ?1"));
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET plan_hash = ?2, plan_digest = '' WHERE run_id = ?1"));
   stmt.bind(1, run_id).bind(2, plan_hash);
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_RETURN_IF_ERROR(stmt.run());
+  if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
+  return check_file_identity();
+}
+
+Status Store::set_plan_digest(const std::string& run_id, const std::string& plan_digest) {
+  if (run_id.empty()) return invalid_argument("empty run id");
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET plan_digest = ?2 WHERE run_id = ?1"));
+  stmt.bind(1, run_id).bind(2, plan_digest);
   AM_RETURN_IF_ERROR(check_file_identity());
   AM_RETURN_IF_ERROR(stmt.run());
   if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
@@ -648,13 +660,16 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     }
   }
   // Columns by position (a by-name lookup takes SQLite's mutex per column per row).
-  const bool families = with_spec && schema_version() >= kSpecFamiliesSchemaVersion;
+  // The family columns are read in every walk (a restart from the store renders no text, but
+  // takes each job's family and scalars from them: Server::resume).
+  const bool has_families = schema_version() >= kSpecFamiliesSchemaVersion;
+  const bool families = with_spec && has_families;
   if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, kSpecFamiliesSchemaVersion));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, std::string(R"sql(
       SELECT job_id, state, attempts, status, reason, terminal_attempt, target, hardware_class, plan_job_id, )sql") +
-                                              (with_spec ? "spec_json, precision, batch, seq_len, model, backend, "
-                                                         : "'', '', 0, 0, '', '', ") +
-                                              (families ? "family_id" : "0") + R"sql(
+                                              (with_spec ? "spec_json, " : "'', ") +
+                                              "precision, batch, seq_len, model, backend, " +
+                                              (has_families ? "family_id" : "0") + R"sql(
       FROM jobs
       WHERE run_id = ?1
       ORDER BY seq)sql"));
@@ -704,6 +719,12 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     job.target = stmt.column_text(kTarget);
     job.hardware_class = stmt.column_text(kHardwareClass);
     job.plan_job_id = stmt.column_text(kPlanJobId);
+    job.model = stmt.column_text(kModel);
+    job.backend = stmt.column_text(kBackend);
+    job.family_id = stmt.column_int64(kFamily);
+    if (std::optional<jobs::Precision> precision = jobs::parse_precision_label(stmt.column_view(kPrecision))) {
+      job.scalars = jobs::JobScalars{*precision, stmt.column_int(kBatch), stmt.column_int(kSeqLen)};
+    }
     AM_RETURN_IF_ERROR(visit(job));
   }
   return Status::Ok();
@@ -727,6 +748,43 @@ Result<int64_t> Store::count_untargeted_jobs(const std::string& run_id) {
 
 Result<int64_t> Store::count_plan_jobs(const std::string& run_id) {
   return count_of_run(db_, "SELECT count(*) AS n FROM plan_jobs WHERE run_id = ?1", run_id);
+}
+
+Result<std::unordered_map<int64_t, StoredSpecFamily>> Store::spec_families_of_run(const std::string& run_id) {
+  std::unordered_map<int64_t, StoredSpecFamily> out;
+  if (schema_version() < kSpecFamiliesSchemaVersion) return out;
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT family_id, spec_json FROM spec_families WHERE run_id = ?1"));
+  stmt.bind(1, run_id);
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    const int64_t id = stmt.column_int64(0);
+    StoredSpecFamily& f = out[id];
+    auto doc = parse_stored_json(stmt.column_text(1), "spec family " + std::to_string(id) + " of run '" + run_id + "'");
+    auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
+    if (spec.ok()) {
+      f.spec = std::move(spec).value();
+    } else {
+      f.damage = "spec family " + std::to_string(id) + " is damaged: " + spec.status().message();
+    }
+  }
+  return out;
+}
+
+Status Store::for_each_plan_job(const std::string& run_id,
+                                const std::function<Status(const std::string& job_id, Result<jobs::JobSpec>& spec)>& visit) {
+  if (schema_version() < 5) return Status::Ok();   // no plan_jobs table before placements
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id, spec_json FROM plan_jobs WHERE run_id = ?1 ORDER BY seq"));
+  stmt.bind(1, run_id);
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    const std::string job_id = stmt.column_text(0);
+    auto doc = parse_stored_json(stmt.column_text(1), "spec of plan job '" + job_id + "' of run '" + run_id + "'");
+    Result<jobs::JobSpec> spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
+    AM_RETURN_IF_ERROR(visit(job_id, spec));
+  }
+  return Status::Ok();
 }
 
 Result<nlohmann::json> Store::job_spec(const std::string& run_id, const std::string& job_id) {

@@ -59,9 +59,9 @@ namespace sqlite {
 class Statement;
 }
 
-inline constexpr int kSchemaVersion = 6;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+inline constexpr int kSchemaVersion = 7;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
                                           // 4: device_events; 5: placement targets, exclusive attempts, host ids;
-                                          // 6: specs stored once per family (spec_families.h)
+                                          // 6: specs stored once per family (spec_families.h); 7: runs.plan_digest
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
 // version 1, except runs.plan_hash (3), which is read only where the column exists, and
@@ -76,6 +76,11 @@ struct RunRecord {
   int64_t created_at_ms = 0;
   int64_t finished_at_ms = 0;      // 0 while running
   std::string plan_hash;           // jobs::plan_hash() of the plan last submitted; "" before schema 3
+  // jobs::plan_inputs_digest() of the plan whose jobs the run holds, written once they are all
+  // stored (set_plan_digest) and cleared by any change of the plan hash; "" when not known (before
+  // schema 7, a plan submitted over the control socket). A restart whose plan has this digest
+  // reads the run from the store instead of expanding the plan (Server::resume).
+  std::string plan_digest;
 };
 
 // Job lifecycle in the store: queued -> leased -> done (terminal). An expired lease puts the
@@ -97,6 +102,20 @@ struct JobRow {
   std::string hardware_class;      // the class the job was made for; "" for any
   std::string plan_job_id;         // the plan job it was made from ("" before schema 5, and for
                                    // `any` jobs stored from schema 6 on: their own)
+  // The row's columns a spec is rendered from (schema 6, coordinator/spec_families.h), read in
+  // every walk: its model and backend, its spec family (0: the spec is stored whole) and its
+  // scalars (nullopt when the stored precision is not one).
+  std::string model;
+  std::string backend;
+  int64_t family_id = 0;
+  std::optional<jobs::JobScalars> scalars;
+};
+
+// A run's spec family as stored (Store::spec_families_of_run): its spec with neutral scalars,
+// or why it cannot be read.
+struct StoredSpecFamily {
+  std::optional<jobs::JobSpec> spec;
+  std::string damage;
 };
 
 struct LeaseRecord {
@@ -237,7 +256,11 @@ class Store {
   // the hash of a plan that matches its jobs): name, path, description and hash.
   Status set_run_plan(const RunRecord& run);
   // Replaces the run's stored plan hash only (the same plan's hash under a newer definition).
+  // Both clear the run's plan digest: the run's jobs no longer come from one known plan text.
   Status set_plan_hash(const std::string& run_id, const std::string& plan_hash);
+  // Records the digest of the plan the run's jobs were all stored from (RunRecord::plan_digest);
+  // called last, after the jobs are committed, so a run found with a digest holds every job of it.
+  Status set_plan_digest(const std::string& run_id, const std::string& plan_digest);
   Result<std::optional<RunRecord>> get_run(const std::string& run_id);
   Result<std::vector<RunRecord>> list_runs();            // newest first
   Status mark_run_finished(const std::string& run_id, int64_t at_ms);
@@ -274,6 +297,11 @@ class Store {
   // Jobs of the run without a placement target (`any` jobs and stand-ins), and its plan jobs.
   Result<int64_t> count_untargeted_jobs(const std::string& run_id);
   Result<int64_t> count_plan_jobs(const std::string& run_id);
+  // The run's spec families by id (nothing below schema 6), each parsed and checked whole.
+  Result<std::unordered_map<int64_t, StoredSpecFamily>> spec_families_of_run(const std::string& run_id);
+  // The run's plan jobs in plan order: id and spec, or the error its stored spec reads to.
+  Status for_each_plan_job(const std::string& run_id,
+                           const std::function<Status(const std::string& job_id, Result<jobs::JobSpec>& spec)>& visit);
 
   // Leases: records attempt `attempt` as leased and the job as state=leased.
   Status record_lease(const LeaseRecord& lease);

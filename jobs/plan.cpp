@@ -564,6 +564,29 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
 
 }  // namespace
 
+Result<std::string> read_plan_file(const std::filesystem::path& plan_file) {
+  return detail::read_text_file(plan_file);
+}
+
+Result<PlanSummary> load_plan_summary_text(const std::string& text, const std::filesystem::path& display_name) {
+  try {
+    AM_ASSIGN_OR_RETURN(toml::table root, detail::parse_toml_text(text, display_name));
+    ErrorList errors(display_name);
+    const toml::table* t = root["plan"].as_table();
+    if (t == nullptr) return invalid_argument(display_name.string() + ": no [plan] table");
+    const PlanHeader header = read_plan_table(*t, errors);
+    AM_RETURN_IF_ERROR(errors.status());
+    PlanSummary summary;
+    summary.name = header.name;
+    summary.description = header.description;
+    summary.source = display_name;
+    summary.time_budget_s = header.time_budget_s;
+    return summary;
+  } catch (const std::exception& e) {
+    return internal_error(display_name.string() + ": " + e.what());
+  }
+}
+
 Result<Plan> load_plan(const std::filesystem::path& plan_file,
                        const std::filesystem::path& catalog_dir) {
   try {

@@ -66,6 +66,20 @@ Result<Plan> load_plan(const std::filesystem::path& plan_file,
 Result<Plan> load_plan_text(const std::string& text, const std::filesystem::path& display_name,
                             const std::filesystem::path& catalog_dir);
 
+// What a coordinator's restart needs of a plan besides its jobs (coordinator/server.h,
+// Server::resume): the [plan] table, read without expanding the plan. An error wherever the full
+// load would report one in that table (the caller then loads the plan, for the whole message).
+struct PlanSummary {
+  std::string name;
+  std::string description;
+  std::filesystem::path source;
+  double time_budget_s = 0;
+};
+// A plan file's text, for load_plan_text() and the digest of what it expands from
+// (jobs/plan_digest.h); errors as load_plan() reports them.
+Result<std::string> read_plan_file(const std::filesystem::path& plan_file);
+Result<PlanSummary> load_plan_summary_text(const std::string& text, const std::filesystem::path& display_name);
+
 // The catalog directory: $ACCELMATRIX_CATALOG, else <plan dir>/../models, else the source
 // tree's jobs/models (compiled in).
 std::filesystem::path find_catalog_dir(const std::filesystem::path& plan_file);

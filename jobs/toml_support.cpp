@@ -25,7 +25,7 @@ std::string position(const std::filesystem::path& file, const toml::source_regio
 
 }  // namespace
 
-Result<toml::table> parse_toml_file(const std::filesystem::path& file) {
+Result<std::string> read_text_file(const std::filesystem::path& file) {
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) return not_found(file.string() + ": no such file");
   if (std::filesystem::is_directory(file, ec)) {
@@ -36,7 +36,12 @@ Result<toml::table> parse_toml_file(const std::filesystem::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return io_error(file.string() + ": read failed");
-  return parse_toml_text(text.str(), file);
+  return text.str();
+}
+
+Result<toml::table> parse_toml_file(const std::filesystem::path& file) {
+  AM_ASSIGN_OR_RETURN(std::string text, read_text_file(file));
+  return parse_toml_text(text, file);
 }
 
 Result<toml::table> parse_toml_text(const std::string& text, const std::filesystem::path& file) {

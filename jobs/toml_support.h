@@ -20,6 +20,8 @@ namespace am::jobs::detail {
 
 // Reads and parses `file`. Syntax errors come back as "file:line:col: <toml++ description>";
 // an unreadable file as NotFound/IoError naming it. Never throws.
+// A file's bytes; errors name the file (missing, a directory, unreadable).
+Result<std::string> read_text_file(const std::filesystem::path& file);
 Result<toml::table> parse_toml_file(const std::filesystem::path& file);
 // The same for text that did not come from a file (a plan sent to a live coordinator):
 // `display_name` stands in for the file name in messages.

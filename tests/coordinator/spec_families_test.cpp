@@ -227,6 +227,70 @@ TEST_F(SpecFamiliesInTheStore, AFamilyOfAnotherModelOrRunIsRefusedNotRendered) {
 // A schema-5 file with jobs (whole documents, `any` jobs under their own id) is migrated in place:
 // its rows read as before, new jobs of the same family are stored by family beside them, and the
 // view shows both.
+// What a restart from the store reads (Server::resume): every row's family and scalars from the
+// walk without specs, each family's spec whole, and a family's damage by name.
+TEST_F(SpecFamiliesInTheStore, TheWalkWithoutSpecsCarriesEachRowsFamilyAndScalarsAndTheFamiliesReadWhole) {
+  std::vector<jobs::JobSpec> specs = {make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16),
+                                      make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 8, 128),
+                                      make_spec("gpt2", "decoder-only", "cpu", "q8_0", 2, 64)};
+  std::map<std::string, jobs::JobSpec> by_id;
+  for (const auto& s : specs) by_id[add(s)] = s;
+  open_store();
+  std::map<int64_t, int> rows_per_family;
+  auto families = store_->spec_families_of_run(kRun);
+  ASSERT_TRUE(families.ok()) << families.status().to_string();
+  ASSERT_TRUE(store_->for_each_job(kRun, /*with_spec=*/false, [&](JobRow& row) {
+                const jobs::JobSpec& want = by_id.at(row.job_id);
+                EXPECT_TRUE(row.spec.is_null());
+                EXPECT_EQ(row.model, want.model);
+                EXPECT_EQ(row.backend, want.backend);
+                EXPECT_NE(row.family_id, 0);
+                EXPECT_EQ(row.scalars, jobs::scalars_of(want));
+                ++rows_per_family[row.family_id];
+                // The row's family with its scalars is its spec, field for field.
+                const StoredSpecFamily& f = families->at(row.family_id);
+                EXPECT_TRUE(f.spec.has_value()) << f.damage;
+                if (f.spec) EXPECT_EQ(jobs::with_scalars(*f.spec, *row.scalars), want);
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(rows_per_family.size(), 2u);   // bert-tiny's two jobs share one
+  EXPECT_EQ(families->size(), 2u);
+
+  const int64_t gpt2_family = std::stoll(raw_query(db_path_, "SELECT family_id FROM jobs WHERE model = 'gpt2'"));
+  raw_exec(db_path_, "UPDATE spec_families SET spec_json = '{\"model\": 3}' WHERE family_id = " +
+                         std::to_string(gpt2_family));
+  open_store();
+  families = store_->spec_families_of_run(kRun);
+  ASSERT_TRUE(families.ok());
+  EXPECT_FALSE(families->at(gpt2_family).spec.has_value());
+  EXPECT_NE(families->at(gpt2_family).damage.find("spec family " + std::to_string(gpt2_family) + " is damaged"),
+            std::string::npos)
+      << families->at(gpt2_family).damage;
+  EXPECT_EQ(families->size(), 2u);
+}
+
+TEST_F(SpecFamiliesInTheStore, ThePlanDigestIsSetLastAndClearedByAnyChangeOfThePlanHash) {
+  auto run = store_->get_run(kRun);
+  ASSERT_TRUE(run.ok() && *run);
+  EXPECT_EQ((*run)->plan_digest, "");   // a new run has none until its jobs are stored
+  ASSERT_TRUE(store_->set_plan_digest(kRun, "d1:0123").ok());
+  EXPECT_EQ((*store_->get_run(kRun))->plan_digest, "d1:0123");
+  ASSERT_TRUE(store_->set_plan_hash(kRun, "v2:1").ok());
+  EXPECT_EQ((*store_->get_run(kRun))->plan_digest, "");
+  ASSERT_TRUE(store_->set_plan_digest(kRun, "d1:4567").ok());
+  RunRecord extended = **store_->get_run(kRun);
+  extended.plan_hash = "v2:2";
+  ASSERT_TRUE(store_->set_run_plan(extended).ok());
+  EXPECT_EQ((*store_->get_run(kRun))->plan_digest, "");
+  EXPECT_EQ(store_->set_plan_digest("no-such-run", "d1:89").code(), StatusCode::kNotFound);
+  // Schema 7 on disk, and a reader of the file sees the column.
+  EXPECT_EQ(raw_query(db_path_, "SELECT max(version) FROM schema_version"), "7");
+  ASSERT_TRUE(store_->set_plan_digest(kRun, "d1:abcd").ok());
+  auto reader = Store::open_read_only(db_path_);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*(*reader)->get_run(kRun))->plan_digest, "d1:abcd");
+}
+
 TEST(SpecFamiliesMigration, ASchemaFiveFileKeepsItsWholeDocumentsAndTakesNewJobsByFamily) {
   testing::TempDir dir;
   const auto path = dir.path() / "v5.db";

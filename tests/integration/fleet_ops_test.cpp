@@ -341,13 +341,13 @@ TEST(PlanIsAPlan, ARunStoredWithTheFirstHashDefinitionResumesAndIsStoredUnderThe
   auto plan = am::jobs::load_plan(a, am::jobs::default_plans_dir().parent_path() / "models");
   ASSERT_TRUE(plan.ok()) << plan.status().to_string();
   const std::string v1 = am::jobs::plan_hash_v1(plan->jobs);
-  // As a database written before v2 holds it.
-  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "'"), "");
+  // As a database written before v2 holds it (and so without a plan digest, schema 7).
+  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "', plan_digest = ''"), "");
   EXPECT_EQ(run_logged(dir, "a-again", run_args(a, db), &log), 0) << log;
   EXPECT_FALSE(has(log, "another plan")) << log;
   EXPECT_EQ(sql_rows(db, "SELECT plan_hash FROM runs")[0][0], am::jobs::plan_hash(plan->jobs));
   // A stored first-definition hash that is not the submitted plan's: another plan, refused.
-  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "'"), "");
+  ASSERT_EQ(sql_exec(db, "UPDATE runs SET plan_hash = '" + v1 + "', plan_digest = ''"), "");
   const auto b = write_bert_plan(dir / "b.toml", "old", 0.05, "[16, 24, 32]", "[\"f32\"]", "accuracy");
   EXPECT_EQ(run_logged(dir, "b", run_args(b, db), &log), 2) << log;
   EXPECT_TRUE(has(log, "was made from another plan")) << log;

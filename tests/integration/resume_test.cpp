@@ -1,0 +1,238 @@
+// A restart that resumes a run from the store (Server::resume, docs/SCALE.md "Restart"), against
+// real processes: with the plan text, catalog and build unchanged the restart reads the run back
+// instead of expanding the plan, and the coordinator it builds says exactly what one built by
+// expanding the plan says; anything changed (a plan byte, a catalog file, a plan submitted over
+// the control socket into the run) expands the plan again, with the refusals that brings.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/run_helpers.h"
+
+namespace am::testing {
+namespace {
+
+using json = nlohmann::json;
+
+bool log_has(const std::filesystem::path& log, const std::string& needle) {
+  return read_file(log).find(needle) != std::string::npos;
+}
+
+std::vector<std::string> cli(std::vector<std::string> args, const std::filesystem::path& db) {
+  args.insert(args.begin(), coordinator_binary().string());
+  args.push_back("--db");
+  args.push_back(db.string());
+  return args;
+}
+
+std::optional<json> status_of(const std::filesystem::path& db) {
+  int code = -1;
+  const std::string out = run_capture(cli({"status", "--json"}, db), &code);
+  if (code != 0) return std::nullopt;
+  try {
+    return json::parse(out);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// A coordinator that stays up (no --exit-when-done), its log at `log`.
+std::unique_ptr<Process> serve_live(const ScratchDir& dir, const std::filesystem::path& plan,
+                                    const std::filesystem::path& db, const std::string& name,
+                                    const std::string& catalog = catalog_dir()) {
+  std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                   plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*",
+                                   "--catalog", catalog, "--endpoint-file", (dir / (name + ".ep")).string(),
+                                   "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+  std::filesystem::remove(dir / (name + ".ep"));
+  return std::make_unique<Process>(args, dir / (name + ".log"));
+}
+
+// The runs of a status document without what differs between two coordinators of one state
+// (times, the server's own counters).
+json runs_of(const json& status) {
+  json runs = status.at("runs");
+  for (json& r : runs) {
+    for (const char* volatile_key : {"started_at", "elapsed_s", "eta_s", "rate_per_min", "budget_left_s"}) {
+      r.erase(volatile_key);
+    }
+  }
+  return runs;
+}
+
+TEST(Resume, AnUnchangedPlanResumesFromTheStoreAndServesWhatAnExpansionWouldServe) {
+  ScratchDir dir("resume-same");
+  const auto db = dir / "r.db";
+  // Passing `any` jobs, failing each-class jobs, a job that hangs (leased when the coordinator
+  // dies) and a cuda plan job no hardware here takes (its stand-in settled skipped).
+  const auto plan = write_file(dir / "resume.toml",
+                               "[plan]\nname = \"resume\"\nmode = \"accuracy\"\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\ntimeout_s = 120\n\n"
+                               "[[models]]\nname = \"selftest:pass\"\nbatch = [1, 2, 3, 4]\nplacement = \"any\"\n\n"
+                               "[[models]]\nname = \"selftest:fail\"\nbatch = [1, 2]\nplacement = \"each-class\"\n\n"
+                               "[[models]]\nname = \"selftest:hang\"\nplacement = \"any\"\n\n"
+                               "[[models]]\nname = \"selftest:pass\"\nbackends = [\"cuda\"]\nplacement = \"each-class\"\n");
+  {
+    auto serve = serve_live(dir, plan, db, "first");
+    const std::string ep = wait_for_endpoint(dir / "first.ep");
+    ASSERT_FALSE(ep.empty()) << serve->log();
+    EXPECT_FALSE(log_has(dir / "first.log", "resumed from the store")) << serve->log();
+    Process worker(worker_args(ep, "w1", dir, /*slots=*/2), dir / "w1.log");
+    // Everything but the hang finished, the hang running: the coordinator dies then.
+    ASSERT_TRUE(wait_until([&] {
+      return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 7 &&
+             sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 1;
+    }, 60s)) << serve->log();
+    serve->kill_hard();
+    worker.kill_hard();
+  }
+  ASSERT_TRUE(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0).starts_with("d1:"));
+  // A copy of the same state whose run has no digest: its restart expands the plan.
+  ASSERT_EQ(sql_exec(db, "PRAGMA wal_checkpoint(TRUNCATE)"), "");
+  const auto copy = dir / "expanded.db";
+  std::filesystem::copy_file(db, copy);
+  ASSERT_EQ(sql_exec(copy, "UPDATE runs SET plan_digest = ''"), "");
+
+  auto resumed = serve_live(dir, plan, db, "resumed");
+  auto expanded = serve_live(dir, plan, copy, "expanded");
+  ASSERT_FALSE(wait_for_endpoint(dir / "resumed.ep").empty()) << resumed->log();
+  ASSERT_FALSE(wait_for_endpoint(dir / "expanded.ep").empty()) << expanded->log();
+  // 5 `any` jobs, the 2 each-class jobs made for w1's class, the cuda plan job's stand-in.
+  EXPECT_TRUE(log_has(dir / "resumed.log", "run resume: resumed from the store: 8 job(s), 3 plan job(s)"))
+      << resumed->log();
+  EXPECT_TRUE(log_has(dir / "expanded.log", "run resume: 8 job(s) stored, 0 new; 3 plan job(s)")) << expanded->log();
+  const auto a = status_of(db);
+  const auto b = status_of(copy);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(runs_of(*a), runs_of(*b)) << a->dump(2) << "\n---\n" << b->dump(2);
+  const json run = runs_of(*a).at(0);
+  EXPECT_EQ(run.at("by_status"), (json{{"pass", 4}, {"fail", 2}, {"skipped", 1}})) << run.dump(2);
+  // The expanded copy stored its digest after its jobs: its next restart resumes too.
+  EXPECT_TRUE(sql_rows(copy, "SELECT plan_digest FROM runs").at(0).at(0).starts_with("d1:"));
+  expanded->terminate();
+  EXPECT_NE(expanded->wait(30s), -1);
+
+  // The resumed coordinator knows the lease it read back: w1 comes back (a new process, the same
+  // id and state directory) without the hang, whose lease is released and the job leased again
+  // (attempt 2); nothing that finished runs again.
+  const std::string ep = wait_for_endpoint(dir / "resumed.ep");
+  Process worker(worker_args(ep, "w1", dir, /*slots=*/2), dir / "w1-again.log");
+  ASSERT_TRUE(wait_until([&] {
+    return sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j ON j.run_id = a.run_id AND j.job_id = a.job_id "
+                       "WHERE j.model = 'selftest:hang' AND a.attempt = 2 AND a.state = 'leased'") == 1;
+  }, 60s)) << resumed->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j ON j.run_id = a.run_id AND j.job_id = a.job_id "
+                        "WHERE j.model <> 'selftest:hang' AND a.attempt > 1"),
+            0);
+  worker.kill_hard();
+  resumed->terminate();
+  EXPECT_NE(resumed->wait(30s), -1);
+}
+
+TEST(Resume, AChangedCatalogFileOrPlanTextExpandsThePlanAgain) {
+  ScratchDir dir("resume-changed");
+  const auto db = dir / "c.db";
+  const auto catalog = dir / "models";
+  std::filesystem::create_directories(catalog);
+  std::filesystem::copy_file(source_dir() / "jobs/models/bert-tiny.toml", catalog / "bert-tiny.toml");
+  const auto plan = write_bert_plan(dir / "changed.toml", "changed", 0.1, "[16, 32]", "[\"f32\", \"q8_0\"]");
+  // Serves until its endpoint is up, then stops cleanly; returns its log.
+  int round = 0;
+  const auto restart = [&]() -> std::string {
+    const std::string name = "serve" + std::to_string(++round);
+    auto serve = serve_live(dir, plan, db, name, catalog.string());
+    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve->log();
+    serve->terminate();
+    EXPECT_NE(serve->wait(30s), -1);
+    return serve->log();
+  };
+  // The plan's four jobs are plan jobs (each-class, the default) no hardware took yet.
+  const std::string expanded = "0 job(s) stored, 0 new; 4 plan job(s) placed";
+  const std::string resumed = "resumed from the store: 0 job(s), 4 plan job(s) placed";
+  EXPECT_NE(restart().find(expanded), std::string::npos);
+  EXPECT_NE(restart().find(resumed), std::string::npos);
+  // A catalog file changed (a comment): expanded again, the same jobs, and the digest renewed.
+  std::ofstream(catalog / "bert-tiny.toml", std::ios::app) << "\n# edited\n";
+  std::string log = restart();
+  EXPECT_NE(log.find(expanded), std::string::npos) << log;
+  EXPECT_NE(restart().find(resumed), std::string::npos);
+  // A catalog file added: the same.
+  std::filesystem::copy_file(source_dir() / "jobs/models/gpt2.toml", catalog / "gpt2.toml");
+  log = restart();
+  EXPECT_NE(log.find(expanded), std::string::npos) << log;
+  // The plan's text changed (a comment).
+  std::ofstream(plan, std::ios::app) << "\n# a comment\n";
+  log = restart();
+  EXPECT_NE(log.find(expanded), std::string::npos) << log;
+  EXPECT_NE(restart().find(resumed), std::string::npos);
+  // The plan's jobs changed: expanded, and refused as another plan under the same run, as ever.
+  const auto other = write_bert_plan(dir / "changed.toml", "changed", 0.1, "[16, 64]", "[\"f32\", \"q8_0\"]");
+  auto serve = serve_live(dir, other, db, "other", catalog.string());
+  EXPECT_EQ(serve->wait(30s), 2) << serve->log();
+  EXPECT_TRUE(log_has(dir / "other.log", "was made from another plan")) << serve->log();
+}
+
+TEST(Resume, AChangedRowIsSettledAsAnErrorAndAChangedPlanJobExpandsThePlan) {
+  ScratchDir dir("resume-tampered");
+  const auto db = dir / "t.db";
+  // Three `any` jobs and two each-class plan jobs, no worker: everything stays queued.
+  const auto plan = write_file(dir / "t.toml",
+                               "[plan]\nname = \"tampered\"\nmode = \"accuracy\"\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\n\n"
+                               "[[models]]\nname = \"selftest:pass\"\nbatch = [1, 2, 3]\nplacement = \"any\"\n\n"
+                               "[[models]]\nname = \"selftest:fail\"\nbatch = [1, 2]\nplacement = \"each-class\"\n");
+  const auto serve_once = [&](const std::string& name) {
+    auto serve = serve_live(dir, plan, db, name);
+    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve->log();
+    serve->terminate();
+    EXPECT_NE(serve->wait(30s), -1);
+    return serve->log();
+  };
+  serve_once("first");
+  // One job's batch changed in its row: resumed, that job is settled `error`, naming why; the
+  // others stay queued.
+  ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 7 WHERE batch = 2 AND model = 'selftest:pass'"), "");
+  std::string log = serve_once("changed-row");
+  EXPECT_NE(log.find("resumed from the store: 3 job(s), 2 plan job(s)"), std::string::npos) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND status = 'error' AND batch = 7 "
+                        "AND reason LIKE '%make another job''s id%'"),
+            1)
+      << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 2);
+  // A plan job's stored spec changed: not resumed; the plan is expanded and serves as ever.
+  ASSERT_EQ(sql_exec(db, "UPDATE plan_jobs SET spec_json = replace(spec_json, '\"batch\":2', '\"batch\":5') "
+                         "WHERE spec_json LIKE '%\"batch\":2%'"),
+            "");
+  ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs WHERE spec_json LIKE '%\"batch\":5%'"), 1);
+  log = serve_once("changed-plan-job");
+  EXPECT_NE(log.find("makes another job's id (the row was changed); the plan is expanded instead"), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("run tampered: 3 job(s) stored, 0 new; 2 plan job(s) placed"), std::string::npos) << log;
+}
+
+TEST(Resume, APlanSubmittedIntoTheRunOverTheControlSocketEndsTheResumes) {
+  ScratchDir dir("resume-extend");
+  const auto db = dir / "e.db";
+  const auto plan = write_bert_plan(dir / "p.toml", "extended", 0.1, "[16]", "[\"f32\"]");
+  const auto more = write_bert_plan(dir / "q.toml", "more", 0.1, "[32]", "[\"f32\"]");
+  auto serve = serve_live(dir, plan, db, "first");
+  ASSERT_FALSE(wait_for_endpoint(dir / "first.ep").empty()) << serve->log();
+  ASSERT_TRUE(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0).starts_with("d1:"));
+  int code = -1;
+  const std::string out = run_capture(cli({"submit", "--run", "extended", "--extend", more.string()}, db), &code);
+  ASSERT_EQ(code, 0) << out << serve->log();
+  // The run now follows the submitted plan, which this host has no file of: no digest.
+  EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
+  serve->terminate();
+  EXPECT_NE(serve->wait(30s), -1);
+  // Restarted with the first plan: expanded, and refused as another plan (not resumed).
+  auto again = serve_live(dir, plan, db, "again");
+  EXPECT_EQ(again->wait(30s), 2) << again->log();
+  EXPECT_TRUE(log_has(dir / "again.log", "was made from another plan")) << again->log();
+  EXPECT_FALSE(log_has(dir / "again.log", "resumed from the store")) << again->log();
+}
+
+}  // namespace
+}  // namespace am::testing
