@@ -24,7 +24,6 @@
 #include "common/exit_codes.h"
 #include "common/log.h"
 #include "coordinator/db_lock.h"
-#include "jobs/plan_digest.h"
 #include "coordinator/local_workers.h"
 #include "coordinator/progress_display.h"
 #include "coordinator/report_compare.h"
@@ -35,6 +34,7 @@
 #include "coordinator/report_markdown.h"
 #include "coordinator/status_text.h"
 #include "coordinator/store.h"
+#include "jobs/plan_digest.h"
 
 namespace am::coord {
 namespace {
@@ -240,8 +240,21 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     }
     resumed = *r;
     if (!resumed) {
-      // The store said otherwise after all (another coordinator changed the run meanwhile).
-      AM_ASSIGN_OR_RETURN(plan, expand(plan_text, a.plan_file, catalog));
+      // The store had a doubt (logged): this server may hold part of the run, so another one
+      // takes the expanded plan.
+      c.server.reset();
+      auto again = Server::create(options);
+      if (!again.ok()) {
+        *exit_code = exit_code_for_error(again.status());
+        return again.status();
+      }
+      c.server = std::move(again).value();
+      Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog);
+      if (!expanded.ok()) {
+        *exit_code = kExitUsage;
+        return expanded.status();
+      }
+      plan = std::move(expanded).value();
       if (a.run_id.empty()) c.run_id = plan->name;
     }
   }

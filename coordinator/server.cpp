@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "coordinator/batch_pipe.h"
 #include "coordinator/credit_ledger.h"
 #include "coordinator/device_health.h"
 #include "coordinator/exclusivity.h"
@@ -2241,6 +2242,9 @@ struct Server::Impl {
     }
     int added = 0;
     if (!stored) {
+      // Jobs are about to change: a digest stored for the run's old jobs goes first, so that a
+      // crash below leaves none (a restart then expands the plan instead of resuming).
+      if (existing && !existing->plan_digest.empty()) AM_RETURN_IF_ERROR(m.store->set_plan_digest(run_id, ""));
       AM_RETURN_IF_ERROR(m.store->add_plan_jobs(run_id, placed_jobs).status());
       AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs, {}, {}, Store::OwnPlanJob::kUnindexed));
     }
@@ -2256,8 +2260,16 @@ struct Server::Impl {
     const auto load_started = SteadyClock::now();
     AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, prefetched ? submit.prefetched : nullptr, families));
     had_work = had_work || families.had_work;
-    // Last: a run found with this digest holds every job of the plan (Server::resume).
-    if (!submit.plan_digest.empty()) AM_RETURN_IF_ERROR(m.store->set_plan_digest(run_id, submit.plan_digest));
+    // Last: a run found with a digest holds every job of that plan and nothing else (Server::resume):
+    // no row came from anywhere but this plan and its plan jobs are all the run's.
+    if (!submit.plan_digest.empty()) {
+      bool exact = !record_plan_after_jobs && families.parsed_rows == 0;
+      if (exact) {
+        AM_ASSIGN_OR_RETURN(int64_t stored_plan_jobs, m.store->count_plan_jobs(run_id));
+        exact = stored_plan_jobs == static_cast<int64_t>(placed_jobs.size());
+      }
+      AM_RETURN_IF_ERROR(m.store->set_plan_digest(run_id, exact ? submit.plan_digest : std::string()));
+    }
     logger()->info("run {}: {} job(s) stored, {} new; {} plan job(s) placed per class or device "
                    "(stored in {:.2f} s, read back in {:.2f} s{})",
                    run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started),
@@ -2265,7 +2277,9 @@ struct Server::Impl {
     return open_run(run_id, had_work, plan.time_budget_s);
   }
 
-  // Server::resume (see server.h): the run's plan jobs and jobs from the store alone.
+  // Server::resume (see server.h): the run's plan jobs and jobs from the store alone. It never
+  // settles a job for what it reads: every doubt (a damaged family, a row or plan job that is not
+  // the job its id names) sends the run back to the plan, whose expansion does not read those.
   Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
                       PrefetchedJobs* prefetched) {
     Impl& m = *this;
@@ -2274,23 +2288,35 @@ struct Server::Impl {
     if (!existing || existing->plan_digest != plan_digest) return false;
     AM_ASSIGN_OR_RETURN(int64_t plan_job_count, m.store->count_plan_jobs(run_id));
     if (plan_job_count > kResumeMaxPlanJobs) return false;
-    // Everything that could send the run back to the plan is read before anything changes here.
+    const auto give_up = [&](const std::string& why) {
+      logger()->warn("run {}: not resumed from the store: {}; the plan is expanded instead", run_id, why);
+      return false;
+    };
+    // Everything that could send the run back to the plan without touching a row is read first.
+    // Plan jobs and `any` jobs have ids of the plan's name; jobs made for a class or device, of
+    // the run's (jobs::compute_job_id; they differ under --run NAME).
     std::vector<std::pair<std::string, jobs::JobSpec>> stored_plan_jobs;
-    bool damaged = false;
+    std::string doubt;
     AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) -> Status {
-      if (spec.ok() && jobs::compute_job_id(run_id, *spec) != id) {
-        spec = internal_error("its stored spec makes another job's id (the row was changed)");
-      }
+      if (!doubt.empty()) return Status::Ok();
       if (!spec.ok()) {
-        damaged = true;
-        logger()->warn("run {}: plan job '{}' in the store: {}; the plan is expanded instead", run_id, id,
-                       spec.status().message());
-        return Status::Ok();
+        doubt = "plan job '" + id + "': " + spec.status().message();
+      } else if (jobs::compute_job_id(summary.name, *spec) != id) {
+        doubt = "plan job '" + id + "' is not the job its stored spec makes (the row was changed)";
+      } else {
+        stored_plan_jobs.emplace_back(id, std::move(spec).value());
       }
-      stored_plan_jobs.emplace_back(id, std::move(spec).value());
       return Status::Ok();
     }));
-    if (damaged) return false;
+    if (!doubt.empty()) return give_up(doubt);
+    RowFamilies families;
+    families.from_store = true;
+    families.plan_name = summary.name;
+    AM_ASSIGN_OR_RETURN(families.stored, m.store->spec_families_of_run(run_id));
+    for (const auto& [id, family] : families.stored) {
+      if (!family.spec) return give_up(family.damage);
+    }
+
     const auto load_started = SteadyClock::now();
     for (auto& [id, spec] : stored_plan_jobs) {
       m.backends_planned.insert(spec.backend);
@@ -2308,12 +2334,13 @@ struct Server::Impl {
     }
     m.ineligible_checked = false;
     const bool use_prefetched = prefetched != nullptr && prefetched->run_id() == run_id && prefetched->current();
-    RowFamilies families;
-    families.from_store = true;
-    AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, use_prefetched ? prefetched : nullptr, families));
+    Result<std::size_t> rows = load_stored_jobs(run_id, use_prefetched ? prefetched : nullptr, families);
+    // From here this server holds part of the run: the caller discards it (server.h).
+    if (!families.doubt.empty()) return give_up(families.doubt);
+    AM_RETURN_IF_ERROR(rows.status());
     logger()->info("run {}: resumed from the store: {} job(s), {} plan job(s) placed per class or device, the plan's "
                    "inputs unchanged (read back in {:.2f} s{})",
-                   run_id, rows, stored_plan_jobs.size(), seconds_since(load_started),
+                   run_id, *rows, stored_plan_jobs.size(), seconds_since(load_started),
                    use_prefetched ? ", read ahead" : "");
     AM_RETURN_IF_ERROR(open_run(run_id, existing->finished_at_ms == 0 || families.had_work, summary.time_budget_s));
     return true;
@@ -2326,62 +2353,48 @@ struct Server::Impl {
     const std::vector<jobs::PlannedJob>* any_jobs = nullptr;
     std::function<std::shared_ptr<const SpecFamily>(const jobs::PlannedJob&)> family_of;
     std::size_t next_any = 0;
+    // A resume: families from `stored` (the run's, read whole before the walk), each row checked
+    // to be the job its id names; the first row that is not stops the walk with `doubt`.
     bool from_store = false;
-    // The run's stored families, read at the first row that needs them, and interned.
-    std::optional<std::unordered_map<int64_t, StoredSpecFamily>> stored;
+    std::string plan_name;
+    std::unordered_map<int64_t, StoredSpecFamily> stored;
     std::unordered_map<int64_t, std::shared_ptr<const SpecFamily>> interned;
+    jobs::SpecTemplates ids;   // id hashes per (family, batch)
+    std::string doubt;
     const std::string* last_backend = nullptr;
-    jobs::SpecTemplates ids;   // id hashes per (family, batch), for the check below
-    bool had_work = false;   // out: a job not done was read
+    bool had_work = false;       // out: a job not done was read
+    std::size_t parsed_rows = 0;   // out: rows neither the plan nor a family gave (their spec parsed)
   };
 
-  // Whether `job_id` is the id of `family` with `scalars` made for `target` (jobs::compute_job_id):
-  // a resumed row is then exactly the job its id names — its family, scalars and target were
-  // read from columns no expansion checked (a hash over the last few dozen bytes per job).
-  static bool id_matches(const std::string& run_id, const SpecFamily& family, const jobs::JobScalars& scalars,
-                         const std::string& target, const std::string& job_id, jobs::SpecTemplates& ids) {
-    uint64_t h = ids.id_hash(run_id, family.canonical, scalars);
-    if (!target.empty()) h = fnv1a64(target, fnv1a64("\ntarget ", h));
-    static constexpr char kDigits[] = "0123456789abcdef";
-    if (job_id.size() != 16) return false;
-    for (int i = 15; i >= 0; --i, h >>= 4) {
-      if (job_id[static_cast<std::size_t>(i)] != kDigits[h & 0xf]) return false;
-    }
-    return true;
+  // Whether `job_id` is the id of `family` with `scalars` made for `target`, as the expansion
+  // (untargeted jobs: the plan's name) or a placement (targeted ones: the run's id) made it
+  // (jobs::compute_job_id): a hash over the last few dozen bytes of the job's canonical spec.
+  static bool id_matches(const RowFamilies& f, const std::string& run_id, const SpecFamily& family,
+                         const jobs::JobScalars& scalars, const std::string& target, const std::string& job_id,
+                         jobs::SpecTemplates& ids) {
+    const uint64_t h =
+        jobs::job_hash_with_target(ids.id_hash(target.empty() ? f.plan_name : run_id, family.canonical, scalars), target);
+    return job_id == hex64(h);
   }
 
-  // A row's family from its stored family (RowFamilies::from_store): the family as stored, checked
-  // against the row's model and backend, and the row's scalars in range (as the store's reader
-  // checks a rendered spec, coordinator/spec_families.h). Null with `why` when unusable.
-  std::shared_ptr<const SpecFamily> stored_family_of(const std::string& run_id, const JobRow& row, RowFamilies& f,
-                                                     std::string& why) {
-    if (row.family_id == 0) return nullptr;   // stored whole: parsed from its text
-    if (!f.stored) {
-      auto loaded = store->spec_families_of_run(run_id);
-      if (!loaded.ok()) {
-        why = loaded.status().message();
-        return nullptr;
-      }
-      f.stored = std::move(loaded).value();
-    }
-    auto it = f.stored->find(row.family_id);
-    if (it == f.stored->end()) {
-      why = "spec family " + std::to_string(row.family_id) + " is missing";
-      return nullptr;
-    }
-    if (!it->second.spec) {
-      why = it->second.damage;
+  // A resumed row's family from its stored one: the family as stored, of the row's model and
+  // backend, and the row's scalars in range (as the store's reader checks a rendered spec,
+  // coordinator/spec_families.h). Null with `why` when unusable.
+  std::shared_ptr<const SpecFamily> stored_family_of(const JobRow& row, RowFamilies& f, std::string& why) {
+    auto it = f.stored.find(row.family_id);
+    if (it == f.stored.end() || !it->second.spec) {
+      why = "spec family " + std::to_string(row.family_id) + " of job '" + row.job_id + "' is not in the store";
       return nullptr;
     }
     const jobs::JobSpec& spec = *it->second.spec;
     if (spec.model != row.model || spec.backend != row.backend) {
       why = "spec family " + std::to_string(row.family_id) + " is of model '" + spec.model + "' on " + spec.backend +
-            ", not the row's '" + row.model.substr(0, 200) + "' on " + row.backend.substr(0, 64);
+            ", not job '" + row.job_id + "''s '" + row.model.substr(0, 200) + "' on " + row.backend.substr(0, 64);
       return nullptr;
     }
     if (!row.scalars || row.scalars->batch < 1 || row.scalars->batch > jobs::kMaxBatch || row.scalars->seq_len < 1 ||
         row.scalars->seq_len > jobs::kMaxSeqLen) {
-      why = "the row's precision, batch or seq_len is out of range";
+      why = "job '" + row.job_id + "''s precision, batch or seq_len is out of range";
       return nullptr;
     }
     auto& interned = f.interned[row.family_id];
@@ -2427,14 +2440,16 @@ struct Server::Impl {
         j.family = f.family_of((*f.any_jobs)[f.next_any]).get();
         j.scalars = jobs::scalars_of((*f.any_jobs)[f.next_any].spec);
         ++f.next_any;
-      } else if (std::shared_ptr<const SpecFamily> stored =
-                     f.from_store ? stored_family_of(run_id, row, f, family_damage) : nullptr) {
+      } else if (f.from_store && row.family_id != 0) {
+        std::shared_ptr<const SpecFamily> stored = stored_family_of(row, f, family_damage);
+        if (!stored) {
+          f.doubt = family_damage;
+          return unavailable("resume abandoned");
+        }
         j.family = stored.get();
         j.scalars = *row.scalars;
-      } else if (!family_damage.empty()) {
-        spec_status = internal_error("corrupt spec of job '" + row.job_id + "' of run '" + run_id +
-                                     "' in the store: " + family_damage);
       } else {
+        ++f.parsed_rows;
         auto doc = m.store->job_spec(run_id, row.job_id);
         auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
         if (spec.ok()) {
@@ -2444,10 +2459,17 @@ struct Server::Impl {
           spec_status = spec.status();
         }
       }
-      if (f.from_store && spec_status.ok() && j.family != nullptr &&
-          !id_matches(run_id, *j.family, j.scalars, row.target, row.job_id, f.ids)) {
-        spec_status = internal_error("its stored spec family, precision, batch, seq_len or target make another "
-                                     "job's id (the row was changed)");
+      if (f.from_store) {
+        // A resumed row is exactly the job its id names, or the run goes back to its plan.
+        if (!spec_status.ok()) {
+          f.doubt = "job '" + row.job_id + "': " + spec_status.message();
+          return unavailable("resume abandoned");
+        }
+        if (!id_matches(f, run_id, *j.family, j.scalars, row.target, row.job_id, f.ids)) {
+          f.doubt = "job '" + row.job_id + "' is not the job its stored family, precision, batch, seq_len and target "
+                    "make (the row was changed)";
+          return unavailable("resume abandoned");
+        }
       }
       if (!spec_status.ok() || !placed) {
         // Indexed as a queued `any` job of a spec no device admits, then settled; a finished
@@ -2492,6 +2514,8 @@ struct Server::Impl {
         loaded = load_row(row);
         if (!loaded.ok()) break;
       }
+    } else if (f.from_store) {
+      loaded = read_rows_beside(run_id, load_row);
     } else {
       loaded = m.store->for_each_job(run_id, /*with_spec=*/false, load_row);
     }
@@ -2502,6 +2526,43 @@ struct Server::Impl {
     }
     return rows;
   }
+
+  // The run's rows walked on a read-only connection of a thread of their own and handed to
+  // `visit` here in batches (coordinator/batch_pipe.h): SQLite steps on one core while the rows
+  // are indexed on the other (a resume has nothing else to overlap; on one thread the walk was
+  // 1.83 s of a million-job restart). Nothing writes the database meanwhile: the server holds its
+  // lock and does not serve yet.
+  Status read_rows_beside(const std::string& run_id, const std::function<Status(JobRow&)>& visit) {
+    BatchPipe<JobRow> pipe(kReadBesideBatches, kReadBesideRows);
+    std::jthread reader([&] {
+      auto ro = Store::open_read_only(store->path());
+      if (!ro.ok()) return pipe.close(ro.status());
+      BatchPipe<JobRow>::Batch* b = nullptr;
+      Status walked = (*ro)->for_each_job(run_id, /*with_spec=*/false, [&](JobRow& row) -> Status {
+        if (b == nullptr && (b = pipe.take_empty()) == nullptr) return unavailable("the rows are no longer wanted");
+        std::swap(b->rows[b->size++], row);
+        if (b->size == b->rows.size()) {
+          pipe.put_full(b);
+          b = nullptr;
+        }
+        return Status::Ok();
+      });
+      if (b != nullptr) pipe.put_full(b);
+      pipe.close(std::move(walked));
+    });
+    Status visited = Status::Ok();
+    while (BatchPipe<JobRow>::Batch* b = pipe.take_full()) {
+      for (std::size_t i = 0; i < b->size && visited.ok(); ++i) visited = visit(b->rows[i]);
+      pipe.put_empty(b);
+      if (!visited.ok()) {
+        pipe.stop();
+        return visited;
+      }
+    }
+    return pipe.status();
+  }
+  static constexpr std::size_t kReadBesideBatches = 4;
+  static constexpr std::size_t kReadBesideRows = 4096;
 
   // A submitted or resumed run, its jobs loaded: served from now on.
   Status open_run(const std::string& run_id, bool had_work, double time_budget_s) {

@@ -140,8 +140,9 @@ struct SubmitOptions {
   // (PrefetchedJobs::current()); otherwise the jobs are read as always. May be null.
   PrefetchedJobs* prefetched = nullptr;
   // jobs::plan_inputs_digest() of the plan (a plan read from a file here): stored as the run's
-  // plan digest once its jobs are (RunRecord::plan_digest), so that the next start with the same
-  // plan text, catalog and build resumes the run from the store (resume()). "" stores none.
+  // plan digest once its jobs are (RunRecord::plan_digest) when the run holds this plan's jobs and
+  // nothing else (not after --extend), so that the next start with the same plan text, catalog
+  // and build resumes the run from the store (resume()). "" stores none.
   std::string plan_digest;
 };
 
@@ -160,12 +161,13 @@ class Server {
   Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit = {});
 
   // A restart without expanding the plan: when the stored run `run_id` has `plan_digest` (the
-  // digest of the plan text, catalog and build its jobs were all stored from), its plan jobs and
-  // jobs are read from the store — the same scheduler state a submit of that plan would build —
-  // and true is returned. False, with nothing changed, when it cannot: no such run, another
-  // digest (or none), more plan jobs than kResumeMaxPlanJobs (each is parsed whole), or one
-  // unreadable; the caller then expands the plan and submits it. `prefetched` as in
-  // SubmitOptions. Call before serve().
+  // digest of the plan text, catalog and build its jobs, and only those, were stored from), its
+  // plan jobs and jobs are read from the store — the state a submit of that plan would build —
+  // and true is returned. It settles nothing for what it reads: false when it cannot resume (no
+  // such run, another digest or none, more plan jobs than kResumeMaxPlanJobs, a damaged spec
+  // family, or a plan job or job that is not the job its id names). After false this server may
+  // hold part of the run: the caller discards it, creates another and submits the expanded plan
+  // there. `prefetched` as in SubmitOptions. Call once, before serve().
   Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
                       PrefetchedJobs* prefetched = nullptr);
 

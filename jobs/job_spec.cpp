@@ -245,11 +245,12 @@ uint64_t job_hash_of(std::string_view run_id, std::string_view canonical_spec, s
   uint64_t h = fnv1a64(run_id);
   h = fnv1a64("\n", h);
   h = fnv1a64(canonical_spec, h);
-  if (!target.empty()) {
-    h = fnv1a64("\ntarget ", h);
-    h = fnv1a64(target, h);
-  }
-  return h;
+  return job_hash_with_target(h, target);
+}
+
+uint64_t job_hash_with_target(uint64_t spec_hash, std::string_view target) {
+  if (target.empty()) return spec_hash;
+  return fnv1a64(target, fnv1a64("\ntarget ", spec_hash));
 }
 
 std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target) {

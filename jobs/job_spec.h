@@ -95,5 +95,9 @@ std::string compute_job_id(std::string_view run_id, const JobSpec& spec, std::st
 std::string job_id_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target = {});
 // The 64-bit value job_id_of() writes as hex: equal ids <=> equal values.
 uint64_t job_hash_of(std::string_view run_id, std::string_view canonical_spec, std::string_view target = {});
+// job_hash_of(run_id, canonical_spec, target) from job_hash_of(run_id, canonical_spec): the target's
+// part of the hash (none for an empty target), for callers that hashed the spec in pieces
+// (SpecTemplates::id_hash).
+uint64_t job_hash_with_target(uint64_t spec_hash, std::string_view target);
 
 }  // namespace am::jobs

@@ -9,7 +9,8 @@
 // renamed, or another build gives another digest. An error when the build id is empty or the
 // catalog cannot be listed or read: no digest, and the caller expands the plan. A catalog
 // directory that does not exist counts as empty (a plan of selftest models needs none; the
-// selftest models are compiled in, under the build id).
+// selftest models are compiled in, under the build id). The expansion's code is in the
+// executable itself: every library of ours is static (am_library), so its build id covers it.
 #pragma once
 
 #include <filesystem>

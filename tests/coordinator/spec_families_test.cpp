@@ -224,9 +224,6 @@ TEST_F(SpecFamiliesInTheStore, AFamilyOfAnotherModelOrRunIsRefusedNotRendered) {
   EXPECT_FALSE(walked.ok());
 }
 
-// A schema-5 file with jobs (whole documents, `any` jobs under their own id) is migrated in place:
-// its rows read as before, new jobs of the same family are stored by family beside them, and the
-// view shows both.
 // What a restart from the store reads (Server::resume): every row's family and scalars from the
 // walk without specs, each family's spec whole, and a family's damage by name.
 TEST_F(SpecFamiliesInTheStore, TheWalkWithoutSpecsCarriesEachRowsFamilyAndScalarsAndTheFamiliesReadWhole) {
@@ -291,6 +288,9 @@ TEST_F(SpecFamiliesInTheStore, ThePlanDigestIsSetLastAndClearedByAnyChangeOfTheP
   EXPECT_EQ((*(*reader)->get_run(kRun))->plan_digest, "d1:abcd");
 }
 
+// A schema-5 file with jobs (whole documents, `any` jobs under their own id) is migrated in place:
+// its rows read as before, new jobs of the same family are stored by family beside them, and the
+// view shows both.
 TEST(SpecFamiliesMigration, ASchemaFiveFileKeepsItsWholeDocumentsAndTakesNewJobsByFamily) {
   testing::TempDir dir;
   const auto path = dir.path() / "v5.db";

@@ -174,7 +174,7 @@ TEST(Resume, AChangedCatalogFileOrPlanTextExpandsThePlanAgain) {
   EXPECT_TRUE(log_has(dir / "other.log", "was made from another plan")) << serve->log();
 }
 
-TEST(Resume, AChangedRowIsSettledAsAnErrorAndAChangedPlanJobExpandsThePlan) {
+TEST(Resume, ADoubtAboutAnyRowFamilyOrPlanJobExpandsThePlanAndSettlesNothing) {
   ScratchDir dir("resume-tampered");
   const auto db = dir / "t.db";
   // Three `any` jobs and two each-class plan jobs, no worker: everything stays queued.
@@ -190,26 +190,103 @@ TEST(Resume, AChangedRowIsSettledAsAnErrorAndAChangedPlanJobExpandsThePlan) {
     EXPECT_NE(serve->wait(30s), -1);
     return serve->log();
   };
+  const std::string expanded = "run tampered: 3 job(s) stored, 0 new; 2 plan job(s) placed";
+  const auto expect_expanded_for = [&](const std::string& log, const std::string& why) {
+    EXPECT_NE(log.find("not resumed from the store: "), std::string::npos) << log;
+    EXPECT_NE(log.find(why), std::string::npos) << log;
+    EXPECT_NE(log.find(expanded), std::string::npos) << log;
+    EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND status = ''"), 3) << log;
+  };
   serve_once("first");
-  // One job's batch changed in its row: resumed, that job is settled `error`, naming why; the
-  // others stay queued.
+  EXPECT_NE(serve_once("second").find("resumed from the store: 3 job(s), 2 plan job(s)"), std::string::npos);
+
+  // One job's batch changed in its row: the row is not the job its id names.
   ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 7 WHERE batch = 2 AND model = 'selftest:pass'"), "");
-  std::string log = serve_once("changed-row");
-  EXPECT_NE(log.find("resumed from the store: 3 job(s), 2 plan job(s)"), std::string::npos) << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done' AND status = 'error' AND batch = 7 "
-                        "AND reason LIKE '%make another job''s id%'"),
-            1)
-      << log;
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued'"), 2);
-  // A plan job's stored spec changed: not resumed; the plan is expanded and serves as ever.
+  expect_expanded_for(serve_once("changed-row"), "is not the job its stored family, precision, batch, seq_len");
+  ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 2 WHERE batch = 7"), "");
+  EXPECT_NE(serve_once("mended-row").find("resumed from the store"), std::string::npos);
+
+  // A spec family damaged: the expansion does not read it.
+  ASSERT_EQ(sql_exec(db, "UPDATE spec_families SET spec_json = '{\"model\": 3}' "
+                         "WHERE family_id = (SELECT family_id FROM jobs WHERE model = 'selftest:pass' LIMIT 1)"),
+            "");
+  expect_expanded_for(serve_once("damaged-family"), "is damaged");
+
+  // A plan job's stored spec changed.
   ASSERT_EQ(sql_exec(db, "UPDATE plan_jobs SET spec_json = replace(spec_json, '\"batch\":2', '\"batch\":5') "
                          "WHERE spec_json LIKE '%\"batch\":2%'"),
             "");
   ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs WHERE spec_json LIKE '%\"batch\":5%'"), 1);
-  log = serve_once("changed-plan-job");
-  EXPECT_NE(log.find("makes another job's id (the row was changed); the plan is expanded instead"), std::string::npos)
-      << log;
-  EXPECT_NE(log.find("run tampered: 3 job(s) stored, 0 new; 2 plan job(s) placed"), std::string::npos) << log;
+  expect_expanded_for(serve_once("changed-plan-job"), "is not the job its stored spec makes (the row was changed)");
+}
+
+TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
+  // `any` and plan jobs carry ids of the plan's name, jobs made for a class the run's.
+  ScratchDir dir("resume-named");
+  const auto db = dir / "n.db";
+  const auto plan = write_file(dir / "n.toml",
+                               "[plan]\nname = \"planname\"\nmode = \"accuracy\"\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\ntimeout_s = 120\n\n"
+                               "[[models]]\nname = \"selftest:hang\"\nbatch = [1, 2, 3]\nplacement = \"any\"\n\n"
+                               "[[models]]\nname = \"selftest:hang\"\nbatch = [4, 5]\nplacement = \"each-class\"\n");
+  const auto serve_named = [&](const std::string& name) {
+    std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                     plan.string(), "--db", db.string(), "--run", "nightly-7", "--bind",
+                                     "tcp://127.0.0.1:*", "--catalog", catalog_dir(), "--endpoint-file",
+                                     (dir / (name + ".ep")).string(), "--quiet", "--heartbeat-ms", "100",
+                                     "--liveness", "20"};
+    return std::make_unique<Process>(args, dir / (name + ".log"));
+  };
+  {
+    auto serve = serve_named("first");
+    const std::string ep = wait_for_endpoint(dir / "first.ep");
+    ASSERT_FALSE(ep.empty()) << serve->log();
+    // A worker takes two jobs (one slot each on a two-slot worker) and is gone: the class's two
+    // jobs were made for it, with ids of the run.
+    Process worker(worker_args(ep, "w1", dir, /*slots=*/2), dir / "w1.log");
+    ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'leased'") == 2; }, 60s))
+        << serve->log();
+    worker.kill_hard();
+    serve->terminate();
+    EXPECT_NE(serve->wait(30s), -1);
+  }
+  ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE target <> ''"), 2);
+  auto again = serve_named("again");
+  ASSERT_FALSE(wait_for_endpoint(dir / "again.ep").empty()) << again->log();
+  EXPECT_TRUE(log_has(dir / "again.log", "run nightly-7: resumed from the store: 5 job(s), 2 plan job(s)"))
+      << again->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'error'"), 0) << again->log();
+  again->terminate();
+  EXPECT_NE(again->wait(30s), -1);
+}
+
+TEST(Resume, AServeThatExtendsTheRunStoresNoDigestAndItsRestartExpands) {
+  ScratchDir dir("resume-serve-extend");
+  const auto db = dir / "x.db";
+  const auto p1 = write_bert_plan(dir / "p1.toml", "both", 0.1, "[16]", "[\"f32\"]");
+  const auto p2 = write_bert_plan(dir / "p2.toml", "both", 0.1, "[32]", "[\"f32\"]");
+  const auto serve_with = [&](const std::filesystem::path& plan, const std::string& name,
+                              const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                     plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog",
+                                     catalog_dir(), "--endpoint-file", (dir / (name + ".ep")).string(), "--quiet"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Process serve(args, dir / (name + ".log"));
+    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve.log();
+    serve.terminate();
+    EXPECT_NE(serve.wait(30s), -1);
+    return serve.log();
+  };
+  serve_with(p1, "p1", {});
+  EXPECT_TRUE(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0).starts_with("d1:"));
+  std::string log = serve_with(p2, "p2", {"--extend"});
+  EXPECT_NE(log.find("extended with plan"), std::string::npos) << log;
+  // The run holds the jobs of two plans: no digest describes it.
+  EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
+  log = serve_with(p2, "p2-again", {});
+  EXPECT_EQ(log.find("resumed from the store"), std::string::npos) << log;
+  EXPECT_NE(log.find("job(s) stored, 0 new"), std::string::npos) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
 }
 
 TEST(Resume, APlanSubmittedIntoTheRunOverTheControlSocketEndsTheResumes) {

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 
-#include "common/build_id.h"
 #include "jobs/plan.h"
 #include "jobs/plan_digest.h"
 #include "tests/jobs/temp_dir.h"
@@ -71,14 +70,6 @@ TEST(PlanDigest, NoBuildIdMeansNoDigestAndAMissingCatalogCountsAsEmpty) {
   const std::string missing = digest_of(kPlan, dir.path() / "no-such-dir");
   std::filesystem::create_directories(dir.path() / "empty");
   EXPECT_NE(digest_of(kPlan, dir.path() / "empty"), missing);   // created later: another digest
-}
-
-TEST(PlanDigest, ThisExecutableHasABuildId) {
-  // The linker's --build-id (Debian's default): without one no restart could resume.
-  const std::string id = executable_build_id();
-  EXPECT_GE(id.size(), 16u) << id;
-  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
-  EXPECT_EQ(executable_build_id(), id);
 }
 
 TEST(PlanSummary, ReadsThePlanTableWithoutExpandingAndRefusesWhatTheLoadRefuses) {

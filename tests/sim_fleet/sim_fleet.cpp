@@ -49,6 +49,7 @@ Result<std::unique_ptr<SimFleet>> SimFleet::start(const FleetOptions& options) {
     w.job_ms = options.job_ms;
     w.heartbeat_interval_ms = options.heartbeat_interval_ms;
     w.record_latencies = options.record_latencies;
+    w.on_assign = options.on_assign;
     fleet->workers_.push_back(std::make_unique<SimWorker>(std::move(w), &fleet->counters_));
     Driver& d = *fleet->drivers_[static_cast<std::size_t>(i % threads)];
     d.workers.push_back(fleet->workers_.back().get());

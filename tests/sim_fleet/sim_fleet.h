@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/protocol.h"
 #include "tests/sim_fleet/sim_records.h"
 #include "tests/sim_fleet/sim_worker.h"
 
@@ -41,6 +42,8 @@ struct FleetOptions {
   int64_t job_ms = 0;
   int64_t heartbeat_interval_ms = reliability::kHeartbeatIntervalMs;   // until WELCOME
   bool record_latencies = true;
+  // SimWorkerOptions::on_assign for every worker (called from the driver threads at once).
+  std::function<void(const proto::Assign&)> on_assign;
 };
 
 struct FleetStats {

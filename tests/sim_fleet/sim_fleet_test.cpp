@@ -6,6 +6,8 @@
 
 #include <atomic>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -186,6 +188,67 @@ TEST(SimFleet, KeepsResultsUntilAcknowledgedAcrossACoordinatorRestart) {
   EXPECT_EQ(sql_int(db, "SELECT count(*) FROM jobs WHERE status = 'pass'"), p.jobs);
   EXPECT_EQ(sql_int(db, "SELECT count(*) FROM attempts WHERE state = 'done' AND status = 'pass'"), p.jobs);
   EXPECT_GT(sql_int(db, "SELECT count(*) FROM attempts WHERE state = 'interrupted'"), 0);
+}
+
+// A coordinator that resumed a run from the store (Server::resume, no plan) sends each job the
+// spec the plan's expansion gave it: family and scalars from the rows are the plan's, field for
+// field, for every job.
+TEST(SimFleet, AResumedCoordinatorSendsEveryJobTheSpecItsPlanGaveIt) {
+  TempDir dir;
+  const SimPlan p = many_jobs_plan("resumed", 150, "accuracy", "any");
+  const jobs::Plan plan = plan_of(p);
+  ASSERT_EQ(static_cast<int64_t>(plan.jobs.size()), p.jobs);
+  const auto db = dir.path() / "c.db";
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = db;
+  o.exit_when_done = true;
+  {
+    auto first = coord::Server::create(o);
+    ASSERT_TRUE(first.ok()) << first.status().to_string();
+    coord::SubmitOptions submit;
+    submit.plan_digest = "d1:the-plans-inputs";
+    ASSERT_TRUE((*first)->submit(plan, plan.name, submit).ok());
+  }
+  auto second = coord::Server::create(o);
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  jobs::PlanSummary summary;
+  summary.name = plan.name;
+  EXPECT_FALSE(*(*second)->resume(summary, plan.name, "d1:other-inputs"));   // another digest: no
+  auto resumed = (*second)->resume(summary, plan.name, "d1:the-plans-inputs");
+  ASSERT_TRUE(resumed.ok()) << resumed.status().to_string();
+  ASSERT_TRUE(*resumed);
+
+  std::mutex mu;
+  std::map<std::string, nlohmann::json> sent;
+  FleetOptions fo;
+  fo.endpoint = (*second)->endpoint();
+  fo.workers = 3;
+  fo.slots = 2;
+  fo.heartbeat_interval_ms = 100;
+  fo.on_assign = [&](const proto::Assign& a) {
+    std::lock_guard lock(mu);
+    sent[a.job_id] = a.spec;
+  };
+  std::atomic<bool> stop{false};
+  Status served = Status::Ok();
+  std::thread serving([&] { served = (*second)->serve(stop); });
+  auto fleet = SimFleet::start(fo);
+  ASSERT_TRUE(fleet.ok());
+  EXPECT_TRUE(SimFleet::wait_until([&] { return (*second)->all_done(); }, seconds(60)));
+  stop.store(true);
+  serving.join();
+  (*fleet)->stop();
+  EXPECT_TRUE(served.ok()) << served.to_string();
+  std::lock_guard lock(mu);
+  ASSERT_EQ(sent.size(), plan.jobs.size());
+  for (const jobs::PlannedJob& job : plan.jobs) {
+    auto it = sent.find(job.job_id);
+    ASSERT_NE(it, sent.end()) << job.job_id;
+    auto spec = jobs::job_spec_from_json(it->second);
+    ASSERT_TRUE(spec.ok()) << spec.status().to_string();
+    EXPECT_EQ(*spec, job.spec) << job.job_id << ": " << it->second.dump();
+  }
 }
 
 // Every worker drops its connection and registers again in the same instant while holding

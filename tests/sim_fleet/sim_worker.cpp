@@ -216,6 +216,7 @@ void SimWorker::on_assign(const proto::Assign& a, int64_t now_ms) {
     counters_->assigns.fetch_add(1, std::memory_order_relaxed);
     set_once(counters_->first_assign_ms, now_ms);
     assigned_at_[key] = steady_us();
+    if (opt_.on_assign) opt_.on_assign(a);
   }
   if (opt_.send_progress) send(proto::Progress{a.job_id, a.attempt, "started"});
   if (opt_.job_ms <= 0) {

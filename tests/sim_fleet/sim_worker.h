@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct SimWorkerOptions {
   int64_t reconnect_max_ms = reliability::kReconnectMaxMs;
   int64_t drain_wait_ms = 10'000;
   bool record_latencies = true;                // ASSIGN -> ACK per run job, in microseconds
+  // Called with every ASSIGN of a run job this worker takes, on the thread driving it (a test
+  // checking what the coordinator sends); may be empty.
+  std::function<void(const proto::Assign&)> on_assign;
 };
 
 class SimWorker {
