@@ -169,7 +169,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   // the server finds otherwise, the plan is expanded and submitted as before.
   std::string digest;
   std::optional<jobs::PlanSummary> summary;
-  if (auto d = jobs::plan_inputs_digest(plan_text, catalog, executable_build_id()); d.ok()) {
+  if (auto d = jobs::plan_inputs_digest(plan_text, catalog, loaded_code_id()); d.ok()) {
     digest = std::move(d).value();
     if (auto parsed = jobs::load_plan_summary_text(plan_text, a.plan_file); parsed.ok()) summary = std::move(parsed).value();
   }
@@ -232,6 +232,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   c.server = std::move(created).value();
   PrefetchedJobs* read_ahead = prefetched && prefetched->ok() ? &prefetched->value() : nullptr;
   bool resumed = false;
+  bool forget_digest = false;
   if (may_resume) {
     Result<bool> r = c.server->resume(*summary, c.run_id, digest, read_ahead);
     if (!r.ok()) {
@@ -240,15 +241,10 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     }
     resumed = *r;
     if (!resumed) {
-      // The store had a doubt (logged): this server may hold part of the run, so another one
-      // takes the expanded plan.
-      c.server.reset();
-      auto again = Server::create(options);
-      if (!again.ok()) {
-        *exit_code = exit_code_for_error(again.status());
-        return again.status();
-      }
-      c.server = std::move(again).value();
+      // The store had a doubt (logged): the expanded plan completes what the resume began, and
+      // the run keeps no digest (the next start expands the plan, and stores one only when every
+      // row agrees with it).
+      forget_digest = true;
       Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog);
       if (!expanded.ok()) {
         *exit_code = kExitUsage;
@@ -263,6 +259,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     submit.extend = a.extend;
     submit.prefetched = read_ahead;
     submit.plan_digest = digest;
+    submit.forget_digest = forget_digest;
     if (Status st = c.server->submit(*plan, c.run_id, submit); !st.ok()) {
       *exit_code = exit_code_for_error(st);
       return st;

@@ -2257,16 +2257,29 @@ struct Server::Impl {
     RowFamilies families;
     families.any_jobs = &any_jobs;
     families.family_of = family_of;
+    families.check_rows = !submit.plan_digest.empty() && !submit.forget_digest;
     const auto load_started = SteadyClock::now();
     AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, prefetched ? submit.prefetched : nullptr, families));
     had_work = had_work || families.had_work;
     // Last: a run found with a digest holds every job of that plan and nothing else (Server::resume):
     // no row came from anywhere but this plan and its plan jobs are all the run's.
     if (!submit.plan_digest.empty()) {
-      bool exact = !record_plan_after_jobs && families.parsed_rows == 0;
+      bool exact = !submit.forget_digest && !record_plan_after_jobs && families.parsed_rows == 0 &&
+                   families.next_any == any_jobs.size() && families.rows_agree;
       if (exact) {
         AM_ASSIGN_OR_RETURN(int64_t stored_plan_jobs, m.store->count_plan_jobs(run_id));
         exact = stored_plan_jobs == static_cast<int64_t>(placed_jobs.size());
+      }
+      if (exact && static_cast<int64_t>(placed_jobs.size()) <= kResumeMaxPlanJobs) {
+        // What a resume would read of the plan jobs is what the plan says (beyond the limit no
+        // resume reads them).
+        std::unordered_map<std::string_view, const jobs::JobSpec*> by_id;
+        for (const jobs::PlannedJob& job : placed_jobs) by_id.emplace(job.job_id, &job.spec);
+        AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) {
+          auto it = by_id.find(id);
+          if (!spec.ok() || it == by_id.end() || !(*spec == *it->second)) exact = false;
+          return Status::Ok();
+        }));
       }
       AM_RETURN_IF_ERROR(m.store->set_plan_digest(run_id, exact ? submit.plan_digest : std::string()));
     }
@@ -2335,9 +2348,10 @@ struct Server::Impl {
     m.ineligible_checked = false;
     const bool use_prefetched = prefetched != nullptr && prefetched->run_id() == run_id && prefetched->current();
     Result<std::size_t> rows = load_stored_jobs(run_id, use_prefetched ? prefetched : nullptr, families);
-    // From here this server holds part of the run: the caller discards it (server.h).
+    // From here this server may hold part of the run (rows each checked to be its id's job, the
+    // plan's jobs as the expansion makes them): the caller's submit of the plan adds the rest.
     if (!families.doubt.empty()) return give_up(families.doubt);
-    AM_RETURN_IF_ERROR(rows.status());
+    if (!rows.ok()) return give_up("reading its rows: " + rows.status().message());
     logger()->info("run {}: resumed from the store: {} job(s), {} plan job(s) placed per class or device, the plan's "
                    "inputs unchanged (read back in {:.2f} s{})",
                    run_id, *rows, stored_plan_jobs.size(), seconds_since(load_started),
@@ -2361,6 +2375,11 @@ struct Server::Impl {
     std::unordered_map<int64_t, std::shared_ptr<const SpecFamily>> interned;
     jobs::SpecTemplates ids;   // id hashes per (family, batch)
     std::string doubt;
+    // A submit that would store a digest: whether every row's own columns (its stored family and
+    // scalars) say what the plan says of it, so that a resume reading them would agree.
+    bool check_rows = false;
+    bool rows_agree = true;
+    std::unordered_map<int64_t, bool> family_agrees;   // by family_id
     const std::string* last_backend = nullptr;
     bool had_work = false;       // out: a job not done was read
     std::size_t parsed_rows = 0;   // out: rows neither the plan nor a family gave (their spec parsed)
@@ -2375,6 +2394,26 @@ struct Server::Impl {
     const uint64_t h =
         jobs::job_hash_with_target(ids.id_hash(target.empty() ? f.plan_name : run_id, family.canonical, scalars), target);
     return job_id == hex64(h);
+  }
+
+  // Whether a row the plan gave `family` and `scalars` stores the same (RowFamilies::check_rows):
+  // its scalars, and its stored family (read once per family id; a whole document, family 0, is
+  // checked by the resume itself).
+  bool row_agrees(const std::string& run_id, const JobRow& row, const SpecFamily& family,
+                  const jobs::JobScalars& scalars, RowFamilies& f) {
+    if (row.scalars != scalars) return false;
+    if (row.family_id == 0) return true;
+    auto [it, fresh] = f.family_agrees.try_emplace(row.family_id, false);
+    if (fresh) {
+      if (f.stored.empty()) {
+        auto loaded = store->spec_families_of_run(run_id);
+        if (!loaded.ok()) return false;
+        f.stored = std::move(loaded).value();
+      }
+      auto stored = f.stored.find(row.family_id);
+      it->second = stored != f.stored.end() && stored->second.spec && jobs::same_family(*stored->second.spec, family.spec());
+    }
+    return it->second;
   }
 
   // A resumed row's family from its stored one: the family as stored, of the row's model and
@@ -2413,7 +2452,11 @@ struct Server::Impl {
     std::vector<std::pair<JobEntry*, std::string>> invalid;
     const auto load_row = [&](JobRow& row) -> Status {
       ++rows;
-      if (m.jobs.find(row.job_id) != nullptr) return Status::Ok();
+      if (const JobEntry* known = m.jobs.find(row.job_id); known != nullptr) {
+        // Indexed already (a resume that stopped at a doubt, or a run this server serves).
+        if (known->state != JobState::kDone) f.had_work = true;
+        return Status::Ok();
+      }
       JobEntry j;
       j.run = m.intern_run(row.run_id);
       j.job_id = row.job_id;
@@ -2461,6 +2504,10 @@ struct Server::Impl {
       }
       if (f.from_store) {
         // A resumed row is exactly the job its id names, or the run goes back to its plan.
+        if (!placed) {
+          f.doubt = "job '" + row.job_id + "': stored placement target '" + row.target.substr(0, 200) + "' is invalid";
+          return unavailable("resume abandoned");
+        }
         if (!spec_status.ok()) {
           f.doubt = "job '" + row.job_id + "': " + spec_status.message();
           return unavailable("resume abandoned");
@@ -2470,6 +2517,8 @@ struct Server::Impl {
                     "make (the row was changed)";
           return unavailable("resume abandoned");
         }
+      } else if (f.check_rows && spec_status.ok() && !row_agrees(run_id, row, *j.family, j.scalars, f)) {
+        f.rows_agree = false;
       }
       if (!spec_status.ok() || !placed) {
         // Indexed as a queued `any` job of a spec no device admits, then settled; a finished
@@ -2534,7 +2583,10 @@ struct Server::Impl {
   // lock and does not serve yet.
   Status read_rows_beside(const std::string& run_id, const std::function<Status(JobRow&)>& visit) {
     BatchPipe<JobRow> pipe(kReadBesideBatches, kReadBesideRows);
-    std::jthread reader([&] {
+    std::jthread reader([&](std::stop_token stop) {
+      // However this function is left (an exception in `visit` included), the jthread asks to
+      // stop before it joins: the producer must not wait for a batch nobody will hand back.
+      std::stop_callback unblock(stop, [&] { pipe.stop(); });
       auto ro = Store::open_read_only(store->path());
       if (!ro.ok()) return pipe.close(ro.status());
       BatchPipe<JobRow>::Batch* b = nullptr;

@@ -142,8 +142,11 @@ struct SubmitOptions {
   // jobs::plan_inputs_digest() of the plan (a plan read from a file here): stored as the run's
   // plan digest once its jobs are (RunRecord::plan_digest) when the run holds this plan's jobs and
   // nothing else (not after --extend), so that the next start with the same plan text, catalog
-  // and build resumes the run from the store (resume()). "" stores none.
+  // and build resumes the run from the store (resume()). "" leaves the stored one as it is.
   std::string plan_digest;
+  // Store no digest for the run ("" instead): a resume of it found a doubt (resume()), and the
+  // next start expands the plan again rather than meet the same doubt.
+  bool forget_digest = false;
 };
 
 // A resume (Server::resume) parses each stored plan job's spec whole (plan_jobs keeps them as
@@ -165,9 +168,11 @@ class Server {
   // plan jobs and jobs are read from the store — the state a submit of that plan would build —
   // and true is returned. It settles nothing for what it reads: false when it cannot resume (no
   // such run, another digest or none, more plan jobs than kResumeMaxPlanJobs, a damaged spec
-  // family, or a plan job or job that is not the job its id names). After false this server may
-  // hold part of the run: the caller discards it, creates another and submits the expanded plan
-  // there. `prefetched` as in SubmitOptions. Call once, before serve().
+  // family, a plan job or job that is not the job its id names, a row it cannot read). After
+  // false this server may hold part of the run — rows before the doubt, each the job its id
+  // names — and the caller must submit() the expanded plan next (with forget_digest when the
+  // resume logged a doubt), which adds the rest as a submit on a fresh server would. `prefetched`
+  // as in SubmitOptions. Call once, before serve().
   Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
                       PrefetchedJobs* prefetched = nullptr);
 

@@ -19,10 +19,10 @@ void append_part(std::string& buffer, std::string_view part) {
 }  // namespace
 
 Result<std::string> plan_inputs_digest(std::string_view plan_text, const std::filesystem::path& catalog_dir,
-                                       std::string_view build_id) {
-  if (build_id.empty()) return failed_precondition("the executable has no build id");
+                                       std::string_view code_id) {
+  if (code_id.empty()) return failed_precondition("the executable has no build id");
   std::string buffer = "accelmatrix plan inputs v1\n";
-  append_part(buffer, build_id);
+  append_part(buffer, code_id);
   append_part(buffer, plan_text);
   std::error_code ec;
   if (std::filesystem::exists(catalog_dir, ec)) {

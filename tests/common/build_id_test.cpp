@@ -15,5 +15,13 @@ TEST(BuildId, ThisExecutableHasOneOfHexDigitsAndItIsStable) {
   EXPECT_EQ(executable_build_id(), id);
 }
 
+TEST(BuildId, TheLoadedCodeIsTheExecutableAndEveryLibraryByName) {
+  const std::string code = loaded_code_id();
+  EXPECT_TRUE(code.starts_with(executable_build_id() + "\n")) << code;
+  EXPECT_NE(code.find("\nlibc.so.6 "), std::string::npos) << code;   // a library, by file name
+  EXPECT_NE(code.find("\nlibstdc++.so.6 "), std::string::npos) << code;
+  EXPECT_EQ(loaded_code_id(), code);
+}
+
 }  // namespace
 }  // namespace am

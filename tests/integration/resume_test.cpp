@@ -191,33 +191,52 @@ TEST(Resume, ADoubtAboutAnyRowFamilyOrPlanJobExpandsThePlanAndSettlesNothing) {
     return serve->log();
   };
   const std::string expanded = "run tampered: 3 job(s) stored, 0 new; 2 plan job(s) placed";
-  const auto expect_expanded_for = [&](const std::string& log, const std::string& why) {
+  const auto digest = [&] { return sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0); };
+  // A start that resumes, doubts and expands on the same server (nothing settled, every job
+  // queued), then keeps no digest: the next start expands without a doubt, and stores a digest
+  // only once the rows agree with the plan again.
+  const auto expect_doubt_then_expansion = [&](const std::string& why, const std::string& name) {
+    const std::string log = serve_once(name);
     EXPECT_NE(log.find("not resumed from the store: "), std::string::npos) << log;
     EXPECT_NE(log.find(why), std::string::npos) << log;
     EXPECT_NE(log.find(expanded), std::string::npos) << log;
     EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'queued' AND status = ''"), 3) << log;
+    EXPECT_EQ(digest(), "") << log;
+    const std::string again = serve_once(name + "-again");
+    EXPECT_EQ(again.find("not resumed"), std::string::npos) << again;
+    EXPECT_NE(again.find(expanded), std::string::npos) << again;
+    EXPECT_EQ(digest(), "") << again;   // the rows still disagree with the plan
   };
   serve_once("first");
   EXPECT_NE(serve_once("second").find("resumed from the store: 3 job(s), 2 plan job(s)"), std::string::npos);
+  const std::string good = digest();
+  ASSERT_TRUE(good.starts_with("d1:"));
 
   // One job's batch changed in its row: the row is not the job its id names.
   ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 7 WHERE batch = 2 AND model = 'selftest:pass'"), "");
-  expect_expanded_for(serve_once("changed-row"), "is not the job its stored family, precision, batch, seq_len");
+  expect_doubt_then_expansion("is not the job its stored family, precision, batch, seq_len", "changed-row");
   ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 2 WHERE batch = 7"), "");
-  EXPECT_NE(serve_once("mended-row").find("resumed from the store"), std::string::npos);
+  serve_once("mended-row");
+  EXPECT_EQ(digest(), good);
+  EXPECT_NE(serve_once("resumed-again").find("resumed from the store"), std::string::npos);
 
-  // A spec family damaged: the expansion does not read it.
-  ASSERT_EQ(sql_exec(db, "UPDATE spec_families SET spec_json = '{\"model\": 3}' "
-                         "WHERE family_id = (SELECT family_id FROM jobs WHERE model = 'selftest:pass' LIMIT 1)"),
+  // A spec family damaged (the expansion does not read it).
+  ASSERT_EQ(sql_exec(db, "UPDATE spec_families SET spec_json = replace(spec_json, '\"selftest:pass\"', '3') "
+                         "WHERE spec_json LIKE '%selftest:pass%'"),
             "");
-  expect_expanded_for(serve_once("damaged-family"), "is damaged");
+  expect_doubt_then_expansion("is damaged", "damaged-family");
+  ASSERT_EQ(sql_exec(db, "UPDATE spec_families SET spec_json = replace(spec_json, '\"model\":3', "
+                         "'\"model\":\"selftest:pass\"') WHERE spec_json LIKE '%\"model\":3%'"),
+            "");
+  serve_once("mended-family");
+  EXPECT_EQ(digest(), good);
 
   // A plan job's stored spec changed.
   ASSERT_EQ(sql_exec(db, "UPDATE plan_jobs SET spec_json = replace(spec_json, '\"batch\":2', '\"batch\":5') "
                          "WHERE spec_json LIKE '%\"batch\":2%'"),
             "");
   ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs WHERE spec_json LIKE '%\"batch\":5%'"), 1);
-  expect_expanded_for(serve_once("changed-plan-job"), "is not the job its stored spec makes (the row was changed)");
+  expect_doubt_then_expansion("is not the job its stored spec makes (the row was changed)", "changed-plan-job");
 }
 
 TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
