@@ -234,17 +234,17 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   bool resumed = false;
   bool forget_digest = false;
   if (may_resume) {
-    Result<bool> r = c.server->resume(*summary, c.run_id, digest, read_ahead);
+    Result<ResumeOutcome> r = c.server->resume(*summary, c.run_id, digest, read_ahead);
     if (!r.ok()) {
       *exit_code = exit_code_for_error(r.status());
       return r.status();
     }
-    resumed = *r;
+    resumed = *r == ResumeOutcome::kResumed;
     if (!resumed) {
-      // The store had a doubt (logged): the expanded plan completes what the resume began, and
-      // the run keeps no digest (the next start expands the plan, and stores one only when every
-      // row agrees with it).
-      forget_digest = true;
+      // After a doubt (logged) the expanded plan completes what the resume began, and the run
+      // keeps no digest (the next start expands the plan, and stores one only when every row
+      // agrees with it).
+      forget_digest = *r == ResumeOutcome::kDoubted;
       Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog);
       if (!expanded.ok()) {
         *exit_code = kExitUsage;

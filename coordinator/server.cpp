@@ -2258,21 +2258,23 @@ struct Server::Impl {
     families.any_jobs = &any_jobs;
     families.family_of = family_of;
     families.check_rows = !submit.plan_digest.empty() && !submit.forget_digest;
+    families.plan_name = plan.name;
     const auto load_started = SteadyClock::now();
     AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, prefetched ? submit.prefetched : nullptr, families));
     had_work = had_work || families.had_work;
     // Last: a run found with a digest holds every job of that plan and nothing else (Server::resume):
     // no row came from anywhere but this plan and its plan jobs are all the run's.
     if (!submit.plan_digest.empty()) {
+      // Past kResumeMaxPlanJobs no resume would read the run: no digest either.
       bool exact = !submit.forget_digest && !record_plan_after_jobs && families.parsed_rows == 0 &&
-                   families.next_any == any_jobs.size() && families.rows_agree;
+                   families.next_any == any_jobs.size() && families.rows_agree &&
+                   static_cast<int64_t>(placed_jobs.size()) <= kResumeMaxPlanJobs;
       if (exact) {
         AM_ASSIGN_OR_RETURN(int64_t stored_plan_jobs, m.store->count_plan_jobs(run_id));
         exact = stored_plan_jobs == static_cast<int64_t>(placed_jobs.size());
       }
-      if (exact && static_cast<int64_t>(placed_jobs.size()) <= kResumeMaxPlanJobs) {
-        // What a resume would read of the plan jobs is what the plan says (beyond the limit no
-        // resume reads them).
+      if (exact) {
+        // What a resume would read of the plan jobs is what the plan says.
         std::unordered_map<std::string_view, const jobs::JobSpec*> by_id;
         for (const jobs::PlannedJob& job : placed_jobs) by_id.emplace(job.job_id, &job.spec);
         AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) {
@@ -2293,17 +2295,17 @@ struct Server::Impl {
   // Server::resume (see server.h): the run's plan jobs and jobs from the store alone. It never
   // settles a job for what it reads: every doubt (a damaged family, a row or plan job that is not
   // the job its id names) sends the run back to the plan, whose expansion does not read those.
-  Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
+  Result<ResumeOutcome> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
                       PrefetchedJobs* prefetched) {
     Impl& m = *this;
-    if (plan_digest.empty() || m.runs.count(run_id)) return false;
+    if (plan_digest.empty() || m.runs.count(run_id)) return ResumeOutcome::kNotResumable;
     AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
-    if (!existing || existing->plan_digest != plan_digest) return false;
+    if (!existing || existing->plan_digest != plan_digest) return ResumeOutcome::kNotResumable;
     AM_ASSIGN_OR_RETURN(int64_t plan_job_count, m.store->count_plan_jobs(run_id));
-    if (plan_job_count > kResumeMaxPlanJobs) return false;
+    if (plan_job_count > kResumeMaxPlanJobs) return ResumeOutcome::kNotResumable;
     const auto give_up = [&](const std::string& why) {
       logger()->warn("run {}: not resumed from the store: {}; the plan is expanded instead", run_id, why);
-      return false;
+      return ResumeOutcome::kDoubted;
     };
     // Everything that could send the run back to the plan without touching a row is read first.
     // Plan jobs and `any` jobs have ids of the plan's name; jobs made for a class or device, of
@@ -2357,7 +2359,7 @@ struct Server::Impl {
                    run_id, *rows, stored_plan_jobs.size(), seconds_since(load_started),
                    use_prefetched ? ", read ahead" : "");
     AM_RETURN_IF_ERROR(open_run(run_id, existing->finished_at_ms == 0 || families.had_work, summary.time_budget_s));
-    return true;
+    return ResumeOutcome::kResumed;
   }
 
   // How load_stored_jobs() finds each row's spec family and scalars besides the plan jobs: from
@@ -2379,7 +2381,6 @@ struct Server::Impl {
     // scalars) say what the plan says of it, so that a resume reading them would agree.
     bool check_rows = false;
     bool rows_agree = true;
-    std::unordered_map<int64_t, bool> family_agrees;   // by family_id
     const std::string* last_backend = nullptr;
     bool had_work = false;       // out: a job not done was read
     std::size_t parsed_rows = 0;   // out: rows neither the plan nor a family gave (their spec parsed)
@@ -2396,24 +2397,28 @@ struct Server::Impl {
     return job_id == hex64(h);
   }
 
-  // Whether a row the plan gave `family` and `scalars` stores the same (RowFamilies::check_rows):
-  // its scalars, and its stored family (read once per family id; a whole document, family 0, is
-  // checked by the resume itself).
+  // Whether a row the plan gave `family` and `scalars` would pass a resume's checks as that job
+  // (RowFamilies::check_rows): its scalars, its stored family (interned: the plan's own family
+  // object when the same) or, stored whole (family 0), its own document, and its id with its
+  // target.
   bool row_agrees(const std::string& run_id, const JobRow& row, const SpecFamily& family,
                   const jobs::JobScalars& scalars, RowFamilies& f) {
     if (row.scalars != scalars) return false;
-    if (row.family_id == 0) return true;
-    auto [it, fresh] = f.family_agrees.try_emplace(row.family_id, false);
-    if (fresh) {
+    if (row.family_id == 0) {
+      auto doc = store->job_spec(run_id, row.job_id);
+      auto spec = doc.ok() ? jobs::job_spec_from_json(*doc) : Result<jobs::JobSpec>(doc.status());
+      if (!spec.ok() || !(*spec == jobs::with_scalars(family.spec(), scalars))) return false;
+    } else {
       if (f.stored.empty()) {
         auto loaded = store->spec_families_of_run(run_id);
         if (!loaded.ok()) return false;
         f.stored = std::move(loaded).value();
       }
-      auto stored = f.stored.find(row.family_id);
-      it->second = stored != f.stored.end() && stored->second.spec && jobs::same_family(*stored->second.spec, family.spec());
+      std::string why;
+      std::shared_ptr<const SpecFamily> stored = stored_family_of(row, f, why);
+      if (stored.get() != &family) return false;
     }
-    return it->second;
+    return id_matches(f, run_id, family, scalars, row.target, row.job_id, f.ids);
   }
 
   // A resumed row's family from its stored one: the family as stored, of the row's model and
@@ -2453,8 +2458,12 @@ struct Server::Impl {
     const auto load_row = [&](JobRow& row) -> Status {
       ++rows;
       if (const JobEntry* known = m.jobs.find(row.job_id); known != nullptr) {
-        // Indexed already (a resume that stopped at a doubt, or a run this server serves).
+        // Indexed already (a resume that stopped at a doubt, or a run this server serves); the
+        // plan's `any` job of the same id is passed over with it.
         if (known->state != JobState::kDone) f.had_work = true;
+        if (f.any_jobs != nullptr && f.next_any < f.any_jobs->size() && (*f.any_jobs)[f.next_any].job_id == row.job_id) {
+          ++f.next_any;
+        }
         return Status::Ok();
       }
       JobEntry j;
@@ -2464,9 +2473,6 @@ struct Server::Impl {
       j.attempts = row.attempts;
       j.status = row.status;
       if (j.state != JobState::kDone) f.had_work = true;
-      if (f.from_store && !row.backend.empty() && (f.last_backend == nullptr || *f.last_backend != row.backend)) {
-        f.last_backend = &*m.backends_planned.insert(row.backend).first;
-      }
       if (row.plan_job_id.empty() && !row.target.empty()) {
         // A placed job stored before plan_job_id was (schema < 5): its plan job is its spec's id.
         if (auto doc = m.store->job_spec(run_id, row.job_id); doc.ok()) row.spec = std::move(doc).value();
@@ -2517,7 +2523,11 @@ struct Server::Impl {
                     "make (the row was changed)";
           return unavailable("resume abandoned");
         }
-      } else if (f.check_rows && spec_status.ok() && !row_agrees(run_id, row, *j.family, j.scalars, f)) {
+        const std::string& backend = j.family->spec().backend;
+        if (!backend.empty() && (f.last_backend == nullptr || *f.last_backend != backend)) {
+          f.last_backend = &*m.backends_planned.insert(backend).first;
+        }
+      } else if (f.check_rows && spec_status.ok() && (!placed || !row_agrees(run_id, row, *j.family, j.scalars, f))) {
         f.rows_agree = false;
       }
       if (!spec_status.ok() || !placed) {
@@ -2749,8 +2759,8 @@ Status Server::submit(const jobs::Plan& plan, const std::string& run_id, const S
   return impl_->submit(plan, run_id, submit);
 }
 
-Result<bool> Server::resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
-                            PrefetchedJobs* prefetched) {
+Result<ResumeOutcome> Server::resume(const jobs::PlanSummary& summary, const std::string& run_id,
+                                     const std::string& plan_digest, PrefetchedJobs* prefetched) {
   return impl_->resume(summary, run_id, plan_digest, prefetched);
 }
 

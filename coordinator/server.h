@@ -154,6 +154,8 @@ struct SubmitOptions {
 // the restart does that.
 inline constexpr int64_t kResumeMaxPlanJobs = 20'000;
 
+enum class ResumeOutcome { kResumed, kNotResumable, kDoubted };
+
 class Server {
  public:
   static Result<std::unique_ptr<Server>> create(const ServerOptions& options);
@@ -166,15 +168,15 @@ class Server {
   // A restart without expanding the plan: when the stored run `run_id` has `plan_digest` (the
   // digest of the plan text, catalog and build its jobs, and only those, were stored from), its
   // plan jobs and jobs are read from the store — the state a submit of that plan would build —
-  // and true is returned. It settles nothing for what it reads: false when it cannot resume (no
-  // such run, another digest or none, more plan jobs than kResumeMaxPlanJobs, a damaged spec
-  // family, a plan job or job that is not the job its id names, a row it cannot read). After
-  // false this server may hold part of the run — rows before the doubt, each the job its id
-  // names — and the caller must submit() the expanded plan next (with forget_digest when the
-  // resume logged a doubt), which adds the rest as a submit on a fresh server would. `prefetched`
-  // as in SubmitOptions. Call once, before serve().
-  Result<bool> resume(const jobs::PlanSummary& summary, const std::string& run_id, const std::string& plan_digest,
-                      PrefetchedJobs* prefetched = nullptr);
+  // and kResumed is returned. It settles nothing for what it reads. kNotResumable, with nothing
+  // changed: no such run, another digest or none, more plan jobs than kResumeMaxPlanJobs.
+  // kDoubted, logged: a damaged spec family, a plan job or job that is not the job its id names,
+  // a row it cannot read; this server may then hold part of the run — rows before the doubt, each
+  // the job its id names. After either the caller must submit() the expanded plan next (with
+  // forget_digest after kDoubted), which adds the rest as a submit on a fresh server would.
+  // `prefetched` as in SubmitOptions. Call once, before serve().
+  Result<ResumeOutcome> resume(const jobs::PlanSummary& summary, const std::string& run_id,
+                               const std::string& plan_digest, PrefetchedJobs* prefetched = nullptr);
 
   // Releases at once the leases whose worker `gone(worker_id, worker_host)` says will never
   // come back (the local workers of an embedded run that stopped without releasing them): their

@@ -220,6 +220,15 @@ TEST(Resume, ADoubtAboutAnyRowFamilyOrPlanJobExpandsThePlanAndSettlesNothing) {
   EXPECT_EQ(digest(), good);
   EXPECT_NE(serve_once("resumed-again").find("resumed from the store"), std::string::npos);
 
+  // The third job's batch made 0 (out of range): the resume reads the first two and doubts the
+  // third; the plan's submit on the same server passes over the two and gives the third the plan's
+  // spec (not its stored one, which no worker could run: it is not settled).
+  ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 0 WHERE batch = 3 AND model = 'selftest:pass'"), "");
+  expect_doubt_then_expansion("precision, batch or seq_len is out of range", "batch-zero");
+  ASSERT_EQ(sql_exec(db, "UPDATE jobs SET batch = 3 WHERE batch = 0"), "");
+  serve_once("mended-batch");
+  EXPECT_EQ(digest(), good);
+
   // A spec family damaged (the expansion does not read it).
   ASSERT_EQ(sql_exec(db, "UPDATE spec_families SET spec_json = replace(spec_json, '\"selftest:pass\"', '3') "
                          "WHERE spec_json LIKE '%selftest:pass%'"),
@@ -237,6 +246,30 @@ TEST(Resume, ADoubtAboutAnyRowFamilyOrPlanJobExpandsThePlanAndSettlesNothing) {
             "");
   ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs WHERE spec_json LIKE '%\"batch\":5%'"), 1);
   expect_doubt_then_expansion("is not the job its stored spec makes (the row was changed)", "changed-plan-job");
+}
+
+TEST(Resume, APlanPastTheResumeLimitKeepsNoDigestAndExpandsAtEveryStart) {
+  // 20,200 each-class plan jobs: more than kResumeMaxPlanJobs, whose specs a resume would parse.
+  ScratchDir dir("resume-limit");
+  const auto db = dir / "l.db";
+  std::string batches;
+  for (int b = 1; b <= 202; ++b) batches += (b > 1 ? ", " : "") + std::to_string(b);
+  std::string seq_lens;
+  for (int q = 1; q <= 100; ++q) seq_lens += (q > 1 ? ", " : "") + std::to_string(q);
+  const auto plan = write_file(dir / "l.toml", "[plan]\nname = \"large\"\nmode = \"accuracy\"\nmax_jobs = 30000\n\n"
+                                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\n\n"
+                                               "[[models]]\nname = \"selftest:pass\"\nbatch = [" + batches +
+                                               "]\nseq_len = [" + seq_lens + "]\n");
+  for (const char* name : {"first", "second"}) {
+    auto serve = serve_live(dir, plan, db, name);
+    ASSERT_FALSE(wait_for_endpoint(dir / (std::string(name) + ".ep")).empty()) << serve->log();
+    serve->terminate();
+    EXPECT_NE(serve->wait(60s), -1);
+    EXPECT_NE(serve->log().find("0 job(s) stored, 0 new; 20200 plan job(s) placed"), std::string::npos) << serve->log();
+    EXPECT_EQ(serve->log().find("resumed from the store"), std::string::npos) << serve->log();
+    EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
+  }
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs"), 20200);
 }
 
 TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {

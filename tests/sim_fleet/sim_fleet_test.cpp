@@ -214,10 +214,10 @@ TEST(SimFleet, AResumedCoordinatorSendsEveryJobTheSpecItsPlanGaveIt) {
   ASSERT_TRUE(second.ok()) << second.status().to_string();
   jobs::PlanSummary summary;
   summary.name = plan.name;
-  EXPECT_FALSE(*(*second)->resume(summary, plan.name, "d1:other-inputs"));   // another digest: no
+  EXPECT_EQ(*(*second)->resume(summary, plan.name, "d1:other-inputs"), coord::ResumeOutcome::kNotResumable);
   auto resumed = (*second)->resume(summary, plan.name, "d1:the-plans-inputs");
   ASSERT_TRUE(resumed.ok()) << resumed.status().to_string();
-  ASSERT_TRUE(*resumed);
+  ASSERT_EQ(*resumed, coord::ResumeOutcome::kResumed);
 
   std::mutex mu;
   std::map<std::string, nlohmann::json> sent;
