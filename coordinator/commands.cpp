@@ -165,8 +165,8 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       a.catalog_dir.empty() ? jobs::find_catalog_dir(a.plan_file) : std::filesystem::path(a.catalog_dir);
   // A restart of the run of the same plan text, catalog and build resumes it from the store
   // (Server::resume) instead of expanding the plan: at a million jobs the expansion was two of
-  // the restart's three seconds (docs/SCALE.md "Restart"). Whenever that cannot be known, or
-  // the server finds otherwise, the plan is expanded and submitted as before.
+  // the restart's three seconds (docs/SCALE.md "Restart from the store"). Whenever that cannot
+  // be known, or the server finds otherwise, the plan is expanded and submitted as before.
   std::string digest;
   std::optional<jobs::PlanSummary> summary;
   if (auto d = jobs::plan_inputs_digest(plan_text, catalog, loaded_code_id()); d.ok()) {
