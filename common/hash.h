@@ -24,4 +24,14 @@ inline std::string hex64(uint64_t v) {
   return out;
 }
 
+// hex64(v) == text, without making the string (a comparison per row of a million-row walk).
+inline bool hex64_equals(std::string_view text, uint64_t v) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  if (text.size() != 16) return false;
+  for (std::size_t i = 16; i-- > 0; v >>= 4) {
+    if (text[i] != kDigits[v & 0xf]) return false;
+  }
+  return true;
+}
+
 }  // namespace am

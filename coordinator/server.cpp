@@ -2392,15 +2392,8 @@ struct Server::Impl {
   static bool id_matches(const RowFamilies& f, const std::string& run_id, const SpecFamily& family,
                          const jobs::JobScalars& scalars, const std::string& target, const std::string& job_id,
                          jobs::SpecTemplates& ids) {
-    uint64_t h =
-        jobs::job_hash_with_target(ids.id_hash(target.empty() ? f.plan_name : run_id, family.canonical, scalars), target);
-    // hex64(h) == job_id without making the string (a million rows).
-    static constexpr char kDigits[] = "0123456789abcdef";
-    if (job_id.size() != 16) return false;
-    for (std::size_t i = 16; i-- > 0; h >>= 4) {
-      if (job_id[i] != kDigits[h & 0xf]) return false;
-    }
-    return true;
+    return hex64_equals(job_id, jobs::job_hash_with_target(
+                                    ids.id_hash(target.empty() ? f.plan_name : run_id, family.canonical, scalars), target));
   }
 
   // Whether a row the plan gave `family` and `scalars` would pass a resume's checks as that job

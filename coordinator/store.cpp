@@ -411,24 +411,22 @@ Status Store::set_run_plan(const RunRecord& run) {
   return check_file_identity();
 }
 
-Status Store::set_plan_hash(const std::string& run_id, const std::string& plan_hash) {
+Status Store::update_run(std::string_view sql, const std::string& run_id, const std::string& value) {
   if (run_id.empty()) return invalid_argument("empty run id");
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET plan_hash = ?2, plan_digest = '' WHERE run_id = ?1"));
-  stmt.bind(1, run_id).bind(2, plan_hash);
+  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, sql));
+  stmt.bind(1, run_id).bind(2, value);
   AM_RETURN_IF_ERROR(check_file_identity());
   AM_RETURN_IF_ERROR(stmt.run());
   if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
   return check_file_identity();
 }
 
+Status Store::set_plan_hash(const std::string& run_id, const std::string& plan_hash) {
+  return update_run("UPDATE runs SET plan_hash = ?2, plan_digest = '' WHERE run_id = ?1", run_id, plan_hash);
+}
+
 Status Store::set_plan_digest(const std::string& run_id, const std::string& plan_digest) {
-  if (run_id.empty()) return invalid_argument("empty run id");
-  AM_ASSIGN_OR_RETURN(auto stmt, Statement::prepare(db_, "UPDATE runs SET plan_digest = ?2 WHERE run_id = ?1"));
-  stmt.bind(1, run_id).bind(2, plan_digest);
-  AM_RETURN_IF_ERROR(check_file_identity());
-  AM_RETURN_IF_ERROR(stmt.run());
-  if (stmt.changes() == 0) return not_found("run '" + run_id + "' is not in the store");
-  return check_file_identity();
+  return update_run("UPDATE runs SET plan_digest = ?2 WHERE run_id = ?1", run_id, plan_digest);
 }
 
 Result<std::optional<RunRecord>> Store::get_run(const std::string& run_id) {

@@ -376,6 +376,9 @@ class Store {
   // coordinator's CPU at dispatch rate (docs/SCALE.md).
   class CachedStatement;
   Result<CachedStatement> cached(std::string_view sql);
+  // Runs `sql` (?1 the run id, ?2 `value`) that changes one run's row: kNotFound when the run is
+  // not there; the file's identity checked before and after.
+  Status update_run(std::string_view sql, const std::string& run_id, const std::string& value);
   Status record_lease_in_transaction(const LeaseRecord& lease);
   std::unordered_map<std::string, std::unique_ptr<sqlite::Statement>> statements_;
   SpecFamilies families_;   // the spec families read so far (immutable rows: never stale)

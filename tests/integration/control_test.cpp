@@ -17,25 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<std::string> cli(std::vector<std::string> args, const std::filesystem::path& db) {
-  args.insert(args.begin(), coordinator_binary().string());
-  args.push_back("--db");
-  args.push_back(db.string());
-  return args;
-}
-
-// `accelmatrix status --json` against the coordinator of `db`.
-std::optional<json> status_of(const std::filesystem::path& db) {
-  int code = -1;
-  const std::string out = run_capture(cli({"status", "--json"}, db), &code);
-  if (code != 0) return std::nullopt;
-  try {
-    return json::parse(out);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 const json* find_run(const json& status, const std::string& run_id) {
   for (const json& r : status["runs"]) {
     if (r["run_id"] == run_id) return &r;

@@ -20,34 +20,32 @@ bool log_has(const std::filesystem::path& log, const std::string& needle) {
   return read_file(log).find(needle) != std::string::npos;
 }
 
-std::vector<std::string> cli(std::vector<std::string> args, const std::filesystem::path& db) {
-  args.insert(args.begin(), coordinator_binary().string());
-  args.push_back("--db");
-  args.push_back(db.string());
-  return args;
-}
-
-std::optional<json> status_of(const std::filesystem::path& db) {
-  int code = -1;
-  const std::string out = run_capture(cli({"status", "--json"}, db), &code);
-  if (code != 0) return std::nullopt;
-  try {
-    return json::parse(out);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
-// A coordinator that stays up (no --exit-when-done), its log at `log`.
+// A coordinator that stays up (no --exit-when-done): endpoint file NAME.ep, log NAME.log; `extra`
+// arguments after the rest (--run, --extend).
+struct ServeOptions {
+  std::string catalog = catalog_dir();
+  std::vector<std::string> extra;
+};
 std::unique_ptr<Process> serve_live(const ScratchDir& dir, const std::filesystem::path& plan,
                                     const std::filesystem::path& db, const std::string& name,
-                                    const std::string& catalog = catalog_dir()) {
+                                    const ServeOptions& o = {}) {
   std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
                                    plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*",
-                                   "--catalog", catalog, "--endpoint-file", (dir / (name + ".ep")).string(),
+                                   "--catalog", o.catalog, "--endpoint-file", (dir / (name + ".ep")).string(),
                                    "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+  args.insert(args.end(), o.extra.begin(), o.extra.end());
   std::filesystem::remove(dir / (name + ".ep"));
   return std::make_unique<Process>(args, dir / (name + ".log"));
+}
+
+// serve_live() until its endpoint is up, then a clean stop; its log.
+std::string serve_until_up(const ScratchDir& dir, const std::filesystem::path& plan, const std::filesystem::path& db,
+                           const std::string& name, const ServeOptions& o = {}) {
+  auto serve = serve_live(dir, plan, db, name, o);
+  EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve->log();
+  serve->terminate();
+  EXPECT_NE(serve->wait(60s), -1);
+  return serve->log();
 }
 
 // The runs of a status document without what differs between two coordinators of one state
@@ -138,15 +136,9 @@ TEST(Resume, AChangedCatalogFileOrPlanTextExpandsThePlanAgain) {
   std::filesystem::create_directories(catalog);
   std::filesystem::copy_file(source_dir() / "jobs/models/bert-tiny.toml", catalog / "bert-tiny.toml");
   const auto plan = write_bert_plan(dir / "changed.toml", "changed", 0.1, "[16, 32]", "[\"f32\", \"q8_0\"]");
-  // Serves until its endpoint is up, then stops cleanly; returns its log.
   int round = 0;
-  const auto restart = [&]() -> std::string {
-    const std::string name = "serve" + std::to_string(++round);
-    auto serve = serve_live(dir, plan, db, name, catalog.string());
-    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve->log();
-    serve->terminate();
-    EXPECT_NE(serve->wait(30s), -1);
-    return serve->log();
+  const auto restart = [&] {
+    return serve_until_up(dir, plan, db, "serve" + std::to_string(++round), {catalog.string(), {}});
   };
   // The plan's four jobs are plan jobs (each-class, the default) no hardware took yet.
   const std::string expanded = "0 job(s) stored, 0 new; 4 plan job(s) placed";
@@ -169,7 +161,7 @@ TEST(Resume, AChangedCatalogFileOrPlanTextExpandsThePlanAgain) {
   EXPECT_NE(restart().find(resumed), std::string::npos);
   // The plan's jobs changed: expanded, and refused as another plan under the same run, as ever.
   const auto other = write_bert_plan(dir / "changed.toml", "changed", 0.1, "[16, 64]", "[\"f32\", \"q8_0\"]");
-  auto serve = serve_live(dir, other, db, "other", catalog.string());
+  auto serve = serve_live(dir, other, db, "other", {catalog.string(), {}});
   EXPECT_EQ(serve->wait(30s), 2) << serve->log();
   EXPECT_TRUE(log_has(dir / "other.log", "was made from another plan")) << serve->log();
 }
@@ -183,13 +175,7 @@ TEST(Resume, ADoubtAboutAnyRowFamilyOrPlanJobExpandsThePlanAndSettlesNothing) {
                                "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\n\n"
                                "[[models]]\nname = \"selftest:pass\"\nbatch = [1, 2, 3]\nplacement = \"any\"\n\n"
                                "[[models]]\nname = \"selftest:fail\"\nbatch = [1, 2]\nplacement = \"each-class\"\n");
-  const auto serve_once = [&](const std::string& name) {
-    auto serve = serve_live(dir, plan, db, name);
-    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve->log();
-    serve->terminate();
-    EXPECT_NE(serve->wait(30s), -1);
-    return serve->log();
-  };
+  const auto serve_once = [&](const std::string& name) { return serve_until_up(dir, plan, db, name); };
   const std::string expanded = "run tampered: 3 job(s) stored, 0 new; 2 plan job(s) placed";
   const auto digest = [&] { return sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0); };
   // A start that resumes, doubts and expands on the same server (nothing settled, every job
@@ -261,12 +247,9 @@ TEST(Resume, APlanPastTheResumeLimitKeepsNoDigestAndExpandsAtEveryStart) {
                                                "[[models]]\nname = \"selftest:pass\"\nbatch = [" + batches +
                                                "]\nseq_len = [" + seq_lens + "]\n");
   for (const char* name : {"first", "second"}) {
-    auto serve = serve_live(dir, plan, db, name);
-    ASSERT_FALSE(wait_for_endpoint(dir / (std::string(name) + ".ep")).empty()) << serve->log();
-    serve->terminate();
-    EXPECT_NE(serve->wait(60s), -1);
-    EXPECT_NE(serve->log().find("0 job(s) stored, 0 new; 20200 plan job(s) placed"), std::string::npos) << serve->log();
-    EXPECT_EQ(serve->log().find("resumed from the store"), std::string::npos) << serve->log();
+    const std::string log = serve_until_up(dir, plan, db, name);
+    EXPECT_NE(log.find("0 job(s) stored, 0 new; 20200 plan job(s) placed"), std::string::npos) << log;
+    EXPECT_EQ(log.find("resumed from the store"), std::string::npos) << log;
     EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
   }
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM plan_jobs"), 20200);
@@ -281,16 +264,9 @@ TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
                                "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\ntimeout_s = 120\n\n"
                                "[[models]]\nname = \"selftest:hang\"\nbatch = [1, 2, 3]\nplacement = \"any\"\n\n"
                                "[[models]]\nname = \"selftest:hang\"\nbatch = [4, 5]\nplacement = \"each-class\"\n");
-  const auto serve_named = [&](const std::string& name) {
-    std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
-                                     plan.string(), "--db", db.string(), "--run", "nightly-7", "--bind",
-                                     "tcp://127.0.0.1:*", "--catalog", catalog_dir(), "--endpoint-file",
-                                     (dir / (name + ".ep")).string(), "--quiet", "--heartbeat-ms", "100",
-                                     "--liveness", "20"};
-    return std::make_unique<Process>(args, dir / (name + ".log"));
-  };
+  const ServeOptions named{catalog_dir(), {"--run", "nightly-7"}};
   {
-    auto serve = serve_named("first");
+    auto serve = serve_live(dir, plan, db, "first", named);
     const std::string ep = wait_for_endpoint(dir / "first.ep");
     ASSERT_FALSE(ep.empty()) << serve->log();
     // A worker takes two jobs (one slot each on a two-slot worker) and is gone: the class's two
@@ -303,7 +279,7 @@ TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
     EXPECT_NE(serve->wait(30s), -1);
   }
   ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE target <> ''"), 2);
-  auto again = serve_named("again");
+  auto again = serve_live(dir, plan, db, "again", named);
   ASSERT_FALSE(wait_for_endpoint(dir / "again.ep").empty()) << again->log();
   EXPECT_TRUE(log_has(dir / "again.log", "run nightly-7: resumed from the store: 5 job(s), 2 plan job(s)"))
       << again->log();
@@ -319,15 +295,7 @@ TEST(Resume, AServeThatExtendsTheRunStoresNoDigestAndItsRestartExpands) {
   const auto p2 = write_bert_plan(dir / "p2.toml", "both", 0.1, "[32]", "[\"f32\"]");
   const auto serve_with = [&](const std::filesystem::path& plan, const std::string& name,
                               const std::vector<std::string>& extra) {
-    std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
-                                     plan.string(), "--db", db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog",
-                                     catalog_dir(), "--endpoint-file", (dir / (name + ".ep")).string(), "--quiet"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    Process serve(args, dir / (name + ".log"));
-    EXPECT_FALSE(wait_for_endpoint(dir / (name + ".ep")).empty()) << serve.log();
-    serve.terminate();
-    EXPECT_NE(serve.wait(30s), -1);
-    return serve.log();
+    return serve_until_up(dir, plan, db, name, {catalog_dir(), extra});
   };
   serve_with(p1, "p1", {});
   EXPECT_TRUE(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0).starts_with("d1:"));

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <variant>
@@ -81,6 +83,26 @@ inline void expect_exactly_one_terminal_result_per_job(const std::filesystem::pa
                         "WHERE a.status = j.status AND a.state = 'done'"),
             jobs);
   EXPECT_EQ(sql_rows(db, "PRAGMA integrity_check"), (std::vector<std::vector<std::string>>{{"ok"}}));
+}
+
+// `accelmatrix ARGS... --db DB`, as argv.
+inline std::vector<std::string> cli(std::vector<std::string> args, const std::filesystem::path& db) {
+  args.insert(args.begin(), coordinator_binary().string());
+  args.push_back("--db");
+  args.push_back(db.string());
+  return args;
+}
+
+// `accelmatrix status --json` against the coordinator of `db`; nullopt when it fails.
+inline std::optional<nlohmann::json> status_of(const std::filesystem::path& db) {
+  int code = -1;
+  const std::string out = run_capture(cli({"status", "--json"}, db), &code);
+  if (code != 0) return std::nullopt;
+  try {
+    return nlohmann::json::parse(out);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
 }
 
 // One message from a raw DEALER peer, or nullopt after timeout_ms (or on a decode error).
