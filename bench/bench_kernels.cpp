@@ -19,7 +19,11 @@
 // the same memory system. The arithmetic peaks (fp32 FMA, int8 and bf16 dot products) are
 // measured in the same run too, and every GEMM is also reported as a fraction of the peak of
 // the arithmetic it runs on (int8 for the quantized formats, bf16 dot for bf16 where the CPU has
-// it, fp32 FMA for f16), so a figure can be checked against what the silicon can do. Each figure is the best of repeated runs after a warm-up
+// it, fp32 FMA for f16), so a figure can be checked against what the silicon can do. The peaks
+// are measured again right after each GEMM and the GEMM is judged against the higher of the two
+// (paired, as the GEMVs are with bandwidth): on these shared VMs the one-thread int8 peak read
+// anywhere from 715 to 1007 GOPS between runs of the same binary (Zen 5, 2026-12-07), and a
+// peak caught in a slow window had put a GEMM at "105%". Each figure is the best of repeated runs after a warm-up
 // (both for our kernels and for the baselines, so noise from other processes on a shared
 // machine biases neither side); medians are in the JSON too. A third baseline, the parallel
 // capacity (independent FMA chains on N threads vs 1), says how much parallel hardware the run
@@ -215,6 +219,7 @@ struct Row {
   Timing t;
   double gops = 0.0, ratio = 0.0, bytes_per_s = 0.0, bw_fraction = 0.0;
   double peak_fraction = 0.0, paired_bw = 0.0;
+  double peak = 0.0;  // GEMM: the peak (ops/s) it is judged against, paired with its own timing
   const char* peak_kind = "";
   std::size_t weight_bytes = 0;
   std::string layout = "rows";  // the weight layout the kernels ran on
@@ -233,6 +238,7 @@ nlohmann::json to_json(const Row& r) {
     if (r.peak_fraction > 0) {
       j["fraction_of_peak"] = r.peak_fraction;
       j["peak"] = r.peak_kind;
+      if (r.peak > 0) j["paired_peak_ops_per_second"] = r.peak;
     }
   }
   if (r.kind == "gemv") {
@@ -364,16 +370,20 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         r.t = time_it([&] { matmul(x.view(), w, nullptr, y.view(), ctx); }, min_time_s);
         r.gops = 2.0 * r.m * r.n * r.k / r.t.best_s / 1e9;
         r.ratio = r.gops / sgemm_gflops[i];
-        double peak = peaks.int8_ops;
+        // The peak re-measured right after this GEMM; the higher of it and the table's peak is
+        // the one judged against (a slow window only ever lowers a peak).
+        const am::bench::ComputePeaks after = am::bench::measure_compute_peaks(pool, min_time_s, *path);
+        double peak = std::max(peaks.int8_ops, after.int8_ops);
         r.peak_kind = "int8_dot";
         if (f == WeightFormat::kF32 || f == WeightFormat::kF16 ||
             (f == WeightFormat::kBF16 && peaks.bf16_flops <= 0)) {
-          peak = peaks.fp32_flops;
+          peak = std::max(peaks.fp32_flops, after.fp32_flops);
           r.peak_kind = "fp32_fma";
         } else if (f == WeightFormat::kBF16) {
-          peak = peaks.bf16_flops;
+          peak = std::max(peaks.bf16_flops, after.bf16_flops);
           r.peak_kind = "bf16_dot";
         }
+        r.peak = peak;
         r.peak_fraction = peak > 0 ? r.gops * 1e9 / peak : 0.0;
         r.layout = std::string(weight_layout_name(w.layout()));
         std::printf("  %-5s %-4s %5lld %6lld %6lld %9.2f %9.1f %9.2fx %7.0f%% %8s  %s\n", name.c_str(), "gemm",
@@ -385,14 +395,17 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
         if (const double l1 = tile_kernel_gops(f, ctx, min_time_s, 4); l1 > 0) {
           const int64_t panel = gemm_panel_groups(f);
           const double l2 = tile_kernel_gops(f, ctx, min_time_s, panel);
+          // Paired like the GEMMs: the higher of the table's peak and one measured right after.
+          const double peak =
+              std::max(peaks.int8_ops, am::bench::measure_compute_peaks(pool, min_time_s, *path).int8_ops);
           std::printf("  %-5s tile kernel alone (6 rows of X, K = 512): 4 groups in L1 %.1f GOPS = %.0f%% of the int8 "
                       "peak; the GEMM's %lld-group panel from L2 %.1f GOPS = %.0f%%\n",
-                      name.c_str(), l1, 100.0 * l1 * 1e9 / peaks.int8_ops, static_cast<long long>(panel), l2,
-                      100.0 * l2 * 1e9 / peaks.int8_ops);
+                      name.c_str(), l1, 100.0 * l1 * 1e9 / peak, static_cast<long long>(panel), l2,
+                      100.0 * l2 * 1e9 / peak);
           doc["tile_kernel"].push_back({{"format", name}, {"l1_gops", l1},
-                                        {"l1_fraction_of_peak", l1 * 1e9 / peaks.int8_ops},
+                                        {"l1_fraction_of_peak", l1 * 1e9 / peak},
                                         {"panel_groups", panel}, {"l2_gops", l2},
-                                        {"l2_fraction_of_peak", l2 * 1e9 / peaks.int8_ops}});
+                                        {"l2_fraction_of_peak", l2 * 1e9 / peak}});
         }
       }
       if (!wanted(kinds, "gemv")) continue;
