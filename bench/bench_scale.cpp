@@ -5,7 +5,8 @@
 //                database: spawn -> endpoint written = parse + expand + insert + load; its RSS then,
 //                with every job queued.
 //   2. ingest:   the store (coordinator/store.h, WAL, the production synchronous setting, on disk)
-//                takes leases and ~1 KiB results for half of the jobs, in batches of each size of
+//                takes leases and ~1 KiB results for half of the jobs (each RESULT decoded from
+//                its wire bytes under the clock, as the coordinator does), in batches of each size of
 //                --batch; rows/s per batch size (all of the store's indexes in place); beside it the
 //                raw SQLite ceiling: the same rows by a bare INSERT into an integer-keyed table of
 //                a database of its own with the store's settings (ingest_ceiling()).
@@ -37,6 +38,7 @@
 #include "bench/process_stats.h"
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "common/protocol.h"
 #include "common/spawn.h"
 #include "coordinator/sqlite_db.h"
 #include "coordinator/sqlite_statement.h"
@@ -119,16 +121,21 @@ double g_ingest_cpu_s = 0;
 double g_lease_s = 0;
 
 // Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s of
-// the store calls alone (the records are made before the clock runs).
+// what the coordinator does per result from the wire to the store: each RESULT is made and
+// encoded before the clock runs (as a worker sends it), then under the clock decoded
+// (proto::decode: the metrics straight to JSON text), made a ResultRecord as Server::on_result
+// makes it, and stored with the leases of its batch.
 am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string>& ids, std::size_t from,
                           std::size_t to, int batch) {
   double stored_s = 0;
   std::vector<am::coord::LeaseRecord> leases;
   std::vector<am::coord::ResultRecord> results;
+  std::vector<am::proto::Frames> wire;
   for (std::size_t i = from; i < to;) {
     const std::size_t end = std::min(to, i + static_cast<std::size_t>(batch));
     leases.clear();
     results.clear();
+    wire.clear();
     const int64_t now = am::now_epoch_ms();
     for (std::size_t k = i; k < end; ++k) {
       am::coord::LeaseRecord l;
@@ -141,25 +148,39 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
       l.leased_at_ms = now;
       l.lease_expires_at_ms = now + 150'000;
       leases.push_back(std::move(l));
-      am::coord::ResultRecord r;
-      r.run_id = kRun;
+      am::proto::JobResult r;
       r.job_id = ids[k];
       r.attempt = 1;
-      r.worker_id = "sim-scale-0";
       r.status = am::ResultStatus::kPass;
       r.metrics = am::sim::sim_metrics(k);
       r.log_tail = "simulated job: finished at once\n";
       r.started_at_ms = now - 5;
       r.finished_at_ms = now;
-      r.received_at_ms = now;
-      results.push_back(std::move(r));
+      wire.push_back(am::proto::encode(am::proto::Message{std::move(r)}));
     }
     // As the coordinator does: the leases of a scheduling pass in one transaction, then the
-    // results of a batch in one.
+    // results of a batch, decoded as they arrive, in one.
     const auto t0 = am::SteadyClock::now();
     const double cpu0 = am::bench::sample_self().cpu_s;
     AM_RETURN_IF_ERROR(store.record_leases(leases));
     g_lease_s += am::seconds_since(t0);
+    for (const am::proto::Frames& f : wire) {
+      AM_ASSIGN_OR_RETURN(am::proto::Message m, am::proto::decode(f.type, f.body));
+      auto& got = std::get<am::proto::JobResult>(m.body);
+      am::coord::ResultRecord r;
+      r.run_id = kRun;
+      r.job_id = std::move(got.job_id);
+      r.attempt = got.attempt;
+      r.worker_id = "sim-scale-0";
+      r.status = got.status;
+      r.reason = std::move(got.reason);
+      r.metrics_json = std::move(got.metrics_json);
+      r.log_tail = std::move(got.log_tail);
+      r.started_at_ms = got.started_at_ms;
+      r.finished_at_ms = got.finished_at_ms;
+      r.received_at_ms = now;
+      results.push_back(std::move(r));
+    }
     AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
     stored_s += am::seconds_since(t0);
     g_ingest_cpu_s += am::bench::sample_self().cpu_s - cpu0;

@@ -1,17 +1,53 @@
 #include "common/msgpack_json.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <unordered_set>
+#include <vector>
+
+#include "common/json_text.h"
 
 namespace am::proto {
 
 namespace {
 
+// The bounds every converted document is held to (DocLimits), with errors naming the path.
+class DocChecks {
+ public:
+  explicit DocChecks(const DocLimits& limits) : limits_(limits) {}
+
+  Status container(std::size_t entries, int depth, const std::string& path) const {
+    if (depth > limits_.max_depth) {
+      return invalid_argument(path + ": nested deeper than " + std::to_string(limits_.max_depth) +
+                              " levels");
+    }
+    if (entries > limits_.max_entries) {
+      return resource_exhausted(path + ": " + std::to_string(entries) + " entries exceed the limit of " +
+                                std::to_string(limits_.max_entries));
+    }
+    return Status::Ok();
+  }
+
+  Status string(std::string_view s, const std::string& path) const {
+    if (s.size() > limits_.max_string_bytes) {
+      return resource_exhausted(path + ": string of " + std::to_string(s.size()) +
+                                " bytes exceeds the limit of " +
+                                std::to_string(limits_.max_string_bytes));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const DocLimits& limits_;
+};
+
 class DocConverter {
  public:
-  explicit DocConverter(const DocLimits& limits) : limits_(limits) {}
+  explicit DocConverter(const DocLimits& limits) : checks_(limits) {}
 
   // `path` is extended in place while descending and restored on the way back, so the error
   // message can name the offending element without building strings on the happy path.
@@ -25,12 +61,12 @@ class DocConverter {
       case msgpack::type::FLOAT64: out = o.via.f64; return Status::Ok();
       case msgpack::type::STR: {
         std::string_view s(o.via.str.ptr, o.via.str.size);
-        AM_RETURN_IF_ERROR(check_string(s, path));
+        AM_RETURN_IF_ERROR(checks_.string(s, path));
         out = repair_utf8(s);
         return Status::Ok();
       }
       case msgpack::type::ARRAY: {
-        AM_RETURN_IF_ERROR(check_container(o.via.array.size, depth + 1, path));
+        AM_RETURN_IF_ERROR(checks_.container(o.via.array.size, depth + 1, path));
         out = nlohmann::json::array();
         auto& arr = out.get_ref<nlohmann::json::array_t&>();
         arr.reserve(o.via.array.size);
@@ -47,7 +83,7 @@ class DocConverter {
         return Status::Ok();
       }
       case msgpack::type::MAP: {
-        AM_RETURN_IF_ERROR(check_container(o.via.map.size, depth + 1, path));
+        AM_RETURN_IF_ERROR(checks_.container(o.via.map.size, depth + 1, path));
         out = nlohmann::json::object();
         auto& obj = out.get_ref<nlohmann::json::object_t&>();
         for (uint32_t i = 0; i < o.via.map.size; ++i) {
@@ -57,7 +93,7 @@ class DocConverter {
                                     std::string(msgpack_type_name(kv.key)));
           }
           std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
-          AM_RETURN_IF_ERROR(check_string(key_raw, path));
+          AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
           std::string key = repair_utf8(key_raw);
           const std::size_t mark = path.size();
           path += '.';
@@ -79,28 +115,124 @@ class DocConverter {
   }
 
  private:
-  Status check_container(std::size_t entries, int depth, const std::string& path) const {
-    if (depth > limits_.max_depth) {
-      return invalid_argument(path + ": nested deeper than " + std::to_string(limits_.max_depth) +
-                              " levels");
+  DocChecks checks_;
+};
+
+// Writes JSON text straight from the msgpack value: the bytes to_json_text() writes for the tree
+// DocConverter builds of it, with the same checks in the same order (so the same first error),
+// and no tree in between. Maps: each member's value is written into the map's own scratch in
+// the sender's order, then the members are emitted sorted by key as nlohmann's std::map holds
+// them (std::string's order, i.e. bytes as unsigned char).
+class TextConverter {
+ public:
+  explicit TextConverter(const DocLimits& limits) : checks_(limits) {}
+
+  Status convert(const msgpack::object& o, int depth, std::string& path, std::string& out) {
+    switch (o.type) {
+      case msgpack::type::NIL: out += "null"; return Status::Ok();
+      case msgpack::type::BOOLEAN: out += o.via.boolean ? "true" : "false"; return Status::Ok();
+      case msgpack::type::POSITIVE_INTEGER: append_number(out, o.via.u64); return Status::Ok();
+      case msgpack::type::NEGATIVE_INTEGER: append_number(out, o.via.i64); return Status::Ok();
+      case msgpack::type::FLOAT32:
+      case msgpack::type::FLOAT64: append_json_double(out, o.via.f64); return Status::Ok();
+      case msgpack::type::STR: {
+        std::string_view s(o.via.str.ptr, o.via.str.size);
+        AM_RETURN_IF_ERROR(checks_.string(s, path));
+        append_repaired(out, s);
+        return Status::Ok();
+      }
+      case msgpack::type::ARRAY: {
+        AM_RETURN_IF_ERROR(checks_.container(o.via.array.size, depth + 1, path));
+        out += '[';
+        for (uint32_t i = 0; i < o.via.array.size; ++i) {
+          if (i > 0) out += ',';
+          const std::size_t mark = path.size();
+          path += '[';
+          path += std::to_string(i);
+          path += ']';
+          AM_RETURN_IF_ERROR(convert(o.via.array.ptr[i], depth + 1, path, out));
+          path.resize(mark);
+        }
+        out += ']';
+        return Status::Ok();
+      }
+      case msgpack::type::MAP: return convert_map(o, depth, path, out);
+      case msgpack::type::BIN:
+      case msgpack::type::EXT:
+        return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) +
+                                " values are not supported in documents");
     }
-    if (entries > limits_.max_entries) {
-      return resource_exhausted(path + ": " + std::to_string(entries) + " entries exceed the limit of " +
-                                std::to_string(limits_.max_entries));
+    return invalid_argument(path + ": unknown msgpack type");
+  }
+
+ private:
+  // Above this many members a map finds repeated keys through a hash set, not a scan.
+  static constexpr uint32_t kLinearKeyScanMax = 16;
+
+  struct Member {
+    std::string key;              // repaired
+    std::size_t begin = 0, end = 0;  // the value's text in the map's scratch
+  };
+
+  Status convert_map(const msgpack::object& o, int depth, std::string& path, std::string& out) {
+    const uint32_t n = o.via.map.size;
+    AM_RETURN_IF_ERROR(checks_.container(n, depth + 1, path));
+    std::vector<Member> members;
+    members.reserve(n);  // never reallocates: `seen` points into the keys
+    std::unordered_set<std::string_view> seen;
+    std::string values;
+    for (uint32_t i = 0; i < n; ++i) {
+      const msgpack::object_kv& kv = o.via.map.ptr[i];
+      if (kv.key.type != msgpack::type::STR) {
+        return invalid_argument(path + ": map keys must be strings, got " + std::string(msgpack_type_name(kv.key)));
+      }
+      std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
+      AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
+      Member& m = members.emplace_back();
+      m.key = repair_utf8(key_raw);
+      const std::size_t mark = path.size();
+      path += '.';
+      path += m.key;
+      bool repeated = false;
+      if (n <= kLinearKeyScanMax) {
+        for (std::size_t k = 0; k + 1 < members.size() && !repeated; ++k) repeated = members[k].key == m.key;
+      } else {
+        repeated = !seen.insert(m.key).second;
+      }
+      if (repeated) return invalid_argument(path + ": duplicate key");
+      m.begin = values.size();
+      AM_RETURN_IF_ERROR(convert(kv.val, depth + 1, path, values));
+      m.end = values.size();
+      path.resize(mark);
     }
+    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
+    out += '{';
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (i > 0) out += ',';
+      append_json_string(out, members[i].key);
+      out += ':';
+      out.append(values, members[i].begin, members[i].end - members[i].begin);
+    }
+    out += '}';
     return Status::Ok();
   }
 
-  Status check_string(std::string_view s, const std::string& path) const {
-    if (s.size() > limits_.max_string_bytes) {
-      return resource_exhausted(path + ": string of " + std::to_string(s.size()) +
-                                " bytes exceeds the limit of " +
-                                std::to_string(limits_.max_string_bytes));
-    }
-    return Status::Ok();
+  template <typename Int>
+  static void append_number(std::string& out, Int v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
   }
 
-  const DocLimits& limits_;
+  static void append_repaired(std::string& out, std::string_view s) {
+    if (is_valid_utf8(s)) {
+      append_json_string(out, s);
+    } else {
+      append_json_string(out, repair_utf8(s));
+    }
+  }
+
+  DocChecks checks_;
 };
 
 bool reference_input(msgpack::type::object_type, std::size_t, void*) { return true; }
@@ -192,6 +324,13 @@ Status msgpack_object_to_json(const msgpack::object& obj, std::string_view path,
     // nlohmann containers can only throw on allocation here; keep the promise of no exceptions.
     return internal_error(std::string(path) + ": " + e.what());
   }
+}
+
+Status msgpack_object_to_json_text(const msgpack::object& obj, std::string_view path, std::string& out,
+                                   const DocLimits& limits) {
+  std::string p(path);
+  TextConverter conv(limits);
+  return conv.convert(obj, 0, p, out);
 }
 
 std::string json_to_msgpack(const nlohmann::json& doc) {

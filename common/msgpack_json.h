@@ -14,6 +14,8 @@
 //   included) above `limits.max_string_bytes`. Invalid UTF-8 in strings is repaired, not
 //   rejected. Errors name the path inside the document, prefixed by `path` ("HELLO.capabilities"
 //   -> "HELLO.capabilities.devices[2].name: ..."). Never throws.
+// - msgpack_object_to_json_text() is msgpack_object_to_json() followed by to_json_text(), in one
+//   pass without the tree.
 // - json_to_msgpack()/msgpack_to_json() are the byte-level conveniences (one whole value).
 // Thread-safe: all functions are pure.
 #pragma once
@@ -47,6 +49,13 @@ void pack_float64(msgpack::sbuffer& out, double v);
 
 Status msgpack_object_to_json(const msgpack::object& obj, std::string_view path,
                               nlohmann::json& out, const DocLimits& limits = {});
+// The same conversion written straight to JSON text: the bytes to_json_text() (common/json_text.h)
+// writes for the tree msgpack_object_to_json() would build (members sorted by key as that tree
+// holds them), under the same checks with the same first error, and no tree in between (the
+// coordinator stores a result's metrics this way: docs/SCALE.md). Appends to `out`; on an error
+// `out` holds a partial text. Never throws except std::bad_alloc.
+Status msgpack_object_to_json_text(const msgpack::object& obj, std::string_view path, std::string& out,
+                                   const DocLimits& limits = {});
 
 std::string json_to_msgpack(const nlohmann::json& doc);
 // Parses exactly one msgpack value filling all of `bytes` (trailing bytes are an error).

@@ -66,6 +66,15 @@ void put(msgpack::sbuffer& out, std::string_view key, const nlohmann::json& doc)
   put_key(out, key);
   pack_json(out, doc);
 }
+// A RESULT's metrics as sent: the tree, or for a decoded message (tree empty, text given) the
+// text read back, so encode(decode(x)) sends what x sent. Text that does not parse (only a
+// caller's own doing) sends the empty map.
+nlohmann::json sent_metrics(const JobResult& m) {
+  if (!m.metrics.empty() || m.metrics_json.empty()) return m.metrics;
+  nlohmann::json doc = nlohmann::json::parse(m.metrics_json, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() ? doc : nlohmann::json::object();
+}
+
 template <typename V>
 void put_map(msgpack::sbuffer& out, std::string_view key, const std::map<std::string, V>& m) {
   put_key(out, key);
@@ -147,7 +156,7 @@ struct Encoder {
     put(out, "attempt", m.attempt);
     put(out, "status", std::string(to_string(m.status)));
     put(out, "reason", m.reason);
-    put(out, "metrics", m.metrics);
+    put(out, "metrics", sent_metrics(m));
     put(out, "log_tail", clipped_log_tail(m.log_tail));
     put(out, "started_at_ms", m.started_at_ms);
     put(out, "finished_at_ms", m.finished_at_ms);
@@ -360,6 +369,22 @@ class FieldReader {
     return Status::Ok();
   }
 
+  // A map document written straight to JSON text (msgpack_object_to_json_text); absent: "{}".
+  Status document_text(std::string_view field, Need need, std::string& out) const {
+    AM_ASSIGN_OR_RETURN(const msgpack::object* o, find(field, need));
+    if (o == nullptr) {
+      out = "{}";
+      return Status::Ok();
+    }
+    if (o->type != msgpack::type::MAP) {
+      return error(field, "expected map, got " + std::string(desc(*o)));
+    }
+    std::string text;
+    AM_RETURN_IF_ERROR(msgpack_object_to_json_text(*o, path(field), text));
+    out = std::move(text);
+    return Status::Ok();
+  }
+
   // A map with id keys and values checked by `value_fn(key_path, value)`.
   template <typename Fn>
   Status id_keyed_map(std::string_view field, Need need, Fn&& value_fn) const {
@@ -511,7 +536,7 @@ Result<Message> decode_result(const FieldReader& r) {
   }
   m.status = *parsed;
   AM_RETURN_IF_ERROR(r.string("reason", Need::kOptional, kMaxStringBytes, m.reason));
-  AM_RETURN_IF_ERROR(r.document("metrics", Need::kOptional, m.metrics));
+  AM_RETURN_IF_ERROR(r.document_text("metrics", Need::kOptional, m.metrics_json));
   AM_RETURN_IF_ERROR(r.string("log_tail", Need::kOptional, kMaxLogTailBytes, m.log_tail));
   AM_RETURN_IF_ERROR(r.integer("started_at_ms", Need::kOptional, 0, kInt64Max, m.started_at_ms));
   AM_RETURN_IF_ERROR(r.integer("finished_at_ms", Need::kOptional, 0, kInt64Max, m.finished_at_ms));

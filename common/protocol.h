@@ -137,7 +137,14 @@ struct JobResult {
   int attempt = 0;
   ResultStatus status = ResultStatus::kError;   // common/result_status.h; a string on the wire
   std::string reason;             // why, for every status other than pass
-  nlohmann::json metrics = nlohmann::json::object();  // latency/accuracy/memory documents
+  // The latency/accuracy/memory documents. The sender fills `metrics`, which encode() sends;
+  // decode() leaves it empty and gives the document as JSON text in `metrics_json` instead (the
+  // bytes to_json_text() writes for that tree, "{}" when absent), which the coordinator stores
+  // as it is: a tree of ~1.6 KiB of metrics per result, built and written out again, was a
+  // quarter of storing a result (docs/SCALE.md). encode() sends `metrics_json` read back when
+  // `metrics` is empty, so a decoded RESULT re-encodes to what it was.
+  nlohmann::json metrics = nlohmann::json::object();
+  std::string metrics_json;
   std::string log_tail;           // last bytes of the job process's output
   int64_t started_at_ms = 0;      // unix epoch milliseconds
   int64_t finished_at_ms = 0;

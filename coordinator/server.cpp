@@ -26,6 +26,7 @@
 #include "coordinator/placement.h"
 #include "coordinator/stable_table.h"
 #include "coordinator/store.h"
+#include "coordinator/stored_json.h"
 #include "jobs/spec_family.h"
 #include "jobs/spec_limits.h"
 
@@ -231,6 +232,15 @@ std::string summarize_metrics(const nlohmann::json& m) {
   return out;
 }
 
+// The same of a result's metrics given as JSON text (proto::JobResult::metrics_json), reading
+// only those two members; text that does not parse summarizes to nothing.
+std::string summarize_metrics_text(std::string_view text) {
+  static const std::vector<std::string_view> kMembers = {"latency_ms.median", "accuracy.nmse"};
+  thread_local StoredJsonReader reader;
+  Result<nlohmann::json> m = reader.decode(text, &kMembers);
+  return m.ok() && m->is_object() ? summarize_metrics(*m) : std::string();
+}
+
 }  // namespace
 
 struct Server::Impl {
@@ -295,7 +305,14 @@ struct Server::Impl {
   ServerCounters counters;
   PeerStanding standing;
   std::optional<Status> fatal;                     // a storage fault: stop, ACK nothing more
+  // What the newest event says; for a job's result the line is made from last_result when a
+  // snapshot is taken (a progress display takes one per result, a headless serve only for
+  // `status`), so no result's metrics are read on the way to the store.
   std::string last_event;
+  struct LastResult {
+    std::string head, metrics_json, tail;
+  };
+  std::optional<LastResult> last_result;   // newer than last_event when set
   std::function<void(const Progress&)> progress_cb;
 
   DeviceHealth health;
@@ -579,7 +596,8 @@ struct Server::Impl {
     }
     p.workers = static_cast<int>(sessions.size());
     for (const auto& [identity, s] : sessions) p.slots += s.slots;
-    p.last_event = last_event;
+    p.last_event = last_result ? last_result->head + summarize_metrics_text(last_result->metrics_json) + last_result->tail
+                               : last_event;
     p.measured_jobs = measured_jobs;
     p.measured_job_ms = measured_job_ms;
     return p;
@@ -633,6 +651,7 @@ struct Server::Impl {
     set_state(j, JobState::kDone, status);
     runs_dirty = true;
     last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
+    last_result.reset();
     logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
     notify();
   }
@@ -1148,7 +1167,7 @@ struct Server::Impl {
     rec.worker_id = s.worker_id;
     rec.status = r.status;
     rec.reason = std::move(r.reason);
-    rec.metrics = std::move(r.metrics);
+    rec.metrics_json = std::move(r.metrics_json);
     rec.log_tail = std::move(r.log_tail);
     rec.started_at_ms = r.started_at_ms;
     rec.finished_at_ms = r.finished_at_ms;
@@ -1187,7 +1206,7 @@ struct Server::Impl {
     }
     assign_dirty = true;   // leases ended: credits the slot cap held back are usable again
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      const ResultRecord& rec = batch[i];
+      ResultRecord& rec = batch[i];   // stored: its metrics text may move on to last_result
       const StoredOutcome& out = (*outcomes)[i];
       if (out.duplicate) ++counters.results_duplicate;
       if (out.discarded) {
@@ -1217,8 +1236,8 @@ struct Server::Impl {
         set_state(j, JobState::kDone, rec.status);
         j.lease_mut().worker.clear();
         j.lease_mut().attempt = 0;
-        last_event = std::string(to_string(rec.status)) + "  " + describe(j) + summarize_metrics(rec.metrics) +
-                     (rec.reason.empty() ? "" : "  (" + rec.reason + ")");
+        last_result = LastResult{std::string(to_string(rec.status)) + "  " + describe(j), std::move(rec.metrics_json),
+                                 rec.reason.empty() ? "" : "  (" + rec.reason + ")"};
         notify();
       } else if (is_current_lease) {
         j.lease_mut().worker.clear();
@@ -1617,6 +1636,7 @@ struct Server::Impl {
         logger()->info("device {}/{}: {} ({})", e.worker_id, e.device, e.event, e.reason);
       }
       last_event = e.event + "  " + e.worker_id + "/" + e.device + "  (" + e.reason + ")";
+      last_result.reset();
     }
     if (!events.empty()) {
       assign_dirty = true;
@@ -1646,7 +1666,7 @@ struct Server::Impl {
     const bool passed = r.status == ResultStatus::kPass;
     std::string detail = std::string(to_string(r.status));
     if (!r.reason.empty()) detail += ": " + r.reason;
-    detail += summarize_metrics(r.metrics);
+    detail += summarize_metrics_text(r.metrics_json);
     apply_health_events(health.on_health_result(s.worker_id, device, passed, detail, steady_ms()));
     if (fatal) return;
     send(s.identity, proto::Ack{r.job_id, r.attempt});
@@ -1875,6 +1895,7 @@ struct Server::Impl {
     runs_dirty = true;
     assign_dirty = true;
     last_event = "cancelled  " + describe(j) + "  (" + reason + ")";
+    last_result.reset();
     notify();
     return true;
   }

@@ -1030,6 +1030,11 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
       continue;
     }
     const int64_t received = r.received_at_ms != 0 ? r.received_at_ms : now;
+    // A RESULT's metrics arrive as text already (ResultRecord::metrics_json); a tree is written
+    // here (common/json_text.h: with dump() the text was a third of this call).
+    std::string tree_text;
+    if (r.metrics_json.empty()) tree_text = r.metrics.is_null() ? std::string("{}") : to_json_text(r.metrics);
+    const std::string_view metrics_text = r.metrics_json.empty() ? std::string_view(tree_text) : r.metrics_json;
     upsert->reset();
     upsert->bind(1, r.run_id)
         .bind(2, r.job_id)
@@ -1037,8 +1042,7 @@ Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<Result
         .bind(4, r.worker_id)
         .bind(5, to_string(r.status))
         .bind(6, r.reason)
-        // common/json_text.h: with dump() the text was a third of this call.
-        .bind(7, r.metrics.is_null() ? std::string("{}") : to_json_text(r.metrics))
+        .bind(7, metrics_text)
         .bind(8, r.log_tail)
         .bind(9, r.started_at_ms)
         .bind(10, r.finished_at_ms)

@@ -139,7 +139,11 @@ struct ResultRecord {
   std::string worker_id;
   ResultStatus status = ResultStatus::kError;
   std::string reason;
+  // The metrics: as JSON text when `metrics_json` is set (a RESULT's, decoded straight to text:
+  // proto::JobResult::metrics_json, i.e. what to_json_text() writes for an object), stored as
+  // it is; else the tree, written with to_json_text().
   nlohmann::json metrics = nlohmann::json::object();
+  std::string metrics_json;
   std::string log_tail;
   int64_t started_at_ms = 0;
   int64_t finished_at_ms = 0;

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/json_text.h"
 #include "common/protocol.h"
 
 namespace am::proto::testing {
@@ -174,9 +175,17 @@ inline ::testing::AssertionResult bodies_equal(const Progress& a, const Progress
   AM_FIELD_EQ(job_id) AM_FIELD_EQ(attempt) AM_FIELD_EQ(phase)
   return ::testing::AssertionSuccess();
 }
+// A RESULT's metrics as text whichever side holds them: decoded messages carry the text,
+// built ones the tree (JobResult's contract: the text is to_json_text() of the tree).
+inline std::string metrics_text(const JobResult& r) {
+  return r.metrics_json.empty() ? to_json_text(r.metrics) : r.metrics_json;
+}
 inline ::testing::AssertionResult bodies_equal(const JobResult& a, const JobResult& b) {
   AM_FIELD_EQ(job_id) AM_FIELD_EQ(attempt) AM_FIELD_EQ(status) AM_FIELD_EQ(reason)
-  AM_FIELD_EQ(metrics) AM_FIELD_EQ(log_tail) AM_FIELD_EQ(started_at_ms) AM_FIELD_EQ(finished_at_ms)
+  AM_FIELD_EQ(log_tail) AM_FIELD_EQ(started_at_ms) AM_FIELD_EQ(finished_at_ms)
+  if (metrics_text(a) != metrics_text(b)) {
+    return ::testing::AssertionFailure() << "metrics differ: " << metrics_text(a) << " vs " << metrics_text(b);
+  }
   return ::testing::AssertionSuccess();
 }
 inline ::testing::AssertionResult bodies_equal(const Ack& a, const Ack& b) {

@@ -9,8 +9,10 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
+#include "common/json_text.h"
 #include "common/protocol.h"
 #include "coordinator/matching.h"
 #include "coordinator/server.h"
@@ -51,6 +53,22 @@ int64_t sql_int(const std::filesystem::path& db, const std::string& query) {
   sqlite3_finalize(stmt);
   sqlite3_close(h);
   return v;
+}
+
+// The first column of every row, as text.
+std::set<std::string> sql_texts(const std::filesystem::path& db, const std::string& query) {
+  sqlite3* h = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(h, query.c_str(), -1, &stmt, nullptr), SQLITE_OK) << query;
+  std::set<std::string> out;
+  while (stmt && sqlite3_step(stmt) == SQLITE_ROW) {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    out.insert(text != nullptr ? text : "");
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(h);
+  return out;
 }
 
 jobs::Plan plan_of(const SimPlan& p) {
@@ -155,6 +173,11 @@ TEST(SimFleet, CompletesEveryJobOnceAgainstTheRealCoordinator) {
   EXPECT_EQ(sql_int(db, "SELECT count(*) FROM attempts WHERE state = 'done'"), p.jobs);
   EXPECT_EQ(sql_int(db, "SELECT count(DISTINCT worker_id) FROM attempts"), 8);
   EXPECT_GT(sql_int(db, "SELECT min(length(metrics_json)) FROM attempts"), 800);
+  // The coordinator decodes a RESULT's metrics straight to JSON text: what it stores is, byte for
+  // byte, the text of the tree each worker sent (its own sim_metrics()).
+  std::set<std::string> sent;
+  for (int i = 0; i < o.workers; ++i) sent.insert(to_json_text(sim_metrics(static_cast<uint64_t>(i) + 1)));
+  EXPECT_EQ(sql_texts(db, "SELECT DISTINCT metrics_json FROM attempts"), sent);
 }
 
 // A coordinator stopped while jobs run releases their leases and CANCELs them; the workers keep
