@@ -6,7 +6,8 @@
 #include <cstring>
 #include <limits>
 #include <new>
-#include <unordered_set>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "common/json_text.h"
@@ -119,50 +120,96 @@ class DocConverter {
 };
 
 // Writes JSON text straight from the msgpack value: the bytes to_json_text() writes for the tree
-// DocConverter builds of it, with the same checks in the same order (so the same first error),
-// and no tree in between. Maps: each member's value is written into the map's own scratch in
-// the sender's order, then the members are emitted sorted by key as nlohmann's std::map holds
-// them (std::string's order, i.e. bytes as unsigned char).
+// DocConverter builds of it, under the same checks, and no tree in between. Two passes:
+// check() walks the value in the sender's order with DocConverter's checks, so the first error
+// is the one the tree's conversion reports; write() then cannot fail and writes each map's
+// members sorted by key as nlohmann's std::map holds them (std::string's order: bytes as
+// unsigned char) straight into `out`. One pass with a scratch text per map copied every byte
+// once per enclosing map (6x the CPU of the tree for a hostile 16-deep document), and hashing
+// keys let a peer pick colliding ones: repeated keys are found by a scan or an ordered set.
 class TextConverter {
  public:
   explicit TextConverter(const DocLimits& limits) : checks_(limits) {}
 
-  Status convert(const msgpack::object& o, int depth, std::string& path, std::string& out) {
+  Status convert(const msgpack::object& o, std::string& path, std::string& out) {
+    AM_RETURN_IF_ERROR(check(o, 0, path));
+    write(o, out);
+    return Status::Ok();
+  }
+
+ private:
+  // Up to this many members a map finds repeated keys by a scan; above, by an ordered set
+  // (O(n log n) whatever keys a peer picks, as the tree's own std::map).
+  static constexpr uint32_t kLinearKeyScanMax = 16;
+
+  // A map's keys as the tree holds them: views of the sender's bytes when they are valid UTF-8,
+  // else of their repaired copies (kept in `repaired`, reserved so the views stay valid).
+  struct Keys {
+    std::vector<std::string_view> views;
+    std::vector<std::string> repaired;
+    explicit Keys(uint32_t n) {
+      views.reserve(n);
+      repaired.reserve(n);
+    }
+    std::string_view add(std::string_view raw) {
+      if (is_valid_utf8(raw)) return views.emplace_back(raw);
+      return views.emplace_back(repaired.emplace_back(repair_utf8(raw)));
+    }
+  };
+
+  Status check(const msgpack::object& o, int depth, std::string& path) {
     switch (o.type) {
       case msgpack::type::NIL:
       case msgpack::type::BOOLEAN:
       case msgpack::type::POSITIVE_INTEGER:
       case msgpack::type::NEGATIVE_INTEGER:
       case msgpack::type::FLOAT32:
-      case msgpack::type::FLOAT64: append_scalar(o, out); return Status::Ok();
-      case msgpack::type::STR: {
-        std::string_view s(o.via.str.ptr, o.via.str.size);
-        AM_RETURN_IF_ERROR(checks_.string(s, path));
-        append_repaired(out, s);
-        return Status::Ok();
-      }
+      case msgpack::type::FLOAT64: return Status::Ok();
+      case msgpack::type::STR: return checks_.string(std::string_view(o.via.str.ptr, o.via.str.size), path);
       case msgpack::type::ARRAY: {
         AM_RETURN_IF_ERROR(checks_.container(o.via.array.size, depth + 1, path));
-        out += '[';
         for (uint32_t i = 0; i < o.via.array.size; ++i) {
-          if (i > 0) out += ',';
-          // A number, bool or nil cannot fail: written without naming its path (a result's
-          // 1,024 latency samples spent a quarter of their conversion on it).
-          if (is_scalar(o.via.array.ptr[i])) {
-            append_scalar(o.via.array.ptr[i], out);
-            continue;
-          }
+          // A number, bool or nil cannot fail: no path is made for it (a result's 1,024
+          // latency samples spent a quarter of their conversion on it).
+          if (is_scalar(o.via.array.ptr[i])) continue;
           const std::size_t mark = path.size();
           path += '[';
           path += std::to_string(i);
           path += ']';
-          AM_RETURN_IF_ERROR(convert(o.via.array.ptr[i], depth + 1, path, out));
+          AM_RETURN_IF_ERROR(check(o.via.array.ptr[i], depth + 1, path));
           path.resize(mark);
         }
-        out += ']';
         return Status::Ok();
       }
-      case msgpack::type::MAP: return convert_map(o, depth, path, out);
+      case msgpack::type::MAP: {
+        const uint32_t n = o.via.map.size;
+        AM_RETURN_IF_ERROR(checks_.container(n, depth + 1, path));
+        Keys keys(n);
+        std::set<std::string_view> seen;
+        for (uint32_t i = 0; i < n; ++i) {
+          const msgpack::object_kv& kv = o.via.map.ptr[i];
+          if (kv.key.type != msgpack::type::STR) {
+            return invalid_argument(path + ": map keys must be strings, got " + std::string(msgpack_type_name(kv.key)));
+          }
+          const std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
+          AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
+          const std::string_view key = keys.add(key_raw);
+          bool repeated = false;
+          if (n <= kLinearKeyScanMax) {
+            for (std::size_t k = 0; k + 1 < keys.views.size() && !repeated; ++k) repeated = keys.views[k] == key;
+          } else {
+            repeated = !seen.insert(key).second;
+          }
+          if (repeated) return invalid_argument(path + "." + std::string(key) + ": duplicate key");
+          if (is_scalar(kv.val)) continue;
+          const std::size_t mark = path.size();
+          path += '.';
+          path += key;
+          AM_RETURN_IF_ERROR(check(kv.val, depth + 1, path));
+          path.resize(mark);
+        }
+        return Status::Ok();
+      }
       case msgpack::type::BIN:
       case msgpack::type::EXT:
         return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) +
@@ -171,60 +218,51 @@ class TextConverter {
     return invalid_argument(path + ": unknown msgpack type");
   }
 
- private:
-  // Above this many members a map finds repeated keys through a hash set, not a scan.
-  static constexpr uint32_t kLinearKeyScanMax = 16;
-
-  struct Member {
-    std::string key;              // repaired
-    std::size_t begin = 0, end = 0;  // the value's text in the map's scratch
-  };
-
-  Status convert_map(const msgpack::object& o, int depth, std::string& path, std::string& out) {
-    const uint32_t n = o.via.map.size;
-    AM_RETURN_IF_ERROR(checks_.container(n, depth + 1, path));
-    std::vector<Member> members;
-    members.reserve(n);  // never reallocates: `seen` points into the keys
-    std::unordered_set<std::string_view> seen;
-    std::string values;
-    for (uint32_t i = 0; i < n; ++i) {
-      const msgpack::object_kv& kv = o.via.map.ptr[i];
-      if (kv.key.type != msgpack::type::STR) {
-        return invalid_argument(path + ": map keys must be strings, got " + std::string(msgpack_type_name(kv.key)));
+  // A value check() passed.
+  void write(const msgpack::object& o, std::string& out) {
+    switch (o.type) {
+      case msgpack::type::STR: {
+        const std::string_view s(o.via.str.ptr, o.via.str.size);
+        if (is_valid_utf8(s)) {
+          append_json_string(out, s);
+        } else {
+          append_json_string(out, repair_utf8(s));
+        }
+        return;
       }
-      std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
-      AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
-      Member& m = members.emplace_back();
-      m.key = repair_utf8(key_raw);
-      bool repeated = false;
-      if (n <= kLinearKeyScanMax) {
-        for (std::size_t k = 0; k + 1 < members.size() && !repeated; ++k) repeated = members[k].key == m.key;
-      } else {
-        repeated = !seen.insert(m.key).second;
+      case msgpack::type::ARRAY:
+        out += '[';
+        for (uint32_t i = 0; i < o.via.array.size; ++i) {
+          if (i > 0) out += ',';
+          write(o.via.array.ptr[i], out);
+        }
+        out += ']';
+        return;
+      case msgpack::type::MAP: {
+        const uint32_t n = o.via.map.size;
+        Keys keys(n);
+        std::vector<std::pair<std::string_view, const msgpack::object*>> members;
+        members.reserve(n);
+        bool sorted = true;
+        for (uint32_t i = 0; i < n; ++i) {
+          const msgpack::object_kv& kv = o.via.map.ptr[i];
+          const std::string_view key = keys.add(std::string_view(kv.key.via.str.ptr, kv.key.via.str.size));
+          if (!members.empty() && !(members.back().first < key)) sorted = false;
+          members.emplace_back(key, &kv.val);
+        }
+        if (!sorted) std::sort(members.begin(), members.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        out += '{';
+        for (std::size_t i = 0; i < members.size(); ++i) {
+          if (i > 0) out += ',';
+          append_json_string(out, members[i].first);
+          out += ':';
+          write(*members[i].second, out);
+        }
+        out += '}';
+        return;
       }
-      if (repeated) return invalid_argument(path + "." + m.key + ": duplicate key");
-      m.begin = values.size();
-      if (is_scalar(kv.val)) {
-        append_scalar(kv.val, values);   // cannot fail: no path needed
-      } else {
-        const std::size_t mark = path.size();
-        path += '.';
-        path += m.key;
-        AM_RETURN_IF_ERROR(convert(kv.val, depth + 1, path, values));
-        path.resize(mark);
-      }
-      m.end = values.size();
+      default: append_scalar(o, out); return;
     }
-    std::sort(members.begin(), members.end(), [](const Member& a, const Member& b) { return a.key < b.key; });
-    out += '{';
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      if (i > 0) out += ',';
-      append_json_string(out, members[i].key);
-      out += ':';
-      out.append(values, members[i].begin, members[i].end - members[i].begin);
-    }
-    out += '}';
-    return Status::Ok();
   }
 
   static bool is_scalar(const msgpack::object& o) {
@@ -239,7 +277,6 @@ class TextConverter {
     }
   }
 
-  // The scalars of convert(), which never fail.
   static void append_scalar(const msgpack::object& o, std::string& out) {
     switch (o.type) {
       case msgpack::type::NIL: out += "null"; return;
@@ -255,14 +292,6 @@ class TextConverter {
     char buf[24];
     const auto r = std::to_chars(buf, buf + sizeof buf, v);
     out.append(buf, r.ptr);
-  }
-
-  static void append_repaired(std::string& out, std::string_view s) {
-    if (is_valid_utf8(s)) {
-      append_json_string(out, s);
-    } else {
-      append_json_string(out, repair_utf8(s));
-    }
   }
 
   DocChecks checks_;
@@ -363,7 +392,13 @@ Status msgpack_object_to_json_text(const msgpack::object& obj, std::string_view 
                                    const DocLimits& limits) {
   std::string p(path);
   TextConverter conv(limits);
-  return conv.convert(obj, 0, p, out);
+  try {
+    return conv.convert(obj, p, out);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(std::string(path) + ": out of memory converting document");
+  } catch (const std::exception& e) {
+    return internal_error(std::string(path) + ": " + e.what());
+  }
 }
 
 std::string json_to_msgpack(const nlohmann::json& doc) {

@@ -53,7 +53,7 @@ Status msgpack_object_to_json(const msgpack::object& obj, std::string_view path,
 // writes for the tree msgpack_object_to_json() would build (members sorted by key as that tree
 // holds them), under the same checks with the same first error, and no tree in between (the
 // coordinator stores a result's metrics this way: docs/SCALE.md). Appends to `out`; on an error
-// `out` holds a partial text. Never throws except std::bad_alloc.
+// `out` holds a partial text. Never throws (out of memory is the tree's kResourceExhausted).
 Status msgpack_object_to_json_text(const msgpack::object& obj, std::string_view path, std::string& out,
                                    const DocLimits& limits = {});
 

@@ -142,7 +142,8 @@ struct JobResult {
   // bytes to_json_text() writes for that tree, "{}" when absent), which the coordinator stores
   // as it is: a tree of ~1.6 KiB of metrics per result, built and written out again, was a
   // quarter of storing a result (docs/SCALE.md). encode() sends `metrics_json` read back when
-  // `metrics` is empty, so a decoded RESULT re-encodes to what it was.
+  // `metrics` is empty, so a decoded RESULT re-encodes to the same document, except that NaN
+  // and infinities, null in JSON text, go out as nil.
   nlohmann::json metrics = nlohmann::json::object();
   std::string metrics_json;
   std::string log_tail;           // last bytes of the job process's output

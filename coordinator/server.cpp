@@ -233,10 +233,12 @@ std::string summarize_metrics(const nlohmann::json& m) {
 }
 
 // The same of a result's metrics given as JSON text (proto::JobResult::metrics_json), reading
-// only those two members; text that does not parse summarizes to nothing.
+// only those two members; text that does not parse summarizes to nothing (nor do NaN and
+// infinities, null in the text). A reader of its own per call: a thread's reader would keep the
+// buffers of the largest document a peer ever sent (tens of MiB from one 4 MiB frame).
 std::string summarize_metrics_text(std::string_view text) {
   static const std::vector<std::string_view> kMembers = {"latency_ms.median", "accuracy.nmse"};
-  thread_local StoredJsonReader reader;
+  StoredJsonReader reader;
   Result<nlohmann::json> m = reader.decode(text, &kMembers);
   return m.ok() && m->is_object() ? summarize_metrics(*m) : std::string();
 }

@@ -291,6 +291,25 @@ TEST(MsgpackJsonText, RefusesWhatTheTreeRefusesWithTheSameError) {
     pk.pack(i);
   }
   expect_text_matches_tree(std::string_view(buf.data(), buf.size()), limits);
+  // Either side of the scan/set boundary (16 members), the repeat at the end and in the middle.
+  for (uint32_t n : {15u, 16u, 17u}) {
+    for (uint32_t at : {n - 1, n / 2}) {
+      msgpack::sbuffer b;
+      msgpack::packer<msgpack::sbuffer> p(b);
+      p.pack_map(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        p.pack(i == at ? std::string("k0") : "k" + std::to_string(i));
+        p.pack(i);
+      }
+      SCOPED_TRACE(::testing::Message() << n << " members, repeat at " << at);
+      DocLimits roomy;
+      expect_text_matches_tree(std::string_view(b.data(), b.size()), roomy);
+    }
+  }
+  // Arrays are nesting levels too: map > array > array is 3, one more array is 4.
+  expect_text_matches_tree(json_to_msgpack({{"a", {{1}}}}), limits);
+  expect_text_matches_tree(json_to_msgpack({{"a", {{{1}}}}}), limits);
+  expect_text_matches_tree(json_to_msgpack({{"a", {1, {{{2}}}}}}), limits);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The simulated fleet against the real coordinator (coord::Server in this process, its SQLite
 // store on disk): what a benchmark or chaos test built on it may rely on.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sqlite3.h>
@@ -103,6 +104,7 @@ class Coordinator {
   }
   std::string endpoint() const { return server_->endpoint(); }
   coord::ServerCounters counters() const { return server_->counters(); }
+  coord::Progress progress() const { return server_->progress(); }
   const Status& status() const { return status_; }
 
  private:
@@ -178,6 +180,18 @@ TEST(SimFleet, CompletesEveryJobOnceAgainstTheRealCoordinator) {
   std::set<std::string> sent;
   for (int i = 0; i < o.workers; ++i) sent.insert(to_json_text(sim_metrics(static_cast<uint64_t>(i) + 1)));
   EXPECT_EQ(sql_texts(db, "SELECT DISTINCT metrics_json FROM attempts"), sent);
+  // The progress line of the last result summarizes its metrics, read from that text.
+  std::set<std::string> summaries;
+  for (int i = 0; i < o.workers; ++i) {
+    const nlohmann::json m = sim_metrics(static_cast<uint64_t>(i) + 1);
+    summaries.insert(fmt::format("  median {:.3f} ms  nmse {:.2e}", m["latency_ms"]["median"].get<double>(),
+                                 m["accuracy"]["nmse"].get<double>()));
+  }
+  const std::string last = c.progress().last_event;
+  EXPECT_EQ(last.rfind("pass  ", 0), 0u) << last;
+  const std::size_t at = last.find("  median ");
+  ASSERT_NE(at, std::string::npos) << last;
+  EXPECT_EQ(summaries.count(last.substr(at)), 1u) << last;
 }
 
 // A coordinator stopped while jobs run releases their leases and CANCELs them; the workers keep
