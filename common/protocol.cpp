@@ -69,10 +69,13 @@ void put(msgpack::sbuffer& out, std::string_view key, const nlohmann::json& doc)
 // A RESULT's metrics as sent: the tree, or for a decoded message (tree empty, text given) the
 // text read back, so encode(decode(x)) sends what x sent. Text that does not parse (only a
 // caller's own doing) sends the empty map.
-nlohmann::json sent_metrics(const JobResult& m) {
-  if (!m.metrics.empty() || m.metrics_json.empty()) return m.metrics;
-  nlohmann::json doc = nlohmann::json::parse(m.metrics_json, nullptr, /*allow_exceptions=*/false);
-  return doc.is_object() ? doc : nlohmann::json::object();
+void put_metrics(msgpack::sbuffer& out, const JobResult& m) {
+  if (!m.metrics.empty() || m.metrics_json.empty()) {
+    put(out, "metrics", m.metrics);
+    return;
+  }
+  const nlohmann::json doc = nlohmann::json::parse(m.metrics_json, nullptr, /*allow_exceptions=*/false);
+  put(out, "metrics", doc.is_object() ? doc : nlohmann::json::object());
 }
 
 template <typename V>
@@ -156,7 +159,7 @@ struct Encoder {
     put(out, "attempt", m.attempt);
     put(out, "status", std::string(to_string(m.status)));
     put(out, "reason", m.reason);
-    put(out, "metrics", sent_metrics(m));
+    put_metrics(out, m);
     put(out, "log_tail", clipped_log_tail(m.log_tail));
     put(out, "started_at_ms", m.started_at_ms);
     put(out, "finished_at_ms", m.finished_at_ms);
