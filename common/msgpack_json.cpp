@@ -143,16 +143,16 @@ class TextConverter {
   static constexpr uint32_t kLinearKeyScanMax = 16;
 
   // A map's keys as the tree holds them: views of the sender's bytes when they are valid UTF-8,
-  // else of their repaired copies (kept in `repaired`, reserved so the views stay valid).
+  // else of their repaired copies (kept in `repaired`, reserved for the whole map at the first
+  // one, before any view points into it, so the views stay valid).
   struct Keys {
     std::vector<std::string_view> views;
     std::vector<std::string> repaired;
-    explicit Keys(uint32_t n) {
-      views.reserve(n);
-      repaired.reserve(n);
-    }
+    uint32_t members;
+    explicit Keys(uint32_t n) : members(n) { views.reserve(n); }
     std::string_view add(std::string_view raw) {
       if (is_valid_utf8(raw)) return views.emplace_back(raw);
+      if (repaired.empty()) repaired.reserve(members);
       return views.emplace_back(repaired.emplace_back(repair_utf8(raw)));
     }
   };
