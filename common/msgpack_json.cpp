@@ -42,9 +42,40 @@ class DocChecks {
     return Status::Ok();
   }
 
+  // A map member's key: a string within the bounds; its raw bytes (repaired by the caller).
+  Result<std::string_view> key(const msgpack::object& k, const std::string& path) const {
+    if (k.type != msgpack::type::STR) {
+      return invalid_argument(path + ": map keys must be strings, got " + std::string(msgpack_type_name(k)));
+    }
+    const std::string_view raw(k.via.str.ptr, k.via.str.size);
+    AM_RETURN_IF_ERROR(string(raw, path));
+    return raw;
+  }
+
+  // The error for a value no document holds (bin, ext, or a type msgpack-cxx does not know).
+  static Status unsupported(const msgpack::object& o, const std::string& path) {
+    if (o.type == msgpack::type::BIN || o.type == msgpack::type::EXT) {
+      return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) + " values are not supported in documents");
+    }
+    return invalid_argument(path + ": unknown msgpack type");
+  }
+
  private:
   const DocLimits& limits_;
 };
+
+// Runs one conversion, turning what it throws into the documents' errors (never throws).
+template <typename Fn>
+Status converting(std::string_view path, Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted(std::string(path) + ": out of memory converting document");
+  } catch (const std::exception& e) {
+    // nlohmann containers can only throw on allocation here; keep the promise of no exceptions.
+    return internal_error(std::string(path) + ": " + e.what());
+  }
+}
 
 class DocConverter {
  public:
@@ -89,12 +120,7 @@ class DocConverter {
         auto& obj = out.get_ref<nlohmann::json::object_t&>();
         for (uint32_t i = 0; i < o.via.map.size; ++i) {
           const msgpack::object_kv& kv = o.via.map.ptr[i];
-          if (kv.key.type != msgpack::type::STR) {
-            return invalid_argument(path + ": map keys must be strings, got " +
-                                    std::string(msgpack_type_name(kv.key)));
-          }
-          std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
-          AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
+          AM_ASSIGN_OR_RETURN(const std::string_view key_raw, checks_.key(kv.key, path));
           std::string key = repair_utf8(key_raw);
           const std::size_t mark = path.size();
           path += '.';
@@ -108,11 +134,9 @@ class DocConverter {
         return Status::Ok();
       }
       case msgpack::type::BIN:
-      case msgpack::type::EXT:
-        return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) +
-                                " values are not supported in documents");
+      case msgpack::type::EXT: break;
     }
-    return invalid_argument(path + ": unknown msgpack type");
+    return DocChecks::unsupported(o, path);
   }
 
  private:
@@ -188,11 +212,7 @@ class TextConverter {
         std::set<std::string_view> seen;
         for (uint32_t i = 0; i < n; ++i) {
           const msgpack::object_kv& kv = o.via.map.ptr[i];
-          if (kv.key.type != msgpack::type::STR) {
-            return invalid_argument(path + ": map keys must be strings, got " + std::string(msgpack_type_name(kv.key)));
-          }
-          const std::string_view key_raw(kv.key.via.str.ptr, kv.key.via.str.size);
-          AM_RETURN_IF_ERROR(checks_.string(key_raw, path));
+          AM_ASSIGN_OR_RETURN(const std::string_view key_raw, checks_.key(kv.key, path));
           const std::string_view key = keys.add(key_raw);
           bool repeated = false;
           if (n <= kLinearKeyScanMax) {
@@ -211,11 +231,9 @@ class TextConverter {
         return Status::Ok();
       }
       case msgpack::type::BIN:
-      case msgpack::type::EXT:
-        return invalid_argument(path + ": " + std::string(msgpack_type_name(o)) +
-                                " values are not supported in documents");
+      case msgpack::type::EXT: break;
     }
-    return invalid_argument(path + ": unknown msgpack type");
+    return DocChecks::unsupported(o, path);
   }
 
   // A value check() passed.
@@ -376,29 +394,18 @@ void pack_json(msgpack::sbuffer& out, const nlohmann::json& doc) {
 
 Status msgpack_object_to_json(const msgpack::object& obj, std::string_view path,
                               nlohmann::json& out, const DocLimits& limits) {
-  std::string p(path);
-  DocConverter conv(limits);
-  try {
-    return conv.convert(obj, 0, p, out);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted(std::string(path) + ": out of memory converting document");
-  } catch (const std::exception& e) {
-    // nlohmann containers can only throw on allocation here; keep the promise of no exceptions.
-    return internal_error(std::string(path) + ": " + e.what());
-  }
+  return converting(path, [&] {
+    std::string p(path);
+    return DocConverter(limits).convert(obj, 0, p, out);
+  });
 }
 
 Status msgpack_object_to_json_text(const msgpack::object& obj, std::string_view path, std::string& out,
                                    const DocLimits& limits) {
-  std::string p(path);
-  TextConverter conv(limits);
-  try {
-    return conv.convert(obj, p, out);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted(std::string(path) + ": out of memory converting document");
-  } catch (const std::exception& e) {
-    return internal_error(std::string(path) + ": " + e.what());
-  }
+  return converting(path, [&] {
+    std::string p(path);
+    return TextConverter(limits).convert(obj, p, out);
+  });
 }
 
 std::string json_to_msgpack(const nlohmann::json& doc) {

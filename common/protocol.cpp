@@ -360,12 +360,18 @@ class FieldReader {
     return Status::Ok();
   }
 
-  Status document(std::string_view field, Need need, nlohmann::json& out) const {
+  // The field when present and a map; nullptr when absent.
+  Result<const msgpack::object*> find_map(std::string_view field, Need need) const {
     AM_ASSIGN_OR_RETURN(const msgpack::object* o, find(field, need));
-    if (o == nullptr) return Status::Ok();
-    if (o->type != msgpack::type::MAP) {
+    if (o != nullptr && o->type != msgpack::type::MAP) {
       return error(field, "expected map, got " + std::string(desc(*o)));
     }
+    return o;
+  }
+
+  Status document(std::string_view field, Need need, nlohmann::json& out) const {
+    AM_ASSIGN_OR_RETURN(const msgpack::object* o, find_map(field, need));
+    if (o == nullptr) return Status::Ok();
     nlohmann::json doc;
     AM_RETURN_IF_ERROR(msgpack_object_to_json(*o, path(field), doc));
     out = std::move(doc);
@@ -374,13 +380,10 @@ class FieldReader {
 
   // A map document written straight to JSON text (msgpack_object_to_json_text); absent: "{}".
   Status document_text(std::string_view field, Need need, std::string& out) const {
-    AM_ASSIGN_OR_RETURN(const msgpack::object* o, find(field, need));
+    AM_ASSIGN_OR_RETURN(const msgpack::object* o, find_map(field, need));
     if (o == nullptr) {
       out = "{}";
       return Status::Ok();
-    }
-    if (o->type != msgpack::type::MAP) {
-      return error(field, "expected map, got " + std::string(desc(*o)));
     }
     std::string text;
     AM_RETURN_IF_ERROR(msgpack_object_to_json_text(*o, path(field), text));
