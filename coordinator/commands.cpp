@@ -10,9 +10,6 @@
 #include <optional>
 #include <thread>
 #include <unistd.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "common/atomic_file.h"
 #include "common/background_writer.h"
@@ -22,6 +19,7 @@
 #include "common/curve_files.h"
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
+#include "common/heap_trim.h"
 #include "common/log.h"
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
@@ -278,9 +276,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   c.releaser = std::jthread([plan = std::move(plan), prefetched = std::move(prefetched)]() mutable {
     plan.reset();
     prefetched.reset();
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    release_free_heap();
   });
   *exit_code = kExitOk;
   return c;

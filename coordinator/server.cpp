@@ -12,6 +12,7 @@
 
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/heap_trim.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
@@ -30,7 +31,6 @@
 #include "jobs/spec_family.h"
 #include "jobs/spec_limits.h"
 
-#include <malloc.h>
 #include <sodium.h>
 #include <unistd.h>
 
@@ -1829,9 +1829,7 @@ struct Server::Impl {
     // The submitted plan and what storing it made (a kilobyte of spec per job) are freed by now,
     // between the job entries made from them; serve_loop trims once at its start, so without this
     // a serving coordinator kept those pages (199,809 jobs submitted: RSS 327 MB, docs/SCALE.md).
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
+    release_free_heap();
     return answer;
   }
 
@@ -2867,9 +2865,7 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   // The plan's expansion and the store's read-back freed far more heap than serving keeps (a
   // million-job plan: gigabytes); hand it back to the system before the long haul.
-#ifdef __GLIBC__
-  malloc_trim(0);
-#endif
+  release_free_heap();
   m.serve_started_ms = steady_ms();
   m.last_tick_notify_ms = m.serve_started_ms;
   m.notify();
