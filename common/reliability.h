@@ -60,6 +60,12 @@ inline constexpr int64_t kDefaultJobTimeoutMs = 120'000;
 // The coordinator and worker wake at least this often to run timers.
 inline constexpr int64_t kPollTickMs = 50;
 
+// While jobs wait, the coordinator's scheduler walks every worker at least this often; between
+// such passes it walks only workers whose own state changed (a credit, a result). Bounds how long
+// a worker that became able to take work without an event of its own (a peer quarantine
+// running out) waits.
+inline constexpr int64_t kFullSchedulingPassMs = 100;
+
 // Results are written to SQLite in batches: at most this many per transaction, and a batch is
 // flushed (and ACKed) no later than this after its first result arrived.
 inline constexpr int kStoreBatchMax = 64;

@@ -303,7 +303,16 @@ struct Server::Impl {
   int64_t pending_since_ms = 0;
   int64_t last_heartbeat_ms = 0;
   int64_t last_scan_ms = 0;                        // steady ms of the last silent-worker/lease scan
+  // What the next scheduling pass walks (assign_jobs): every session when assign_dirty, else only
+  // the sessions in assign_ready, whose own state changed (a credit granted, a result of theirs
+  // received or stored). Everything that can let another session take work (a job queued again,
+  // a plan submitted, a worker registered or gone, health and quarantine, a lease of another
+  // worker ended) sets assign_dirty; so does run_timers every full_pass_interval_ms while jobs wait.
+  // A thousand workers: a full pass per result was a sixth of the coordinator's CPU.
   bool assign_dirty = true;
+  int64_t last_full_pass_ms = 0;                    // steady ms
+  std::set<std::string> assign_ready;               // routing identities
+  mutable std::optional<int> slots_total;           // over every session; reset when sessions change
   ServerCounters counters;
   PeerStanding standing;
   std::optional<Status> fatal;                     // a storage fault: stop, ACK nothing more
@@ -597,7 +606,11 @@ struct Server::Impl {
       if (n > 0) p.by_status[status] = n;
     }
     p.workers = static_cast<int>(sessions.size());
-    for (const auto& [identity, s] : sessions) p.slots += s.slots;
+    if (!slots_total) {
+      slots_total = 0;
+      for (const auto& [identity, s] : sessions) *slots_total += s.slots;
+    }
+    p.slots = *slots_total;
     p.last_event = last_result ? last_result->head + summarize_metrics_text(last_result->metrics_json) + last_result->tail
                                : last_event;
     p.measured_jobs = measured_jobs;
@@ -766,6 +779,7 @@ struct Server::Impl {
       logger()->warn("worker {} gone: {}", worker_id, reason);
     }
     sessions.erase(it);
+    slots_total.reset();
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     drop_health_leases(worker_id);
@@ -866,6 +880,7 @@ struct Server::Impl {
     if (auto old = identity_of.find(h.worker_id); old != identity_of.end() && old->second != identity) {
       sessions.erase(old->second);
     }
+    slots_total.reset();
     WorkerSession s;
     s.identity = identity;
     s.worker_id = h.worker_id;
@@ -999,6 +1014,10 @@ struct Server::Impl {
         }
       }
     }
+    // Every device of an open run placed already (the thousandth worker of a class): nothing to
+    // make, and no walk of the plan jobs (a thousand HELLOs each walking 20,000 of them kept a
+    // registering fleet waiting seconds).
+    if (newly_placed.empty()) return;
     for (const std::string& pid : plan_job_order) {
       const PlanJob& pj = plan_jobs[pid];
       if (!run_open(pj.run_id)) continue;
@@ -1161,7 +1180,7 @@ struct Server::Impl {
       return;
     }
     standing.on_result(s.worker_id);
-    assign_dirty = true;
+    assign_ready.insert(s.identity);   // the lease it answers holds no slot from now on
     ResultRecord rec;
     rec.run_id = found->run_id();
     rec.job_id = r.job_id;
@@ -1206,7 +1225,9 @@ struct Server::Impl {
       storage_fault("storing " + std::to_string(batch.size()) + " result(s)", outcomes.status());
       return;
     }
-    assign_dirty = true;   // leases ended: credits the slot cap held back are usable again
+    // Leases ended: credits the slot cap held back are usable again, by the worker that held
+    // each (a pass over it alone) or, for a job another worker still holds, by that one too.
+    bool any_terminal = false;
     for (std::size_t i = 0; i < batch.size(); ++i) {
       ResultRecord& rec = batch[i];   // stored: its metrics text may move on to last_result
       const StoredOutcome& out = (*outcomes)[i];
@@ -1220,6 +1241,11 @@ struct Server::Impl {
       JobEntry& j = *found;
       j.lease_mut().result_pending = false;
       const bool is_current_lease = j.lease().worker == rec.worker_id && j.lease().attempt == rec.attempt;
+      if (auto id = identity_of.find(rec.worker_id); is_current_lease && id != identity_of.end()) {
+        assign_ready.insert(id->second);
+      } else {
+        assign_dirty = true;
+      }
       if (out.became_terminal) {
         if (rec.started_at_ms > 0 && rec.finished_at_ms >= rec.started_at_ms) {
           ++measured_jobs;
@@ -1240,13 +1266,15 @@ struct Server::Impl {
         j.lease_mut().attempt = 0;
         last_result = LastResult{std::string(to_string(rec.status)) + "  " + describe(j), std::move(rec.metrics_json),
                                  rec.reason.empty() ? "" : "  (" + rec.reason + ")"};
-        notify();
+        any_terminal = true;
       } else if (is_current_lease) {
         j.lease_mut().worker.clear();
         j.lease_mut().attempt = 0;
       }
       send_to_worker(rec.worker_id, proto::Ack{rec.job_id, rec.attempt});
     }
+    // One progress snapshot per stored batch: the display shows the newest result either way.
+    if (any_terminal) notify();
   }
 
   // Health leases out per worker and per (worker, device): counted once per scheduling pass.
@@ -1306,7 +1334,7 @@ struct Server::Impl {
         if (known(device, n)) s.credits.on_legacy_credits(device, n);
       }
     }
-    assign_dirty = true;
+    assign_ready.insert(s.identity);
   }
 
   void on_progress(WorkerSession& s, const proto::Progress& p) {
@@ -1442,14 +1470,31 @@ struct Server::Impl {
   }
 
   void assign_jobs() {
-    if (!assign_dirty) return;
+    if (!assign_dirty && assign_ready.empty()) return;
+    // With a perf job queued or out, a lease ending on one worker can free hardware another
+    // shares (exclusivity.h): every session is walked.
+    const bool full = assign_dirty || count_queued_perf > 0 || count_leased_exclusive > 0;
     assign_dirty = false;
     const int64_t now = steady_ms();
+    if (full) last_full_pass_ms = now;
+    std::set<std::string> ready;
+    ready.swap(assign_ready);
+    // In identity order, as the full pass walks them (the round robin below relies on it).
+    std::vector<std::pair<const std::string, WorkerSession>*> turn;
+    if (full) {
+      turn.reserve(sessions.size());
+      for (auto& kv : sessions) turn.push_back(&kv);
+    } else {
+      for (const std::string& identity : ready) {
+        if (auto it = sessions.find(identity); it != sessions.end()) turn.push_back(&*it);
+      }
+    }
     const HealthCounts hc = health_counts();
     // Most passes in a large fleet find one or two workers with a free credit: find them first,
     // and build the hardware picture only when some worker could take a job.
     bool anyone_free = false;
-    for (const auto& [identity, s] : sessions) {
+    for (const auto* kv : turn) {
+      const WorkerSession& s = kv->second;
       if (!takes_work(s, now)) continue;
       const int held = leases_held_by(s.worker_id, hc);
       for (const auto& device : s.devices) {
@@ -1470,8 +1515,6 @@ struct Server::Impl {
     }
     // Round robin: the pass starts after the worker served first last time, so workers that
     // share hardware take turns at exclusive jobs instead of the first in map order taking all.
-    std::vector<std::pair<const std::string, WorkerSession>*> turn;
-    for (auto& kv : sessions) turn.push_back(&kv);
     auto first = std::upper_bound(turn.begin(), turn.end(), last_served,
                                   [](const std::string& id, const auto* kv) { return id < kv->first; });
     std::rotate(turn.begin(), first, turn.end());
@@ -2696,6 +2739,9 @@ struct Server::Impl {
         }
       }
     }
+    // The net under the narrow passes: whatever let a session take work without an event of
+    // its own (a peer quarantine running out, say) is seen within full_pass_interval_ms.
+    if (count_queued > 0 && now - last_full_pass_ms >= opt.full_pass_interval_ms) assign_dirty = true;
     if (!pending.empty() &&
         (static_cast<int>(pending.size()) >= reliability::kStoreBatchMax ||
          now - pending_since_ms >= reliability::kStoreBatchMaxDelayMs)) {

@@ -83,6 +83,10 @@ struct ServerOptions {
   int64_t health_interval_ms = reliability::kHealthIntervalMs;
   int quarantine_after = reliability::kCrashesBeforeDeviceQuarantine;
   int64_t quarantine_backoff_ms = reliability::kDeviceQuarantineInitialMs;
+  // While jobs wait, a scheduling pass walks every session at least this often, whatever
+  // happened (server.cpp, assign_jobs: between such passes only the sessions whose own state
+  // changed are walked). Tests set it past their run to show those passes alone keep a fleet busy.
+  int64_t full_pass_interval_ms = reliability::kFullSchedulingPassMs;
   // How this coordinator was started ("accelmatrix serve"), for `status`.
   std::string command = "accelmatrix serve";
 };

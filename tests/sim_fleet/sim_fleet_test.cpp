@@ -81,8 +81,10 @@ jobs::Plan plan_of(const SimPlan& p) {
 // A coordinator serving on a thread; stop() ends it cleanly.
 class Coordinator {
  public:
-  Coordinator(const std::filesystem::path& db, const jobs::Plan& plan, const std::string& bind, bool exit_when_done) {
+  Coordinator(const std::filesystem::path& db, const jobs::Plan& plan, const std::string& bind, bool exit_when_done,
+              int64_t full_pass_interval_ms = reliability::kFullSchedulingPassMs) {
     coord::ServerOptions o;
+    o.full_pass_interval_ms = full_pass_interval_ms;
     o.bind = bind;
     o.db_path = db;
     o.exit_when_done = exit_when_done;
@@ -192,6 +194,29 @@ TEST(SimFleet, CompletesEveryJobOnceAgainstTheRealCoordinator) {
   const std::size_t at = last.find("  median ");
   ASSERT_NE(at, std::string::npos) << last;
   EXPECT_EQ(summaries.count(last.substr(at)), 1u) << last;
+}
+
+// Between its full passes the scheduler walks only the workers whose own credit or result
+// changed: with the full passes pushed past the run, those alone must hand every job out. One
+// slot per worker, so each job after a worker's first waits on exactly that worker's events.
+TEST(SimFleet, EachWorkersOwnCreditsAndResultsKeepItBusyWithoutFullPasses) {
+  TempDir dir;
+  const SimPlan p = many_jobs_plan("narrow", 200);
+  Coordinator c(dir.path() / "c.db", plan_of(p), "tcp://127.0.0.1:*", /*exit_when_done=*/true,
+                /*full_pass_interval_ms=*/3'600'000);
+  FleetOptions o;
+  o.endpoint = c.endpoint();
+  o.workers = 3;
+  o.slots = 1;
+  o.threads = 1;
+  auto fleet = SimFleet::start(o);
+  ASSERT_TRUE(fleet.ok()) << fleet.status().to_string();
+  ASSERT_TRUE(c.join_within(seconds(60))) << c.progress().done << " of " << p.jobs << " done";
+  EXPECT_TRUE(c.status().ok()) << c.status().to_string();
+  const FleetStats s = (*fleet)->stats();
+  (*fleet)->stop();
+  EXPECT_EQ(s.acks, static_cast<uint64_t>(p.jobs));
+  EXPECT_EQ(sql_int(dir.path() / "c.db", "SELECT count(DISTINCT worker_id) FROM attempts"), 3);
 }
 
 // A coordinator stopped while jobs run releases their leases and CANCELs them; the workers keep
