@@ -305,10 +305,11 @@ struct Server::Impl {
   int64_t last_scan_ms = 0;                        // steady ms of the last silent-worker/lease scan
   // What the next scheduling pass walks (assign_jobs): every session when assign_dirty, else only
   // the sessions in assign_ready, whose own state changed (a credit granted, a result of theirs
-  // received or stored). Everything that can let another session take work (a job queued again,
-  // a plan submitted, a worker registered or gone, health and quarantine, a lease of another
-  // worker ended) sets assign_dirty; so does run_timers every full_pass_interval_ms while jobs wait.
-  // A thousand workers: a full pass per result was a sixth of the coordinator's CPU.
+  // received or stored). Everything that can let another session take work (a job queued again
+  // or settled, a plan submitted, a worker registered or gone, health and quarantine, a lease of
+  // another worker or one that held its hardware alone ended) sets assign_dirty; so does
+  // run_timers every full_pass_interval_ms while jobs wait.
+  // docs/SCALE.md, "A thousand workers".
   bool assign_dirty = true;
   int64_t last_full_pass_ms = 0;                    // steady ms
   std::set<std::string> assign_ready;               // routing identities
@@ -665,6 +666,7 @@ struct Server::Impl {
     }
     set_state(j, JobState::kDone, status);
     runs_dirty = true;
+    assign_dirty = true;   // a queued perf job settled no longer reserves its hardware
     last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
     last_result.reset();
     logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
@@ -780,6 +782,7 @@ struct Server::Impl {
     }
     sessions.erase(it);
     slots_total.reset();
+    assign_dirty = true;   // a job lost elsewhere may now fall back to a worker that lost it too
     auto id_it = identity_of.find(worker_id);
     if (id_it != identity_of.end() && id_it->second == identity) identity_of.erase(id_it);
     drop_health_leases(worker_id);
@@ -1226,8 +1229,9 @@ struct Server::Impl {
       return;
     }
     // Leases ended: credits the slot cap held back are usable again, by the worker that held
-    // each (a pass over it alone) or, for a job another worker still holds, by that one too.
-    bool any_terminal = false;
+    // each (a pass over it alone); every worker is walked when the job was another worker's too,
+    // or the lease held its hardware alone (a worker sharing that host may start now, and with
+    // the job done before the pass no perf lease may be left to make the pass a full one).
     for (std::size_t i = 0; i < batch.size(); ++i) {
       ResultRecord& rec = batch[i];   // stored: its metrics text may move on to last_result
       const StoredOutcome& out = (*outcomes)[i];
@@ -1241,7 +1245,8 @@ struct Server::Impl {
       JobEntry& j = *found;
       j.lease_mut().result_pending = false;
       const bool is_current_lease = j.lease().worker == rec.worker_id && j.lease().attempt == rec.attempt;
-      if (auto id = identity_of.find(rec.worker_id); is_current_lease && id != identity_of.end()) {
+      if (auto id = identity_of.find(rec.worker_id);
+          is_current_lease && !j.lease().exclusive && id != identity_of.end()) {
         assign_ready.insert(id->second);
       } else {
         assign_dirty = true;
@@ -1266,15 +1271,13 @@ struct Server::Impl {
         j.lease_mut().attempt = 0;
         last_result = LastResult{std::string(to_string(rec.status)) + "  " + describe(j), std::move(rec.metrics_json),
                                  rec.reason.empty() ? "" : "  (" + rec.reason + ")"};
-        any_terminal = true;
+        notify();   // per finished job: a display prints each one's line (progress_display.h)
       } else if (is_current_lease) {
         j.lease_mut().worker.clear();
         j.lease_mut().attempt = 0;
       }
       send_to_worker(rec.worker_id, proto::Ack{rec.job_id, rec.attempt});
     }
-    // One progress snapshot per stored batch: the display shows the newest result either way.
-    if (any_terminal) notify();
   }
 
   // Health leases out per worker and per (worker, device): counted once per scheduling pass.

@@ -1,0 +1,225 @@
+// Between its full passes the coordinator's scheduler walks only the workers whose own credit or
+// result changed (coordinator/server.cpp, assign_jobs). These tests push the full passes past the
+// run (ServerOptions::full_pass_interval_ms), so a worker that could take work and is not walked
+// waits, and the test sees it: every event that lets another worker take work must wake it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/protocol.h"
+#include "common/transport.h"
+#include "coordinator/server.h"
+#include "jobs/plan.h"
+#include "tests/sim_fleet/sim_fleet.h"
+#include "tests/sim_fleet/sim_plan.h"
+#include "tests/sim_fleet/sim_records.h"
+
+namespace am::sim {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+constexpr int64_t kNoFullPassesMs = 3'600'000;
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("am-wakeups-" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+jobs::Plan plan_of(const std::string& toml, const std::string& name) {
+  auto plan = jobs::load_plan_text(toml, name + ".toml",
+                                   std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models");
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? *plan : jobs::Plan{};
+}
+
+// bert-tiny on the cpu in f32, one job per seq_len; `mode` perf makes speed jobs (exclusive).
+std::string bert_plan(const std::string& name, const std::string& mode, const std::string& seq_lens) {
+  return "[plan]\nname = \"" + name + "\"\nmode = \"" + mode +
+         "\"\n\n[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
+         "\n\n[[models]]\nname = \"bert-tiny\"\n";
+}
+
+// A worker driven by hand over a real DEALER socket: one cpu device, one slot.
+class HandWorker {
+ public:
+  HandWorker(const std::string& endpoint, const std::string& worker_id, const std::string& host_id) {
+    auto ep = DealerEndpoint::connect(endpoint);
+    EXPECT_TRUE(ep.ok()) << ep.status().to_string();
+    if (!ep.ok()) return;
+    ep_.emplace(std::move(ep).value());
+    proto::Hello h;
+    h.worker_id = worker_id;
+    h.hostname = worker_id;
+    h.capabilities = sim_capabilities(worker_id, host_id);
+    h.slots = 1;
+    h.host_id = host_id;
+    EXPECT_TRUE(ep_->send(proto::Message{h}).ok());
+    EXPECT_TRUE(next_assign_or<proto::Welcome>(milliseconds(3000)).has_value()) << worker_id << ": no WELCOME";
+  }
+
+  void grant(int window) {
+    proto::Ready r;
+    r.window = std::map<std::string, int>{{"cpu:0", window}};
+    r.seen = static_cast<int>(assigns_.size());
+    EXPECT_TRUE(ep_->send(proto::Message{r}).ok());
+  }
+
+  void pass(const proto::Assign& a) {
+    proto::JobResult r;
+    r.job_id = a.job_id;
+    r.attempt = a.attempt;
+    r.status = ResultStatus::kPass;
+    r.finished_at_ms = now_epoch_ms();
+    r.started_at_ms = r.finished_at_ms;
+    EXPECT_TRUE(ep_->send(proto::Message{r}).ok());
+  }
+
+  std::optional<proto::Assign> next_assign(milliseconds within) {
+    const std::size_t before = assigns_.size();
+    next_assign_or<proto::Assign>(within);
+    if (assigns_.size() == before) return std::nullopt;
+    return assigns_[before];
+  }
+
+ private:
+  // Reads messages until a T arrives or `within` passes; every ASSIGN read is kept.
+  template <class T>
+  std::optional<T> next_assign_or(milliseconds within) {
+    const auto until = steady_clock::now() + within;
+    while (ep_ && steady_clock::now() < until) {
+      auto m = ep_->recv(10);
+      if (!m.ok() || !m->has_value()) continue;
+      if (const auto* a = std::get_if<proto::Assign>(&(**m).body)) assigns_.push_back(*a);
+      if (const auto* t = std::get_if<T>(&(**m).body)) return *t;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<DealerEndpoint> ep_;
+  std::vector<proto::Assign> assigns_;
+};
+
+class ServingCoordinator {
+ public:
+  explicit ServingCoordinator(const coord::ServerOptions& o) {
+    auto server = coord::Server::create(o);
+    EXPECT_TRUE(server.ok()) << server.status().to_string();
+    if (server.ok()) server_ = std::move(server).value();
+  }
+  ~ServingCoordinator() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  coord::Server& server() { return *server_; }
+  void start() {
+    thread_ = std::thread([this] { status_ = server_->serve(stop_); });
+  }
+  void join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::unique_ptr<coord::Server> server_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+  Status status_ = Status::Ok();
+};
+
+// A and B share a host; A's perf job holds it alone, so B's accuracy job waits. A's RESULT is
+// stored in the same tick as an older result of C's (a batch flushed at once): the perf job is
+// done before the scheduling pass, no perf job is left queued or out, and B must be walked all
+// the same. `c_result_first` false is the same without C's result (a pass with the lease out).
+void expect_cohosted_worker_served_when_perf_lease_ends(bool c_result_first) {
+  ScratchDir dir;
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = dir.path() / "c.db";
+  o.health_interval_ms = 0;
+  o.full_pass_interval_ms = kNoFullPassesMs;
+  ServingCoordinator c(o);
+  ASSERT_TRUE(c.server().submit(plan_of(bert_plan("hold", "perf", "[16]"), "hold"), "hold").ok());
+  ASSERT_TRUE(c.server().submit(plan_of(bert_plan("wait", "accuracy", "[16, 24, 32]"), "wait"), "wait").ok());
+  c.start();
+  const std::string endpoint = c.server().endpoint();
+  HandWorker a(endpoint, "wa", "host-shared");
+  a.grant(1);
+  const auto perf = a.next_assign(milliseconds(3000));
+  ASSERT_TRUE(perf.has_value());
+  ASSERT_NE(perf->spec.dump().find("\"perf\""), std::string::npos) << perf->spec.dump();
+  HandWorker b(endpoint, "wb", "host-shared");
+  b.grant(1);
+  EXPECT_FALSE(b.next_assign(milliseconds(300)).has_value()) << "B shares A's host, which A's perf job holds";
+  HandWorker other(endpoint, "wc", "host-other");
+  other.grant(1);
+  const auto accuracy = other.next_assign(milliseconds(3000));
+  ASSERT_TRUE(accuracy.has_value());
+  if (c_result_first) {
+    other.pass(*accuracy);
+    // Older than the batch delay: the next tick flushes it with A's result.
+    std::this_thread::sleep_for(milliseconds(3 * reliability::kStoreBatchMaxDelayMs / 2));
+  }
+  a.pass(*perf);
+  EXPECT_TRUE(b.next_assign(milliseconds(3000)).has_value())
+      << "B (free credit, its host free again, accuracy jobs queued) was not offered a job";
+}
+
+TEST(SchedulingWakeups, ACoHostedWorkerIsServedWhenThePerfLeaseHoldingItsHostEnds) {
+  expect_cohosted_worker_served_when_perf_lease_ends(/*c_result_first=*/false);
+}
+
+TEST(SchedulingWakeups, ACoHostedWorkerIsServedWhenThePerfLeaseEndsInTheTickThatStoresABatch) {
+  expect_cohosted_worker_served_when_perf_lease_ends(/*c_result_first=*/true);
+}
+
+// A progress display prints a line per distinct event (coordinator/progress_display.h): every
+// finished job must reach the callback, also when results are stored many to a batch.
+TEST(SchedulingWakeups, EveryFinishedJobReachesTheProgressCallback) {
+  ScratchDir dir;
+  const SimPlan p = many_jobs_plan("shown", 60);
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = dir.path() / "c.db";
+  o.exit_when_done = true;
+  ServingCoordinator c(o);
+  ASSERT_TRUE(c.server().submit(plan_of(p.toml, "shown"), "shown").ok());
+  std::set<std::string> finished;   // written by the serve thread only, read after it joined
+  c.server().on_progress([&finished](const coord::Progress& progress) {
+    if (progress.last_event.rfind("pass", 0) == 0) finished.insert(progress.last_event);
+  });
+  c.start();
+  FleetOptions fo;
+  fo.endpoint = c.server().endpoint();
+  fo.workers = 4;
+  fo.slots = 4;
+  auto fleet = SimFleet::start(fo);
+  ASSERT_TRUE(fleet.ok()) << fleet.status().to_string();
+  c.join();
+  (*fleet)->stop();
+  EXPECT_EQ(static_cast<int64_t>(finished.size()), p.jobs) << "finished jobs never shown";
+}
+
+}  // namespace
+}  // namespace am::sim
