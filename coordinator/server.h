@@ -196,6 +196,8 @@ class Server {
 
   Status serve(const std::atomic<bool>& stop);
 
+  // The state now, as on_progress() would report it. Not while serve() runs on another thread
+  // (it reads the loop's state and caches part of it); a serving loop reports it to on_progress.
   Progress progress() const;
   bool all_done() const;
   ServerCounters counters() const;
