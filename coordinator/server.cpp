@@ -1387,10 +1387,18 @@ struct Server::Impl {
            (j.family_spec().command || fits_memory(device, j.need_bytes()));
   }
 
+  // Another worker that takes work now could run the job: a draining or quarantined worker, or
+  // a quarantined device, is no one the job should wait for (one still to pass its first health
+  // job is: it is seconds away).
   bool someone_else_could_run(const JobEntry& j, const std::string& worker_id) const {
+    const int64_t now = steady_ms();
     for (const auto& [id, s] : sessions) {
-      if (s.worker_id == worker_id || j.lease().lost_on.count(s.worker_id)) continue;
+      if (s.worker_id == worker_id || j.lease().lost_on.count(s.worker_id) || !takes_work(s, now)) continue;
       for (const auto& d : s.devices) {
+        if (const DeviceHealthEntry* e = health.find(s.worker_id, d.key);
+            e != nullptr && e->condition == DeviceCondition::kQuarantined) {
+          continue;
+        }
         if (fits(j, s, d)) return true;
       }
     }

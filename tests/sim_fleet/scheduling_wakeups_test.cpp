@@ -56,10 +56,11 @@ jobs::Plan plan_of(const std::string& toml, const std::string& name) {
 }
 
 // bert-tiny on the cpu in f32, one job per seq_len; `mode` perf makes speed jobs (exclusive).
-std::string bert_plan(const std::string& name, const std::string& mode, const std::string& seq_lens) {
+std::string bert_plan(const std::string& name, const std::string& mode, const std::string& seq_lens,
+                      const std::string& more_defaults = "") {
   return "[plan]\nname = \"" + name + "\"\nmode = \"" + mode +
          "\"\n\n[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
-         "\n\n[[models]]\nname = \"bert-tiny\"\n";
+         "\n" + more_defaults + "\n[[models]]\nname = \"bert-tiny\"\n";
 }
 
 // A worker driven by hand over a real DEALER socket: one cpu device, one slot.
@@ -96,6 +97,9 @@ class HandWorker {
     r.started_at_ms = r.finished_at_ms;
     EXPECT_TRUE(ep_->send(proto::Message{r}).ok());
   }
+
+  // Reads until the coordinator CANCELs something (or `within` passes).
+  bool cancelled_within(milliseconds within) { return next_assign_or<proto::Cancel>(within).has_value(); }
 
   std::optional<proto::Assign> next_assign(milliseconds within) {
     const std::size_t before = assigns_.size();
@@ -192,6 +196,47 @@ TEST(SchedulingWakeups, ACoHostedWorkerIsServedWhenThePerfLeaseHoldingItsHostEnd
 
 TEST(SchedulingWakeups, ACoHostedWorkerIsServedWhenThePerfLeaseEndsInTheTickThatStoresABatch) {
   expect_cohosted_worker_served_when_perf_lease_ends(/*c_result_first=*/true);
+}
+
+// A job lost on a worker (its lease ran out) goes to another worker when one could run it, and
+// back to the worker that lost it otherwise. A worker that takes no work now (draining, here;
+// also a quarantined one) is no such other worker: the job must not wait for it.
+TEST(SchedulingWakeups, AJobLostOnAWorkerFallsBackToItWhileTheOnlyOtherWorkerIsDraining) {
+  ScratchDir dir;
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = dir.path() / "c.db";
+  o.health_interval_ms = 0;
+  o.lease_grace_ms = 100;   // the lease runs out 1.1 s after the ASSIGN (timeout_s = 1 below)
+  ServingCoordinator c(o);
+  ASSERT_TRUE(c.server().submit(plan_of(bert_plan("lost", "accuracy", "[16]", "timeout_s = 1\n"), "lost"), "lost").ok());
+  c.start();
+  const std::string endpoint = c.server().endpoint();
+  HandWorker b(endpoint, "wb", "host-b");   // no credit yet: the job goes to A
+  HandWorker a(endpoint, "wa", "host-a");
+  a.grant(1);
+  const auto first = a.next_assign(milliseconds(3000));
+  ASSERT_TRUE(first.has_value());
+
+  auto admin = DealerEndpoint::connect(endpoint);
+  ASSERT_TRUE(admin.ok()) << admin.status().to_string();
+  ASSERT_TRUE(admin->send(proto::Message{proto::Control{"drain-1", "drain", {{"worker", "wb"}}}}).ok());
+  std::optional<proto::Reply> reply;
+  for (const auto until = steady_clock::now() + milliseconds(3000); !reply && steady_clock::now() < until;) {
+    auto m = admin->recv(10);
+    if (m.ok() && m->has_value()) {
+      if (const auto* r = std::get_if<proto::Reply>(&(**m).body)) reply = *r;
+    }
+  }
+  ASSERT_TRUE(reply.has_value() && reply->ok) << (reply ? reply->error : std::string("no REPLY"));
+  b.grant(1);   // credits, but draining: it takes nothing
+
+  ASSERT_TRUE(a.cancelled_within(milliseconds(5000))) << "A's lease did not run out";
+  a.grant(1);
+  const auto again = a.next_assign(milliseconds(3000));
+  ASSERT_TRUE(again.has_value()) << "the lost job waits for a draining worker";
+  EXPECT_EQ(again->job_id, first->job_id);
+  EXPECT_EQ(again->attempt, first->attempt + 1);
 }
 
 // A progress display prints a line per distinct event (coordinator/progress_display.h): every
