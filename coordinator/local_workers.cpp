@@ -1,6 +1,7 @@
 #include "coordinator/local_workers.h"
 
 #include <csignal>
+#include <unistd.h>
 #include <thread>
 
 #include "common/clock.h"
@@ -53,7 +54,9 @@ Result<LocalWorkers> LocalWorkers::start(const LocalWorkerOptions& o) {
     std::vector<std::string> args = {o.worker_binary.string(), "--coordinator", o.endpoint,
                                      "--id", o.id_prefix + "-" + std::to_string(i),
                                      "--state-dir", o.state_dir.string(),
-                                     "--log-level", o.log_level};
+                                     "--log-level", o.log_level,
+                                     // Not outliving this process, even when it is killed.
+                                     "--exit-with-parent", std::to_string(getpid())};
     if (o.heartbeat_interval_ms > 0) {
       args.push_back("--heartbeat-ms");
       args.push_back(std::to_string(o.heartbeat_interval_ms));

@@ -272,7 +272,8 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     if (Status s = write_text_file(spec_file, spec_text); !s.ok()) return fail(s.message());
 
     std::vector<std::string> argv = {req.worker_binary.string(), "--run-job", spec_file.string(),
-                                     "--result-file", result_file.string()};
+                                     "--result-file", result_file.string(),
+                                     "--exit-with-parent", std::to_string(getpid())};
     if (req.memory_limit_mb > 0) {
       argv.push_back("--memory-limit-mb");
       argv.push_back(std::to_string(req.memory_limit_mb));

@@ -89,6 +89,7 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   std::string run_job_spec, result_file;
   int64_t memory_limit_mb = 0;
   bool allow_commands = false;
+  int64_t exit_with_parent = 0;
   am::worker::CommandContext command_ctx;
 
   app.add_option("--coordinator", coordinator, "Coordinator endpoint: " + am::expected_endpoint_forms(am::EndpointUse::kConnect));
@@ -123,6 +124,9 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   app.add_option("--attempt", command_ctx.attempt, "(internal) the attempt, for command jobs")->group("");
   app.add_option("--device", command_ctx.device, "(internal) the device key, for command jobs")->group("");
   app.add_option("--work-dir", command_ctx.work_dir, "(internal) a command job's working directory")->group("");
+  app.add_option("--exit-with-parent", exit_with_parent,
+                 "(internal) stop when process PID, this worker's parent, exits (accelmatrix run's workers)")
+      ->group("");
   app.add_flag("--allow-commands", allow_commands,
                "Run external command jobs ([[commands]] in a plan): programs the plan names, run as this user. "
                "Without it the coordinator never sends this worker a command job");
@@ -139,13 +143,27 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   }
 
   if (!run_job_spec.empty()) {
-    // A job must not outlive its worker: if the worker is killed, the kernel kills the job.
+    // A job must not outlive its worker: if the worker is killed, the kernel kills the job. A
+    // worker killed before this line ran is seen by its pid (executor.cpp passes it): such
+    // orphans of killed test workers were found still running a hang job 38 minutes later.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (exit_with_parent > 0 && static_cast<int64_t>(getppid()) != exit_with_parent) return am::kExitInfrastructure;
     if (result_file.empty()) {
       std::cerr << "--run-job needs --result-file\n";
       return am::kExitUsage;
     }
     return am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb, command_ctx);
+  }
+
+  if (exit_with_parent > 0) {
+    // `accelmatrix run` started this worker: it must not outlive the run. A run killed with
+    // SIGKILL left its workers reconnecting to the dead endpoint for good. The kernel sends
+    // SIGTERM (a clean stop, below) when the parent dies; a parent gone already is seen here.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (static_cast<int64_t>(getppid()) != exit_with_parent) {
+      std::cerr << "accelmatrix-worker: parent " << exit_with_parent << " is gone; not starting\n";
+      return am::kExitOk;
+    }
   }
 
   if (am::Status st = am::set_log_level(log_level); !st.ok()) {

@@ -4,6 +4,7 @@
 // (one per hardware class: placement each-class) and runs nothing.
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -108,6 +109,55 @@ TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStores
   // A successful run leaves no worker state behind.
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::temp_directory_path() /
                                        ("accelmatrix-run-" + std::to_string(run_pid))));
+}
+
+// The pid of the process whose command line holds `needle` (a local worker's --id), or -1.
+pid_t pid_with_argument(const std::string& needle) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(entry.path() / "cmdline");
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find(needle) != std::string::npos) return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+// Gone, or a zombie nobody reaps (a reparented child in a container without an init that reaps).
+bool process_ended(pid_t pid) {
+  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  const std::size_t close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+}
+
+// `run` killed with SIGKILL (no handler runs) takes its local workers with it: they stop on
+// their own instead of reconnecting to its dead endpoint for good, and their jobs die with them.
+TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
+  ScratchDir dir("run-killed");
+  const std::string text = "[plan]\nname = \"killed\"\nmode = \"accuracy\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                           "precisions = [\"f32\"]\ntimeout_s = 120\n\n[[models]]\nname = \"selftest:hang\"\n";
+  const auto plan = write_file(dir / "killed.toml", text);
+  Process run({coordinator_binary().string(), "run", "--plan", plan.string(), "--db", (dir / "k.db").string(),
+               "--catalog", catalog_dir(), "--workers", "1", "--heartbeat-ms", "100"},
+              dir / "run.log");
+  const std::string worker_id = "local-" + std::to_string(run.pid()) + "-1";
+  pid_t worker = -1;
+  ASSERT_TRUE(wait_until([&] { return (worker = pid_with_argument("--id " + worker_id + " ")) > 0; },
+                         std::chrono::seconds(20)))
+      << run.log();
+  // The hang job runs: the worker holds a job process of its own.
+  pid_t job = -1;
+  ASSERT_TRUE(wait_until([&] { return (job = pid_with_argument("--exit-with-parent " + std::to_string(worker))) > 0; },
+                         std::chrono::seconds(30)))
+      << run.log();
+  run.kill_hard();
+  EXPECT_TRUE(wait_until([&] { return process_ended(worker); }, std::chrono::seconds(15)))
+      << "worker " << worker_id << " (pid " << worker << ") outlived its run";
+  EXPECT_TRUE(wait_until([&] { return process_ended(job); }, std::chrono::seconds(15)))
+      << "the worker's job (pid " << job << ") outlived it";
+  if (!process_ended(worker)) ::kill(worker, SIGKILL);
+  if (!process_ended(job)) ::kill(job, SIGKILL);
 }
 
 TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
