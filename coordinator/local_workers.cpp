@@ -55,7 +55,9 @@ Result<LocalWorkers> LocalWorkers::start(const LocalWorkerOptions& o) {
                                      "--id", o.id_prefix + "-" + std::to_string(i),
                                      "--state-dir", o.state_dir.string(),
                                      "--log-level", o.log_level,
-                                     // Not outliving this process, even when it is killed.
+                                     // Not outliving this process, even when it is killed (the
+                                     // kernel's parent-death signal follows the spawning thread:
+                                     // `run` starts its workers from its main thread).
                                      "--exit-with-parent", std::to_string(getpid())};
     if (o.heartbeat_interval_ms > 0) {
       args.push_back("--heartbeat-ms");

@@ -1,5 +1,6 @@
 // Test stand-in for `accelmatrix-worker` in job mode: the same four flags, the same library
-// call and the same tie to its parent (worker_main.cpp). Lets the executor be tested without the worker's client (and its ZeroMQ context).
+// call and the same tie to its parent (worker_main.cpp). Lets the executor be tested without
+// the worker's client (and its ZeroMQ context).
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -27,7 +28,7 @@ int main(int argc, char** argv) {
     }
   }
   if (spec.empty() || result.empty()) {
-    std::fprintf(stderr, "usage: job_mode_host --run-job SPEC --result-file OUT [--memory-limit-mb N]\n");
+    std::fprintf(stderr, "usage: job_mode_host --run-job SPEC --result-file OUT [--memory-limit-mb N] [--exit-with-parent PID]\n");
     return 2;
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
