@@ -123,8 +123,8 @@ double g_lease_s = 0;
 // Leases and stores results for jobs [from, to) of `ids` in batches of `batch`; returns rows/s of
 // what the coordinator does per result from the wire to the store: each RESULT is made and
 // encoded before the clock runs (as a worker sends it), then under the clock decoded
-// (proto::decode: the metrics straight to JSON text), made a ResultRecord as Server::on_result
-// makes it, and stored with the leases of its batch.
+// (proto::decode: the metrics straight to JSON text), made a ResultRecord by result_record_of()
+// as Server::on_result makes it, and stored with the leases of its batch.
 am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string>& ids, std::size_t from,
                           std::size_t to, int batch) {
   double stored_s = 0;
@@ -167,19 +167,7 @@ am::Result<double> ingest(am::coord::Store& store, const std::vector<std::string
     for (const am::proto::Frames& f : wire) {
       AM_ASSIGN_OR_RETURN(am::proto::Message m, am::proto::decode(f.type, f.body));
       auto& got = std::get<am::proto::JobResult>(m.body);
-      am::coord::ResultRecord r;
-      r.run_id = kRun;
-      r.job_id = std::move(got.job_id);
-      r.attempt = got.attempt;
-      r.worker_id = "sim-scale-0";
-      r.status = got.status;
-      r.reason = std::move(got.reason);
-      r.metrics_json = std::move(got.metrics_json);
-      r.log_tail = std::move(got.log_tail);
-      r.started_at_ms = got.started_at_ms;
-      r.finished_at_ms = got.finished_at_ms;
-      r.received_at_ms = now;
-      results.push_back(std::move(r));
+      results.push_back(am::coord::result_record_of(got, kRun, "sim-scale-0", now));
     }
     AM_ASSIGN_OR_RETURN(auto outcomes, store.store_results(results));
     stored_s += am::seconds_since(t0);

@@ -182,13 +182,8 @@ class TextConverter {
   };
 
   Status check(const msgpack::object& o, int depth, std::string& path) {
+    if (is_scalar(o)) return Status::Ok();
     switch (o.type) {
-      case msgpack::type::NIL:
-      case msgpack::type::BOOLEAN:
-      case msgpack::type::POSITIVE_INTEGER:
-      case msgpack::type::NEGATIVE_INTEGER:
-      case msgpack::type::FLOAT32:
-      case msgpack::type::FLOAT64: return Status::Ok();
       case msgpack::type::STR: return checks_.string(std::string_view(o.via.str.ptr, o.via.str.size), path);
       case msgpack::type::ARRAY: {
         AM_RETURN_IF_ERROR(checks_.container(o.via.array.size, depth + 1, path));
@@ -230,8 +225,7 @@ class TextConverter {
         }
         return Status::Ok();
       }
-      case msgpack::type::BIN:
-      case msgpack::type::EXT: break;
+      default: break;   // BIN, EXT
     }
     return DocChecks::unsupported(o, path);
   }

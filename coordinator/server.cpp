@@ -1184,18 +1184,7 @@ struct Server::Impl {
     }
     standing.on_result(s.worker_id);
     assign_ready.insert(s.identity);   // the lease it answers holds no slot from now on
-    ResultRecord rec;
-    rec.run_id = found->run_id();
-    rec.job_id = r.job_id;
-    rec.attempt = r.attempt;
-    rec.worker_id = s.worker_id;
-    rec.status = r.status;
-    rec.reason = std::move(r.reason);
-    rec.metrics_json = std::move(r.metrics_json);
-    rec.log_tail = std::move(r.log_tail);
-    rec.started_at_ms = r.started_at_ms;
-    rec.finished_at_ms = r.finished_at_ms;
-    rec.received_at_ms = now_epoch_ms();
+    ResultRecord rec = result_record_of(r, found->run_id(), s.worker_id, now_epoch_ms());
     if (pending.empty()) pending_since_ms = steady_ms();
     JobEntry& j = *found;
     std::string device;

@@ -954,6 +954,23 @@ Status Store::set_job_terminal(const std::string& run_id, const std::string& job
 // ---------------------------------------------------------------------------------------------
 // Results
 
+ResultRecord result_record_of(proto::JobResult& r, const std::string& run_id, const std::string& worker_id,
+                              int64_t received_at_ms) {
+  ResultRecord rec;
+  rec.run_id = run_id;
+  rec.job_id = r.job_id;
+  rec.attempt = r.attempt;
+  rec.worker_id = worker_id;
+  rec.status = r.status;
+  rec.reason = std::move(r.reason);
+  rec.metrics_json = std::move(r.metrics_json);
+  rec.log_tail = std::move(r.log_tail);
+  rec.started_at_ms = r.started_at_ms;
+  rec.finished_at_ms = r.finished_at_ms;
+  rec.received_at_ms = received_at_ms;
+  return rec;
+}
+
 Result<std::vector<StoredOutcome>> Store::store_results(const std::vector<ResultRecord>& results) {
   for (std::size_t i = 0; i < results.size(); ++i) {
     const ResultRecord& r = results[i];

@@ -46,6 +46,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/protocol.h"
 #include "common/result_status.h"
 #include "common/status.h"
 #include "coordinator/spec_families.h"
@@ -149,6 +150,12 @@ struct ResultRecord {
   int64_t finished_at_ms = 0;
   int64_t received_at_ms = 0;
 };
+
+// A RESULT from the wire as the store takes it (Server::on_result; bench_scale's ingest times the
+// same): the reason, metrics text and log tail moved out of `r` (a result is ~1 KiB of JSON),
+// its ids and times copied.
+ResultRecord result_record_of(proto::JobResult& r, const std::string& run_id, const std::string& worker_id,
+                              int64_t received_at_ms);
 
 struct StoredOutcome {
   bool duplicate = false;          // this (job, attempt) already had a result: nothing changed

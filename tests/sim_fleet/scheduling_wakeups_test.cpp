@@ -8,7 +8,6 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "common/transport.h"
 #include "coordinator/server.h"
 #include "jobs/plan.h"
+#include "tests/jobs/temp_dir.h"
 #include "tests/sim_fleet/sim_fleet.h"
 #include "tests/sim_fleet/sim_plan.h"
 #include "tests/sim_fleet/sim_records.h"
@@ -31,22 +31,7 @@ using std::chrono::steady_clock;
 
 constexpr int64_t kNoFullPassesMs = 3'600'000;
 
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("am-wakeups-" + std::to_string(rd()));
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using jobs::testing::TempDir;
 
 jobs::Plan plan_of(const std::string& toml, const std::string& name) {
   auto plan = jobs::load_plan_text(toml, name + ".toml",
@@ -157,7 +142,7 @@ class ServingCoordinator {
 // done before the scheduling pass, no perf job is left queued or out, and B must be walked all
 // the same. `c_result_first` false is the same without C's result (a pass with the lease out).
 void expect_cohosted_worker_served_when_perf_lease_ends(bool c_result_first) {
-  ScratchDir dir;
+  TempDir dir;
   coord::ServerOptions o;
   o.bind = "tcp://127.0.0.1:*";
   o.db_path = dir.path() / "c.db";
@@ -202,7 +187,7 @@ TEST(SchedulingWakeups, ACoHostedWorkerIsServedWhenThePerfLeaseEndsInTheTickThat
 // back to the worker that lost it otherwise. A worker that takes no work now (draining, here;
 // also a quarantined one) is no such other worker: the job must not wait for it.
 TEST(SchedulingWakeups, AJobLostOnAWorkerFallsBackToItWhileTheOnlyOtherWorkerIsDraining) {
-  ScratchDir dir;
+  TempDir dir;
   coord::ServerOptions o;
   o.bind = "tcp://127.0.0.1:*";
   o.db_path = dir.path() / "c.db";
@@ -242,7 +227,7 @@ TEST(SchedulingWakeups, AJobLostOnAWorkerFallsBackToItWhileTheOnlyOtherWorkerIsD
 // A progress display prints a line per distinct event (coordinator/progress_display.h): every
 // finished job must reach the callback, also when results are stored many to a batch.
 TEST(SchedulingWakeups, EveryFinishedJobReachesTheProgressCallback) {
-  ScratchDir dir;
+  TempDir dir;
   const SimPlan p = many_jobs_plan("shown", 60);
   coord::ServerOptions o;
   o.bind = "tcp://127.0.0.1:*";
