@@ -13,6 +13,7 @@
 #include "coordinator/commands.h"
 #include "jobs/plan.h"
 #include "jobs/suggest.h"
+#include "jobs/usage_error.h"
 
 namespace {
 
@@ -113,6 +114,37 @@ std::optional<std::string> unknown_subcommand(CLI::App& app, const std::vector<c
            "; see accelmatrix --help)";
   }
   return std::nullopt;
+}
+
+// The command a parse error belongs to: the subcommand named on the line (the first word that
+// is not an option or --log-level's value), with the words given to it, or the program itself.
+std::pair<am::jobs::UsageCommand, std::vector<std::string>> failed_command(
+    const CLI::App& app, const std::vector<const CLI::App*>& subcommands, int argc, char** argv) {
+  const auto names_of = [](const CLI::App& a, am::jobs::UsageCommand& c) {
+    for (const CLI::Option* o : a.get_options()) {
+      auto& into = o->get_group().empty() ? c.hidden : c.options;
+      for (const std::string& n : o->get_lnames()) into.push_back("--" + n);
+      for (const std::string& n : o->get_snames()) into.push_back("-" + n);
+    }
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--log-level") {
+      ++i;
+      continue;
+    }
+    if (word.empty() || word.front() == '-') continue;
+    for (const CLI::App* sub : subcommands) {
+      if (sub->get_name() != word) continue;
+      am::jobs::UsageCommand c{"accelmatrix " + word, {}};
+      names_of(*sub, c);
+      return {std::move(c), std::vector<std::string>(argv + i + 1, argv + argc)};
+    }
+    break;
+  }
+  am::jobs::UsageCommand c{"accelmatrix", {}};
+  names_of(app, c);
+  return {std::move(c), std::vector<std::string>(argv + 1, argv + argc)};
 }
 
 }  // namespace
@@ -249,12 +281,15 @@ int main(int argc, char** argv) {
     // --help and --version end here with code 0; every parse error is a usage error (2), not
     // CLI11's own 105/106/109/114 (common/exit_codes.h).
     if (e.get_exit_code() == 0) return app.exit(e);
-    if (auto unknown = unknown_subcommand(app, {run_cmd, serve_cmd, report_cmd, compare_cmd, plan_cmd, keys_cmd,
-                                                status_cmd, submit_cmd, cancel_cmd, drain_cmd, release_cmd, runs_cmd})) {
+    const std::vector<const CLI::App*> subcommands{run_cmd,    serve_cmd,  report_cmd, compare_cmd,
+                                                   plan_cmd,   keys_cmd,   status_cmd, submit_cmd,
+                                                   cancel_cmd, drain_cmd,  release_cmd, runs_cmd};
+    if (auto unknown = unknown_subcommand(app, subcommands)) {
       std::cerr << "error: " << *unknown << "\n";
       return am::kExitUsage;
     }
-    app.exit(e);
+    const auto [command, words] = failed_command(app, subcommands, argc, argv);
+    std::cerr << am::jobs::usage_error_text(e.what(), command, words) << "\n";
     return am::kExitUsage;
   }
   const auto [log_level, quiet] = combine(verbosity);

@@ -155,6 +155,16 @@ TEST(RunExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
   EXPECT_EQ(run_logged(dir, "mismatch", {am, "run", "--workers"}, &log), 2) << log;
   EXPECT_EQ(run_logged(dir, "subless", {am}, &log), 2) << log;
   EXPECT_EQ(run_logged(dir, "worker", {worker_binary().string(), "--slots", "0"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "error: accelmatrix-worker: --slots")) << log;
+
+  // A mistyped option is named, with the option meant and where the help is.
+  EXPECT_EQ(run_logged(dir, "typo", {am, "run", "--plna", "x.toml"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "error: accelmatrix run: unknown option '--plna' (did you mean '--plan'?)")) << log;
+  EXPECT_TRUE(has(log, "see 'accelmatrix run --help'")) << log;
+  EXPECT_EQ(run_logged(dir, "wtypo", {worker_binary().string(), "--slotz", "2"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "unknown option '--slotz' (did you mean '--slots'?)")) << log;
+  EXPECT_EQ(run_logged(dir, "required2", {am, "report"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "error: accelmatrix report: --db is required")) << log;
 
   EXPECT_EQ(run_logged(dir, "help", {am, "--help"}, &log), 0) << log;
   EXPECT_TRUE(has(log, "Exit codes")) << log;
