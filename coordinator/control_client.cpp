@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <filesystem>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -51,6 +52,13 @@ Result<std::string> resolve_control_endpoint(const ControlTarget& t) {
     return t.coordinator;
   }
   std::optional<DbHolder> holder = read_db_holder(t.db);
+  std::error_code ec;
+  if (!holder && !std::filesystem::exists(t.db, ec)) {
+    return unavailable("no coordinator is running on " + t.db + ": there is no such database (--db names the "
+                       "database a coordinator was started with; default accelmatrix.db in the current "
+                       "directory); start one with `accelmatrix serve` or `run`, or name one with "
+                       "--coordinator tcp://HOST:PORT");
+  }
   if (!holder) {
     return unavailable("no coordinator is running on " + t.db +
                        " (its lock file names none); start one with `accelmatrix serve` or `run`, name one with "

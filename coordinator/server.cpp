@@ -2813,10 +2813,11 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
                                         options.admin_keys.end());
     }
   }
-  auto store = Store::open(options.db_path);
-  if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
+  // The endpoint first: a port that is taken must not leave a new, empty database behind.
   auto router = RouterEndpoint::bind(options.bind, curve ? &*curve : nullptr);
   if (!router.ok()) return router.status().with_context("binding " + options.bind);
+  auto store = Store::open(options.db_path);
+  if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
   auto impl = std::make_unique<Impl>(options, std::move(store).value(), std::move(router).value());
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }

@@ -167,6 +167,12 @@ TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
   // Without a coordinator: exit 4 with a message that points at `runs`.
   const std::string gone = run_capture(cli({"status"}, db), &code);
   EXPECT_EQ(code, 4);
+  EXPECT_NE(gone.find("accelmatrix runs"), std::string::npos) << gone;
+  // A database that does not exist is named as such, not as a lock file that names nobody.
+  const std::string missing = run_capture(cli({"status"}, db.parent_path() / "nowhere.db"), &code);
+  EXPECT_EQ(code, 4) << missing;
+  EXPECT_NE(missing.find("there is no such database"), std::string::npos) << missing;
+  EXPECT_FALSE(std::filesystem::exists(db.parent_path() / "nowhere.db")) << missing;
 }
 
 TEST(Control, CrashesOnDifferentModelsQuarantineADeviceUntilItsHealthJobPassesAgain) {

@@ -6,6 +6,9 @@
 //   holder is taken over; `report` reads while a coordinator holds the database.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <memory>
@@ -193,6 +196,28 @@ TEST(Endpoints, ServeAndRunRefuseAPortOutOfRangeAtOnce) {
             2) << log;
   EXPECT_TRUE(has(log, "'garbage'")) << log;
   EXPECT_TRUE(has(log, "expected tcp://HOST:PORT")) << log;
+}
+
+TEST(Endpoints, APortInUseExitsFourAndLeavesNoNewDatabaseBehind) {
+  ScratchDir dir("ep-busy");
+  const auto plan = write_failing_plan(dir, "busy");
+  // A listening socket of this test holds the port.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string bind = "tcp://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "serve", serve_args(plan, dir / "a.db", bind, dir / "ep"), &log), 4) << log;
+  ::close(fd);
+  EXPECT_TRUE(has(log, "binding " + bind)) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.db")) << log;
+  EXPECT_FALSE(std::filesystem::exists(dir / "ep")) << log;
 }
 
 TEST(Endpoints, AWorkerGivenAnEndpointThatCanNeverWorkExitsTwoInsteadOfRetrying) {
