@@ -352,7 +352,14 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   Status st = c.server->serve(stop);
   c.finish_display();
   if (!st.ok()) return fail(st.message(), kExitInfrastructure);
-  return run_exit_code(*c.server, c.fail_on, c.run_id);
+  const int verdict = run_exit_code(*c.server, c.fail_on, c.run_id);
+  if (verdict == kExitInterrupted) {
+    // Said as `run` says it, quiet or not: the exit code alone leaves a person guessing.
+    const Progress p = c.server->progress();
+    std::cerr << "serve stopped before every job finished (" << p.done << " of " << p.total
+              << " done); serve the same plan on the same database again to resume\n";
+  }
+  return verdict;
 }
 
 int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {

@@ -293,7 +293,11 @@ struct Server::Impl {
   std::map<std::string, double> budget_s;          // run id -> plan's time_budget_s (> 0 only)
   std::map<std::string, int64_t> budget_from_ms;   // steady ms the run was submitted
   std::set<std::string> budget_spent;              // runs whose budget has run out
-  int64_t serve_started_ms = 0;                    // steady ms; the time budgets count from here
+  int64_t serve_started_ms = 0;                    // steady ms the serve loop started
+  // Steady ms the first worker of this session registered: the time budgets count from here
+  // (or from their run's submit, if later), so a budget does not run out on a coordinator that
+  // waits for its fleet.
+  int64_t first_worker_ms = 0;
   int64_t last_tick_notify_ms = 0;
   int measured_jobs = 0;
   int64_t measured_job_ms = 0;
@@ -941,6 +945,7 @@ struct Server::Impl {
       }
     }
     workers_seen.insert(h.worker_id);
+    if (first_worker_ms == 0) first_worker_ms = steady_ms();
     for (const auto& d : sessions[identity].devices) {
       if (d.schedulable || d.runs_commands) classes_seen.emplace(d.hardware_class, d.backend);
     }
@@ -2761,9 +2766,9 @@ struct Server::Impl {
   // queued (never started, or put back after a lost lease) is settled `skipped`. Jobs running
   // now finish and report as usual.
   void enforce_time_budgets(int64_t now) {
-    if (budget_s.empty() || serve_started_ms == 0) return;
+    if (budget_s.empty() || serve_started_ms == 0 || first_worker_ms == 0) return;
     for (const auto& [run_id, budget] : budget_s) {
-      const int64_t from = std::max(serve_started_ms, budget_from_ms[run_id]);
+      const int64_t from = std::max({serve_started_ms, first_worker_ms, budget_from_ms[run_id]});
       if (now - from < static_cast<int64_t>(budget * 1000.0)) continue;
       const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
       if (budget_spent.insert(run_id).second) {

@@ -106,6 +106,8 @@ TEST(RunExitCodes, AStoppedServeExitsThree) {
   ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
   serve.terminate();
   EXPECT_EQ(serve.wait(kPromptExit), 3) << serve.log();
+  EXPECT_TRUE(has(serve.log(), "serve stopped before every job finished (0 of ")) << serve.log();
+  EXPECT_TRUE(has(serve.log(), "again to resume")) << serve.log();
 }
 
 TEST(RunExitCodes, ALostJobExitsFour) {

@@ -507,5 +507,23 @@ TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrin
   EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'budget'"), 0);
 }
 
+TEST(TimeBudget, ItCountsFromTheFirstWorkerSoACoordinatorWaitingForItsFleetSkipsNothing) {
+  ScratchDir dir("budget-wait");
+  const auto db = dir / "w.db";
+  const auto plan = write_file(dir / "wait.toml",
+                               "[plan]\nname = \"wait\"\nmode = \"accuracy\"\nseed = 7\ntime_budget_s = 1\n\n"
+                               "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\n"
+                               "seq_len = [16, 24]\ntimeout_s = 60\nthreads = 1\n\n[[models]]\nname = \"bert-tiny\"\n");
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  // Twice the budget with no worker: before, every job was settled skipped here.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped'"), 0) << serve.log();
+  Process worker(worker_args(ep, "late", dir), dir / "w.log");
+  EXPECT_EQ(serve.wait(60s), 0) << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2) << serve.log();
+}
+
 }  // namespace
 }  // namespace am::testing
