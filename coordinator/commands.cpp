@@ -33,6 +33,7 @@
 #include "coordinator/status_text.h"
 #include "coordinator/store.h"
 #include "jobs/plan_digest.h"
+#include "jobs/selftest_models.h"
 
 namespace am::coord {
 namespace {
@@ -511,6 +512,11 @@ int cmd_cancel(const ControlArgs& args) {
     } else {
       std::cout << "cancelled job " << args.id << (running ? " (it was running; its process is being stopped)" : "") << "\n";
     }
+  } else if (reply->contains("plan_job_id")) {
+    std::cout << "cancelled " << cancelled << " job(s) made of plan job " << args.id << " in run '"
+              << reply->value("run_id", std::string()) << "'";
+    if (running > 0) std::cout << " (" << running << " were running; their processes are being stopped)";
+    std::cout << "; hardware registering later gets none of it\n";
   } else {
     std::cout << "cancelled " << cancelled << " job(s) of run '" << args.id << "'";
     if (running > 0) std::cout << " (" << running << " were running; their processes are being stopped)";
@@ -727,12 +733,16 @@ int cmd_plan(const PlanArgs& args) {
   // docs/PLANS.md "Placement": each-class/each-device jobs are made per class/device at run time.
   if (placed > 0) std::printf(", %zu of them run once per hardware class or device (placement)", placed);
   std::printf("\n");
+  if (placed > 0) {
+    std::printf("(each of those gets a job of its own id per class or device as hardware registers; "
+                "`accelmatrix cancel` takes the id below for all of them)\n");
+  }
   std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5s  %6s  %-8s  %-11s  %s\n", "job_id", "model",
               "architecture", "backend", "prec", "batch", "seq", "mode", "placement", "notes");
   for (const auto& j : plan->jobs) {
     const auto& s = j.spec;
     std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5d  %6d  %-8s  %-11s  %s\n", j.job_id.c_str(),
-                s.model.c_str(), s.architecture.c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
+                s.model.c_str(), std::string(jobs::shown_architecture(s.model, s.architecture)).c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
                 s.batch, s.seq_len, s.mode.c_str(), std::string(jobs::to_string(s.placement)).c_str(),
                 s.scaled ? "scaled" : "");
   }

@@ -165,6 +165,7 @@ struct PlanJob {
   std::string canonical() const { return family->canonical.canonical(scalars); }   // for job_id_of()
   int placed = 0;                    // jobs made of it for classes or devices
   bool stand_in = false;             // its stand-in is in `jobs`
+  bool cancelled = false;            // `accelmatrix cancel PLAN_JOB_ID`: makes no more jobs
 };
 
 struct WorkerSession {
@@ -1027,8 +1028,8 @@ struct Server::Impl {
     // registering fleet waiting seconds).
     if (newly_placed.empty()) return;
     for (const std::string& pid : plan_job_order) {
-      const PlanJob& pj = plan_jobs[pid];
-      if (!run_open(pj.run_id)) continue;
+      PlanJob& pj = plan_jobs[pid];
+      if (!run_open(pj.run_id) || plan_job_cancelled(pj)) continue;
       for (const DeviceInfo& d : s.devices) {
         if (skip.count({pj.run_id, d.key})) continue;
         std::optional<PlacedTarget> placed = placement_for(pj.family_spec(), s.worker_id, d);
@@ -1070,6 +1071,17 @@ struct Server::Impl {
     placed_for.insert(newly_placed.begin(), newly_placed.end());
   }
 
+  // A plan job cancelled by an administrator makes no job for hardware registering later. After
+  // a restart that is known from its stand-in, settled `cancelled` (a stand-in settled for want
+  // of hardware gives way to real jobs; a cancelled one does not).
+  bool plan_job_cancelled(PlanJob& pj) {
+    if (!pj.cancelled && pj.stand_in) {
+      const JobEntry* stand_in = jobs.find(pj.job_id);
+      pj.cancelled = stand_in != nullptr && stand_in->status == ResultStatus::kCancelled;
+    }
+    return pj.cancelled;
+  }
+
   // Hardware that can take the plan job arrived after its stand-in was settled: the stand-in
   // (never leased, so it has no attempt and no result) gives way to the real jobs.
   void remove_stand_in(PlanJob& pj) {
@@ -1089,13 +1101,16 @@ struct Server::Impl {
   // Settles every unplaced plan job of `run_id` (all runs when empty) by a stand-in: with `status`
   // and `reason` when given, else with why no registered device can take it (no device of its
   // backend, none with its tags, none running commands).
-  void settle_unplaced(const std::string& run_id, std::optional<ResultStatus> status, const std::string& reason) {
+  // `only_plan_job`: that plan job alone (when unplaced).
+  void settle_unplaced(const std::string& run_id, std::optional<ResultStatus> status, const std::string& reason,
+                       const std::string& only_plan_job = {}) {
     std::vector<DeviceInfo> all;
     if (!status) {
       for (const auto& [id, s] : sessions) all.insert(all.end(), s.devices.begin(), s.devices.end());
     }
     std::map<std::string, std::vector<PlanJob*>> by_run;
     for (const std::string& pid : plan_job_order) {
+      if (!only_plan_job.empty() && pid != only_plan_job) continue;
       PlanJob& pj = plan_jobs[pid];
       if (pj.placed > 0 || pj.stand_in || (!run_id.empty() && pj.run_id != run_id)) continue;
       by_run[pj.run_id].push_back(&pj);
@@ -1971,6 +1986,7 @@ struct Server::Impl {
       }
       return nlohmann::json{{"run_id", id}, {"cancelled", cancelled}, {"stopped_running", running}};
     }
+    if (auto pj = plan_jobs.find(id); pj != plan_jobs.end()) return cancel_plan_job(pj->second, reason);
     JobEntry* found = jobs.find(id);
     if (found == nullptr) {
       std::string known;
@@ -1986,6 +2002,35 @@ struct Server::Impl {
                        {"stopped_running", cancelled && was_leased ? 1 : 0}};
     if (!cancelled && j.status) out["status"] = std::string(to_string(*j.status));
     return out;
+  }
+
+  // A plan job placed each-class or each-device (the id `accelmatrix plan` lists): every job made
+  // of it that has not ended is cancelled, and it makes none for hardware registering later. One
+  // not placed anywhere yet ends as a stand-in settled `cancelled`, which the report shows and a
+  // restarted coordinator reads as the cancellation.
+  Result<nlohmann::json> cancel_plan_job(PlanJob& pj, const std::string& reason) {
+    const std::string id = pj.job_id;
+    const std::string run_id = pj.run_id;
+    pj.cancelled = true;
+    int cancelled = 0;
+    int running = 0;
+    for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
+      if (by_seq[seq] == nullptr || by_seq[seq]->plan_job() != id || by_seq[seq]->run_id() != run_id) continue;
+      JobEntry& j = *by_seq[seq];
+      const bool was_leased = j.state == JobState::kLeased;
+      if (cancel_job(j, reason)) {
+        ++cancelled;
+        running += was_leased;
+      }
+      if (fatal) return *fatal;
+    }
+    if (pj.placed == 0 && !pj.stand_in) {
+      settle_unplaced(run_id, ResultStatus::kCancelled, reason, id);
+      if (fatal) return *fatal;
+      ++cancelled;
+    }
+    return nlohmann::json{{"plan_job_id", id}, {"run_id", run_id}, {"cancelled", cancelled},
+                          {"stopped_running", running}};
   }
 
   WorkerSession* session_of(const std::string& worker_id) {

@@ -23,6 +23,7 @@
 #include "coordinator/sqlite_transaction.h"
 #include "coordinator/stored_json.h"
 #include "jobs/job_spec.h"
+#include "jobs/selftest_models.h"
 #include "jobs/spec_family.h"
 
 namespace am::coord {
@@ -1490,6 +1491,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
         }
         r.model.swap(raw.model);
         r.architecture.swap(raw.architecture);
+        if (jobs::is_selftest_model(r.model)) r.architecture = jobs::kSelftestShownArchitecture;
         r.backend.swap(raw.backend);
         const std::optional<jobs::Precision> p = jobs::parse_precision_label(raw.precision);
         if (!p) {
@@ -1581,7 +1583,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
       AM_ASSIGN_OR_RETURN(r.spec, reader.decode(spec_text, keys.spec));
     }
     r.model = spec->model;
-    r.architecture = spec->architecture;
+    r.architecture = jobs::shown_architecture(spec->model, spec->architecture);
     r.backend = spec->backend;
     r.precision = spec->precision;
     r.state = JobState::kQueued;

@@ -29,6 +29,10 @@ std::span<const SelftestMode> selftest_modes() { return kModes; }
 
 bool is_selftest_model(std::string_view model) { return model.starts_with(kSelftestModelPrefix); }
 
+std::string_view shown_architecture(std::string_view model, std::string_view architecture) {
+  return is_selftest_model(model) ? kSelftestShownArchitecture : architecture;
+}
+
 std::string selftest_mode_names() {
   std::string out;
   for (const SelftestMode& m : kModes) {

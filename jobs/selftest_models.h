@@ -20,6 +20,9 @@ namespace am::jobs {
 
 inline constexpr std::string_view kSelftestModelPrefix = "selftest:";
 inline constexpr std::string_view kSelftestArchitecture = "encoder-only";
+// What plans, reports and matrices show as a selftest job's architecture: it belongs to no family,
+// and under kSelftestArchitecture a crashing diagnostic would read as an encoder-only finding.
+inline constexpr std::string_view kSelftestShownArchitecture = "selftest";
 
 struct SelftestMode {
   std::string_view name;         // "segv" for the model "selftest:segv"
@@ -30,6 +33,9 @@ struct SelftestMode {
 std::span<const SelftestMode> selftest_modes();
 
 bool is_selftest_model(std::string_view model);   // starts with "selftest:"
+// The architecture to show for a job of `model`: kSelftestShownArchitecture for a selftest
+// model, else `architecture`.
+std::string_view shown_architecture(std::string_view model, std::string_view architecture);
 // "pass, fail, noisy, ..." — the known modes, for error messages.
 std::string selftest_mode_names();
 // OK for a known "selftest:<mode>"; NotFound naming the known modes otherwise (also for a

@@ -175,6 +175,49 @@ TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
   EXPECT_FALSE(std::filesystem::exists(db.parent_path() / "nowhere.db")) << missing;
 }
 
+// The ids `accelmatrix plan` lists are plan-job ids; an each-class plan job becomes a job of its
+// own id per class. `cancel` takes the listed id: for the jobs made of it and for classes to come.
+TEST(Control, CancelTakesThePlanJobIdThatPlanListsForItsJobsAndForClassesToCome) {
+  ScratchDir dir("ctl-planjob");
+  const auto db = dir / "p.db";
+  const auto plan = write_selftest_plan(dir / "pj.toml", "pj", {"hang", "pass"});
+  int code = -1;
+  const std::string listed =
+      run_capture({coordinator_binary().string(), "plan", plan.string(), "--json", "--catalog", catalog_dir()}, &code);
+  ASSERT_EQ(code, 0) << listed;
+  std::string hang_id, pass_id;
+  for (const json& j : json::parse(listed)) {
+    (j["spec"]["model"] == "selftest:hang" ? hang_id : pass_id) = j["job_id"].get<std::string>();
+  }
+  ASSERT_FALSE(hang_id.empty() || pass_id.empty()) << listed;
+
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  // Placed nowhere yet: it ends as its stand-in, cancelled.
+  std::string out = run_capture(cli({"cancel", pass_id}, db), &code);
+  ASSERT_EQ(code, 0) << out << serve.log();
+  EXPECT_NE(out.find("cancelled 1 job(s) made of plan job " + pass_id + " in run 'pj'"), std::string::npos) << out;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE job_id = '" + pass_id + "' AND status = 'cancelled'"), 1);
+
+  // A class registers: the hang plan job gets its job and it runs; the cancelled one gets none.
+  Process worker(worker_args(ep, "w", dir), dir / "w.log");
+  ASSERT_TRUE(wait_until([&] {
+    return sql_int(db, "SELECT COUNT(*) FROM attempts a JOIN jobs j ON j.run_id = a.run_id AND j.job_id = a.job_id "
+                       "WHERE j.plan_job_id = '" + hang_id + "' AND a.state = 'leased'") == 1;
+  }, 60s)) << serve.log();
+  out = run_capture(cli({"cancel", hang_id}, db), &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("cancelled 1 job(s) made of plan job " + hang_id), std::string::npos) << out;
+  EXPECT_NE(out.find("1 were running"), std::string::npos) << out;
+  EXPECT_EQ(serve.wait(60s), 0) << "cancelled is an accepted status\n" << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE plan_job_id = '" + hang_id + "' AND job_id <> '" + hang_id +
+                            "' AND status = 'cancelled'"), 1);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE plan_job_id = '" + pass_id + "' AND job_id <> '" + pass_id + "'"),
+            0) << "a cancelled plan job makes no job for a class registering later";
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'pass'"), 0);
+}
+
 TEST(Control, CrashesOnDifferentModelsQuarantineADeviceUntilItsHealthJobPassesAgain) {
   ScratchDir dir("control-quarantine");
   const auto db = dir / "q.db";
