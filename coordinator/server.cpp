@@ -1974,16 +1974,8 @@ struct Server::Impl {
       closed_runs.insert(id);
       settle_unplaced(id, ResultStatus::kCancelled, reason);
       if (fatal) return *fatal;
-      for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
-        if (by_seq[seq] == nullptr || by_seq[seq]->run_id() != id) continue;
-        JobEntry& j = *by_seq[seq];
-        const bool was_leased = j.state == JobState::kLeased;
-        if (cancel_job(j, reason)) {
-          ++cancelled;
-          running += was_leased;
-        }
-        if (fatal) return *fatal;
-      }
+      cancel_jobs_where([&](const JobEntry& j) { return j.run_id() == id; }, reason, cancelled, running);
+      if (fatal) return *fatal;
       return nlohmann::json{{"run_id", id}, {"cancelled", cancelled}, {"stopped_running", running}};
     }
     if (auto pj = plan_jobs.find(id); pj != plan_jobs.end()) return cancel_plan_job(pj->second, reason);
@@ -2004,6 +1996,22 @@ struct Server::Impl {
     return out;
   }
 
+  // Cancels every job `which` picks (cancel_job), counting those cancelled and, of them, those
+  // that were running. Stops at a storage fault.
+  template <typename Pick>
+  void cancel_jobs_where(const Pick& which, const std::string& reason, int& cancelled, int& running) {
+    for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
+      if (by_seq[seq] == nullptr || !which(*by_seq[seq])) continue;
+      JobEntry& j = *by_seq[seq];
+      const bool was_leased = j.state == JobState::kLeased;
+      if (cancel_job(j, reason)) {
+        ++cancelled;
+        running += was_leased;
+      }
+      if (fatal) return;
+    }
+  }
+
   // A plan job placed each-class or each-device (the id `accelmatrix plan` lists): every job made
   // of it that has not ended is cancelled, and it makes none for hardware registering later. One
   // not placed anywhere yet ends as a stand-in settled `cancelled`, which the report shows and a
@@ -2014,16 +2022,9 @@ struct Server::Impl {
     pj.cancelled = true;
     int cancelled = 0;
     int running = 0;
-    for (std::size_t seq = 0; seq < by_seq.size(); ++seq) {   // by index: settling may add entries
-      if (by_seq[seq] == nullptr || by_seq[seq]->plan_job() != id || by_seq[seq]->run_id() != run_id) continue;
-      JobEntry& j = *by_seq[seq];
-      const bool was_leased = j.state == JobState::kLeased;
-      if (cancel_job(j, reason)) {
-        ++cancelled;
-        running += was_leased;
-      }
-      if (fatal) return *fatal;
-    }
+    cancel_jobs_where([&](const JobEntry& j) { return j.plan_job() == id && j.run_id() == run_id; }, reason,
+                      cancelled, running);
+    if (fatal) return *fatal;
     if (pj.placed == 0 && !pj.stand_in) {
       settle_unplaced(run_id, ResultStatus::kCancelled, reason, id);
       if (fatal) return *fatal;
