@@ -402,10 +402,22 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                       "peak; the GEMM's %lld-group panel from L2 %.1f GOPS = %.0f%%\n",
                       name.c_str(), l1, 100.0 * l1 * 1e9 / peak, static_cast<long long>(panel), l2,
                       100.0 * l2 * 1e9 / peak);
+          // The kernel's own ceiling: its instruction mix with every operand in registers or L1
+          // (bench_util.h), with and without the per-block scaling.
+          const double mix = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name);
+          const double unscaled = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name + "/unscaled");
+          if (mix > 0) {
+            std::printf("  %-5s tile kernel's instruction mix, register-only: %.0f%% of the int8 peak", name.c_str(),
+                        100.0 * mix / peak);
+            if (unscaled > 0) std::printf(" (without its per-block scaling %.0f%%)", 100.0 * unscaled / peak);
+            std::printf("; the kernel alone in L1 reaches %.0f%% of that\n", 100.0 * l1 * 1e9 / mix);
+          }
           doc["tile_kernel"].push_back({{"format", name}, {"l1_gops", l1},
                                         {"l1_fraction_of_peak", l1 * 1e9 / peak},
                                         {"panel_groups", panel}, {"l2_gops", l2},
-                                        {"l2_fraction_of_peak", l2 * 1e9 / peak}});
+                                        {"l2_fraction_of_peak", l2 * 1e9 / peak},
+                                        {"mix_ceiling_fraction_of_peak", mix / peak},
+                                        {"unscaled_mix_fraction_of_peak", unscaled / peak}});
         }
       }
       if (!wanted(kinds, "gemv")) continue;

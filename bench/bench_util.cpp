@@ -136,6 +136,73 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2() {
   return s;
 }
 
+// tile_kernel4's mix for one block per iteration (see measure_tile_mix_ceiling). The empty asm
+// statements stand for the loads: the weights and scales are "new" each block, so nothing is
+// hoisted out of the loop, yet no load is issued.
+constexpr int kMixRows = 6;      // rows of X per call (kPackedTileRows)
+constexpr int kMixHalves = 2;    // two zmm of 16 outputs per row: 4 groups of 8
+constexpr int kMixDotsPerBlock = 96;
+template <bool kQ8, bool kMin, bool kScale>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) float tile_mix_avx512() {
+  __m512 acc[kMixRows][kMixHalves];
+  #pragma GCC unroll 12
+  for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
+  __m512i raw[kMixHalves] = {_mm512_set1_epi32(0x5A3C1F07), _mm512_set1_epi32(0x1B2D3E4F)};
+  __m512i xb = _mm512_set1_epi32(0x01FF02FE);
+  const __m512i mask = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  __m512 dw = _mm512_set1_ps(1e-3f), dm = _mm512_set1_ps(-2e-3f);
+  // Each row of X's scale and min sum, broadcast from L1 as the kernel does.
+  alignas(64) float xd[kMixRows] = {0.5f, 0.25f, 0.125f, 0.75f, 0.375f, 0.625f};
+  alignas(64) float xs[kMixRows] = {1.5f, 1.25f, 1.125f, 1.75f, 1.375f, 1.625f};
+  for (int64_t i = 0; i < kPeakIterations; ++i) {
+    __m512i isum[kMixRows][kMixHalves];
+    #pragma GCC unroll 12
+    for (auto& row : isum) row[0] = row[1] = xb;
+    #pragma GCC unroll 12
+    for (int c = 0; c < (kQ8 ? 8 : 4); ++c) {
+      __asm__ volatile("" : "+v"(raw[0]), "+v"(raw[1]), "+v"(xb));
+      __m512i lo[kMixHalves], hi[kMixHalves];
+      #pragma GCC unroll 12
+      for (int h = 0; h < kMixHalves; ++h) {
+        if constexpr (kQ8) {
+          lo[h] = _mm512_xor_si512(raw[h], bias);
+        } else {
+          lo[h] = _mm512_and_si512(raw[h], mask);
+          hi[h] = _mm512_and_si512(_mm512_srli_epi16(raw[h], 4), mask);
+        }
+      }
+      #pragma GCC unroll 12
+      for (int m = 0; m < kMixRows; ++m) {
+        #pragma GCC unroll 12
+        for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], lo[h], xb);
+        if constexpr (!kQ8) {
+          #pragma GCC unroll 12
+          for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], hi[h], xb);
+        }
+      }
+    }
+    __asm__ volatile("" : "+v"(dw), "+v"(dm), "+m"(xd), "+m"(xs));
+    #pragma GCC unroll 12
+    for (int m = 0; m < kMixRows && !kScale; ++m) {
+      // Without the scaling the sums still leave the block (as the converted values would).
+      #pragma GCC unroll 12
+      for (int h = 0; h < kMixHalves; ++h) __asm__ volatile("" : : "v"(isum[m][h]));
+    }
+    #pragma GCC unroll 12
+    for (int m = 0; m < kMixRows && kScale; ++m) {
+      #pragma GCC unroll 12
+      for (int h = 0; h < kMixHalves; ++h) {
+        acc[m][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][h]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[m])), acc[m][h]);
+        if constexpr (kMin) acc[m][h] = _mm512_fmadd_ps(dm, _mm512_set1_ps(xs[m]), acc[m][h]);
+      }
+    }
+  }
+  float s = 0.0f;
+  #pragma GCC unroll 12
+  for (auto& row : acc) s += _mm512_reduce_add_ps(row[0]) + _mm512_reduce_add_ps(row[1]);
+  return s;
+}
+
 // AVX2 int8 dot: vpmaddubsw (pairs to int16) + vpmaddwd (to int32) + add per 32 byte pairs.
 __attribute__((target("avx2"))) float int8_chains_avx2() {
   __m256i a[kPeakChains];
@@ -200,6 +267,25 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s,
   (void)path;
 #endif
   return p;
+}
+
+double measure_tile_mix_ceiling(kernels::ThreadPool& pool, double min_time_s, const std::string& format) {
+#if defined(__x86_64__)
+  const kernels::CpuFeatures& f = kernels::cpu_features();
+  if (!(f.avx512f && f.avx512bw && f.avx512vnni)) return 0.0;
+  constexpr double kOps = kMixDotsPerBlock * 64.0 * 2.0;
+  if (format == "q8_0") return peak_rate(pool, min_time_s, tile_mix_avx512<true, false, true>, kOps);
+  if (format == "q4_0") return peak_rate(pool, min_time_s, tile_mix_avx512<false, false, true>, kOps);
+  if (format == "q4_1") return peak_rate(pool, min_time_s, tile_mix_avx512<false, true, true>, kOps);
+  // The dot products and the weights' decode alone (no per-block scaling): what the scaling costs.
+  if (format == "q8_0/unscaled") return peak_rate(pool, min_time_s, tile_mix_avx512<true, false, false>, kOps);
+  if (format == "q4_0/unscaled") return peak_rate(pool, min_time_s, tile_mix_avx512<false, false, false>, kOps);
+#else
+  (void)pool;
+  (void)min_time_s;
+  (void)format;
+#endif
+  return 0.0;
 }
 
 std::size_t last_level_cache_bytes() {

@@ -85,4 +85,8 @@ bool is_infrastructure(ResultStatus s) {
   return s == ResultStatus::kLost || s == ResultStatus::kInterrupted;
 }
 
+bool is_worker_reported(ResultStatus s) {
+  return s != ResultStatus::kSkipped && s != ResultStatus::kLost && s != ResultStatus::kInterrupted;
+}
+
 }  // namespace am

@@ -61,4 +61,8 @@ bool is_test_failure(ResultStatus s);
 // An attempt ended for reasons outside the job (the attempt is retried, or the job is lost).
 bool is_infrastructure(ResultStatus s);   // lost, interrupted
 
+// A status a worker may report in a RESULT (PROTOCOL §5.6): all but the coordinator's own
+// skipped, lost and interrupted.
+bool is_worker_reported(ResultStatus s);
+
 }  // namespace am

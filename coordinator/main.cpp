@@ -177,8 +177,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_flag("--exit-when-done", serve.server.exit_when_done,
                       "Exit once every job is terminal (workers are drained)");
   serve_cmd->add_option("--expect-workers", serve.server.expect_workers,
-                        "A run is complete only once this many workers registered; jobs no device can run "
-                        "are settled then (0 = never settle them)")
+                        "A run is complete only once this many workers with a device that can take a job "
+                        "registered; jobs no device can run are settled then (0 = never settle them)")
       ->check(CLI::Range(0, 100000))->capture_default_str();
   serve_cmd->add_option("--expect-classes", serve.server.expect_classes,
                         "A run is complete only once this many hardware classes registered, and plan jobs "

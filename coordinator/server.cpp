@@ -282,7 +282,10 @@ struct Server::Impl {
   bool ineligible_checked = false;
   std::unordered_map<std::string, PlanJob> plan_jobs;   // each-class / each-device plan jobs by id (plan_job_order: order)
   std::vector<std::string> plan_job_order;
-  std::set<std::string> workers_seen;              // worker ids registered in this session
+  // Worker ids registered in this session with a device that can take a job: what
+  // --expect-workers counts. A peer with none (an empty or useless capability record) would
+  // otherwise complete the fleet and settle every job `skipped` before real hardware arrives.
+  std::set<std::string> workers_seen;
   std::map<std::string, std::string> classes_seen; // hardware classes registered in this session -> backend
   std::set<std::string> backends_planned;          // the backends of every run's jobs
   std::set<std::string> closed_runs;               // take no new placements (budget spent, cancelled)
@@ -638,6 +641,11 @@ struct Server::Impl {
   // The hardware classes registered in this session that the runs can use: a class counts toward
   // --expect-classes when some run has jobs of its backend (a PoCL device beside the cpu is no
   // second class for a cpu-only plan).
+  static bool has_usable_device(const WorkerSession& s) {
+    return std::any_of(s.devices.begin(), s.devices.end(),
+                       [](const DeviceInfo& d) { return d.schedulable || d.runs_commands; });
+  }
+
   int classes_in_use() const {
     int n = 0;
     for (const auto& [cls, backend] : classes_seen) n += backends_planned.count(backend) > 0;
@@ -945,8 +953,10 @@ struct Server::Impl {
                    /*reclaimed=*/true);
       }
     }
-    workers_seen.insert(h.worker_id);
-    if (first_worker_ms == 0) first_worker_ms = steady_ms();
+    if (has_usable_device(sessions[identity])) {
+      workers_seen.insert(h.worker_id);
+      if (first_worker_ms == 0) first_worker_ms = steady_ms();
+    }
     for (const auto& d : sessions[identity].devices) {
       if (d.schedulable || d.runs_commands) classes_seen.emplace(d.hardware_class, d.backend);
     }
@@ -1141,7 +1151,10 @@ struct Server::Impl {
 
   // Jobs no registered device could ever run are settled at once instead of waiting forever.
   void settle_ineligible_jobs() {
-    if (opt.expect_workers <= 0 || static_cast<int>(sessions.size()) < opt.expect_workers) return;
+    if (opt.expect_workers <= 0) return;
+    const auto with_devices = std::count_if(sessions.begin(), sessions.end(),
+                                            [](const auto& kv) { return has_usable_device(kv.second); });
+    if (with_devices < opt.expect_workers) return;
     // Plan jobs no registered hardware took: once the expected classes are here too.
     if (classes_in_use() >= opt.expect_classes && unplaced_plan_jobs() > 0) settle_unplaced("", std::nullopt, "");
     // Only `any` jobs are left to check (a job made for a class or a device was settled when made,
@@ -1194,6 +1207,14 @@ struct Server::Impl {
   // Takes the metrics, reason and log tail out of `r` (a result is ~1 KiB of JSON: copying it
   // was a tenth of the coordinator's CPU at dispatch rate).
   void on_result(WorkerSession& s, proto::JobResult& r) {
+    // skipped, lost and interrupted are the coordinator's verdicts, never a worker's: from a
+    // worker they would settle a job `lost` (exit 4) or end it `interrupted`, which is never final.
+    if (!is_worker_reported(r.status)) {
+      ++counters.messages_unexpected;
+      logger()->warn("dropping RESULT for {} attempt {} from {}: status '{}' is the coordinator's to give",
+                     r.job_id, r.attempt, s.worker_id, to_string(r.status));
+      return;
+    }
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
     JobEntry* found = jobs.find(r.job_id);
     if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {

@@ -22,6 +22,7 @@
 #include "tests/sim_fleet/sim_fleet.h"
 #include "tests/sim_fleet/sim_plan.h"
 #include "tests/sim_fleet/sim_records.h"
+#include "tests/sim_fleet/hand_worker.h"
 
 namespace am::sim {
 namespace {
@@ -47,95 +48,6 @@ std::string bert_plan(const std::string& name, const std::string& mode, const st
          "\"\n\n[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
          "\n" + more_defaults + "\n[[models]]\nname = \"bert-tiny\"\n";
 }
-
-// A worker driven by hand over a real DEALER socket: one cpu device, one slot.
-class HandWorker {
- public:
-  HandWorker(const std::string& endpoint, const std::string& worker_id, const std::string& host_id) {
-    auto ep = DealerEndpoint::connect(endpoint);
-    EXPECT_TRUE(ep.ok()) << ep.status().to_string();
-    if (!ep.ok()) return;
-    ep_.emplace(std::move(ep).value());
-    proto::Hello h;
-    h.worker_id = worker_id;
-    h.hostname = worker_id;
-    h.capabilities = sim_capabilities(worker_id, host_id);
-    h.slots = 1;
-    h.host_id = host_id;
-    EXPECT_TRUE(ep_->send(proto::Message{h}).ok());
-    EXPECT_TRUE(next_assign_or<proto::Welcome>(milliseconds(3000)).has_value()) << worker_id << ": no WELCOME";
-  }
-
-  void grant(int window) {
-    proto::Ready r;
-    r.window = std::map<std::string, int>{{"cpu:0", window}};
-    r.seen = static_cast<int>(assigns_.size());
-    EXPECT_TRUE(ep_->send(proto::Message{r}).ok());
-  }
-
-  void pass(const proto::Assign& a) {
-    proto::JobResult r;
-    r.job_id = a.job_id;
-    r.attempt = a.attempt;
-    r.status = ResultStatus::kPass;
-    r.finished_at_ms = now_epoch_ms();
-    r.started_at_ms = r.finished_at_ms;
-    EXPECT_TRUE(ep_->send(proto::Message{r}).ok());
-  }
-
-  // Reads until the coordinator CANCELs something (or `within` passes).
-  bool cancelled_within(milliseconds within) { return next_assign_or<proto::Cancel>(within).has_value(); }
-
-  std::optional<proto::Assign> next_assign(milliseconds within) {
-    const std::size_t before = assigns_.size();
-    next_assign_or<proto::Assign>(within);
-    if (assigns_.size() == before) return std::nullopt;
-    return assigns_[before];
-  }
-
- private:
-  // Reads messages until a T arrives or `within` passes; every ASSIGN read is kept.
-  template <class T>
-  std::optional<T> next_assign_or(milliseconds within) {
-    const auto until = steady_clock::now() + within;
-    while (ep_ && steady_clock::now() < until) {
-      auto m = ep_->recv(10);
-      if (!m.ok() || !m->has_value()) continue;
-      if (const auto* a = std::get_if<proto::Assign>(&(**m).body)) assigns_.push_back(*a);
-      if (const auto* t = std::get_if<T>(&(**m).body)) return *t;
-    }
-    return std::nullopt;
-  }
-
-  std::optional<DealerEndpoint> ep_;
-  std::vector<proto::Assign> assigns_;
-};
-
-class ServingCoordinator {
- public:
-  explicit ServingCoordinator(const coord::ServerOptions& o) {
-    auto server = coord::Server::create(o);
-    EXPECT_TRUE(server.ok()) << server.status().to_string();
-    if (server.ok()) server_ = std::move(server).value();
-  }
-  ~ServingCoordinator() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  coord::Server& server() { return *server_; }
-  void start() {
-    thread_ = std::thread([this] { status_ = server_->serve(stop_); });
-  }
-  void join() {
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  std::unique_ptr<coord::Server> server_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  Status status_ = Status::Ok();
-};
 
 // A and B share a host; A's perf job holds it alone, so B's accuracy job waits. A's RESULT is
 // stored in the same tick as an older result of C's (a batch flushed at once): the perf job is

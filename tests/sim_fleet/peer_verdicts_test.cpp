@@ -1,0 +1,88 @@
+// What a peer may decide for a run (PROTOCOL §5.6, §5.8): a peer with no usable device is no
+// hardware and completes no fleet; a RESULT may carry only a status a worker reports. Raw DEALER
+// peers against the real coordinator (coord::Server on a thread, its store on disk).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "coordinator/server.h"
+#include "jobs/plan.h"
+#include "tests/integration/harness.h"
+#include "tests/jobs/temp_dir.h"
+#include "tests/sim_fleet/hand_worker.h"
+
+namespace am::sim {
+namespace {
+
+using std::chrono::milliseconds;
+using jobs::testing::TempDir;
+
+jobs::Plan bert_plan(const std::string& name, const std::string& seq_lens) {
+  auto plan = jobs::load_plan_text("[plan]\nname = \"" + name + "\"\nmode = \"accuracy\"\n\n[defaults]\n"
+                                   "backends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
+                                   "\n\n[[models]]\nname = \"bert-tiny\"\n",
+                                   name + ".toml", std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models");
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? *plan : jobs::Plan{};
+}
+
+coord::ServerOptions options_in(const TempDir& dir) {
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = dir.path() / "c.db";
+  o.health_interval_ms = 0;
+  o.expect_workers = 1;   // as `serve` by default: the first worker completes the fleet
+  return o;
+}
+
+TEST(PeerVerdicts, APeerWithoutAUsableDeviceCompletesNoFleetAndSettlesNothing) {
+  TempDir dir;
+  const auto db = dir.path() / "c.db";
+  ServingCoordinator c(options_in(dir));
+  ASSERT_TRUE(c.server().submit(bert_plan("fleet", "[16, 24]"), "fleet").ok());
+  c.start();
+  // Before: this HELLO alone settled both jobs `skipped` ("no registered device has backend
+  // 'cpu'") and a later worker with a cpu got nothing.
+  HandWorker nothing(c.server().endpoint(), "nothing", "host-n", nlohmann::json{{"devices", nlohmann::json::array()}});
+  HandWorker junk(c.server().endpoint(), "junk", "host-j", nlohmann::json{{"devices", "not a list"}});
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 0);
+  HandWorker cpu(c.server().endpoint(), "cpu", "host-c");
+  cpu.grant(1);
+  const auto first = cpu.next_assign(milliseconds(3000));
+  ASSERT_TRUE(first.has_value());
+  cpu.pass(*first);
+  cpu.grant(1);
+  EXPECT_TRUE(cpu.next_assign(milliseconds(3000)).has_value()) << "the run's second job";
+}
+
+TEST(PeerVerdicts, ACoordinatorsStatusInALeaseholdersResultIsDroppedAndTheJobStaysOpen) {
+  TempDir dir;
+  const auto db = dir.path() / "c.db";
+  {
+    ServingCoordinator c(options_in(dir));
+    ASSERT_TRUE(c.server().submit(bert_plan("verdicts", "[16]"), "verdicts").ok());
+    c.start();
+    HandWorker w(c.server().endpoint(), "w", "host-w");
+    w.grant(1);
+    const auto a = w.next_assign(milliseconds(3000));
+    ASSERT_TRUE(a.has_value());
+    // lost would have settled the job lost (exit 4), interrupted ended it with a status that is
+    // never final, skipped settled it as if no hardware could run it.
+    for (ResultStatus s : {ResultStatus::kLost, ResultStatus::kInterrupted, ResultStatus::kSkipped}) w.report(*a, s);
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 0);
+    EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'"), 1);
+    w.pass(*a);
+    ASSERT_TRUE(am::testing::wait_until(
+        [&] { return am::testing::sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'") == 1; },
+        std::chrono::seconds(5)));
+  }
+  EXPECT_EQ(am::testing::sql_int(db, "SELECT value FROM counters WHERE name = 'messages_unexpected'"), 3);
+}
+
+}  // namespace
+}  // namespace am::sim
