@@ -407,7 +407,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
           const double mix = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name);
           const double unscaled = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name + "/unscaled");
           if (mix > 0) {
-            std::printf("  %-5s tile kernel's instruction mix, register-only: %.0f%% of the int8 peak", name.c_str(),
+            std::printf("  %-5s tile kernel's instruction mix, its weights in registers: %.0f%% of the int8 peak", name.c_str(),
                         100.0 * mix / peak);
             if (unscaled > 0) std::printf(" (without its per-block scaling %.0f%%)", 100.0 * unscaled / peak);
             std::printf("; the kernel alone in L1 reaches %.0f%% of that\n", 100.0 * l1 * 1e9 / mix);

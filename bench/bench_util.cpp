@@ -136,9 +136,10 @@ __attribute__((target("avx2,fma"))) float fma_chains_avx2() {
   return s;
 }
 
-// tile_kernel4's mix for one block per iteration (see measure_tile_mix_ceiling). The empty asm
-// statements stand for the loads: the weights and scales are "new" each block, so nothing is
-// hoisted out of the loop, yet no load is issued.
+// tile_kernel4's mix for one block per iteration (see measure_tile_mix_ceiling), as the kernel
+// compiles: 96 vpdpbusd, the activation groups, corrections and scales broadcast from L1, the
+// weights' inserts and decode, and the scaling. The empty asm statements stand for the weight
+// loads: the weights and scales are "new" each block, so nothing is hoisted out of the loop.
 constexpr int kMixRows = 6;      // rows of X per call (kPackedTileRows)
 constexpr int kMixHalves = 2;    // two zmm of 16 outputs per row: 4 groups of 8
 constexpr int kMixDotsPerBlock = 96;
@@ -148,22 +149,34 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) float tile_mix_avx512() {
   #pragma GCC unroll 12
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   __m512i raw[kMixHalves] = {_mm512_set1_epi32(0x5A3C1F07), _mm512_set1_epi32(0x1B2D3E4F)};
-  __m512i xb = _mm512_set1_epi32(0x01FF02FE);
   const __m512i mask = _mm512_set1_epi8(0x0F), bias = _mm512_set1_epi8(static_cast<char>(0x80));
   __m512 dw = _mm512_set1_ps(1e-3f), dm = _mm512_set1_ps(-2e-3f);
-  // Each row of X's scale and min sum, broadcast from L1 as the kernel does.
-  alignas(64) float xd[kMixRows] = {0.5f, 0.25f, 0.125f, 0.75f, 0.375f, 0.625f};
-  alignas(64) float xs[kMixRows] = {1.5f, 1.25f, 1.125f, 1.75f, 1.375f, 1.625f};
+  // What the kernel broadcasts from L1 per block: each row of X's correction (the int32 sums'
+  // start), its 4-byte activation groups per chunk, its scale and its min sum.
+  alignas(64) int32_t corr[kMixRows];
+  alignas(64) int32_t xq[8][kMixRows];
+  alignas(64) float xd[kMixRows];
+  alignas(64) float xs[kMixRows];
+  for (int m = 0; m < kMixRows; ++m) {
+    corr[m] = -128 * (m + 1);
+    for (int c = 0; c < 8; ++c) xq[c][m] = 0x01FF02FE + 0x01010101 * (c * kMixRows + m);
+    xd[m] = 0.5f / static_cast<float>(m + 1);
+    xs[m] = 1.5f + 0.25f * static_cast<float>(m);
+  }
   for (int64_t i = 0; i < kPeakIterations; ++i) {
+    // A new block: the compiler may assume nothing of the broadcast rows or the weights.
+    __asm__ volatile("" : "+m"(corr), "+m"(xq), "+m"(xd), "+m"(xs), "+v"(raw[0]), "+v"(raw[1]), "+v"(dw), "+v"(dm));
     __m512i isum[kMixRows][kMixHalves];
     #pragma GCC unroll 12
-    for (auto& row : isum) row[0] = row[1] = xb;
+    for (int m = 0; m < kMixRows; ++m) isum[m][0] = isum[m][1] = _mm512_set1_epi32(corr[m]);
     #pragma GCC unroll 12
     for (int c = 0; c < (kQ8 ? 8 : 4); ++c) {
-      __asm__ volatile("" : "+v"(raw[0]), "+v"(raw[1]), "+v"(xb));
+      __asm__ volatile("" : "+v"(raw[0]), "+v"(raw[1]));
       __m512i lo[kMixHalves], hi[kMixHalves];
       #pragma GCC unroll 12
       for (int h = 0; h < kMixHalves; ++h) {
+        // The kernel puts two groups' 32-byte pieces into one register (pair256): an insert.
+        raw[h] = _mm512_inserti64x4(raw[h], _mm512_castsi512_si256(raw[1 - h]), 1);
         if constexpr (kQ8) {
           lo[h] = _mm512_xor_si512(raw[h], bias);
         } else {
@@ -173,27 +186,34 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) float tile_mix_avx512() {
       }
       #pragma GCC unroll 12
       for (int m = 0; m < kMixRows; ++m) {
+        const __m512i xl = _mm512_set1_epi32(xq[c][m]);
         #pragma GCC unroll 12
-        for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], lo[h], xb);
+        for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], lo[h], xl);
         if constexpr (!kQ8) {
+          const __m512i xh = _mm512_set1_epi32(xq[c + 4][m]);
           #pragma GCC unroll 12
-          for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], hi[h], xb);
+          for (int h = 0; h < kMixHalves; ++h) isum[m][h] = _mm512_dpbusd_epi32(isum[m][h], hi[h], xh);
         }
       }
     }
-    __asm__ volatile("" : "+v"(dw), "+v"(dm), "+m"(xd), "+m"(xs));
-    #pragma GCC unroll 12
-    for (int m = 0; m < kMixRows && !kScale; ++m) {
-      // Without the scaling the sums still leave the block (as the converted values would).
+    if constexpr (kScale) {
       #pragma GCC unroll 12
-      for (int h = 0; h < kMixHalves; ++h) __asm__ volatile("" : : "v"(isum[m][h]));
-    }
-    #pragma GCC unroll 12
-    for (int m = 0; m < kMixRows && kScale; ++m) {
+      for (int m = 0; m < kMixRows; ++m) {
+        #pragma GCC unroll 12
+        for (int h = 0; h < kMixHalves; ++h) {
+          acc[m][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][h]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[m])),
+                                      acc[m][h]);
+          if constexpr (kMin) acc[m][h] = _mm512_fmadd_ps(dm, _mm512_set1_ps(xs[m]), acc[m][h]);
+        }
+      }
+    } else {
+      // Without the scaling the sums still leave the block, as integers.
       #pragma GCC unroll 12
-      for (int h = 0; h < kMixHalves; ++h) {
-        acc[m][h] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][h]), _mm512_mul_ps(dw, _mm512_set1_ps(xd[m])), acc[m][h]);
-        if constexpr (kMin) acc[m][h] = _mm512_fmadd_ps(dm, _mm512_set1_ps(xs[m]), acc[m][h]);
+      for (int m = 0; m < kMixRows; ++m) {
+        #pragma GCC unroll 12
+        for (int h = 0; h < kMixHalves; ++h) {
+          acc[m][h] = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(acc[m][h]), isum[m][h]));
+        }
       }
     }
   }

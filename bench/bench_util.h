@@ -100,11 +100,12 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s,
 
 // The most the AVX-512 interleaved tile kernel (kernels/formats/dot_interleaved_avx512.cpp,
 // tile_kernel4: 6 rows of X x 4 groups) can do on this core whatever its memory does: its
-// instruction mix per block of 32 values, register-only — 96 VPDPBUSD into 12 int32
-// accumulators (8 deep), the weights' decode (q8_0: the xor of each 64-byte pair of chunks;
-// q4_0/q4_1: and, shift, and per nibble pair) and the per-block scaling of each accumulator
-// (convert, weight scale x activation scale, FMA; q4_1 one FMA more for its min). Loads and
-// broadcasts are left out (the load ports). Counted as the int8 peak counts (2 ops per byte
+// instruction mix per block of 32 values with every operand in registers or L1 — 96 VPDPBUSD
+// into 12 int32 accumulators (8 deep) with the activation bytes broadcast from L1, the weights'
+// inserts and decode (q8_0: the xor of each 64-byte pair of chunks; q4_0/q4_1: and, shift, and
+// per nibble pair) and the per-block scaling of each accumulator (convert, weight scale x
+// activation scale, FMA; q4_1 one FMA more for its min). The weights' own loads are left out.
+// Counted as the int8 peak counts (2 ops per byte
 // pair of VPDPBUSD only): the share of the int8 peak left once the rest of the mix has taken its
 // pipes. 0 where the CPU lacks AVX-512 VNNI or `format` has no such kernel ("q8_0", "q4_0",
 // "q4_1"; "q8_0/unscaled" and "q4_0/unscaled" leave the per-block scaling out, which says what
