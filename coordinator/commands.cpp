@@ -32,6 +32,7 @@
 #include "coordinator/report_markdown.h"
 #include "coordinator/status_text.h"
 #include "coordinator/store.h"
+#include "jobs/names.h"
 #include "jobs/plan_digest.h"
 #include "jobs/selftest_models.h"
 
@@ -101,19 +102,53 @@ Result<DbLock> lock_database(const std::filesystem::path& db, const char* comman
 // heap between the job entries made from them: once the plan is freed its arena empties and is
 // returned whole. Read on the calling thread, a million-job plan left a kilobyte hole per job
 // that the entries pinned (200k jobs: 193 MB free but resident in the main heap; docs/SCALE.md).
-Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog_dir) {
+Result<jobs::Plan> load(const std::string& plan_file, const std::string& catalog_dir, const std::string& run_id = {}) {
   std::optional<Result<jobs::Plan>> loaded;
-  std::thread reader([&] { loaded.emplace(jobs::load_plan(plan_file, catalog_dir)); });
+  std::thread reader([&] { loaded.emplace(jobs::load_plan(plan_file, catalog_dir, run_id)); });
   reader.join();
   return std::move(*loaded);
 }
 
-// The same for the text of a plan file already read.
-Result<jobs::Plan> expand(const std::string& text, const std::string& plan_file, const std::filesystem::path& catalog) {
+// The same for the text of a plan file already read, its jobs for `run_id` ("" = the plan's name).
+Result<jobs::Plan> expand(const std::string& text, const std::string& plan_file, const std::filesystem::path& catalog,
+                          const std::string& run_id) {
   std::optional<Result<jobs::Plan>> loaded;
-  std::thread reader([&] { loaded.emplace(jobs::load_plan_text(text, plan_file, catalog)); });
+  std::thread reader([&] { loaded.emplace(jobs::load_plan_text(text, plan_file, catalog, run_id)); });
   reader.join();
   return std::move(*loaded);
+}
+
+Status check_run_id(const std::string& run_id) {
+  if (run_id.empty() || jobs::is_valid_identifier(run_id)) return Status::Ok();
+  return invalid_argument("--run: '" + run_id.substr(0, 128) + "' is not a valid run id (1-64 of letters, digits, '.', "
+                          "'_', '-', not starting with '.' or '-')");
+}
+
+// The plan hash the database stores for `run_id` ("" when there is none, or it cannot be read).
+std::string stored_plan_hash(const std::string& db_path, const std::string& run_id) {
+  std::error_code ec;
+  if (db_path.empty() || !std::filesystem::exists(db_path, ec)) return {};
+  auto store = Store::open_read_only(db_path);
+  if (!store.ok()) return {};
+  auto run = (*store)->get_run(run_id);
+  return run.ok() && *run ? (*run)->plan_hash : std::string();
+}
+
+// Job ids hash the run id since 2026-12-07; before, they hashed the plan's name whatever the run
+// id. A run made under `--run ID` (not the plan's name) by an older build keeps the ids it was
+// made with: when the plan expanded for the run is not the run's stored plan, but the plan's
+// ids hashed from its name are, that expansion is the run's.
+Result<jobs::Plan> keep_ids_of_older_run(jobs::Plan plan, const std::string& text, const ServeArgs& a,
+                                         const std::filesystem::path& catalog) {
+  if (a.run_id.empty() || a.run_id == plan.name) return plan;
+  const std::string stored = stored_plan_hash(a.server.db_path, a.run_id);
+  if (stored.empty() || jobs::is_plan_hash_v1(stored) || stored == jobs::plan_hash(plan.jobs)) return plan;
+  Result<jobs::Plan> by_name = expand(text, a.plan_file, catalog, plan.name);
+  if (!by_name.ok() || jobs::plan_hash(by_name->jobs) != stored) return plan;
+  get_logger("coordinator")->info("run {}: keeps the job ids it was made with (hashed from the plan's name '{}')",
+                                  a.run_id, plan.name);
+  by_name->run_id = a.run_id;   // these ids are the run's (its stored plan says so)
+  return by_name;
 }
 
 // The plan digest the database stores for `run_id` ("" when there is no such run or database, or
@@ -152,6 +187,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   *exit_code = kExitUsage;
   Coordinator c;
   AM_RETURN_IF_ERROR(validate_endpoint(a.server.bind, EndpointUse::kBind).with_context("--bind"));
+  AM_RETURN_IF_ERROR(check_run_id(a.run_id));
   c.fail_on = default_fail_on();
   if (!a.fail_on.empty()) {
     AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
@@ -183,7 +219,8 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     PrefetchedJobs::Wanted wanted;
     if (!a.run_id.empty()) wanted.run_id = a.run_id;
     std::jthread prefetcher([&] { prefetched.emplace(PrefetchedJobs::read(a.server.db_path, &wanted)); });
-    Result<jobs::Plan> loaded = expand(plan_text, a.plan_file, catalog);
+    Result<jobs::Plan> loaded = expand(plan_text, a.plan_file, catalog, a.run_id);
+    if (loaded.ok()) loaded = keep_ids_of_older_run(std::move(loaded).value(), plan_text, a, catalog);
     {
       // A plan that does not load wants no run (the read stops at its next check).
       std::lock_guard<std::mutex> lock(wanted.mu);
@@ -213,9 +250,9 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   // Expanded on a thread of its own, as `load` does with the first plan, so that a submitted
   // plan's specs (a kilobyte each) are not in the main heap between the job entries made from
   // them; the server trims the heap once the plan is freed (Server: control_submit).
-  options.plan_parser = [catalog](const std::string& text, const std::string& name) {
+  options.plan_parser = [catalog](const std::string& text, const std::string& name, const std::string& run_id) {
     std::optional<Result<jobs::Plan>> parsed;
-    std::thread parser([&] { parsed.emplace(jobs::load_plan_text(text, name, catalog)); });
+    std::thread parser([&] { parsed.emplace(jobs::load_plan_text(text, name, catalog, run_id)); });
     parser.join();
     return std::move(*parsed);
   };
@@ -244,7 +281,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       // keeps no digest (the next start expands the plan, and stores one only when every row
       // agrees with it).
       forget_digest = *r == ResumeOutcome::kDoubted;
-      Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog);
+      Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog, a.run_id);
       if (!expanded.ok()) {
         *exit_code = kExitUsage;
         return expanded.status();
@@ -477,6 +514,7 @@ int cmd_status(const ControlArgs& args, const std::atomic<bool>& stop) {
 }
 
 int cmd_submit(const ControlArgs& args) {
+  if (Status st = check_run_id(args.run_id); !st.ok()) return fail(st.message(), kExitUsage);
   std::error_code ec;
   if (std::filesystem::is_directory(args.plan_file, ec)) return fail(args.plan_file + ": is a directory", kExitUsage);
   std::ifstream in(args.plan_file, std::ios::binary);
@@ -719,7 +757,8 @@ int cmd_compare(const CompareArgs& args) {
 }
 
 int cmd_plan(const PlanArgs& args) {
-  auto plan = load(args.plan_file, args.catalog_dir);
+  if (Status st = check_run_id(args.run_id); !st.ok()) return fail(st.message(), kExitUsage);
+  auto plan = load(args.plan_file, args.catalog_dir, args.run_id);
   if (!plan.ok()) return fail(plan.status().message(), kExitUsage);   // a plan that does not load is input
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();

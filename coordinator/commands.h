@@ -68,6 +68,7 @@ struct CompareArgs {
 struct PlanArgs {
   std::string plan_file;
   std::string catalog_dir;
+  std::string run_id;   // the run whose job ids to list ("" = the plan's name)
   bool json = false;
 };
 

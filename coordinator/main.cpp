@@ -220,6 +220,7 @@ int main(int argc, char** argv) {
   auto* plan_cmd = app.add_subcommand("plan", "Validate a plan and list its jobs; runs nothing");
   plan_cmd->add_option("file", plan.plan_file, "Plan file")->required();
   plan_cmd->add_option("--catalog", plan.catalog_dir, "Model catalog directory");
+  plan_cmd->add_option("--run", plan.run_id, "List the job ids of this run (default: the plan's name)");
   plan_cmd->add_flag("--json", plan.json, "Print the expanded job specs as JSON");
 
   am::coord::KeysArgs keys;

@@ -28,6 +28,7 @@
 #include "coordinator/stable_table.h"
 #include "coordinator/store.h"
 #include "coordinator/stored_json.h"
+#include "jobs/names.h"
 #include "jobs/spec_family.h"
 #include "jobs/spec_limits.h"
 
@@ -1927,7 +1928,11 @@ struct Server::Impl {
       if (!it->is_boolean()) return invalid_argument("argument 'extend' must be a boolean");
       extend = it->get<bool>();
     }
-    AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name));
+    if (!run_id.empty() && !jobs::is_valid_identifier(run_id)) {
+      return invalid_argument("run id '" + run_id.substr(0, 128) + "' is not valid (1-64 of letters, digits, '.', "
+                              "'_', '-', not starting with '.' or '-')");
+    }
+    AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name, run_id));
     if (run_id.empty()) run_id = plan.name;
     const std::size_t before = jobs.size();
     SubmitOptions options;
@@ -2265,6 +2270,12 @@ struct Server::Impl {
   }
 
   Status submit(const jobs::Plan& plan, const std::string& run_id, const SubmitOptions& submit) {
+    // Job ids hash their run id: a plan expanded for one run submitted as another would share
+    // its ids with the first (the jobs are found by id alone on the wire).
+    if (!plan.run_id.empty() && plan.run_id != run_id) {
+      return invalid_argument("plan '" + plan.name + "' was expanded for run '" + plan.run_id + "', not for run '" +
+                              run_id + "' (load it with that run id)");
+    }
     Impl& m = *this;
     RunRecord run;
     run.run_id = run_id;
@@ -2394,7 +2405,6 @@ struct Server::Impl {
     families.any_jobs = &any_jobs;
     families.family_of = family_of;
     families.check_rows = !submit.plan_digest.empty() && !submit.forget_digest;
-    families.plan_name = plan.name;
     const auto load_started = SteadyClock::now();
     AM_ASSIGN_OR_RETURN(std::size_t rows, load_stored_jobs(run_id, prefetched ? submit.prefetched : nullptr, families));
     had_work = had_work || families.had_work;
@@ -2452,7 +2462,7 @@ struct Server::Impl {
       if (!doubt.empty()) return Status::Ok();
       if (!spec.ok()) {
         doubt = "plan job '" + id + "': " + spec.status().message();
-      } else if (jobs::compute_job_id(summary.name, *spec) != id) {
+      } else if (jobs::compute_job_id(run_id, *spec) != id) {
         doubt = "plan job '" + id + "' is not the job its stored spec makes (the row was changed)";
       } else {
         stored_plan_jobs.emplace_back(id, std::move(spec).value());
@@ -2462,7 +2472,6 @@ struct Server::Impl {
     if (!doubt.empty()) return give_up(doubt);
     RowFamilies families;
     families.from_store = true;
-    families.plan_name = summary.name;
     AM_ASSIGN_OR_RETURN(families.stored, m.store->spec_families_of_run(run_id));
     for (const auto& [id, family] : families.stored) {
       if (!family.spec) return give_up(family.damage);
@@ -2508,7 +2517,6 @@ struct Server::Impl {
     // A resume: families from `stored` (the run's, read whole before the walk), each row checked
     // to be the job its id names; the first row that is not stops the walk with `doubt`.
     bool from_store = false;
-    std::string plan_name;
     std::unordered_map<int64_t, StoredSpecFamily> stored;
     std::unordered_map<int64_t, std::shared_ptr<const SpecFamily>> interned;
     jobs::SpecTemplates ids;   // id hashes per (family, batch)
@@ -2522,14 +2530,12 @@ struct Server::Impl {
     std::size_t parsed_rows = 0;   // out: rows neither the plan nor a family gave (their spec parsed)
   };
 
-  // Whether `job_id` is the id of `family` with `scalars` made for `target`, as the expansion
-  // (untargeted jobs: the plan's name) or a placement (targeted ones: the run's id) made it
-  // (jobs::compute_job_id): a hash over the last few dozen bytes of the job's canonical spec.
-  static bool id_matches(const RowFamilies& f, const std::string& run_id, const SpecFamily& family,
-                         const jobs::JobScalars& scalars, const std::string& target, const std::string& job_id,
-                         jobs::SpecTemplates& ids) {
-    return hex64_equals(job_id, jobs::job_hash_with_target(
-                                    ids.id_hash(target.empty() ? f.plan_name : run_id, family.canonical, scalars), target));
+  // Whether `job_id` is the id of `family` with `scalars` made for `target` in the run, as the
+  // expansion (untargeted jobs) or a placement (targeted ones) made it (jobs::compute_job_id): a
+  // hash over the last few dozen bytes of the job's canonical spec.
+  static bool id_matches(const std::string& run_id, const SpecFamily& family, const jobs::JobScalars& scalars,
+                         const std::string& target, const std::string& job_id, jobs::SpecTemplates& ids) {
+    return hex64_equals(job_id, jobs::job_hash_with_target(ids.id_hash(run_id, family.canonical, scalars), target));
   }
 
   // Whether a row the plan gave `family` and `scalars` would pass a resume's checks as that job
@@ -2553,7 +2559,7 @@ struct Server::Impl {
       std::shared_ptr<const SpecFamily> stored = stored_family_of(row, f, why);
       if (stored.get() != &family) return false;
     }
-    return id_matches(f, run_id, family, scalars, row.target, row.job_id, f.ids);
+    return id_matches(run_id, family, scalars, row.target, row.job_id, f.ids);
   }
 
   // A resumed row's family from its stored one: the family as stored, of the row's model and
@@ -2653,7 +2659,7 @@ struct Server::Impl {
           f.doubt = "job '" + row.job_id + "': " + spec_status.message();
           return unavailable("resume abandoned");
         }
-        if (!id_matches(f, run_id, *j.family, j.scalars, row.target, row.job_id, f.ids)) {
+        if (!id_matches(run_id, *j.family, j.scalars, row.target, row.job_id, f.ids)) {
           f.doubt = "job '" + row.job_id + "' is not the job its stored family, precision, batch, seq_len and target "
                     "make (the row was changed)";
           return unavailable("resume abandoned");

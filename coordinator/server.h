@@ -76,7 +76,9 @@ struct ServerOptions {
   std::vector<std::string> admin_keys;
   // Parses a plan sent with CONTROL `submit` (its TOML text, and the file name the client read
   // it from, for messages). Without one, submit is refused.
-  std::function<Result<jobs::Plan>(const std::string& text, const std::string& name)> plan_parser;
+  // `run_id`: the run the plan's jobs are for (their ids hash it); "" for the plan's name.
+  std::function<Result<jobs::Plan>(const std::string& text, const std::string& name, const std::string& run_id)>
+      plan_parser;
   // Device health (PROTOCOL §5.11, coordinator/device_health.h). health_interval_ms = 0 turns
   // health jobs off entirely (devices run jobs at once; a quarantine lifts only by release);
   // quarantine_after = 0 never quarantines for crashes.

@@ -320,7 +320,9 @@ bool check_settings(const ModelRequest& m, const json& config, ErrorList& errors
 
 class Expander {
  public:
-  Expander(const PlanHeader& header, ErrorList& errors) : header_(header), errors_(errors) {}
+  // `run_id`: what the job ids hash (the header's name when empty).
+  Expander(const PlanHeader& header, std::string_view run_id, ErrorList& errors)
+      : header_(header), run_id_(run_id.empty() ? header.name : std::string(run_id)), errors_(errors) {}
 
   void expand(const ModelRequest& m, const ModelEntry& entry, const json& config, bool scaled) {
     const PlanSettings& s = m.settings;
@@ -399,7 +401,7 @@ class Expander {
         return false;
       }
     }
-    const uint64_t id_value = templates_.id_hash(header_.name, family, scalars_of(spec));
+    const uint64_t id_value = templates_.id_hash(run_id_, family, scalars_of(spec));
     if (!seen_.insert(id_value)) return true;  // the same job listed twice runs once
     if (static_cast<int64_t>(jobs_.size()) >= header_.max_jobs) {
       errors_.add_unplaced("plan expands to more than " + std::to_string(header_.max_jobs) +
@@ -416,6 +418,7 @@ class Expander {
   }
 
   const PlanHeader& header_;
+  std::string run_id_;
   ErrorList& errors_;
   U64Set seen_;   // the ids as numbers (a set of a million id strings took two seconds)
   std::vector<PlannedJob> jobs_;
@@ -431,7 +434,7 @@ std::string list_or_none(const std::vector<std::string>& names) {
 }
 
 Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::string* text,
-                            const std::filesystem::path& catalog_arg) {
+                            const std::filesystem::path& catalog_arg, std::string_view run_id) {
   AM_ASSIGN_OR_RETURN(toml::table root, text != nullptr ? detail::parse_toml_text(*text, plan_file)
                                                         : detail::parse_toml_file(plan_file));
   ErrorList errors(plan_file);
@@ -504,7 +507,7 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
     catalog_names = std::move(listed).value();
   }
 
-  Expander expander(header, errors);
+  Expander expander(header, run_id, errors);
   std::map<std::string, std::optional<ModelEntry>> loaded;  // by name; nullopt = failed to load
   for (const ModelRequest& m : requests) {
     if (!m.ok) continue;
@@ -555,6 +558,7 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
   AM_RETURN_IF_ERROR(errors.status());
   Plan plan;
   plan.name = header.name;
+  plan.run_id = run_id.empty() ? header.name : std::string(run_id);
   plan.description = header.description;
   plan.source = plan_file;
   plan.time_budget_s = header.time_budget_s;
@@ -588,19 +592,19 @@ Result<PlanSummary> load_plan_summary_text(const std::string& text, const std::f
 }
 
 Result<Plan> load_plan(const std::filesystem::path& plan_file,
-                       const std::filesystem::path& catalog_dir) {
+                       const std::filesystem::path& catalog_dir, std::string_view run_id) {
   try {
-    return load_plan_impl(plan_file, nullptr, catalog_dir);
+    return load_plan_impl(plan_file, nullptr, catalog_dir, run_id);
   } catch (const std::exception& e) {
     return internal_error(plan_file.string() + ": " + e.what());
   }
 }
 
 Result<Plan> load_plan_text(const std::string& text, const std::filesystem::path& display_name,
-                            const std::filesystem::path& catalog_dir) {
+                            const std::filesystem::path& catalog_dir, std::string_view run_id) {
   if (catalog_dir.empty()) return invalid_argument("load_plan_text needs a catalog directory");
   try {
-    return load_plan_impl(display_name, &text, catalog_dir);
+    return load_plan_impl(display_name, &text, catalog_dir, run_id);
   } catch (const std::exception& e) {
     return internal_error(display_name.string() + ": " + e.what());
   }

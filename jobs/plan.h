@@ -33,6 +33,7 @@ struct PlannedJob {
 
 struct Plan {
   std::string name;               // [plan].name; the default run id
+  std::string run_id;             // the run its job ids were hashed for: the loader's, or `name`
   std::string description;
   std::filesystem::path source;   // the file it was read from
   double time_budget_s = 0;       // 0 = none
@@ -45,7 +46,7 @@ struct Plan {
 // bytes"). It hashes the sorted job ids: each id is already a 64-bit hash of the run id and the
 // job's canonical spec (compute_job_id), so a changed spec is a changed id, and a million-job
 // plan hashes 17 MB instead of its 450 MB of canonical specs again (1.4 s of a restart). Job ids
-// include the plan's name, so a renamed plan is another plan. A run stores it and refuses a
+// include the run id (the plan's name by default), so a renamed plan is another plan. A run stores it and refuses a
 // different plan under the same run id unless extended on purpose.
 std::string plan_hash(const std::vector<PlannedJob>& jobs);
 // The first definition (schema 3 to 2026-11-28), 16 hex digits: every "id canonical-spec" line,
@@ -57,14 +58,17 @@ bool is_plan_hash_v1(std::string_view stored);
 
 // `catalog_dir` holds the model catalog (jobs/models/*.toml). When empty, find_catalog_dir()
 // is used.
+// `run_id`: the run the plan's jobs are for (a job's id hashes its run id, DECISIONS.md), so
+// one plan run as two runs on one coordinator gives two sets of jobs; empty for the plan's own
+// name (the default run id). Not checked here (callers check it with is_valid_identifier).
 Result<Plan> load_plan(const std::filesystem::path& plan_file,
-                       const std::filesystem::path& catalog_dir = {});
+                       const std::filesystem::path& catalog_dir = {}, std::string_view run_id = {});
 
 // A plan's TOML text that did not come from a file here (a plan sent to a live coordinator with
 // `accelmatrix submit`): `display_name` (the client's file name) stands in for the file in
 // messages and in Plan::source; `catalog_dir` must be given.
 Result<Plan> load_plan_text(const std::string& text, const std::filesystem::path& display_name,
-                            const std::filesystem::path& catalog_dir);
+                            const std::filesystem::path& catalog_dir, std::string_view run_id = {});
 
 // What a coordinator's restart needs of a plan besides its jobs (coordinator/server.h,
 // Server::resume): the [plan] table, read without expanding the plan. An error wherever the full

@@ -218,6 +218,33 @@ TEST(Control, CancelTakesThePlanJobIdThatPlanListsForItsJobsAndForClassesToCome)
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'pass'"), 0);
 }
 
+// One plan as two runs on one coordinator: its jobs' ids hash the run id, so the second run gets
+// jobs of its own (before: none, and the run was marked finished with every job queued).
+TEST(Control, OnePlanSubmittedAsASecondRunRunsEveryJobAgainUnderItsOwnIds) {
+  ScratchDir dir("ctl-tworuns");
+  const auto db = dir / "t.db";
+  const std::string text = "[plan]\nname = \"twice\"\nmode = \"accuracy\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                           "precisions = [\"f32\"]\ntimeout_s = 60\n\n[[models]]\nname = \"selftest:pass\"\n"
+                           "batch = [1, 2]\n\n[[models]]\nname = \"selftest:pass\"\nbatch = [3]\nplacement = \"any\"\n";
+  const auto plan = write_file(dir / "twice.toml", text);
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  int code = -1;
+  const std::string out = run_capture(cli({"submit", plan.string(), "--run", "again"}, db), &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("submitted run 'again': "), std::string::npos) << out;
+  const std::string bad = run_capture(cli({"submit", plan.string(), "--run", "a b"}, db), &code);
+  EXPECT_EQ(code, 2) << bad;
+  Process worker(worker_args(ep, "w", dir), dir / "w.log");
+  EXPECT_EQ(serve.wait(60s), 0) << serve.log();
+  for (const std::string run : {"twice", "again"}) {
+    EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = '" + run + "' AND status = 'pass'"), 3) << run;
+  }
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(DISTINCT job_id) FROM jobs"), 6) << "no id shared by the two runs";
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'pass'"), 6);
+}
+
 TEST(Control, CrashesOnDifferentModelsQuarantineADeviceUntilItsHealthJobPassesAgain) {
   ScratchDir dir("control-quarantine");
   const auto db = dir / "q.db";

@@ -256,7 +256,7 @@ TEST(Resume, APlanPastTheResumeLimitKeepsNoDigestAndExpandsAtEveryStart) {
 }
 
 TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
-  // `any` and plan jobs carry ids of the plan's name, jobs made for a class the run's.
+  // Every job's id hashes the run id given on the command line, not the plan's name.
   ScratchDir dir("resume-named");
   const auto db = dir / "n.db";
   const auto plan = write_file(dir / "n.toml",
@@ -286,6 +286,36 @@ TEST(Resume, ARunNamedOnTheCommandLineResumesWithItsJobsIntact) {
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'error'"), 0) << again->log();
   again->terminate();
   EXPECT_NE(again->wait(30s), -1);
+}
+
+// Before 2026-12-07 job ids hashed the plan's name whatever the run id. A run an older build made
+// under `--run ID` keeps its jobs: its next start finds the plan's ids hashed from the name to be
+// the run's stored plan, and adds nothing.
+TEST(Resume, ARunMadeUnderItsOwnIdBeforeIdsHashedItKeepsItsJobs) {
+  ScratchDir dir("resume-legacy-ids");
+  const auto db = dir / "l.db";
+  const auto plan = write_file(dir / "legacy.toml",
+                               "[plan]\nname = \"legacy\"\nmode = \"accuracy\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                               "precisions = [\"f32\"]\ntimeout_s = 60\n\n[[models]]\nname = \"selftest:hang\"\n"
+                               "batch = [1, 2]\nplacement = \"any\"\n");
+  serve_until_up(dir, plan, db, "first");   // run 'legacy': ids hashed from 'legacy'
+  // What an older build stored for `--run old-7`: the same rows under another run id.
+  const std::string renamed = sql_exec(db, "PRAGMA foreign_keys = OFF;"
+                                           "UPDATE runs SET run_id = 'old-7', plan_digest = '';"
+                                           "UPDATE jobs SET run_id = 'old-7'; UPDATE spec_families SET run_id = 'old-7';"
+                                           "UPDATE plan_jobs SET run_id = 'old-7'; UPDATE attempts SET run_id = 'old-7';");
+  ASSERT_EQ(renamed, "");
+  const std::vector<std::vector<std::string>> before = sql_rows(db, "SELECT job_id FROM jobs ORDER BY job_id");
+  ASSERT_EQ(before.size(), 2u);
+  const std::string log = serve_until_up(dir, plan, db, "again", {catalog_dir(), {"--run", "old-7"}});
+  EXPECT_NE(log.find("run old-7: keeps the job ids it was made with (hashed from the plan's name 'legacy')"),
+            std::string::npos) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY job_id"), before) << log;
+  // A new run under an id of its own gets ids of its own.
+  serve_until_up(dir, plan, db, "new", {catalog_dir(), {"--run", "new-8"}});
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'new-8' AND job_id IN (SELECT job_id FROM jobs "
+                        "WHERE run_id = 'old-7')"), 0);
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'new-8'"), 2);
 }
 
 TEST(Resume, AServeThatExtendsTheRunStoresNoDigestAndItsRestartExpands) {

@@ -191,6 +191,27 @@ TEST_F(PlanLoader, JobIdsHashThePlanNameAndSpecAndAreUnique) {
   EXPECT_EQ(ids.size(), plan.jobs.size());
 }
 
+TEST_F(PlanLoader, JobIdsHashTheRunIdTheyAreLoadedForSoTwoRunsOfOnePlanShareNoId) {
+  const Plan own = load_ok(kTwoModelPlan);
+  EXPECT_EQ(own.run_id, "matrix");
+  file_ = dir_.write("plans/test.toml", text(kTwoModelPlan));
+  auto other = load_plan(file_, catalog(), "nightly-7");
+  ASSERT_TRUE(other.ok()) << other.status().to_string();
+  EXPECT_EQ(other->name, "matrix");
+  EXPECT_EQ(other->run_id, "nightly-7");
+  ASSERT_EQ(other->jobs.size(), own.jobs.size());
+  std::set<std::string> own_ids;
+  for (const PlannedJob& job : own.jobs) own_ids.insert(job.job_id);
+  for (std::size_t i = 0; i < own.jobs.size(); ++i) {
+    EXPECT_EQ(other->jobs[i].job_id, compute_job_id("nightly-7", other->jobs[i].spec));
+    EXPECT_EQ(own_ids.count(other->jobs[i].job_id), 0u) << "shared id " << other->jobs[i].job_id;
+    EXPECT_EQ(other->jobs[i].spec.seed, own.jobs[i].spec.seed) << "the run id changes ids, not what is measured";
+  }
+  auto named = load_plan_text(text(kTwoModelPlan), "t.toml", catalog(), "matrix");
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->jobs.front().job_id, own.jobs.front().job_id) << "the plan's own name is the default run id";
+}
+
 TEST_F(PlanLoader, ExpandingTwiceGivesIdenticalIdsAndSeeds) {
   const Plan first = load_ok(kTwoModelPlan);
   const Plan second = load_ok(kTwoModelPlan);
