@@ -6,8 +6,8 @@
 //   max_abs_err     max |y - r|
 //   top1_agreement  fraction of rows whose argmax over cols (first index on ties) agrees
 //   nonfinite       count of NaN/Inf entries in y; nonfinite_reference, the same for r
-// All sums accumulate in double. When y or r holds a NaN/Inf the other metrics are computed
-// over the finite pairs only and the job must fail (see tolerances.h). Pure, thread-safe.
+// All sums accumulate in double. When y or r holds a NaN/Inf, nmse, cosine and max_abs_err are
+// NaN (undefined: null in to_json) and the job must fail (see tolerances.h). Pure, thread-safe.
 #pragma once
 
 #include <cstdint>

@@ -56,6 +56,14 @@ TEST(Accuracy, CountsNanAndInf) {
   const AccuracyMetrics m = compare_outputs(y.data(), r.data(), 2, 2);
   EXPECT_EQ(m.nonfinite, 2);
   EXPECT_EQ(count_nonfinite(y.data(), 4), 2);
+  // The finite pairs agree exactly; that must not read as the output's accuracy.
+  EXPECT_TRUE(std::isnan(m.nmse));
+  EXPECT_TRUE(std::isnan(m.cosine));
+  EXPECT_TRUE(to_json(m).at("nmse").is_null());
+  EXPECT_TRUE(to_json(m).at("cosine").is_null());
+  EXPECT_EQ(to_json(m).at("nonfinite"), 2);
+  const AccuracyMetrics bad_ref = compare_outputs(r.data(), y.data(), 2, 2);
+  EXPECT_TRUE(std::isnan(bad_ref.nmse));
 }
 
 // Every precision a job can name has a tolerance, and the bounds grow in the order in which the
