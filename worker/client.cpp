@@ -1,7 +1,9 @@
 #include "worker/client.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -60,8 +62,17 @@ Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_
   std::random_device rd;
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   std::string id = "w-" + hex64(r);
-  AM_RETURN_IF_ERROR(write_file_atomically(path, id + "\n"));
-  return id;
+  // Two workers starting on one new state dir at once must end with one id (and the second is
+  // then refused by the id's lock, worker_id_lock.h): the id is written to a file of this
+  // process's own and linked into place, which fails when another got there first.
+  const auto mine = state_dir / ("worker-id.tmp." + hex64(r));
+  AM_RETURN_IF_ERROR(write_file_atomically(mine, id + "\n"));
+  const int linked = ::link(mine.c_str(), path.c_str());
+  const int err = errno;
+  std::filesystem::remove(mine, ec);
+  if (linked == 0) return id;
+  if (err != EEXIST) return io_error("cannot create " + path.string() + ": " + std::strerror(err));
+  return load_or_create_worker_id(state_dir);   // another worker's, written whole before its link
 }
 
 Result<std::string> load_or_create_worker_secret(const std::filesystem::path& state_dir,

@@ -19,6 +19,7 @@
 #include "worker/executor.h"
 #include "worker/probe.h"
 #include "worker/recording.h"
+#include "worker/worker_id_lock.h"
 #include "worker/worker_main.h"
 
 namespace am::worker {
@@ -218,6 +219,18 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
     worker_id = *id;
   }
   opt.worker_id = worker_id;
+  std::error_code made;
+  std::filesystem::create_directories(state_dir, made);
+  if (made) {
+    std::cerr << "error: cannot create state dir " << state_dir << ": " << made.message() << "\n";
+    return am::kExitInfrastructure;
+  }
+  // Held until exit: a second worker of this id and state dir stops here (worker_id_lock.h).
+  auto id_lock = am::worker::WorkerIdLock::acquire(state_dir, worker_id);
+  if (!id_lock.ok()) {
+    std::cerr << "error: " << id_lock.status().message() << "\n";
+    return am::exit_code_for_error(id_lock.status());
+  }
   auto secret = am::worker::load_or_create_worker_secret(state_dir, worker_id);
   if (!secret.ok()) {
     std::cerr << "error: " << secret.status().message() << "\n";

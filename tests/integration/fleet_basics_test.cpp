@@ -222,6 +222,38 @@ TEST(Endpoints, APortInUseExitsFourAndLeavesNoNewDatabaseBehind) {
   EXPECT_FALSE(std::filesystem::exists(dir / "ep")) << log;
 }
 
+// Two workers on one state dir took one id and replaced each other's session over and over
+// (jobs ran twice). Started together on a new dir they end with one id, and one of them stops.
+TEST(WorkerIdentity, TwoWorkersOfOneStateDirMakeOneIdAndTheSecondStops) {
+  ScratchDir dir("worker-twins");
+  const auto state = dir / "shared";
+  // Nothing listens there: both keep retrying until stopped.
+  const std::vector<std::string> args = {worker_binary().string(), "--coordinator", "tcp://127.0.0.1:9",
+                                         "--state-dir", state.string()};
+  Process a(args, dir / "a.log");
+  Process b(args, dir / "b.log");
+  ASSERT_TRUE(wait_until([&] { return !a.running() || !b.running(); }, 20s)) << a.log() << b.log();
+  std::this_thread::sleep_for(300ms);
+  Process& stopped = a.running() ? b : a;
+  Process& kept = a.running() ? a : b;
+  EXPECT_TRUE(kept.running()) << a.log() << b.log();
+  EXPECT_EQ(stopped.wait(5s), 2) << stopped.log();
+  EXPECT_TRUE(has(stopped.log(), "is already running from state dir")) << stopped.log();
+  EXPECT_TRUE(has(stopped.log(), "give each worker its own --state-dir")) << stopped.log();
+  const std::string id = read_file(state / "worker-id");
+  ASSERT_FALSE(id.empty());
+  EXPECT_TRUE(has(stopped.log(), "worker '" + id.substr(0, id.size() - 1) + "'")) << id << stopped.log();
+  // A third, later, the same; with an id of its own it may share the dir.
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "third", args, &log, 20s), 2) << log;
+  Process other(with(args, {"--id", "other"}), dir / "other.log");
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(other.running()) << other.log();
+  other.terminate();
+  kept.terminate();
+  EXPECT_EQ(kept.wait(10s), 0) << kept.log();
+}
+
 TEST(Endpoints, AWorkerGivenAnEndpointThatCanNeverWorkExitsTwoInsteadOfRetrying) {
   ScratchDir dir("ep-worker");
   for (const std::string bad : {"tcp://127.0.0.1:99999", "garbage", "tcp://:80", "tcp://host:0"}) {
