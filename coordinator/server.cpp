@@ -890,6 +890,12 @@ struct Server::Impl {
       send(identity, proto::Reject{refusal, false});
       return;
     }
+    // A connection that was another worker registers as this one: that worker is gone (its
+    // leases lost, not left orphaned under an id that no session answers for until they expire).
+    if (auto same = sessions.find(identity); same != sessions.end() && same->second.worker_id != h.worker_id) {
+      remove_session(identity, "its connection registered again as worker " + h.worker_id);
+      if (fatal) return;
+    }
     ++counters.registrations;
     if (known || identity_of.count(h.worker_id)) ++counters.reregistrations;
     // The same worker reconnecting (new socket, new identity) replaces its old session; its

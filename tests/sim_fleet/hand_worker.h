@@ -42,6 +42,19 @@ class HandWorker {
     EXPECT_TRUE(next_assign_or<proto::Welcome>(std::chrono::milliseconds(3000)).has_value()) << worker_id << ": no WELCOME";
   }
 
+  // Says HELLO again on the same connection under another worker id.
+  void register_as(const std::string& worker_id, const std::string& host_id) {
+    proto::Hello h;
+    h.worker_id = worker_id;
+    h.hostname = worker_id;
+    h.capabilities = sim_capabilities(worker_id, host_id);
+    h.slots = 1;
+    h.host_id = host_id;
+    EXPECT_TRUE(ep_->send(proto::Message{h}).ok());
+    EXPECT_TRUE(next_assign_or<proto::Welcome>(std::chrono::milliseconds(3000)).has_value()) << worker_id << ": no WELCOME";
+    assigns_.clear();
+  }
+
   void grant(int window) {
     proto::Ready r;
     r.window = std::map<std::string, int>{{"cpu:0", window}};

@@ -84,5 +84,26 @@ TEST(PeerVerdicts, ACoordinatorsStatusInALeaseholdersResultIsDroppedAndTheJobSta
   EXPECT_EQ(am::testing::sql_int(db, "SELECT value FROM counters WHERE name = 'messages_unexpected'"), 3);
 }
 
+// One connection that registers as another worker: the first worker is gone, and its lease is
+// lost at once (before: orphaned until it ran out, while `drain` of the old id reached the new).
+TEST(PeerVerdicts, AConnectionRegisteringAsAnotherWorkerEndsTheFirstAndItsLease) {
+  TempDir dir;
+  const auto db = dir.path() / "c.db";
+  ServingCoordinator c(options_in(dir));
+  ASSERT_TRUE(c.server().submit(bert_plan("hop", "[16]"), "hop").ok());
+  c.start();
+  HandWorker w(c.server().endpoint(), "first", "host-h");
+  w.grant(1);
+  const auto a = w.next_assign(milliseconds(3000));
+  ASSERT_TRUE(a.has_value());
+  w.register_as("second", "host-h");
+  w.grant(1);
+  const auto again = w.next_assign(milliseconds(3000));
+  ASSERT_TRUE(again.has_value()) << "the job of the first worker's lease, leased again";
+  EXPECT_EQ(again->job_id, a->job_id);
+  EXPECT_EQ(again->attempt, a->attempt + 1);
+  EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM attempts WHERE worker_id = 'first' AND state = 'expired'"), 1);
+}
+
 }  // namespace
 }  // namespace am::sim
