@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kNoHardwareClass = "unassigned";
+constexpr std::string_view kNoHardwareClass = "unplaced";   // as the matrix columns say (report_common.h)
 constexpr std::string_view kSuiteSeparator = " \xC2\xB7 ";   // " · "
 constexpr int kTimeDecimals = 6;                            // seconds, to the microsecond
 
@@ -31,7 +31,7 @@ struct Case {
 // A suite's totals, gathered in a first walk over the rows; its cases are written in another.
 struct Suite {
   std::string backend;
-  std::string hardware_class;   // "" when unassigned
+  std::string hardware_class;   // "" when unplaced
   int tests = 0, failures = 0, errors = 0, skipped = 0;
   double time_s = 0;
   int64_t first_started_ms = 0;

@@ -5,7 +5,7 @@
 // - <testsuites name="accelmatrix <run id>"> holding one <testsuite> per backend × hardware
 //   class, in order of first appearance in the rows (job order), named "<backend> · <hardware
 //   class>"; a job that never reached a device (skipped before placement, still queued) has no
-//   hardware class and goes to "<backend> · unassigned".
+//   hardware class and goes to "<backend> · unplaced" (the matrix column of such jobs).
 // - One <testcase> per job: classname = model, name = "<precision> b<batch> s<seq_len> [<job
 //   id>]", time = the job's median latency in seconds when it measured one, else the job
 //   process's wall time (metrics.process.wall_s), else 0. Each testcase has <properties>: job

@@ -136,7 +136,7 @@ const std::string kHostile = std::string(" lead, \"quoted\"\r\nline2\nline3 \xff
                              "nul \x1b[31mred\x1b[0m \a ]]> <tag attr='x'> & done ";
 
 // A run with a job in every terminal status, a pending (queued) one and one leased, on two
-// hardware classes of cpu, one of opencl, and unassigned jobs of vulkan.
+// hardware classes of cpu, one of opencl, and unplaced jobs of vulkan.
 class Exports : public testing::StoreFixture {
  protected:
   static constexpr const char* kCpuA = "cpu-00112233aabbccdd";
@@ -460,7 +460,7 @@ TEST_F(Exports, JunitHasOneSuitePerBackendAndHardwareClassWithCountsThatAddUp) {
     names.push_back(str_attr(s, "name"));
   }
   EXPECT_EQ(names, (std::vector<std::string>{std::string("cpu · ") + kCpuA, std::string("cpu · ") + kCpuB,
-                                             std::string("opencl · ") + kOcl, "vulkan · unassigned"}));
+                                             std::string("opencl · ") + kOcl, "vulkan · unplaced"}));
   const auto cases = parse_junit(xml);
   EXPECT_EQ(cases.size(), rows().size());
   EXPECT_EQ(str_attr(doc.RootElement(), "name"), std::string("accelmatrix ") + kRun);
@@ -507,7 +507,7 @@ TEST_F(Exports, JunitMapsEveryStatusOfARun) {
   EXPECT_EQ(cases.at(ids_[ResultStatus::kFail]).properties.at("nmse"), "0.5");
   EXPECT_EQ(cases.at(ids_[ResultStatus::kUnsupported]).message, "unsupported: no kernel for q2_k");
   EXPECT_EQ(cases.at(ids_[ResultStatus::kSkipped]).message, "skipped: no eligible hardware");
-  EXPECT_EQ(cases.at(ids_[ResultStatus::kSkipped]).suite, "vulkan · unassigned");
+  EXPECT_EQ(cases.at(ids_[ResultStatus::kSkipped]).suite, "vulkan · unplaced");
   EXPECT_EQ(cases.at(ids_[ResultStatus::kCancelled]).message, "cancelled: cancelled by operator");
   EXPECT_EQ(cases.at(ids_[ResultStatus::kLost]).message, "lease expired on 3 workers");
   EXPECT_EQ(cases.at(ids_[ResultStatus::kLost]).suite, std::string("opencl · ") + kOcl);
