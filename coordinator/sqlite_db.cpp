@@ -106,6 +106,12 @@ std::string db_path(sqlite3* db) {
 Status status_from_sqlite(sqlite3* db, int rc, std::string_view what) {
   std::string message = db_path(db);
   if (message.empty()) message = ":memory:";
+  if ((rc & 0xff) == SQLITE_READONLY) {
+    // Not a fault of the statement (its SQL would only hide the point): the file cannot be
+    // written by this process.
+    return io_error(message + ": cannot write the database: " + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)) +
+                    " (this user must be able to write the file, its -wal and -shm files and their directory)");
+  }
   message += ": ";
   message += what;
   message += ": ";

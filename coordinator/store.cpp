@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <iterator>
 #include <fstream>
 #include <system_error>
@@ -216,6 +218,12 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
     }
   }
   AM_RETURN_IF_ERROR(check_file_header(db_path));
+  // A file this user cannot write: said before SQLite opens it, which leaves -wal and -shm files
+  // behind with the database's read-only mode.
+  if (std::filesystem::exists(db_path, ec) && ::access(db_path.c_str(), W_OK) != 0) {
+    return io_error(db_path.string() + ": cannot write the database: " + std::strerror(errno) +
+                    " (this user must be able to write the file, its -wal and -shm files and their directory)");
+  }
   AM_ASSIGN_OR_RETURN(auto db, sqlite::SqliteDb::open(db_path));
   sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
 

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "coordinator/migrations.h"
+#include "coordinator/sqlite_db.h"
 #include "jobs/job_spec.h"
 #include "coordinator/store.h"
 #include "store_fixture.h"
@@ -153,6 +154,20 @@ TEST(StoreOpen, RefusesNonSqliteFileNamingItAndLeavesItUntouched) {
   EXPECT_EQ(after.bytes, garbage);
   EXPECT_EQ(after.mtime, before.mtime);
   EXPECT_TRUE(sidecars_absent(path));
+}
+
+// A database that cannot be written is said so in plain words, not by the SQL that failed.
+TEST(StoreOpen, AWriteToAReadOnlyDatabaseSaysTheFileCannotBeWrittenNotWhichStatement) {
+  TempDir dir;
+  const auto path = dir.path() / "ro.db";
+  { ASSERT_TRUE(Store::open(path).ok()); }
+  auto db = sqlite::SqliteDb::open_read_only(path, /*immutable=*/false);
+  ASSERT_TRUE(db.ok()) << db.status().to_string();
+  const Status st = sqlite::exec(db->get(), "CREATE TABLE t (x INTEGER)");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find(path.string() + ": cannot write the database"), std::string::npos) << st.message();
+  EXPECT_EQ(st.message().find("CREATE TABLE"), std::string::npos) << st.message();
 }
 
 TEST(StoreOpen, RefusesAnotherProgramsSqliteDatabase) {
