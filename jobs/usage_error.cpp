@@ -1,6 +1,8 @@
 #include "jobs/usage_error.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "jobs/suggest.h"
 
@@ -27,6 +29,47 @@ bool is_known(const UsageCommand& command, const std::string& name) {
     });
   }
   return false;
+}
+
+// "12.500000" -> "12.5", "1e-09" stays; a bound past 1e300 (a "no upper bound" range) is "".
+std::string shown_bound(std::string_view text) {
+  std::string t(text);
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (end == t.c_str()) return t;
+  if (v > 1e300) return "";
+  if (t.find('.') != std::string::npos && t.find_first_of("eE") == std::string::npos) {
+    while (!t.empty() && t.back() == '0') t.pop_back();
+    if (!t.empty() && t.back() == '.') t.pop_back();
+  }
+  if (v != 0.0 && t == "0") {   // a small bound printed with six decimals
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    t = buf;
+  }
+  return t;
+}
+
+// CLI11's range check says "--x: Value abc not in range 1 to 64" for a word that is no number,
+// and prints DBL_MAX in full for "at least 0". Said plainly; other messages as they are.
+std::string plain_range_message(std::string_view message) {
+  constexpr std::string_view kValue = ": Value ";
+  constexpr std::string_view kRange = " not in range ";
+  constexpr std::string_view kTo = " to ";
+  const std::size_t v = message.find(kValue);
+  const std::size_t r = message.find(kRange);
+  if (v == std::string_view::npos || r == std::string_view::npos || r < v) return std::string(message);
+  const std::size_t to = message.find(kTo, r + kRange.size());
+  if (to == std::string_view::npos) return std::string(message);
+  const std::string flag(message.substr(0, v));
+  const std::string value(message.substr(v + kValue.size(), r - v - kValue.size()));
+  const std::string low = shown_bound(message.substr(r + kRange.size(), to - r - kRange.size()));
+  const std::string high = shown_bound(message.substr(to + kTo.size()));
+  const std::string range = high.empty() ? "at least " + low : low + " to " + high;
+  char* end = nullptr;
+  std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size()) return flag + ": '" + value + "' is not a number (" + range + ")";
+  return flag + ": " + value + " is out of range (" + range + ")";
 }
 
 }  // namespace
@@ -57,7 +100,7 @@ std::string usage_error_text(std::string_view cli_message, const UsageCommand& c
              std::string(list);
     }
   } else {
-    what = std::string(cli_message);
+    what = plain_range_message(cli_message);
   }
   return "error: " + command.path + ": " + what + "\nsee '" + command.path + " --help'";
 }

@@ -52,8 +52,26 @@ TEST(UsageError, WordsAfterADoubleDashAreNotOptions) {
 }
 
 TEST(UsageError, OtherParseErrorsKeepTheirMessageUnderTheCommand) {
+  EXPECT_EQ(usage_error_text("--db is required", kRun, {}),
+            "error: accelmatrix run: --db is required\nsee 'accelmatrix run --help'");
+}
+
+TEST(UsageError, ARangeErrorSaysWhetherTheValueIsNoNumberOrOutOfItsRange) {
   EXPECT_EQ(usage_error_text("--workers: Value 0 not in range 1 to 64", kRun, {"--workers", "0"}),
-            "error: accelmatrix run: --workers: Value 0 not in range 1 to 64\nsee 'accelmatrix run --help'");
+            "error: accelmatrix run: --workers: 0 is out of range (1 to 64)\nsee 'accelmatrix run --help'");
+  EXPECT_NE(usage_error_text("--workers: Value abc not in range 1 to 64", kRun, {}).find(
+                "--workers: 'abc' is not a number (1 to 64)"),
+            std::string::npos);
+  const std::string huge = "--fail-on-regression: Value -5 not in range 0.000000 to 1797693134862315708145274237317043"
+                           "56798070567525844996598917476803157260780028538760589558632766878171540458953514382464234"
+                           "321326889464182768467546703537516986049910576551282076245490090389328944075868508455133942"
+                           "304583236903222948165808559332123348274797826204144723168738177180919299881250404026184124"
+                           "858368.000000";
+  EXPECT_NE(usage_error_text(huge, kRun, {}).find("--fail-on-regression: -5 is out of range (at least 0)"),
+            std::string::npos);
+  EXPECT_NE(usage_error_text("--alpha: Value 0.9 not in range 0.000000 to 0.500000", kRun, {}).find(
+                "--alpha: 0.9 is out of range (0 to 0.5)"),
+            std::string::npos);
 }
 
 }  // namespace
