@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <vector>
 
 #include <fmt/format.h>
@@ -22,9 +23,13 @@ constexpr std::array<ResultStatus, 12> kSeverityOrder = {
     ResultStatus::kTimeout,   ResultStatus::kOom,         ResultStatus::kCrash};
 
 // "1.15" — two decimals tell 1.19 from 1.21 either side of a threshold; big ratios need fewer.
-std::string ratio_text(double v) { return fmt::format("{:.{}f}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2); }
 
 }  // namespace
+
+std::string speedup_number(double v) {
+  if (std::isfinite(v) && v > 0 && v < 0.1) return fmt::format("{:.2g}", v);
+  return fmt::format("{:.{}f}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
+}
 
 SpeedupEstimate estimate_speedup(std::span<const double> baseline_samples, std::span<const double> cell_samples,
                                  double fallback_estimate) {
@@ -98,8 +103,8 @@ Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
 
 std::string speedup_rating_text(Rating rating, const std::optional<SpeedupEstimate>& speedup) {
   if (rating != Rating::kNoisy || !speedup) return std::string(rating_label(rating));
-  if (!speedup->has_interval()) return "≈ " + ratio_text(speedup->estimate) + "× (few samples)";
-  return "≈ " + ratio_text(*speedup->low) + "–" + ratio_text(*speedup->high) + "×";
+  if (!speedup->has_interval()) return "≈ " + speedup_number(speedup->estimate) + "× (few samples)";
+  return "≈ " + speedup_number(*speedup->low) + "–" + speedup_number(*speedup->high) + "×";
 }
 
 std::string_view rating_label(Rating rating) {

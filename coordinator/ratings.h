@@ -126,6 +126,10 @@ Rating rating_for_interval(double low, double high);
 Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
                  const std::optional<SpeedupEstimate>& speedup, bool has_latency);
 
+// A speed-up as the reports write it (no "×"): 0 decimals from 100, 1 from 10, 2 from 0.1, and
+// two significant digits below (0.0046: a vulkan job 200 times slower read "0.00").
+std::string speedup_number(double v);
+
 // "≈ 1.15–1.62×" for a noisy cell with an interval, "≈ 1.37× (few samples)" without one; the
 // band's label otherwise.
 std::string speedup_rating_text(Rating rating, const std::optional<SpeedupEstimate>& speedup);

@@ -50,7 +50,7 @@ std::string millis(std::optional<double> v) {
 
 std::string speedup_text(std::optional<double> v) {
   if (!v) return std::string(kMissing);
-  return fixed(v, 2) + "×";
+  return speedup_number(*v) + "×";
 }
 
 // A terminal status with its emoji, or a job that is not terminal yet under `waiting` (its state,
@@ -78,7 +78,7 @@ std::string speedup_with_interval(const MatrixCell& cell) {
   if (cell.rating == Rating::kBaseline) return "baseline";
   std::string text = speedup_text(cell.speedup);
   const auto& s = cell.speedup_interval;
-  if (s && s->has_interval()) text += " [" + fixed(s->low, 2) + "–" + fixed(s->high, 2) + "]";
+  if (s && s->has_interval()) text += " [" + speedup_number(*s->low) + "–" + speedup_number(*s->high) + "]";
   return text;
 }
 

@@ -60,7 +60,8 @@ Status write_text_file(const std::filesystem::path& path, const std::string& tex
 
 std::string format_seconds(double s) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  // "0.01 s", not "0.0 s", for a limit under a second.
+  std::snprintf(buf, sizeof buf, s < 1.0 ? "%.3g s" : "%.1f s", s);
   return buf;
 }
 

@@ -322,5 +322,13 @@ TEST_F(SpeedupInterval, AMalformedPairedBaselineIsIgnored) {
   EXPECT_FALSE(cell(m, "q4_0").speedup_paired);
 }
 
+TEST(SpeedupText, KeepsTwoSignificantDigitsBelowATenthWhereTwoDecimalsShowedZero) {
+  EXPECT_EQ(speedup_number(0.0046), "0.0046");
+  EXPECT_EQ(speedup_number(0.25), "0.25");
+  EXPECT_EQ(speedup_number(2.5), "2.50");
+  EXPECT_EQ(speedup_number(19.99), "20.0");
+  EXPECT_EQ(speedup_number(123.4), "123");
+}
+
 }  // namespace
 }  // namespace am::coord
