@@ -1,5 +1,6 @@
 #include "coordinator/commands.h"
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -630,14 +631,18 @@ int cmd_report(const ReportArgs& args) {
   // The report is made on this thread and written on another (BackgroundWriter): at a million
   // results the write system calls are a seventh of the work (docs/SCALE.md).
   if (args.output.empty()) {
-    // A write error (a closed pipe, a full disk) fails the command.
+    // A write error (a full disk) fails the command. A reader that closed the pipe (`| head`)
+    // took what it wanted: the report stops there, quietly and with exit 0 (a `set -o pipefail`
+    // script is not failed by a `head` it asked for).
     std::cout.flush();   // nothing of ours is buffered there; the report goes to the descriptor
-    BackgroundWriter out([](std::string_view piece) -> Status {
+    std::atomic<bool> reader_gone{false};
+    BackgroundWriter out([&reader_gone](std::string_view piece) -> Status {
       std::size_t done = 0;
       while (done < piece.size()) {
         const ssize_t n = ::write(STDOUT_FILENO, piece.data() + done, piece.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EPIPE) {
+          reader_gone = true;
           return io_error("standard output was closed before the report was complete (broken pipe)");
         }
         if (n <= 0) return io_error(std::string("cannot write the report to standard output: ") + std::strerror(errno));
@@ -647,6 +652,7 @@ int cmd_report(const ReportArgs& args) {
     });
     Status st = render_to(args.db, args.format, args.run_id, [&](std::string_view piece) { return out.write(piece); });
     const Status written = out.finish();
+    if (reader_gone) return kExitOk;
     if (!written.ok()) return fail(written.message(), kExitInfrastructure);
     if (!st.ok()) return fail(st);
     return kExitOk;

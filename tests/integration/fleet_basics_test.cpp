@@ -66,6 +66,13 @@ TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
   EXPECT_EQ(run_logged(dir, "run2", with(run, {"--fail-on", "fail"}), &log, 120s), 0) << log;
   EXPECT_EQ(run_logged(dir, "run3", with(run, {"--fail-on", "timeout"}), &log, 120s), 1) << log;
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 2);
+
+  // A reader that stops early (`| head`, here `| true`, gone before the first write) is no
+  // failure of the report: exit 0 and no error (was exit 4, "broken pipe").
+  const std::string pipeline = "set -o pipefail; '" + coordinator_binary().string() + "' report --db '" + db.string() +
+                               "' --format html | true";
+  EXPECT_EQ(run_logged(dir, "piped", {"/bin/bash", "-c", pipeline}, &log), 0) << log;
+  EXPECT_FALSE(has(log, "error:")) << log;
 }
 
 TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
