@@ -2159,7 +2159,6 @@ struct Server::Impl {
                           {"curve", opt.curve.has_value()}};
     int slots = 0;
     for (const auto& [identity, s] : sessions) slots += s.draining ? 0 : s.slots;
-    const double mean_job_ms = measured_jobs > 0 ? static_cast<double>(measured_job_ms) / measured_jobs : 0.0;
     struct Counts {
       int total = 0, done = 0, leased = 0, queued = 0;
       std::map<std::string, int> by_status;
@@ -2194,11 +2193,13 @@ struct Server::Impl {
                        {"queued", c.queued}, {"by_status", c.by_status}};
       const auto started = run_started_ms.find(run_id);
       if (started != run_started_ms.end()) r["elapsed_s"] = (now_epoch - started->second) / 1000.0;
-      // ETA from this session's measured job durations: the jobs left, spread over the slots.
+      // ETA from the run's own jobs measured in this session: the jobs left, spread over the
+      // slots. None before one has finished (another run's jobs say nothing of this one's: a run
+      // of hour-long jobs showed an ETA of 339 ms from a smoke run's).
       const auto measured = run_measured.find(run_id);
       const double mean = measured != run_measured.end() && measured->second.first > 0
                               ? static_cast<double>(measured->second.second) / measured->second.first
-                              : mean_job_ms;
+                              : 0.0;
       if (c.done == c.total) {
         r["eta_s"] = 0.0;
       } else if (mean > 0 && slots > 0) {

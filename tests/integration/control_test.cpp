@@ -123,6 +123,9 @@ TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
     return !hang_job.empty();
   }, 30s)) << c.serve->log();
   ASSERT_TRUE(wait_until([&] { return !children_of(c.worker->pid()).empty(); }, 10s)) << "the job process runs";
+  // No job of the run has finished: no ETA (the first run's quick jobs say nothing of a hang).
+  ASSERT_NE(find_run(*st, "hangs"), nullptr);
+  EXPECT_TRUE((*find_run(*st, "hangs"))["eta_s"].is_null()) << st->dump(2);
 
   // cancel the run: every job ends cancelled; the running job's process is killed.
   const std::string cancelled = run_capture(cli({"cancel", "hangs"}, db), &code);
