@@ -135,12 +135,16 @@ std::string stored_plan_hash(const std::string& db_path, const std::string& run_
   return run.ok() && *run ? (*run)->plan_hash : std::string();
 }
 
-// Job ids hash the run id since 2026-12-07; before, they hashed the plan's name whatever the run
-// id. A run made under `--run ID` (not the plan's name) by an older build keeps the ids it was
-// made with: when the plan expanded for the run is not the run's stored plan, but the plan's
-// ids hashed from its name are, that expansion is the run's.
-Result<jobs::Plan> keep_ids_of_older_run(jobs::Plan plan, const std::string& text, const ServeArgs& a,
-                                         const std::filesystem::path& catalog) {
+// The plan expanded for the run `a` serves. Job ids hash the run id since 2026-12-07; before,
+// they hashed the plan's name whatever the run id. A run made under `--run ID` (not the plan's
+// name) by an older build keeps the ids it was made with: when the plan expanded for the run is
+// not the run's stored plan but the plan's ids hashed from its name are, that expansion is the
+// run's, and *older_ids says so (such a run keeps no digest: a resume checks ids against the run
+// id). Other changes to such a run (an edited plan with --extend) expand for the run id.
+Result<jobs::Plan> expand_for_run(const std::string& text, const ServeArgs& a, const std::filesystem::path& catalog,
+                                  bool* older_ids) {
+  *older_ids = false;
+  AM_ASSIGN_OR_RETURN(jobs::Plan plan, expand(text, a.plan_file, catalog, a.run_id));
   if (a.run_id.empty() || a.run_id == plan.name) return plan;
   const std::string stored = stored_plan_hash(a.server.db_path, a.run_id);
   if (stored.empty() || jobs::is_plan_hash_v1(stored) || stored == jobs::plan_hash(plan.jobs)) return plan;
@@ -149,6 +153,7 @@ Result<jobs::Plan> keep_ids_of_older_run(jobs::Plan plan, const std::string& tex
   get_logger("coordinator")->info("run {}: keeps the job ids it was made with (hashed from the plan's name '{}')",
                                   a.run_id, plan.name);
   by_name->run_id = a.run_id;   // these ids are the run's (its stored plan says so)
+  *older_ids = true;
   return by_name;
 }
 
@@ -212,6 +217,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   const std::string resume_run = a.run_id.empty() ? (summary ? summary->name : std::string()) : a.run_id;
   const bool may_resume = summary && !resume_run.empty() && stored_plan_digest(a.server.db_path, resume_run) == digest;
   std::optional<jobs::Plan> plan;
+  bool older_ids = false;   // expand_for_run: the run keeps ids an older build made
   std::optional<Result<PrefetchedJobs>> prefetched;
   if (!may_resume) {
     // A restart reads its stored jobs on a thread of its own while the plan expands on another:
@@ -220,8 +226,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     PrefetchedJobs::Wanted wanted;
     if (!a.run_id.empty()) wanted.run_id = a.run_id;
     std::jthread prefetcher([&] { prefetched.emplace(PrefetchedJobs::read(a.server.db_path, &wanted)); });
-    Result<jobs::Plan> loaded = expand(plan_text, a.plan_file, catalog, a.run_id);
-    if (loaded.ok()) loaded = keep_ids_of_older_run(std::move(loaded).value(), plan_text, a, catalog);
+    Result<jobs::Plan> loaded = expand_for_run(plan_text, a, catalog, &older_ids);
     {
       // A plan that does not load wants no run (the read stops at its next check).
       std::lock_guard<std::mutex> lock(wanted.mu);
@@ -282,7 +287,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       // keeps no digest (the next start expands the plan, and stores one only when every row
       // agrees with it).
       forget_digest = *r == ResumeOutcome::kDoubted;
-      Result<jobs::Plan> expanded = expand(plan_text, a.plan_file, catalog, a.run_id);
+      Result<jobs::Plan> expanded = expand_for_run(plan_text, a, catalog, &older_ids);
       if (!expanded.ok()) {
         *exit_code = kExitUsage;
         return expanded.status();
@@ -296,7 +301,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     submit.extend = a.extend;
     submit.prefetched = read_ahead;
     submit.plan_digest = digest;
-    submit.forget_digest = forget_digest;
+    submit.forget_digest = forget_digest || older_ids;
     if (Status st = c.server->submit(*plan, c.run_id, submit); !st.ok()) {
       *exit_code = exit_code_for_error(st);
       return st;

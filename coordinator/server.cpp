@@ -2285,6 +2285,24 @@ struct Server::Impl {
     }
     Impl& m = *this;
     RunRecord run;
+    // Job ids are unique on this coordinator (the wire names a job by its id alone). Ids hash
+    // the run id, so only a run an older build made under `--run` (ids of the plan's name) can
+    // meet the ids of the run named after the plan: refused, not merged into the other run.
+    const bool other_runs = std::any_of(m.runs.begin(), m.runs.end(), [&](const std::string& r) { return r != run_id; });
+    for (std::size_t i = 0; other_runs && i < plan.jobs.size(); ++i) {
+      const jobs::PlannedJob& job = plan.jobs[i];
+      const auto pj = m.plan_jobs.find(job.job_id);
+      const JobEntry* j = pj == m.plan_jobs.end() ? m.jobs.find(job.job_id) : nullptr;
+      const std::string* other = pj != m.plan_jobs.end() ? &pj->second.run_id
+                                 : j != nullptr          ? &j->run_id()
+                                                         : nullptr;
+      if (other != nullptr && *other != run_id) {
+        return failed_precondition("job " + job.job_id + " of plan '" + plan.name + "' is a job of run '" + *other +
+                                   "' on this coordinator (a run an older build made under --run shares the ids of "
+                                   "the run named after its plan); serve run '" + run_id +
+                                   "' with a coordinator of its own");
+      }
+    }
     run.run_id = run_id;
     run.plan_name = plan.name;
     run.plan_path = plan.source.string();

@@ -45,19 +45,31 @@ std::string local_hostname() {
 
 }  // namespace
 
+namespace {
+
+Result<std::string> read_worker_id(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) return io_error("cannot read " + path.string() + ": " + std::strerror(errno));
+  std::string id;
+  std::getline(in, id);
+  const bool well_formed =
+      !id.empty() && id.size() <= proto::kMaxIdBytes &&
+      std::all_of(id.begin(), id.end(), [](unsigned char c) { return c > 32 && c < 127; });
+  if (!well_formed) return invalid_argument(path.string() + ": malformed worker id");
+  return id;
+}
+
+}  // namespace
+
 Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_dir) {
   std::error_code ec;
   std::filesystem::create_directories(state_dir, ec);
   if (ec) return io_error("cannot create state dir " + state_dir.string() + ": " + ec.message());
   const auto path = state_dir / "worker-id";
-  if (std::ifstream in(path); in) {
-    std::string id;
-    std::getline(in, id);
-    const bool well_formed =
-        !id.empty() && id.size() <= proto::kMaxIdBytes &&
-        std::all_of(id.begin(), id.end(), [](unsigned char c) { return c > 32 && c < 127; });
-    if (!well_formed) return invalid_argument(path.string() + ": malformed worker id");
-    return id;
+  // A file there that cannot be read (another user's, a dangling link) is an error, never
+  // replaced: the id is the worker's identity.
+  if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::not_found) {
+    return read_worker_id(path);
   }
   std::random_device rd;
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
@@ -72,7 +84,7 @@ Result<std::string> load_or_create_worker_id(const std::filesystem::path& state_
   std::filesystem::remove(mine, ec);
   if (linked == 0) return id;
   if (err != EEXIST) return io_error("cannot create " + path.string() + ": " + std::strerror(err));
-  return load_or_create_worker_id(state_dir);   // another worker's, written whole before its link
+  return read_worker_id(path);   // another worker's, written whole before its link
 }
 
 Result<std::string> load_or_create_worker_secret(const std::filesystem::path& state_dir,

@@ -483,9 +483,9 @@ TEST(ReportOutput, AWriteErrorOnStandardOutputFailsTheCommandAndNamesIt) {
 TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrinted) {
   ScratchDir dir("budget");
   const auto db = dir / "b.db";
-  // Four jobs of about 4 s each, one at a time, under a 3 s budget: the first one (started
-  // within the budget) runs to its end, the other three never start. A worker that registers
-  // only after 3 s (a loaded machine, sanitizers) starts none; either way nothing starts late.
+  // Four jobs of about 4 s each, one at a time, under a 3 s budget counted from the worker's
+  // registration: the first one (started within the budget) runs to its end, the other three
+  // never start; on a loaded machine the first may start late too. Nothing starts late.
   const auto plan = write_file(dir / "budget.toml",
                                "[plan]\nname = \"budget\"\nmode = \"perf\"\nseed = 7\ntime_budget_s = 3\n\n"
                                "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\n"
@@ -514,15 +514,21 @@ TEST(TimeBudget, ItCountsFromTheFirstWorkerSoACoordinatorWaitingForItsFleetSkips
                                "[plan]\nname = \"wait\"\nmode = \"accuracy\"\nseed = 7\ntime_budget_s = 1\n\n"
                                "[defaults]\nbackends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\n"
                                "seq_len = [16, 24]\ntimeout_s = 60\nthreads = 1\n\n[[models]]\nname = \"bert-tiny\"\n");
-  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  // No health job, two slots: both jobs can start the moment the worker registers.
+  std::vector<std::string> args = serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep");
+  args.insert(args.end(), {"--health-interval", "0"});
+  Process serve(args, dir / "serve.log");
   const std::string ep = wait_for_endpoint(dir / "ep");
   ASSERT_FALSE(ep.empty()) << serve.log();
   // Twice the budget with no worker: before, every job was settled skipped here.
   std::this_thread::sleep_for(2500ms);
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped'"), 0) << serve.log();
-  Process worker(worker_args(ep, "late", dir), dir / "w.log");
+  Process worker(worker_args(ep, "late", dir, /*slots=*/2), dir / "w.log");
   EXPECT_EQ(serve.wait(60s), 0) << serve.log();
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2) << serve.log();
+  // At least the jobs started within the budget ran (on a loaded machine a start may come late).
+  EXPECT_GE(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 1) << serve.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'skipped' AND reason NOT LIKE 'time budget%'"), 0)
+      << serve.log();
 }
 
 }  // namespace

@@ -311,6 +311,11 @@ TEST(Resume, ARunMadeUnderItsOwnIdBeforeIdsHashedItKeepsItsJobs) {
   EXPECT_NE(log.find("run old-7: keeps the job ids it was made with (hashed from the plan's name 'legacy')"),
             std::string::npos) << log;
   EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY job_id"), before) << log;
+  EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs WHERE run_id = 'old-7'"),
+            (std::vector<std::vector<std::string>>{{""}})) << "such a run never resumes by its digest";
+  const std::string third = serve_until_up(dir, plan, db, "third", {catalog_dir(), {"--run", "old-7"}});
+  EXPECT_NE(third.find("keeps the job ids it was made with"), std::string::npos) << third;
+  EXPECT_EQ(sql_rows(db, "SELECT job_id FROM jobs ORDER BY job_id"), before) << third;
   // A new run under an id of its own gets ids of its own.
   serve_until_up(dir, plan, db, "new", {catalog_dir(), {"--run", "new-8"}});
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'new-8' AND job_id IN (SELECT job_id FROM jobs "

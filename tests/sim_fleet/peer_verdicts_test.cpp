@@ -1,6 +1,7 @@
-// What a peer may decide for a run (PROTOCOL §5.6, §5.8): a peer with no usable device is no
-// hardware and completes no fleet; a RESULT may carry only a status a worker reports. Raw DEALER
-// peers against the real coordinator (coord::Server on a thread, its store on disk).
+// What a peer or a submit may decide for a run (PROTOCOL §5.6, §5.8): a peer with no usable
+// device is no hardware and completes no fleet; a RESULT may carry only a status a worker
+// reports; a connection is one worker at a time; a plan cannot take another run's job ids. Raw
+// DEALER peers against the real coordinator (coord::Server on a thread, its store on disk).
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -103,6 +104,21 @@ TEST(PeerVerdicts, AConnectionRegisteringAsAnotherWorkerEndsTheFirstAndItsLease)
   EXPECT_EQ(again->job_id, a->job_id);
   EXPECT_EQ(again->attempt, a->attempt + 1);
   EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM attempts WHERE worker_id = 'first' AND state = 'expired'"), 1);
+}
+
+// Job ids are unique on a coordinator. A run an older build made under --run has the ids of the
+// run named after its plan: served beside that run it is refused, not merged into it.
+TEST(PeerVerdicts, APlanWhoseJobIdsAreAnotherRunsOnThisCoordinatorIsRefused) {
+  TempDir dir;
+  ServingCoordinator c(options_in(dir));
+  const jobs::Plan own = bert_plan("shared", "[16, 24]");
+  ASSERT_TRUE(c.server().submit(own, "shared").ok());
+  jobs::Plan older = own;   // as an older build expanded it for run 'legacy-7'
+  older.run_id = "legacy-7";
+  const Status st = c.server().submit(older, "legacy-7");
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("is a job of run 'shared'"), std::string::npos) << st.message();
+  EXPECT_TRUE(c.server().submit(bert_plan("shared", "[16, 24]"), "shared").ok()) << "its own run takes it again";
 }
 
 }  // namespace
