@@ -120,19 +120,19 @@ Result<jobs::Plan> expand(const std::string& text, const std::string& plan_file,
 }
 
 Status check_run_id(const std::string& run_id) {
-  if (run_id.empty() || jobs::is_valid_identifier(run_id)) return Status::Ok();
-  return invalid_argument("--run: '" + run_id.substr(0, 128) + "' is not a valid run id (1-64 of letters, digits, '.', "
-                          "'_', '-', not starting with '.' or '-')");
+  std::string problem = jobs::run_id_problem(run_id);
+  return problem.empty() ? Status::Ok() : invalid_argument("--run: " + problem);
 }
 
-// The plan hash the database stores for `run_id` ("" when there is none, or it cannot be read).
-std::string stored_plan_hash(const std::string& db_path, const std::string& run_id) {
+// The database's record of `run_id` (nothing when there is no such run or database, or it cannot
+// be read: the plan is then expanded, which reports any problem properly).
+std::optional<RunRecord> stored_run(const std::string& db_path, const std::string& run_id) {
   std::error_code ec;
-  if (db_path.empty() || !std::filesystem::exists(db_path, ec)) return {};
+  if (db_path.empty() || !std::filesystem::exists(db_path, ec)) return std::nullopt;
   auto store = Store::open_read_only(db_path);
-  if (!store.ok()) return {};
+  if (!store.ok()) return std::nullopt;
   auto run = (*store)->get_run(run_id);
-  return run.ok() && *run ? (*run)->plan_hash : std::string();
+  return run.ok() ? *run : std::nullopt;
 }
 
 // The plan expanded for the run `a` serves. Job ids hash the run id since 2026-12-07; before,
@@ -146,7 +146,8 @@ Result<jobs::Plan> expand_for_run(const std::string& text, const ServeArgs& a, c
   *older_ids = false;
   AM_ASSIGN_OR_RETURN(jobs::Plan plan, expand(text, a.plan_file, catalog, a.run_id));
   if (a.run_id.empty() || a.run_id == plan.name) return plan;
-  const std::string stored = stored_plan_hash(a.server.db_path, a.run_id);
+  const std::optional<RunRecord> run = stored_run(a.server.db_path, a.run_id);
+  const std::string stored = run ? run->plan_hash : std::string();
   if (stored.empty() || jobs::is_plan_hash_v1(stored) || stored == jobs::plan_hash(plan.jobs)) return plan;
   Result<jobs::Plan> by_name = expand(text, a.plan_file, catalog, plan.name);
   if (!by_name.ok() || jobs::plan_hash(by_name->jobs) != stored) return plan;
@@ -157,16 +158,6 @@ Result<jobs::Plan> expand_for_run(const std::string& text, const ServeArgs& a, c
   return by_name;
 }
 
-// The plan digest the database stores for `run_id` ("" when there is no such run or database, or
-// it cannot be read: the plan is then expanded, which reports any problem properly).
-std::string stored_plan_digest(const std::string& db_path, const std::string& run_id) {
-  std::error_code ec;
-  if (db_path.empty() || !std::filesystem::exists(db_path, ec)) return {};
-  auto store = Store::open_read_only(db_path);
-  if (!store.ok()) return {};
-  auto run = (*store)->get_run(run_id);
-  return run.ok() && *run ? (*run)->plan_digest : std::string();
-}
 
 // What serve and run hold while they run: the database lock outlives the server.
 struct Coordinator {
@@ -215,7 +206,10 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
     if (auto parsed = jobs::load_plan_summary_text(plan_text, a.plan_file); parsed.ok()) summary = std::move(parsed).value();
   }
   const std::string resume_run = a.run_id.empty() ? (summary ? summary->name : std::string()) : a.run_id;
-  const bool may_resume = summary && !resume_run.empty() && stored_plan_digest(a.server.db_path, resume_run) == digest;
+  const bool may_resume = summary && !resume_run.empty() && [&] {
+    const std::optional<RunRecord> run = stored_run(a.server.db_path, resume_run);
+    return run && run->plan_digest == digest;
+  }();
   std::optional<jobs::Plan> plan;
   bool older_ids = false;   // expand_for_run: the run keeps ids an older build made
   std::optional<Result<PrefetchedJobs>> prefetched;
@@ -560,7 +554,9 @@ int cmd_cancel(const ControlArgs& args) {
     std::cout << "cancelled " << cancelled << " job(s) made of plan job " << args.id << " in run '"
               << reply->value("run_id", std::string()) << "'";
     if (running > 0) std::cout << " (" << running << " were running; their processes are being stopped)";
-    std::cout << "; hardware registering later gets none of it\n";
+    std::cout << (reply->value("durable", true) ? "; hardware registering later gets none of it\n"
+                                                 : "; hardware registering later gets none of it while this "
+                                                   "coordinator runs (jobs were made of it already)\n");
   } else {
     std::cout << "cancelled " << cancelled << " job(s) of run '" << args.id << "'";
     if (running > 0) std::cout << " (" << running << " were running; their processes are being stopped)";

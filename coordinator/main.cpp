@@ -14,6 +14,7 @@
 #include "jobs/plan.h"
 #include "jobs/suggest.h"
 #include "jobs/usage_error.h"
+#include "jobs/usage_error_cli11.h"
 
 namespace {
 
@@ -120,13 +121,6 @@ std::optional<std::string> unknown_subcommand(CLI::App& app, const std::vector<c
 // is not an option or --log-level's value), with the words given to it, or the program itself.
 std::pair<am::jobs::UsageCommand, std::vector<std::string>> failed_command(
     const CLI::App& app, const std::vector<const CLI::App*>& subcommands, int argc, char** argv) {
-  const auto names_of = [](const CLI::App& a, am::jobs::UsageCommand& c) {
-    for (const CLI::Option* o : a.get_options()) {
-      auto& into = o->get_group().empty() ? c.hidden : c.options;
-      for (const std::string& n : o->get_lnames()) into.push_back("--" + n);
-      for (const std::string& n : o->get_snames()) into.push_back("-" + n);
-    }
-  };
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--log-level") {
@@ -136,15 +130,11 @@ std::pair<am::jobs::UsageCommand, std::vector<std::string>> failed_command(
     if (word.empty() || word.front() == '-') continue;
     for (const CLI::App* sub : subcommands) {
       if (sub->get_name() != word) continue;
-      am::jobs::UsageCommand c{"accelmatrix " + word, {}};
-      names_of(*sub, c);
-      return {std::move(c), std::vector<std::string>(argv + i + 1, argv + argc)};
+      return {am::jobs::usage_command_of(*sub, "accelmatrix " + word), std::vector<std::string>(argv + i + 1, argv + argc)};
     }
     break;
   }
-  am::jobs::UsageCommand c{"accelmatrix", {}};
-  names_of(app, c);
-  return {std::move(c), std::vector<std::string>(argv + 1, argv + argc)};
+  return {am::jobs::usage_command_of(app, "accelmatrix"), std::vector<std::string>(argv + 1, argv + argc)};
 }
 
 }  // namespace

@@ -639,14 +639,15 @@ struct Server::Impl {
     return n;
   }
 
-  // The hardware classes registered in this session that the runs can use: a class counts toward
-  // --expect-classes when some run has jobs of its backend (a PoCL device beside the cpu is no
-  // second class for a cpu-only plan).
+  // Whether the session has a device that can take a job: what --expect-workers counts.
   static bool has_usable_device(const WorkerSession& s) {
     return std::any_of(s.devices.begin(), s.devices.end(),
                        [](const DeviceInfo& d) { return d.schedulable || d.runs_commands; });
   }
 
+  // The hardware classes registered in this session that the runs can use: a class counts toward
+  // --expect-classes when some run has jobs of its backend (a PoCL device beside the cpu is no
+  // second class for a cpu-only plan).
   int classes_in_use() const {
     int n = 0;
     for (const auto& [cls, backend] : classes_seen) n += backends_planned.count(backend) > 0;
@@ -1934,10 +1935,7 @@ struct Server::Impl {
       if (!it->is_boolean()) return invalid_argument("argument 'extend' must be a boolean");
       extend = it->get<bool>();
     }
-    if (!run_id.empty() && !jobs::is_valid_identifier(run_id)) {
-      return invalid_argument("run id '" + run_id.substr(0, 128) + "' is not valid (1-64 of letters, digits, '.', "
-                              "'_', '-', not starting with '.' or '-')");
-    }
+    if (std::string problem = jobs::run_id_problem(run_id); !problem.empty()) return invalid_argument(problem);
     AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name, run_id));
     if (run_id.empty()) run_id = plan.name;
     const std::size_t before = jobs.size();
@@ -2057,13 +2055,25 @@ struct Server::Impl {
     cancel_jobs_where([&](const JobEntry& j) { return j.plan_job() == id && j.run_id() == run_id; }, reason,
                       cancelled, running);
     if (fatal) return *fatal;
+    // Placed nowhere: a stand-in settled `cancelled` keeps the cancellation across a restart. One
+    // settled for want of hardware (skipped) would give way to the first class that came, so it
+    // is replaced by a cancelled one. A plan job with jobs made already keeps its cancellation
+    // for classes to come only while this coordinator runs (`durable` false).
+    if (pj.placed == 0 && pj.stand_in) {
+      const JobEntry* stand_in = jobs.find(id);
+      if (stand_in != nullptr && stand_in->status != ResultStatus::kCancelled) {
+        remove_stand_in(pj);
+        if (fatal) return *fatal;
+      }
+    }
     if (pj.placed == 0 && !pj.stand_in) {
       settle_unplaced(run_id, ResultStatus::kCancelled, reason, id);
       if (fatal) return *fatal;
       ++cancelled;
     }
+    pj.cancelled = true;   // remove_stand_in() above read the stand-in, not this flag
     return nlohmann::json{{"plan_job_id", id}, {"run_id", run_id}, {"cancelled", cancelled},
-                          {"stopped_running", running}};
+                          {"stopped_running", running}, {"durable", pj.placed == 0}};
   }
 
   WorkerSession* session_of(const std::string& worker_id) {
@@ -2479,8 +2489,8 @@ struct Server::Impl {
       return ResumeOutcome::kDoubted;
     };
     // Everything that could send the run back to the plan without touching a row is read first.
-    // Plan jobs and `any` jobs have ids of the plan's name; jobs made for a class or device, of
-    // the run's (jobs::compute_job_id; they differ under --run NAME).
+    // Every id hashes the run's id (jobs::compute_job_id); a run an older build made under --run
+    // (ids of the plan's name) stores no digest and never comes here (commands.cpp).
     std::vector<std::pair<std::string, jobs::JobSpec>> stored_plan_jobs;
     std::string doubt;
     AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) -> Status {

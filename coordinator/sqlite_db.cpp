@@ -129,7 +129,6 @@ Status status_from_sqlite(sqlite3* db, int rc, std::string_view what) {
       return resource_exhausted(std::move(message));
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
-    case SQLITE_READONLY:
     case SQLITE_PERM:
       return io_error(std::move(message));
     case SQLITE_NOTADB:

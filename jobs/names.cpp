@@ -30,6 +30,12 @@ bool is_known_backend(std::string_view b) { return contains(kBackends, b); }
 bool is_known_architecture(std::string_view a) { return contains(kArchitectures, a); }
 bool is_known_mode(std::string_view m) { return contains(kModes, m); }
 
+std::string run_id_problem(std::string_view run_id) {
+  if (run_id.empty() || is_valid_identifier(run_id)) return {};
+  return "run id '" + std::string(run_id.substr(0, 128)) +
+         "' is not valid (1-64 of letters, digits, '.', '_', '-', not starting with '.' or '-')";
+}
+
 bool is_valid_identifier(std::string_view name) {
   if (name.empty() || name.size() > kMaxIdentifierLength) return false;
   if (name.front() == '.' || name.front() == '-') return false;

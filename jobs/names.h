@@ -22,6 +22,9 @@ bool is_known_mode(std::string_view m);
 // '.' or '-', so they are safe as file names, run ids and command-line arguments.
 inline constexpr std::size_t kMaxIdentifierLength = 64;
 bool is_valid_identifier(std::string_view name);
+// "" when `run_id` is empty (the plan's name is used) or valid; else the error message, e.g.
+// "run id 'a b' is not valid (1-64 of letters, ...)".
+std::string run_id_problem(std::string_view run_id);
 
 // "a, b, c" — for "expected one of ..." error messages.
 std::string join_names(std::span<const std::string_view> names);

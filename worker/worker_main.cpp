@@ -13,7 +13,7 @@
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
-#include "jobs/usage_error.h"
+#include "jobs/usage_error_cli11.h"
 #include "worker/capability.h"
 #include "worker/client.h"
 #include "worker/executor.h"
@@ -141,13 +141,8 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   } catch (const CLI::ParseError& e) {
     // --help/--version exit 0; every parse error is a usage error, not CLI11's own code.
     if (e.get_exit_code() == 0) return app.exit(e) == 0 ? am::kExitOk : am::kExitUsage;
-    am::jobs::UsageCommand command{"accelmatrix-worker", {}, {}};
-    for (const CLI::Option* o : app.get_options()) {
-      auto& into = o->get_group().empty() ? command.hidden : command.options;
-      for (const std::string& n : o->get_lnames()) into.push_back("--" + n);
-      for (const std::string& n : o->get_snames()) into.push_back("-" + n);
-    }
-    std::cerr << am::jobs::usage_error_text(e.what(), command, std::vector<std::string>(argv + 1, argv + argc))
+    std::cerr << am::jobs::usage_error_text(e.what(), am::jobs::usage_command_of(app, "accelmatrix-worker"),
+                                            std::vector<std::string>(argv + 1, argv + argc))
               << "\n";
     return am::kExitUsage;
   }

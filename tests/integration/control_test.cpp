@@ -221,6 +221,30 @@ TEST(Control, CancelTakesThePlanJobIdThatPlanListsForItsJobsAndForClassesToCome)
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE status = 'pass'"), 0);
 }
 
+// A plan job settled `skipped` for want of hardware, cancelled: its stand-in becomes `cancelled`
+// (a skipped one would give way to the first class of its backend that came, restart or not).
+TEST(Control, CancellingAPlanJobSkippedForWantOfHardwareMakesItsStandInCancelled) {
+  ScratchDir dir("ctl-cancel-skipped");
+  const auto db = dir / "s.db";
+  const auto plan = write_file(dir / "gpu.toml",
+                               "[plan]\nname = \"gpu\"\nmode = \"accuracy\"\n\n[defaults]\nprecisions = [\"f32\"]\n"
+                               "timeout_s = 60\n\n[[models]]\nname = \"selftest:pass\"\nbackends = [\"cpu\"]\n\n"
+                               "[[models]]\nname = \"selftest:pass\"\nbackends = [\"cuda\"]\n");
+  LiveCoordinator c = start_live(dir, plan, db, {"--expect-workers", "1"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'") == 2; }, 60s))
+      << c.serve->log();
+  const auto cuda = sql_rows(db, "SELECT job_id FROM jobs WHERE status = 'skipped'");
+  ASSERT_EQ(cuda.size(), 1u) << c.serve->log();
+  int code = -1;
+  const std::string out = run_capture(cli({"cancel", cuda[0][0]}, db), &code);
+  ASSERT_EQ(code, 0) << out << c.serve->log();
+  EXPECT_NE(out.find("hardware registering later gets none of it\n"), std::string::npos) << out;
+  EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs WHERE job_id = '" + cuda[0][0] + "'"),
+            (std::vector<std::vector<std::string>>{{"cancelled"}}));
+}
+
 // One plan as two runs on one coordinator: its jobs' ids hash the run id, so the second run gets
 // jobs of its own (before: none, and the run was marked finished with every job queued).
 TEST(Control, OnePlanSubmittedAsASecondRunRunsEveryJobAgainUnderItsOwnIds) {
