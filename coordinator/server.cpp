@@ -639,11 +639,13 @@ struct Server::Impl {
     return n;
   }
 
-  // Whether the session has a device that can take a job: what --expect-workers counts.
-  static bool has_usable_device(const WorkerSession& s) {
-    return std::any_of(s.devices.begin(), s.devices.end(),
-                       [](const DeviceInfo& d) { return d.schedulable || d.runs_commands; });
-  }
+  // Whether a device can take a job at all: it runs commands, or is schedulable with a precision
+  // this build knows. Only such devices count for --expect-workers and classes, and make jobs for
+  // their class: a peer's device that can run nothing (not schedulable, no precision) made its
+  // class's each-class jobs and settled them skipped or unsupported before the class's real
+  // workers came.
+  static bool usable(const DeviceInfo& d) { return d.runs_commands || (d.schedulable && !d.precisions.empty()); }
+  static bool has_usable_device(const WorkerSession& s) { return std::any_of(s.devices.begin(), s.devices.end(), usable); }
 
   // The hardware classes registered in this session that the runs can use: a class counts toward
   // --expect-classes when some run has jobs of its backend (a PoCL device beside the cpu is no
@@ -966,7 +968,7 @@ struct Server::Impl {
       if (first_worker_ms == 0) first_worker_ms = steady_ms();
     }
     for (const auto& d : sessions[identity].devices) {
-      if (d.schedulable || d.runs_commands) classes_seen.emplace(d.hardware_class, d.backend);
+      if (usable(d)) classes_seen.emplace(d.hardware_class, d.backend);
     }
     place_plan_jobs(sessions[identity]);
     settle_ineligible_jobs();
@@ -1032,6 +1034,7 @@ struct Server::Impl {
     for (const std::string& run_id : runs) {
       if (!run_open(run_id)) continue;
       for (const DeviceInfo& d : s.devices) {
+        if (!usable(d)) continue;
         const std::string traits = runs_with_each_device.count(run_id) ? placement_traits(run_id, s.worker_id, d)
                                                                         : class_traits(run_id, d);
         if (placed_for.count(traits)) {
@@ -1049,7 +1052,7 @@ struct Server::Impl {
       PlanJob& pj = plan_jobs[pid];
       if (!run_open(pj.run_id) || plan_job_cancelled(pj)) continue;
       for (const DeviceInfo& d : s.devices) {
-        if (skip.count({pj.run_id, d.key})) continue;
+        if (!usable(d) || skip.count({pj.run_id, d.key})) continue;
         std::optional<PlacedTarget> placed = placement_for(pj.family_spec(), s.worker_id, d);
         if (!placed) continue;
         std::string id = jobs::job_id_of(pj.run_id, pj.canonical(), placed->target);

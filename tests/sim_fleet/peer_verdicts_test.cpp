@@ -60,6 +60,30 @@ TEST(PeerVerdicts, APeerWithoutAUsableDeviceCompletesNoFleetAndSettlesNothing) {
   EXPECT_TRUE(cpu.next_assign(milliseconds(3000)).has_value()) << "the run's second job";
 }
 
+// A peer whose device of a real class can run nothing (not schedulable; no precision this build
+// knows) made the class's each-class jobs and settled them skipped or unsupported, and the
+// class's real worker got nothing.
+TEST(PeerVerdicts, ADeviceThatCanRunNothingMakesNoJobsForItsClass) {
+  for (const char* poison : {"unschedulable", "no precision", "unknown precision"}) {
+    TempDir dir;
+    const auto db = dir.path() / "c.db";
+    ServingCoordinator c(options_in(dir));
+    ASSERT_TRUE(c.server().submit(bert_plan("poison", "[16, 24]"), "poison").ok());
+    c.start();
+    nlohmann::json record = sim_capabilities("fake", "host-f");   // the shared simulated class
+    nlohmann::json& device = record["devices"][0];
+    if (std::string(poison) == "unschedulable") device["schedulable"] = false;
+    if (std::string(poison) == "no precision") device["precisions"] = nlohmann::json::array();
+    if (std::string(poison) == "unknown precision") device["precisions"] = {"zz9"};
+    HandWorker fake(c.server().endpoint(), "fake", "host-f", record);
+    std::this_thread::sleep_for(milliseconds(300));
+    EXPECT_EQ(am::testing::sql_int(db, "SELECT COUNT(*) FROM jobs WHERE state = 'done'"), 0) << poison;
+    HandWorker real(c.server().endpoint(), "real", "host-r");
+    real.grant(1);
+    EXPECT_TRUE(real.next_assign(milliseconds(3000)).has_value()) << poison << ": the class's real worker got no job";
+  }
+}
+
 TEST(PeerVerdicts, ACoordinatorsStatusInALeaseholdersResultIsDroppedAndTheJobStaysOpen) {
   TempDir dir;
   const auto db = dir.path() / "c.db";
