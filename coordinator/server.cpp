@@ -1215,6 +1215,25 @@ struct Server::Impl {
     return owner->has_value() && **owner == worker_id;
   }
 
+  // A RESULT for a job this coordinator has not loaded, of an attempt the store has leased to its
+  // sender: a run submitted over the control socket to a coordinator that restarted since (a
+  // restarted `serve` serves its own plan's run). The result is stored in that run and ACKed with
+  // the batch, so the worker's held result is not lost and a later submit finds the job done
+  // (before: dropped as forged, and the job leased again only when the lease ran out).
+  bool store_result_of_unserved_run(const WorkerSession& s, proto::JobResult& r) {
+    auto run = store->leased_attempt_run(s.worker_id, r.job_id, r.attempt);
+    if (!run.ok()) {
+      logger()->error("attempt lookup failed: {}", run.status().to_string());
+      return false;
+    }
+    if (!run->has_value() || runs.count(**run)) return false;
+    logger()->info("RESULT for {} attempt {} from {}: stored in run {}, which this coordinator does not serve",
+                   r.job_id, r.attempt, s.worker_id, **run);
+    if (pending.empty()) pending_since_ms = steady_ms();
+    pending.push_back({result_record_of(r, **run, s.worker_id, now_epoch_ms())});
+    return true;
+  }
+
   // Takes the metrics, reason and log tail out of `r` (a result is ~1 KiB of JSON: copying it
   // was a tenth of the coordinator's CPU at dispatch rate).
   void on_result(WorkerSession& s, proto::JobResult& r) {
@@ -1228,6 +1247,7 @@ struct Server::Impl {
     }
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
     JobEntry* found = jobs.find(r.job_id);
+    if (found == nullptr && store_result_of_unserved_run(s, r)) return;
     if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {
       ++counters.results_dropped_forged;
       logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
@@ -1282,7 +1302,10 @@ struct Server::Impl {
                        "kept out of the job's record", to_string(rec.status), rec.job_id, rec.attempt, rec.worker_id);
       }
       JobEntry* found = jobs.find(rec.job_id);
-      if (found == nullptr) continue;   // stored, and nothing here to update (cannot happen)
+      if (found == nullptr) {   // stored in a run this coordinator does not serve
+        send_to_worker(rec.worker_id, proto::Ack{rec.job_id, rec.attempt});
+        continue;
+      }
       JobEntry& j = *found;
       j.lease_mut().result_pending = false;
       const bool is_current_lease = j.lease().worker == rec.worker_id && j.lease().attempt == rec.attempt;

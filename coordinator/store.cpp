@@ -1101,6 +1101,17 @@ Result<std::optional<std::string>> Store::attempt_worker(const std::string& run_
   return std::optional<std::string>(stmt.column_text("worker_id"));
 }
 
+Result<std::optional<std::string>> Store::leased_attempt_run(const std::string& worker_id, const std::string& job_id,
+                                                              int attempt) {
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
+      SELECT run_id FROM attempts INDEXED BY attempts_by_worker
+      WHERE worker_id = ?1 AND job_id = ?2 AND attempt = ?3 AND state = :attempt_leased)sql"));
+  stmt.bind(1, worker_id).bind(2, job_id).bind(3, attempt);
+  AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+  if (!row) return std::optional<std::string>();
+  return std::optional<std::string>(stmt.column_text("run_id"));
+}
+
 // ---------------------------------------------------------------------------------------------
 // Workers
 

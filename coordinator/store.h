@@ -337,6 +337,11 @@ class Store {
 
   // The worker an attempt was leased to, if that attempt exists. Lets the coordinator accept a
   // late result of an older attempt from its rightful worker (and only from it).
+  // The run of the attempt `attempt` of `job_id` that is leased to `worker_id`, if there is one
+  // (for a RESULT of a job the serving coordinator has not loaded: a run submitted to a
+  // coordinator that restarted since). Read through the attempts' worker index.
+  Result<std::optional<std::string>> leased_attempt_run(const std::string& worker_id, const std::string& job_id,
+                                                        int attempt);
   Result<std::optional<std::string>> attempt_worker(const std::string& run_id,
                                                     const std::string& job_id, int attempt);
 

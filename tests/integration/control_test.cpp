@@ -245,6 +245,40 @@ TEST(Control, CancellingAPlanJobSkippedForWantOfHardwareMakesItsStandInCancelled
             (std::vector<std::vector<std::string>>{{"cancelled"}}));
 }
 
+// A run submitted over the control socket is not served by the coordinator's restart (it serves
+// its own plan's run). A worker's held RESULT for a lease of that run is stored in it and ACKed
+// (before: dropped as forged, and the job ran again once the lease ran out).
+TEST(Control, AResultOfASubmittedRunSurvivesACoordinatorKilledAndRestarted) {
+  ScratchDir dir("ctl-submitted-restart");
+  const auto db = dir / "r.db";
+  const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
+  const auto sub = write_selftest_plan(dir / "sub.toml", "sub", {"hang"}, /*timeout_s=*/3);
+  LiveCoordinator c = start_live(dir, own, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'own' AND state = 'done'") == 1; },
+                         60s)) << c.serve->log();
+  int code = -1;
+  const std::string out = run_capture(cli({"submit", sub.string()}, db), &code);
+  ASSERT_EQ(code, 0) << out;
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'sub' AND state = 'leased'") == 1; },
+                         30s)) << c.serve->log();
+  c.serve->kill_hard();
+  c.serve->wait(10s);
+  // The same command again, on the same endpoint (the worker reconnects to it).
+  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
+                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+  Process restarted(again, dir / "serve2.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'sub' AND status = 'timeout'") == 1; },
+                         60s)) << restarted.log() << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'sub'"), 1) << "the held result, not a rerun";
+  EXPECT_NE(restarted.log().find("stored in run sub, which this coordinator does not serve"), std::string::npos)
+      << restarted.log();
+  restarted.terminate();
+  restarted.wait(20s);
+}
+
 // One plan as two runs on one coordinator: its jobs' ids hash the run id, so the second run gets
 // jobs of its own (before: none, and the run was marked finished with every job queued).
 TEST(Control, OnePlanSubmittedAsASecondRunRunsEveryJobAgainUnderItsOwnIds) {
