@@ -394,8 +394,9 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   if (verdict == kExitInterrupted) {
     // Said as `run` says it, quiet or not: the exit code alone leaves a person guessing.
     const Progress p = c.server->progress();
-    std::cerr << "serve stopped before every job finished (" << p.done << " of " << p.total
-              << " done); serve the same plan on the same database again to resume\n";
+    std::cerr << "serve stopped before the run was complete (" << p.done << " of " << p.total << " job(s) done"
+              << (p.done == p.total ? "; plan jobs or the expected workers and classes wait for hardware" : "")
+              << "); serve the same plan on the same database again to resume\n";
   }
   return verdict;
 }
@@ -534,8 +535,12 @@ int cmd_submit(const ControlArgs& args) {
   auto reply = control_request(args.target, "submit", request);
   if (!reply.ok()) return control_failed(reply.status());
   std::cout << "submitted run '" << reply->value("run_id", std::string("?")) << "': " << reply->value("jobs", 0)
-            << " job(s), " << reply->value("new_jobs", 0) << " new, " << reply->value("remaining", 0)
-            << " to run\n";
+            << " job(s), " << reply->value("new_jobs", 0) << " new, " << reply->value("remaining", 0) << " to run";
+  // Each-class / each-device plan jobs become jobs as hardware of their backend registers.
+  if (const int unplaced = reply->value("unplaced", 0); unplaced > 0) {
+    std::cout << "; " << unplaced << " plan job(s) wait for hardware to register";
+  }
+  std::cout << "\n";
   return kExitOk;
 }
 

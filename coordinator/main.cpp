@@ -50,11 +50,17 @@ std::pair<std::string, bool> combine(const std::deque<Verbosity>& all) {
   return {level, quiet};
 }
 
+// `--run ""` is no run id (it read as "the plan's name"); the rest of the rule is checked where
+// the id is used (jobs::run_id_problem).
+const CLI::Validator kNonEmptyRunId(
+    [](const std::string& v) { return v.empty() ? std::string("an empty run id (leave --run out for the plan's name)") : std::string(); },
+    "RUN_ID");
+
 void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
   auto& s = a.server;
   cmd->add_option("--db", s.db_path, "SQLite database file")->capture_default_str();
   cmd->add_option("--catalog", a.catalog_dir, "Model catalog directory (default: beside the plan)");
-  cmd->add_option("--run", a.run_id, "Run id (default: the plan's name; same id resumes)");
+  cmd->add_option("--run", a.run_id, "Run id (default: the plan's name; same id resumes)")->check(kNonEmptyRunId);
   cmd->add_option("--heartbeat-ms", s.heartbeat_interval_ms, "Heartbeat interval")
       ->check(CLI::Range(int64_t{10}, int64_t{600000}))->capture_default_str();
   cmd->add_option("--liveness", s.heartbeat_liveness, "Missed heartbeats before a worker is dead")
@@ -210,7 +216,8 @@ int main(int argc, char** argv) {
   auto* plan_cmd = app.add_subcommand("plan", "Validate a plan and list its jobs; runs nothing");
   plan_cmd->add_option("file", plan.plan_file, "Plan file")->required();
   plan_cmd->add_option("--catalog", plan.catalog_dir, "Model catalog directory");
-  plan_cmd->add_option("--run", plan.run_id, "List the job ids of this run (default: the plan's name)");
+  plan_cmd->add_option("--run", plan.run_id, "List the job ids of this run (default: the plan's name)")
+      ->check(kNonEmptyRunId);
   plan_cmd->add_flag("--json", plan.json, "Print the expanded job specs as JSON");
 
   am::coord::KeysArgs keys;
@@ -233,7 +240,7 @@ int main(int argc, char** argv) {
   am::coord::ControlArgs submit;
   auto* submit_cmd = app.add_subcommand("submit", "Add a plan to a running coordinator as a new run");
   submit_cmd->add_option("plan", submit.plan_file, "Plan file (read here, expanded by the coordinator)")->required();
-  submit_cmd->add_option("--run", submit.run_id, "Run id (default: the plan's name)");
+  submit_cmd->add_option("--run", submit.run_id, "Run id (default: the plan's name)")->check(kNonEmptyRunId);
   submit_cmd->add_flag("--extend", submit.extend, "Add the plan's jobs to an existing run made from another plan");
   add_target_flags(submit_cmd, submit.target);
   submit_cmd->footer(control_footer);

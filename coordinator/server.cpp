@@ -1982,7 +1982,8 @@ struct Server::Impl {
                           {"plan", plan.name},
                           {"jobs", total},
                           {"new_jobs", static_cast<int>(jobs.size() - before)},
-                          {"remaining", remaining}};
+                          {"remaining", remaining},
+                          {"unplaced", unplaced_plan_jobs(&run_id)}};
   }
 
   // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the

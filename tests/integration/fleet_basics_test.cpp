@@ -113,7 +113,7 @@ TEST(RunExitCodes, AStoppedServeExitsThree) {
   ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
   serve.terminate();
   EXPECT_EQ(serve.wait(kPromptExit), 3) << serve.log();
-  EXPECT_TRUE(has(serve.log(), "serve stopped before every job finished (0 of ")) << serve.log();
+  EXPECT_TRUE(has(serve.log(), "serve stopped before the run was complete (0 of ")) << serve.log();
   EXPECT_TRUE(has(serve.log(), "again to resume")) << serve.log();
 }
 
@@ -175,6 +175,10 @@ TEST(RunExitCodes, CliParseErrorsExitTwoNotCli11Codes) {
   EXPECT_TRUE(has(log, "see 'accelmatrix run --help'")) << log;
   EXPECT_EQ(run_logged(dir, "wtypo", {worker_binary().string(), "--slotz", "2"}, &log), 2) << log;
   EXPECT_TRUE(has(log, "unknown option '--slotz' (did you mean '--slots'?)")) << log;
+  EXPECT_EQ(run_logged(dir, "emptyrun", {am, "plan", "x.toml", "--run", ""}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "--run: an empty run id")) << log;
+  EXPECT_EQ(run_logged(dir, "badrun", {am, "run", "--run", "a b", "--plan", "x.toml"}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "run id 'a b' is not valid")) << log;
   EXPECT_EQ(run_logged(dir, "required2", {am, "report"}, &log), 2) << log;
   EXPECT_TRUE(has(log, "error: accelmatrix report: --db is required")) << log;
 
