@@ -76,9 +76,9 @@ std::string plain_range_message(std::string_view message) {
 
 std::string usage_error_text(std::string_view cli_message, const UsageCommand& command,
                              const std::vector<std::string>& words) {
-  std::string what;
-  const bool extras = cli_message.starts_with(kExtrasPrefix) || cli_message.starts_with(kExtraPrefix);
-  if (extras) {
+  // Every word that looks like an option and is none of the command's, with the option meant.
+  std::string unknown;
+  {
     std::vector<std::string> long_names;
     for (const std::string& o : command.options) {
       if (o.starts_with("--")) long_names.push_back(o);
@@ -89,9 +89,14 @@ std::string usage_error_text(std::string_view cli_message, const UsageCommand& c
       if (after_separator || !looks_like_option(word)) continue;
       const std::string name = option_name(word);
       if (is_known(command, name)) continue;
-      if (!what.empty()) what += "; ";
-      what += "unknown option '" + name + "'" + did_you_mean(name, long_names);
+      if (!unknown.empty()) unknown += "; ";
+      unknown += "unknown option '" + name + "'" + did_you_mean(name, long_names);
     }
+  }
+  std::string what;
+  const bool extras = cli_message.starts_with(kExtrasPrefix) || cli_message.starts_with(kExtraPrefix);
+  if (extras) {
+    what = unknown;
     if (what.empty()) {
       // Only surplus words (a second plan file, a value without its flag).
       const std::string_view list = cli_message.substr(
@@ -100,7 +105,10 @@ std::string usage_error_text(std::string_view cli_message, const UsageCommand& c
              std::string(list);
     }
   } else {
+    // CLI11 names a missing required option before a mistyped one ("--plan is required" for
+    // `serve --expect-worker 1`): both are said.
     what = plain_range_message(cli_message);
+    if (!unknown.empty()) what += "; " + unknown;
   }
   return "error: " + command.path + ": " + what + "\nsee '" + command.path + " --help'";
 }

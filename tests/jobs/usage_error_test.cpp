@@ -56,6 +56,13 @@ TEST(UsageError, OtherParseErrorsKeepTheirMessageUnderTheCommand) {
             "error: accelmatrix run: --db is required\nsee 'accelmatrix run --help'");
 }
 
+TEST(UsageError, AMistypedOptionIsNamedBesideTheRequiredOneCli11ReportsFirst) {
+  const UsageCommand serve{"accelmatrix serve", {"--plan", "--expect-workers"}, {}};
+  EXPECT_EQ(usage_error_text("--plan is required", serve, {"--expect-worker", "1"}),
+            "error: accelmatrix serve: --plan is required; unknown option '--expect-worker' (did you mean "
+            "'--expect-workers'?)\nsee 'accelmatrix serve --help'");
+}
+
 TEST(UsageError, ARangeErrorSaysWhetherTheValueIsNoNumberOrOutOfItsRange) {
   EXPECT_EQ(usage_error_text("--workers: Value 0 not in range 1 to 64", kRun, {"--workers", "0"}),
             "error: accelmatrix run: --workers: 0 is out of range (1 to 64)\nsee 'accelmatrix run --help'");
