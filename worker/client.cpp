@@ -48,6 +48,10 @@ std::string local_hostname() {
 namespace {
 
 Result<std::string> read_worker_id(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return io_error("cannot read " + path.string() + ": not a regular file (the state dir is unusable)");
+  }
   std::ifstream in(path);
   if (!in) return io_error("cannot read " + path.string() + ": " + std::strerror(errno));
   std::string id;

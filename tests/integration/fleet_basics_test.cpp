@@ -257,6 +257,11 @@ TEST(WorkerIdentity, TwoWorkersOfOneStateDirMakeOneIdAndTheSecondStops) {
   // A third, later, the same; with an id of its own it may share the dir.
   std::string log;
   EXPECT_EQ(run_logged(dir, "third", args, &log, 20s), 2) << log;
+  // A worker-id that is no file (a directory) makes the state dir unusable: exit 4.
+  std::filesystem::create_directories(dir / "odd" / "worker-id");
+  EXPECT_EQ(run_logged(dir, "odd", {worker_binary().string(), "--coordinator", "tcp://127.0.0.1:9", "--state-dir",
+                                    (dir / "odd").string()}, &log, 20s), 4) << log;
+  EXPECT_TRUE(has(log, "not a regular file")) << log;
   Process other(with(args, {"--id", "other"}), dir / "other.log");
   std::this_thread::sleep_for(500ms);
   EXPECT_TRUE(other.running()) << other.log();
