@@ -73,11 +73,17 @@ int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::str
   if (!server.all_done()) return kExitInterrupted;
   const Progress p = server.progress();
   const int code = exit_code_for_statuses(p.by_status, fail_on);
+  // The verdict is of every job served: the runs submitted to this coordinator too.
+  std::string which = "run '" + run_id + "'";
+  if (const std::vector<std::string> runs = server.runs(); runs.size() > 1) {
+    which = "runs";
+    for (const std::string& r : runs) which += (which == "runs" ? " '" : ", '") + r + "'";
+  }
   if (code == kExitJobsFailed) {
-    std::cerr << "run '" << run_id << "': " << status_counts(p.by_status) << "; exit 1: a job ended in a --fail-on status ("
+    std::cerr << which << ": " << status_counts(p.by_status) << "; exit 1: a job ended in a --fail-on status ("
               << fail_on_text(fail_on) << ")\n";
   } else if (code == kExitInfrastructure) {
-    std::cerr << "run '" << run_id << "': " << status_counts(p.by_status) << "; exit 4: a job was lost\n";
+    std::cerr << which << ": " << status_counts(p.by_status) << "; exit 4: a job was lost\n";
   }
   return code;
 }

@@ -3000,6 +3000,7 @@ void Server::on_progress(std::function<void(const Progress&)> callback) {
 
 Progress Server::progress() const { return impl_->snapshot(); }
 bool Server::all_done() const { return impl_->all_done(); }
+std::vector<std::string> Server::runs() const { return {impl_->runs.begin(), impl_->runs.end()}; }
 ServerCounters Server::counters() const { return impl_->current_counters(); }
 bool Server::storage_failed() const { return impl_->fatal.has_value(); }
 

@@ -202,6 +202,8 @@ class Server {
   // (it reads the loop's state and caches part of it); a serving loop reports it to on_progress.
   Progress progress() const;
   bool all_done() const;
+  // The runs this server serves (its own and those submitted to it), in id order.
+  std::vector<std::string> runs() const;
   ServerCounters counters() const;
   bool storage_failed() const;
 

@@ -167,6 +167,8 @@ TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
 
   c.serve->terminate();
   EXPECT_EQ(c.serve->wait(20s), 1) << "every job is terminal and one failed\n" << c.serve->log();
+  EXPECT_NE(c.serve->log().find("runs 'first', 'hangs': "), std::string::npos)
+      << "the verdict names every run it covers\n" << c.serve->log();
   // Without a coordinator: exit 4 with a message that points at `runs`.
   const std::string gone = run_capture(cli({"status"}, db), &code);
   EXPECT_EQ(code, 4);
