@@ -404,8 +404,8 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
                       100.0 * l2 * 1e9 / peak);
           // The kernel's own ceiling: its instruction mix with every operand in registers or L1
           // (bench_util.h), with and without the per-block scaling.
-          const double mix = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name);
-          const double unscaled = am::bench::measure_tile_mix_ceiling(pool, min_time_s, name + "/unscaled");
+          const double mix = am::bench::measure_tile_mix_ceiling(pool, min_time_s, f);
+          const double unscaled = am::bench::measure_tile_mix_ceiling(pool, min_time_s, f, /*scaled=*/false);
           if (mix > 0) {
             std::printf("  %-5s tile kernel's instruction mix, its weights in registers: %.0f%% of the int8 peak", name.c_str(),
                         100.0 * mix / peak);

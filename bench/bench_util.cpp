@@ -289,23 +289,31 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s,
   return p;
 }
 
-double measure_tile_mix_ceiling(kernels::ThreadPool& pool, double min_time_s, const std::string& format) {
+double measure_tile_mix_ceiling(kernels::ThreadPool& pool, double min_time_s, kernels::WeightFormat format,
+                                bool scaled) {
 #if defined(__x86_64__)
   const kernels::CpuFeatures& f = kernels::cpu_features();
   if (!(f.avx512f && f.avx512bw && f.avx512vnni)) return 0.0;
   constexpr double kOps = kMixDotsPerBlock * 64.0 * 2.0;
-  if (format == "q8_0") return peak_rate(pool, min_time_s, tile_mix_avx512<true, false, true>, kOps);
-  if (format == "q4_0") return peak_rate(pool, min_time_s, tile_mix_avx512<false, false, true>, kOps);
-  if (format == "q4_1") return peak_rate(pool, min_time_s, tile_mix_avx512<false, true, true>, kOps);
-  // The dot products and the weights' decode alone (no per-block scaling): what the scaling costs.
-  if (format == "q8_0/unscaled") return peak_rate(pool, min_time_s, tile_mix_avx512<true, false, false>, kOps);
-  if (format == "q4_0/unscaled") return peak_rate(pool, min_time_s, tile_mix_avx512<false, false, false>, kOps);
+  using kernels::WeightFormat;
+  switch (format) {
+    case WeightFormat::kQ8_0:
+      return peak_rate(pool, min_time_s, scaled ? tile_mix_avx512<true, false, true> : tile_mix_avx512<true, false, false>, kOps);
+    case WeightFormat::kQ4_0:
+      return peak_rate(pool, min_time_s, scaled ? tile_mix_avx512<false, false, true> : tile_mix_avx512<false, false, false>,
+                       kOps);
+    case WeightFormat::kQ4_1:
+      return scaled ? peak_rate(pool, min_time_s, tile_mix_avx512<false, true, true>, kOps) : 0.0;
+    default:
+      return 0.0;
+  }
 #else
   (void)pool;
   (void)min_time_s;
   (void)format;
-#endif
+  (void)scaled;
   return 0.0;
+#endif
 }
 
 std::size_t last_level_cache_bytes() {

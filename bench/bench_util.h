@@ -25,6 +25,7 @@
 
 #include "bench/process_stats.h"
 #include "kernels/cpu/cpu_features.h"
+#include "kernels/formats/weight_format.h"
 #include "kernels/thread_pool.h"
 
 namespace am::bench {
@@ -107,9 +108,9 @@ ComputePeaks measure_compute_peaks(kernels::ThreadPool& pool, double min_time_s,
 // activation scale, FMA; q4_1 one FMA more for its min). The weights' own loads are left out.
 // Counted as the int8 peak counts (2 ops per byte
 // pair of VPDPBUSD only): the share of the int8 peak left once the rest of the mix has taken its
-// pipes. 0 where the CPU lacks AVX-512 VNNI or `format` has no such kernel ("q8_0", "q4_0",
-// "q4_1"; "q8_0/unscaled" and "q4_0/unscaled" leave the per-block scaling out, which says what
-// it costs).
-double measure_tile_mix_ceiling(kernels::ThreadPool& pool, double min_time_s, const std::string& format);
+// pipes. 0 where the CPU lacks AVX-512 VNNI or `format` has no such kernel (q8_0, q4_0, q4_1).
+// `scaled` false leaves the per-block scaling out (q8_0 and q4_0), which says what it costs.
+double measure_tile_mix_ceiling(kernels::ThreadPool& pool, double min_time_s, kernels::WeightFormat format,
+                                bool scaled = true);
 
 }  // namespace am::bench
