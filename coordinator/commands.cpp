@@ -307,6 +307,14 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       return st;
     }
   }
+  // A coordinator serving for good (`serve`) goes on with the runs submitted to it before it
+  // stopped; `run` serves its own plan only.
+  if (std::string_view(command) == "serve") {
+    if (Result<int> again = c.server->resume_submitted_runs(); !again.ok()) {
+      *exit_code = exit_code_for_error(again.status());
+      return again.status();
+    }
+  }
   AM_RETURN_IF_ERROR(c.lock->set_endpoint(c.server->endpoint()));
   Server* server = c.server.get();
   if (!a.endpoint_file.empty()) {

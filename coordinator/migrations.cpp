@@ -234,6 +234,25 @@ constexpr const char* kSchemaV7 = R"sql(
 ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT '';
 )sql";
 
+// Version 8: what a restarted coordinator needs to go on as it was. run_submissions keeps the
+// text of every plan sent with CONTROL `submit` that stored something, in order, so that a
+// restarted `serve` serves those runs again without their plans being sent again (the plan
+// files are the client's, not this host's). plan_jobs.cancelled records `accelmatrix cancel
+// PLAN_JOB_ID`, so a restart makes no job of it for hardware registering later.
+constexpr const char* kSchemaV8 = R"sql(
+CREATE TABLE run_submissions (
+  run_id        TEXT NOT NULL REFERENCES runs(run_id),
+  seq           INTEGER NOT NULL,
+  plan_text     TEXT NOT NULL,
+  plan_name     TEXT NOT NULL DEFAULT '',
+  extend        INTEGER NOT NULL DEFAULT 0,
+  submitted_at  INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, seq)
+);
+ALTER TABLE plan_jobs ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX plan_jobs_cancelled ON plan_jobs(run_id) WHERE cancelled <> 0;
+)sql";
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
@@ -242,6 +261,7 @@ constexpr Migration kAll[] = {
     {5, kSchemaV5},
     {6, kSchemaV6},
     {7, kSchemaV7},
+    {8, kSchemaV8},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/exit_codes.h"
 #include "common/hash.h"
 #include "common/heap_trim.h"
 #include "common/log.h"
@@ -1968,6 +1969,17 @@ struct Server::Impl {
     SubmitOptions options;
     options.extend = extend;   // no digest: a plan sent here is not a file of this host's
     AM_RETURN_IF_ERROR(submit(plan, run_id, options));
+    // Kept for a restart (resume_submitted_runs): the plan file is the client's, not this host's.
+    SubmissionRecord record;
+    record.run_id = run_id;
+    record.plan_text = text;
+    record.plan_name = name;
+    record.extend = extend;
+    record.submitted_at_ms = now_epoch_ms();
+    if (Status st = store->record_submission(record); !st.ok()) {
+      storage_fault("recording the plan submitted for run " + run_id, st);
+      return *fatal;
+    }
     settle_ineligible_jobs();
     assign_dirty = true;
     notify();
@@ -1984,6 +1996,43 @@ struct Server::Impl {
                           {"new_jobs", static_cast<int>(jobs.size() - before)},
                           {"remaining", remaining},
                           {"unplaced", unplaced_plan_jobs(&run_id)}};
+  }
+
+  // Server::resume_submitted_runs (server.h): the last plan submitted for each unfinished run not
+  // served yet, parsed and submitted again as it was received. One that no longer expands to the
+  // run's jobs (another catalog or build) is refused by submit() like any other plan of another
+  // hash; it is logged and left for its client to submit again. Store faults are returned.
+  Result<int> resume_submitted_runs() {
+    if (!opt.plan_parser) return 0;
+    AM_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> submissions, store->unfinished_submissions());
+    int served = 0;
+    for (const SubmissionRecord& s : submissions) {
+      if (runs.count(s.run_id)) continue;   // this start's own plan: served already
+      const std::string name = s.plan_name.empty() ? "submitted plan" : s.plan_name;
+      Status st = Status::Ok();
+      if (std::string problem = jobs::run_id_problem(s.run_id); !problem.empty()) {
+        st = invalid_argument(problem);
+      } else if (Result<jobs::Plan> plan = opt.plan_parser(s.plan_text, name, s.run_id); !plan.ok()) {
+        st = plan.status();
+      } else {
+        st = submit(*plan, s.run_id, SubmitOptions{});
+      }
+      release_free_heap();
+      if (fatal) return *fatal;
+      if (!st.ok()) {
+        if (exit_code_for_error(st) != kExitUsage) return st;
+        logger()->warn("run {}: the plan submitted for it ({}) is not served after this restart: {}; submit it again",
+                       s.run_id, name, st.message());
+        continue;
+      }
+      logger()->info("run {}: served again from the plan submitted for it ({})", s.run_id, name);
+      ++served;
+    }
+    if (served > 0) {
+      settle_ineligible_jobs();
+      assign_dirty = true;
+    }
+    return served;
   }
 
   // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the
@@ -2082,10 +2131,14 @@ struct Server::Impl {
     cancel_jobs_where([&](const JobEntry& j) { return j.plan_job() == id && j.run_id() == run_id; }, reason,
                       cancelled, running);
     if (fatal) return *fatal;
-    // Placed nowhere: a stand-in settled `cancelled` keeps the cancellation across a restart. One
+    // Stored first (plan_jobs.cancelled), so a restart makes no job of it for classes to come.
+    // Placed nowhere, it also ends as a stand-in settled `cancelled`, which the reports show. One
     // settled for want of hardware (skipped) would give way to the first class that came, so it
-    // is replaced by a cancelled one. A plan job with jobs made already keeps its cancellation
-    // for classes to come only while this coordinator runs (`durable` false).
+    // is replaced by a cancelled one.
+    if (Status st = store->mark_plan_job_cancelled(run_id, id); !st.ok()) {
+      storage_fault("recording the cancellation of plan job " + id, st);
+      return *fatal;
+    }
     if (pj.placed == 0 && pj.stand_in) {
       const JobEntry* stand_in = jobs.find(id);
       if (stand_in != nullptr && stand_in->status != ResultStatus::kCancelled) {
@@ -2100,7 +2153,7 @@ struct Server::Impl {
     }
     pj.cancelled = true;   // remove_stand_in() above read the stand-in, not this flag
     return nlohmann::json{{"plan_job_id", id}, {"run_id", run_id}, {"cancelled", cancelled},
-                          {"stopped_running", running}, {"durable", pj.placed == 0}};
+                          {"stopped_running", running}, {"durable", true}};
   }
 
   WorkerSession* session_of(const std::string& worker_id) {
@@ -2833,6 +2886,11 @@ struct Server::Impl {
   Status open_run(const std::string& run_id, bool had_work, double time_budget_s) {
     Impl& m = *this;
     m.runs.insert(run_id);
+    // Plan jobs cancelled before a restart make no job for the hardware registering below.
+    AM_ASSIGN_OR_RETURN(std::vector<std::string> cancelled, m.store->cancelled_plan_jobs(run_id));
+    for (const std::string& id : cancelled) {
+      if (auto pj = m.plan_jobs.find(id); pj != m.plan_jobs.end() && pj->second.run_id == run_id) pj->second.cancelled = true;
+    }
     if (m.unplaced_plan_jobs(&run_id) > 0) had_work = true;
     if (had_work) m.runs_to_finish.insert(run_id);
     // A live coordinator: the workers already here get their share of the new run at once.
@@ -2970,6 +3028,8 @@ Result<ResumeOutcome> Server::resume(const jobs::PlanSummary& summary, const std
                                      const std::string& plan_digest, PrefetchedJobs* prefetched) {
   return impl_->resume(summary, run_id, plan_digest, prefetched);
 }
+
+Result<int> Server::resume_submitted_runs() { return impl_->resume_submitted_runs(); }
 
 Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
                                    const std::string& reason) {

@@ -468,6 +468,82 @@ Status Store::mark_run_finished(const std::string& run_id, int64_t at_ms) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Submissions and cancelled plan jobs (schema 8)
+
+Status Store::record_submission(const SubmissionRecord& submission) {
+  if (schema_version() < 8) return failed_precondition(path_.string() + ": schema older than 8 keeps no submissions");
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_ASSIGN_OR_RETURN(auto last, prepare(db_, "SELECT seq, plan_text, extend FROM run_submissions WHERE run_id = ?1 "
+                                              "ORDER BY seq DESC LIMIT 1"));
+  last.bind(1, submission.run_id);
+  AM_ASSIGN_OR_RETURN(bool row, last.step());
+  int64_t seq = 1;
+  if (row) {
+    if (last.column_text(1) == submission.plan_text && (last.column_int64(2) != 0) == submission.extend) {
+      return Status::Ok();
+    }
+    seq = last.column_int64(0) + 1;
+  }
+  AM_ASSIGN_OR_RETURN(auto insert, prepare(db_, "INSERT INTO run_submissions(run_id, seq, plan_text, plan_name, extend, "
+                                                "submitted_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"));
+  insert.bind(1, submission.run_id)
+      .bind(2, seq)
+      .bind(3, submission.plan_text)
+      .bind(4, submission.plan_name)
+      .bind(5, int64_t{submission.extend ? 1 : 0})
+      .bind(6, submission.submitted_at_ms);
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_RETURN_IF_ERROR(insert.run());
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
+}
+
+Result<std::vector<SubmissionRecord>> Store::unfinished_submissions() {
+  std::vector<SubmissionRecord> out;
+  if (schema_version() < 8) return out;
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT s.run_id, s.seq, s.plan_text, s.plan_name, s.extend, s.submitted_at "
+                                              "FROM run_submissions s JOIN runs r ON r.run_id = s.run_id "
+                                              "WHERE r.finished_at = 0 AND s.seq = (SELECT max(seq) FROM "
+                                              "run_submissions l WHERE l.run_id = s.run_id) ORDER BY s.run_id"));
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    SubmissionRecord s;
+    s.run_id = stmt.column_text(0);
+    s.seq = stmt.column_int64(1);
+    s.plan_text = stmt.column_text(2);
+    s.plan_name = stmt.column_text(3);
+    s.extend = stmt.column_int64(4) != 0;
+    s.submitted_at_ms = stmt.column_int64(5);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Status Store::mark_plan_job_cancelled(const std::string& run_id, const std::string& plan_job_id) {
+  if (schema_version() < 8) return failed_precondition(path_.string() + ": schema older than 8 keeps no cancellations");
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "UPDATE plan_jobs SET cancelled = 1 WHERE run_id = ?1 AND job_id = ?2"));
+  stmt.bind(1, run_id).bind(2, plan_job_id);
+  AM_RETURN_IF_ERROR(check_file_identity());
+  AM_RETURN_IF_ERROR(stmt.run());
+  if (stmt.changes() == 0) return not_found("plan job '" + plan_job_id + "' of run '" + run_id + "' is not in the store");
+  return check_file_identity();
+}
+
+Result<std::vector<std::string>> Store::cancelled_plan_jobs(const std::string& run_id) {
+  std::vector<std::string> out;
+  if (schema_version() < 8) return out;
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1 AND cancelled <> 0"));
+  stmt.bind(1, run_id);
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    out.push_back(stmt.column_text(0));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Jobs
 
 Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::PlannedJob>& jobs,

@@ -60,9 +60,10 @@ namespace sqlite {
 class Statement;
 }
 
-inline constexpr int kSchemaVersion = 7;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+inline constexpr int kSchemaVersion = 8;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
                                           // 4: device_events; 5: placement targets, exclusive attempts, host ids;
-                                          // 6: specs stored once per family (spec_families.h); 7: runs.plan_digest
+                                          // 6: specs stored once per family (spec_families.h); 7: runs.plan_digest;
+                                          // 8: run_submissions, plan_jobs.cancelled
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
 // version 1, except runs.plan_hash (3), which is read only where the column exists, and
@@ -249,6 +250,16 @@ struct ReportDocumentKeys {
 
 using ReportRowVisitor = std::function<Status(const ReportRow&, const ReportRowTexts&)>;
 
+// A plan sent with CONTROL `submit`, as the coordinator parsed it (Store::record_submission).
+struct SubmissionRecord {
+  std::string run_id;
+  int64_t seq = 0;              // 1, 2, ... per run, in submission order
+  std::string plan_text;        // the TOML text
+  std::string plan_name;        // the file name the client read it from (for messages)
+  bool extend = false;          // submitted with --extend
+  int64_t submitted_at_ms = 0;
+};
+
 class Store {
  public:
   static Result<std::unique_ptr<Store>> open(const std::filesystem::path& db_path);
@@ -277,6 +288,20 @@ class Store {
   Status mark_run_finished(const std::string& run_id, int64_t at_ms);
   // Job counts of every run (any order; runs without jobs are absent).
   Result<std::vector<RunCounts>> run_counts();
+
+  // Plans sent with CONTROL `submit` (schema 8), kept so that a restarted `serve` serves their
+  // runs again (Server::resume_submitted_runs). record_submission() appends one as the run's next
+  // (seq from 1), unless the run's last one has the same text and extend flag (a plan submitted
+  // twice adds nothing). unfinished_submissions(): the last one of every run not marked
+  // finished (the plan the run follows: an --extend makes the run follow the plan it added), by
+  // run id; nothing below schema 8.
+  Status record_submission(const SubmissionRecord& submission);
+  Result<std::vector<SubmissionRecord>> unfinished_submissions();
+  // `accelmatrix cancel PLAN_JOB_ID` of a plan job placed each-class / each-device: it makes no
+  // job for hardware registering later, across restarts too. kNotFound when the run has no such
+  // plan job. cancelled_plan_jobs(): the run's, in any order (nothing below schema 8).
+  Status mark_plan_job_cancelled(const std::string& run_id, const std::string& plan_job_id);
+  Result<std::vector<std::string>> cancelled_plan_jobs(const std::string& run_id);
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
   // `hardware_classes`, when given, has one entry per job: the class it is made for; `plan_job_ids`

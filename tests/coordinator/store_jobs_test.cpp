@@ -369,6 +369,52 @@ TEST_F(StoreJobs, ARunKeepsItsPlanHashAndSetRunPlanReplacesIt) {
   EXPECT_EQ(store_->set_run_plan(other).code(), StatusCode::kNotFound);
 }
 
+// Schema 8: what a restarted `serve` reads to go on as before (Server::resume_submitted_runs,
+// the cancellation of a plan job).
+TEST_F(StoreJobs, ASubmittedPlanIsKeptOnceAndReadBackWhileItsRunIsUnfinished) {
+  SubmissionRecord s;
+  s.run_id = kRun;
+  s.plan_text = "[plan]\nname = \"a\"\n";
+  s.plan_name = "a.toml";
+  s.submitted_at_ms = 1000;
+  ASSERT_TRUE(store_->record_submission(s).ok());
+  ASSERT_TRUE(store_->record_submission(s).ok());   // the same plan again: nothing new
+  EXPECT_EQ(raw_query(db_path_, "SELECT count(*) FROM run_submissions"), "1");
+  s.plan_text += "# extended\n";
+  s.extend = true;
+  s.plan_name = "b.toml";
+  ASSERT_TRUE(store_->record_submission(s).ok());
+  auto read = store_->unfinished_submissions();
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  ASSERT_EQ(read->size(), 1u) << "the last plan of the run only";
+  EXPECT_EQ((*read)[0].seq, 2);
+  EXPECT_EQ((*read)[0].plan_name, "b.toml");
+  EXPECT_EQ((*read)[0].plan_text, s.plan_text);
+  EXPECT_TRUE((*read)[0].extend);
+  ASSERT_TRUE(store_->mark_run_finished(kRun, 2000).ok());
+  read = store_->unfinished_submissions();
+  ASSERT_TRUE(read.ok());
+  EXPECT_TRUE(read->empty()) << "a finished run is not served again";
+}
+
+TEST_F(StoreJobs, ACancelledPlanJobIsReadBackAndAnUnknownOneIsNotFound) {
+  jobs::JobSpec placed = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  placed.placement = jobs::Placement::kEachClass;
+  jobs::JobSpec other = placed;
+  other.seq_len = 64;
+  const std::string cancelled = jobs::compute_job_id(kRun, placed);
+  const std::string kept = jobs::compute_job_id(kRun, other);
+  ASSERT_TRUE(store_->add_plan_jobs(kRun, {{cancelled, placed, ""}, {kept, other, ""}}).ok());
+  ASSERT_TRUE(store_->mark_plan_job_cancelled(kRun, cancelled).ok());
+  auto read = store_->cancelled_plan_jobs(kRun);
+  ASSERT_TRUE(read.ok()) << read.status().to_string();
+  EXPECT_EQ(*read, std::vector<std::string>{cancelled});
+  EXPECT_EQ(store_->mark_plan_job_cancelled(kRun, "0123456789abcdef").code(), StatusCode::kNotFound);
+  // Adding the plan's jobs again (a restart's submit) keeps the cancellation.
+  ASSERT_TRUE(store_->add_plan_jobs(kRun, {{cancelled, placed, ""}, {kept, other, ""}}).ok());
+  EXPECT_EQ(*store_->cancelled_plan_jobs(kRun), std::vector<std::string>{cancelled});
+}
+
 TEST_F(StoreJobs, ExpiringAnOlderAttemptKeepsTheJobLeasedToTheNewerOne) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f16"));
   lease(id, 1, "worker-a");

@@ -50,10 +50,10 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 7);
+  EXPECT_EQ(kSchemaVersion, 8);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4,5,6,7");
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4,5,6,7,8");
   for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
                             "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
@@ -109,7 +109,7 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "7");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "8");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 

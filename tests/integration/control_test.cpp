@@ -247,38 +247,105 @@ TEST(Control, CancellingAPlanJobSkippedForWantOfHardwareMakesItsStandInCancelled
             (std::vector<std::vector<std::string>>{{"cancelled"}}));
 }
 
-// A run submitted over the control socket is not served by the coordinator's restart (it serves
-// its own plan's run). A worker's held RESULT for a lease of that run is stored in it and ACKed
-// (before: dropped as forged, and the job ran again once the lease ran out).
-TEST(Control, AResultOfASubmittedRunSurvivesACoordinatorKilledAndRestarted) {
+// A run this coordinator does not serve (another `serve --plan` made it): a worker's held RESULT
+// for a lease of it is stored in it and ACKed (before: dropped as forged, and the job ran again
+// once the lease ran out).
+TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
+  ScratchDir dir("ctl-unserved-restart");
+  const auto db = dir / "r.db";
+  const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
+  const auto other = write_selftest_plan(dir / "other.toml", "other", {"hang"}, /*timeout_s=*/3);
+  LiveCoordinator c = start_live(dir, other, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'other' AND state = 'leased'") == 1; },
+                         30s)) << c.serve->log();
+  c.serve->kill_hard();
+  c.serve->wait(10s);
+  // Another plan on the same database and endpoint (the worker reconnects to it).
+  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
+                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+  Process restarted(again, dir / "serve2.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'other' AND status = 'timeout'") == 1; },
+                         60s)) << restarted.log() << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'other'"), 1) << "the held result, not a rerun";
+  EXPECT_NE(restarted.log().find("stored in run other, which this coordinator does not serve"), std::string::npos)
+      << restarted.log();
+  restarted.terminate();
+  restarted.wait(20s);
+}
+
+// A coordinator killed while it served a run submitted to it goes on with that run when it is
+// started again with its own plan: the plan's text was kept with the run (schema 8). Before, the
+// submitted run's queued jobs waited until someone sent its plan again.
+TEST(Control, ARestartedServeGoesOnWithTheRunsSubmittedToIt) {
   ScratchDir dir("ctl-submitted-restart");
   const auto db = dir / "r.db";
   const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
-  const auto sub = write_selftest_plan(dir / "sub.toml", "sub", {"hang"}, /*timeout_s=*/3);
+  const auto sub = write_selftest_plan(dir / "sub.toml", "sub", {"hang", "fail"}, /*timeout_s=*/3);
   LiveCoordinator c = start_live(dir, own, db);
   ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
   c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
   ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'own' AND state = 'done'") == 1; },
                          60s)) << c.serve->log();
   int code = -1;
-  const std::string out = run_capture(cli({"submit", sub.string()}, db), &code);
+  std::string out = run_capture(cli({"submit", sub.string()}, db), &code);
   ASSERT_EQ(code, 0) << out;
+  // The same plan again stores nothing new, and no second copy of its text.
+  out = run_capture(cli({"submit", sub.string()}, db), &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM run_submissions WHERE run_id = 'sub'"), 1);
+  // Killed with the hang job running and the other one queued behind it (one slot).
   ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'sub' AND state = 'leased'") == 1; },
                          30s)) << c.serve->log();
+  ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'sub' AND state = 'queued'"), 1);
   c.serve->kill_hard();
   c.serve->wait(10s);
-  // The same command again, on the same endpoint (the worker reconnects to it).
   std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
                                     own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
-                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20",
+                                    "--exit-when-done", "--fail-on", "crash"};
   Process restarted(again, dir / "serve2.log");
-  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'sub' AND status = 'timeout'") == 1; },
-                         60s)) << restarted.log() << c.worker->log();
-  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'sub'"), 1) << "the held result, not a rerun";
-  EXPECT_NE(restarted.log().find("stored in run sub, which this coordinator does not serve"), std::string::npos)
-      << restarted.log();
-  restarted.terminate();
-  restarted.wait(20s);
+  EXPECT_EQ(restarted.wait(60s), 0) << restarted.log() << c.worker->log();
+  EXPECT_NE(restarted.log().find("run sub: served again from the plan submitted for it (" + sub.string() + ")"),
+            std::string::npos) << restarted.log();
+  EXPECT_EQ(sql_rows(db, "SELECT status, attempts FROM jobs WHERE run_id = 'sub' ORDER BY seq"),
+            (std::vector<std::vector<std::string>>{{"timeout", "1"}, {"fail", "1"}}))
+      << "the held result of the running job, and the queued job run once";
+  EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'sub'"), 0);
+}
+
+// A submitted plan that no longer makes its run's jobs (another catalog or build; here its
+// stored text edited) is not served by the restart: logged, and left for its client to submit
+// again. The coordinator serves its own plan as before.
+TEST(Control, ASubmittedPlanThatNoLongerMakesItsRunIsLeftForItsClient) {
+  ScratchDir dir("ctl-submitted-changed");
+  const auto db = dir / "r.db";
+  const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
+  const auto sub = write_selftest_plan(dir / "sub.toml", "sub", {"pass"});
+  {
+    LiveCoordinator c = start_live(dir, own, db);
+    ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+    int code = -1;
+    const std::string out = run_capture(cli({"submit", sub.string()}, db), &code);
+    ASSERT_EQ(code, 0) << out;
+    c.serve->terminate();
+    c.serve->wait(20s);
+  }
+  sql_exec(db, "UPDATE run_submissions SET plan_text = replace(plan_text, 'selftest:pass', 'selftest:fail')");
+  std::filesystem::remove(dir / "ep");
+  LiveCoordinator c = start_live(dir, own, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] { return (st = status_of(db)).has_value(); }, 20s)) << c.serve->log();
+  EXPECT_NE(find_run(*st, "own"), nullptr) << st->dump();
+  EXPECT_EQ(find_run(*st, "sub"), nullptr) << st->dump();
+  EXPECT_NE(c.serve->log().find("run sub: the plan submitted for it (" + sub.string() +
+                                ") is not served after this restart: run 'sub'"),
+            std::string::npos) << c.serve->log();
+  c.serve->terminate();
+  c.serve->wait(20s);
 }
 
 // One plan as two runs on one coordinator: its jobs' ids hash the run id, so the second run gets
