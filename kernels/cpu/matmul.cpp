@@ -99,10 +99,20 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
 // walks K in one call.
 constexpr int64_t kKSliceBlocks = 16;
 constexpr int64_t kInterleavedBlockValues = 32;  // q8_0, q4_0 and q4_1 blocks
-// The packed-tile path: rows of X per task, whole packed tiles (10 x 6 rows), and at least one
+// The packed-tile path (AVX-512): rows of X per task in whole packed tiles of 6, and at least one
 // 4-group kernel call per tile of groups (tiny products would otherwise split into 1-group tasks).
-constexpr int64_t kPackedRowsPerTask = 60;
+// A task's weights come from memory once per task, so a prefill's M = 512 rows make one row
+// task (the tasks split N): with 60 rows per task each weight byte was read from memory 9 times,
+// and the first tile of X of every slice waited for it. Its K slice holds about
+// kPackedSliceGroupBytes of each group (64 blocks of q8_0, 112-128 of q4_0/q4_1; 16 blocks left
+// y's tile loaded and stored 8 times as often), and its panel of groups may fill an L2 of 1 MiB
+// (the task count caps it first). bench_kernels --kinds gemm, M = 512, alternated rounds
+// (AMD EPYC, 2026-12-07): q8_0 1 thread 60-62% -> 66-70% of the int8 peak at K = 4096 and
+// 53-56% -> 64% at K = 14336; 2 threads 58-62% -> 64-68%; q4_0 67-69% -> 68-73%.
+constexpr int64_t kPackedRowsPerTask = 516;
 constexpr int64_t kPackedMinTileGroups = 4;
+constexpr std::size_t kPackedSliceGroupBytes = 18 * 1024;
+constexpr std::size_t kPackedPanelBytesTarget = 1024 * 1024;
 constexpr int64_t kParallelPackBytes = int64_t{1} << 20;  // X quant bytes from which packing runs on the pool
 static_assert(kPackedRowsPerTask % detail::kPackedTileRows == 0, "a task holds whole packed tiles");
 void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, detail::GroupDot group_dot,
@@ -119,16 +129,22 @@ void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, det
   // the product (every task of a row tile reads the same packed rows).
   const bool packed = group_dot.tile != nullptr && m > tile_rows;
   const int64_t rows_per_task = packed ? kPackedRowsPerTask : kRowsPerTask;
-  const bool sliced = m > tile_rows && blocks > kKSliceBlocks;
-  const int64_t slice = sliced ? kKSliceBlocks : std::max<int64_t>(1, blocks);
+  const int64_t slice_blocks =
+      packed ? std::max<int64_t>(kKSliceBlocks, static_cast<int64_t>(kPackedSliceGroupBytes /
+                                                                      std::max<std::size_t>(1, group_block_bytes)) /
+                                                    kKSliceBlocks * kKSliceBlocks)
+             : kKSliceBlocks;
+  const bool sliced = m > tile_rows && blocks > slice_blocks;
+  const int64_t slice = sliced ? slice_blocks : std::max<int64_t>(1, blocks);
   // The bytes of a group one pass over a tile reads: what must stay in L2 while the rows of X
   // stream past.
   const std::size_t pass_group_bytes = sliced ? static_cast<std::size_t>(slice) * group_block_bytes : group_bytes;
   const int64_t threads = ctx.pool != nullptr ? ctx.pool->size() : 1;
   const int64_t row_tasks = (m + rows_per_task - 1) / rows_per_task;
   const int64_t want_tiles = std::max<int64_t>(1, threads * kTasksPerThread / row_tasks);
+  const std::size_t panel_bytes = packed ? kPackedPanelBytesTarget : kTileBytesTarget;
   const int64_t cache_groups =
-      std::max<int64_t>(1, static_cast<int64_t>(kTileBytesTarget / std::max<std::size_t>(1, pass_group_bytes)));
+      std::max<int64_t>(1, static_cast<int64_t>(panel_bytes / std::max<std::size_t>(1, pass_group_bytes)));
   int64_t tile = std::max<int64_t>(1, std::min((groups + want_tiles - 1) / want_tiles, cache_groups));
   if (packed) tile = std::max(tile, kPackedMinTileGroups);  // whole 4-group kernel calls
   const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
