@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstddef>
 #include <cerrno>
 #include <cstring>
 #include <iterator>
@@ -65,6 +66,35 @@ constexpr int kNewDatabasePageBytes = 16384;
 constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
                                                 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
 
+// The first bytes of the file at `path`, read through SQLite's own VFS. Not with open()/close():
+// POSIX record locks belong to the process, and closing any descriptor of a file drops every lock
+// the process holds on it — the locks of this process's live SQLite connections too, which SQLite
+// then believes it still holds. A reader in another process could then take the database
+// exclusively when it closed, and delete the coordinator's live WAL (found by a tester: every
+// `runs` or `report` after a restart that read the database ahead removed the -wal, and what the
+// coordinator wrote after it was lost at its next kill). SQLite's unix VFS defers such a close
+// while its connections hold locks on the file.
+Result<std::string> read_head_through_sqlite(const std::filesystem::path& path, int bytes) {
+  sqlite3_vfs* vfs = sqlite3_vfs_find(nullptr);
+  if (vfs == nullptr) return internal_error("no default SQLite VFS");
+  std::vector<std::max_align_t> storage((static_cast<std::size_t>(vfs->szOsFile) + sizeof(std::max_align_t) - 1) /
+                                        sizeof(std::max_align_t));
+  auto* file = reinterpret_cast<sqlite3_file*>(storage.data());
+  const std::string name = path.string();
+  int out_flags = 0;
+  const int rc = vfs->xOpen(vfs, name.c_str(), file, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &out_flags);
+  if (rc != SQLITE_OK) {
+    if (file->pMethods != nullptr) file->pMethods->xClose(file);
+    return io_error(name + ": cannot open for reading (SQLite error " + std::to_string(rc) + ")");
+  }
+  std::string head(static_cast<std::size_t>(bytes), '\0');
+  const int read = file->pMethods->xRead(file, head.data(), bytes, 0);
+  file->pMethods->xClose(file);
+  if (read == SQLITE_IOERR_SHORT_READ) return std::string();   // shorter than the header
+  if (read != SQLITE_OK) return io_error(name + ": cannot read its header (SQLite error " + std::to_string(read) + ")");
+  return head;
+}
+
 // SQLite itself would only notice a foreign file at the first query; checking the header first
 // means such a file is never handed to SQLite at all and cannot be modified by it.
 Status check_file_header(const std::filesystem::path& path) {
@@ -76,11 +106,8 @@ Status check_file_header(const std::filesystem::path& path) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec) return io_error(path.string() + ": cannot read size: " + ec.message());
   if (size == 0) return Status::Ok();   // SQLite treats an empty file as an empty database
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return io_error(path.string() + ": cannot open for reading");
-  std::array<char, kSqliteHeader.size()> head{};
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  if (in.gcount() != static_cast<std::streamsize>(head.size()) || head != kSqliteHeader) {
+  AM_ASSIGN_OR_RETURN(const std::string head, read_head_through_sqlite(path, static_cast<int>(kSqliteHeader.size())));
+  if (head.size() != kSqliteHeader.size() || !std::equal(head.begin(), head.end(), kSqliteHeader.begin())) {
     return failed_precondition(path.string() +
                                ": not an SQLite database (unrecognised file header); refusing to touch it");
   }

@@ -523,3 +523,62 @@ TEST(StoreOpenReadOnly, AReaderWhoCannotWriteTheFileOrTheDirectoryStillReads) {
 
 }  // namespace
 }  // namespace am::coord
+
+namespace am::coord {
+namespace {
+
+// Opening the database read-only in the coordinator's own process (a restart reads its rows ahead
+// that way) must leave the writer's POSIX locks in place. Before, the header check opened and
+// closed the file with an ifstream, which dropped every lock the process held on it; a reader in
+// another process (`accelmatrix runs`) then took the file exclusively when it closed and deleted
+// the live WAL, and what the coordinator wrote afterwards was lost at its next kill.
+TEST(StoreOpen, AReadOnlyOpenBesideTheWriterKeepsItsLocksSoAnotherProcessLeavesTheWal) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "live.db";
+  RunRecord run;
+  run.run_id = "r";
+  run.plan_name = "p";
+  ASSERT_TRUE((*Store::open(path))->upsert_run(run).ok());   // an existing database
+  // A restart: the stored rows read ahead on a read-only connection while the writer opens.
+  auto ahead = Store::open_read_only(path);
+  ASSERT_TRUE(ahead.ok()) << ahead.status().to_string();
+  auto writer = Store::open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  ahead->reset();
+  ASSERT_TRUE(Store::open_read_only(path).ok());
+  run.run_id = "second";
+  ASSERT_TRUE((*writer)->upsert_run(run).ok());
+  const auto wal = std::filesystem::path(path.string() + "-wal");
+  ASSERT_TRUE(std::filesystem::exists(wal));
+  // Another process opens the file with plain SQLite, reads and closes: the last connection
+  // would checkpoint and delete the WAL. A fresh process (this test binary again, running the
+  // helper below): a forked child would inherit SQLite's record of this process's locks.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    setenv("AM_TEST_PLAIN_SQLITE_READ", path.c_str(), 1);
+    execl("/proc/self/exe", "store_open_test", "--gtest_filter=StoreOpenHelper.ReadsTheDatabaseNamedByTheEnvironment",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "helper exit status " << status;
+  EXPECT_TRUE(std::filesystem::exists(wal)) << "another process deleted the live coordinator's WAL";
+  run.run_id = "after";
+  ASSERT_TRUE((*writer)->upsert_run(run).ok());
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM runs"), "3");
+}
+
+// The other process of the test above (a no-op unless it names a database).
+TEST(StoreOpenHelper, ReadsTheDatabaseNamedByTheEnvironment) {
+  const char* db_path = std::getenv("AM_TEST_PLAIN_SQLITE_READ");
+  if (db_path == nullptr) return;
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, "SELECT count(*) FROM runs", nullptr, nullptr, nullptr), SQLITE_OK);
+  EXPECT_EQ(sqlite3_close(db), SQLITE_OK);
+}
+
+}  // namespace
+}  // namespace am::coord
