@@ -144,7 +144,7 @@ constexpr int64_t kTileK = 512;
 constexpr std::size_t kGemmPanelBytes = 256 * 1024;
 double tile_kernel_gops(WeightFormat f, const ExecContext& ctx, double min_time_s, int64_t groups) {
   const detail::GroupDot gd = detail::group_dot_kernel(f, ctx.path);
-  if (gd.tile == nullptr || cpu_execution_layout(f, ctx.path) != WeightLayout::kInterleaved8) return 0.0;
+  if (gd.tile == nullptr || cpu_execution_layout(f, ctx.path, kTileK) != WeightLayout::kInterleaved8) return 0.0;
   constexpr int64_t kRowsOfX = detail::kPackedTileRows;
   const int64_t rows_of_w = groups * kInterleaveRows;
   const WeightMatrix w = make_weights(f, rows_of_w, kTileK, ctx, WeightLayout::kInterleaved8);
@@ -180,8 +180,9 @@ int64_t gemm_panel_groups(WeightFormat f) {
 // The layouts to measure a format in: "exec" (default) is the layout the cpu backend executes it
 // in on this path (what Linear::create picks), "rows" GGUF rows, "both" the two in one run where
 // they differ (an A/B of the execution layout against the same baselines).
+constexpr int64_t kBenchEvenK = 4096;   // every K this bench times is even (pairs64 takes only those)
 std::vector<WeightLayout> bench_layouts(WeightFormat f, KernelPath path, const std::string& which) {
-  const WeightLayout exec = cpu_execution_layout(f, path);
+  const WeightLayout exec = cpu_execution_layout(f, path, kBenchEvenK);
   if (which == "rows") return {WeightLayout::kRows};
   if (which == "both" && exec != WeightLayout::kRows) return {WeightLayout::kRows, exec};
   return {exec};
@@ -533,7 +534,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       if (a.kind != "gemm" || a.threads != 1) continue;
       for (const Row& b : rows) {
         if (b.kind == a.kind && b.format == a.format && b.k == a.k && b.threads == threads && b.layout == a.layout) {
-          std::printf(" %s%s/K=%lld %.2fx", a.format.c_str(), a.layout == "rows" ? "" : "(i8)",
+          std::printf(" %s%s/K=%lld %.2fx", a.format.c_str(), a.layout == "rows" ? "" : a.layout == "pairs64" ? "(p64)" : "(i8)",
                       static_cast<long long>(a.k), b.gops / a.gops);
         }
       }
@@ -547,7 +548,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
               top, top > 1 ? "s" : "", top);
   for (WeightFormat f : all_weight_formats()) {
     const std::string name(weight_format_name(f));
-    for (const char* layout : {"rows", "interleaved8"}) {
+    for (const char* layout : {"rows", "interleaved8", "pairs64"}) {
     std::string line;
     char buf[96];
     for (const Row& r : rows) {

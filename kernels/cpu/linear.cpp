@@ -18,7 +18,7 @@ Linear Linear::create(Tensor weight, Tensor bias, WeightFormat format, const Exe
   if (format == WeightFormat::kF32) {
     l.weight_ = std::move(weight);
   } else {
-    const WeightLayout layout = ctx.cpu_weights ? cpu_execution_layout(format, ctx.path) : WeightLayout::kRows;
+    const WeightLayout layout = ctx.cpu_weights ? cpu_execution_layout(format, ctx.path, weight.cols()) : WeightLayout::kRows;
     l.qweight_ = WeightMatrix::quantize(weight.view(), format, ctx, layout);
   }
   return l;

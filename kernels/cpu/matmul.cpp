@@ -336,6 +336,14 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   bool done = false;
+  if (w.layout() == WeightLayout::kPairs64) {
+    // Built only for the avx512 path of a CPU with AVX512_BF16 (cpu_execution_layout), for every M.
+#if defined(__x86_64__)
+    done = ctx.path == KernelPath::kAvx512 &&
+           detail::gemm_bf16_pairs64(a, w.data(), w.row_bytes(), w.rows(), y.data, y.cols(), ctx);
+#endif
+    AM_CHECK(done, "matmul: a pairs64 weight needs the avx512 path of a CPU with AVX512_BF16");
+  }
   if (w.layout() == WeightLayout::kInterleaved8) {
     const detail::GroupDot group_dot = detail::group_dot_kernel(w.format(), ctx.path);
     const detail::DotRowsFn tail_dot = detail::dot_rows_kernel(w.format(), ctx.path);
@@ -374,6 +382,11 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   if (w.layout() == WeightLayout::kInterleaved8) {
     // The interleaved layout's scalar reference (bit-identical to the row reference below).
     interleaved_matmul(a, w, {detail::group_dot_scalar(w.format()), detail::kGroupTileRows}, dot, y, ctx);
+  } else if (w.layout() == WeightLayout::kPairs64) {
+    // The row reference on the matrix's GGUF rows (a copy: the reference is for tests).
+    std::vector<uint8_t> rows(w.size_bytes() + kWeightReadSlackBytes, 0);
+    w.gguf_rows(rows.data());
+    for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), rows.data(), w.row_bytes(), w.rows(), y.row(i));
   } else {
     for (int64_t i = 0; i < x.rows(); ++i) dot(a.row(i), w.data(), w.row_bytes(), w.rows(), y.row(i));
   }

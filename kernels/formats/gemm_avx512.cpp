@@ -32,6 +32,7 @@
 
 #include "kernels/formats/bf16.h"
 #include "kernels/formats/fp16.h"
+#include "kernels/formats/pairs_layout.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/dot_kernels.h"
 
@@ -758,7 +759,107 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
   return true;
 }
 
+// ---------------------------------------------------------------------------------------------
+// bf16 in the kPairs64 layout (pairs_layout.h): the weight's strips are the panels.
+
+// The BF16 microkernel for MR rows of X (1..kMR): a decode's single row does one sixth of the
+// full tile's dot products. Same arithmetic per output as float_microkernel<kBf16Dot>.
+template <int MR>
+AM_TARGET_AVX512_BF16 void pairs_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
+                                             int64_t ldc, const __mmask16 (&mask)[4], bool accumulate) {
+  __m512 f[MR][4];
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) f[m][0] = f[m][1] = f[m][2] = f[m][3] = _mm512_setzero_ps();
+  #pragma GCC unroll 2
+  for (int64_t u = 0; u < nu; ++u) {
+    const float* x = reinterpret_cast<const float*>(pa);
+    __m512bh w[4];
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) w[v] = (__m512bh)_mm512_load_si512(pw + 64 * v);
+    #pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      const __m512bh xb = (__m512bh)_mm512_set1_ps(x[m]);
+      #pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) f[m][v] = _mm512_dpbf16_ps(f[m][v], w[v], xb);
+    }
+    pa += kMR * 4;
+    pw += kNRF * 4;
+  }
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      float* p = c + m * ldc + 16 * v;
+      __m512 val = f[m][v];
+      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
+      _mm512_mask_storeu_ps(p, mask[v], val);
+    }
+  }
+}
+
+using PairsKernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
+
+PairsKernel pairs_kernel(int rows) {
+  switch (rows) {
+    case 1: return pairs_microkernel<1>;
+    case 2: return pairs_microkernel<2>;
+    case 3: return pairs_microkernel<3>;
+    case 4: return pairs_microkernel<4>;
+    case 5: return pairs_microkernel<5>;
+    default: return pairs_microkernel<6>;
+  }
+}
+
 }  // namespace
+
+bool gemm_bf16_pairs64(const PreparedActivations& a, const uint8_t* w, std::size_t row_bytes, int64_t n, float* y,
+                       int64_t ldy, const ExecContext& ctx) {
+  if (!cpu_features().avx512bf16) return false;
+  const int64_t m = a.rows();
+  const int64_t k = a.k();
+  if (m == 0 || n == 0) return true;
+  if (k % 2 != 0 || row_bytes != static_cast<std::size_t>(k) * 2) return false;
+  const int64_t units = k / 2;
+  const int64_t chunk_units = kChunkK / 2;
+  const int64_t strip_rows = n / kPairsStripRows * kPairsStripRows;   // rows held in strips
+  const Plan plan = plan_tasks(m, n, kNRF, ctx);
+  uint32_t* packed_x = reinterpret_cast<uint32_t*>(
+      t_activations.get(static_cast<std::size_t>(plan.tiles * units * kMR * 4)));
+  pack_float_activations(a, FloatKind::kBf16Dot, units, packed_x, ctx);
+  const int64_t strip_bytes = (chunk_units + 16) * kNRF * 4;   // the tail's panel, as gemm_float's
+  parallel_for(ctx, plan.tasks, 1, [&](int64_t task0, int64_t task1) {
+    for (int64_t task = task0; task < task1; ++task) {
+      const int64_t c0 = task * plan.task_cols;
+      const int64_t c1 = std::min(n, c0 + plan.task_cols);
+      const int64_t strips = (c1 - c0 + kNRF - 1) / kNRF;
+      const bool has_tail = c1 > strip_rows;   // its last strip is GGUF rows (n % 64 of them)
+      uint8_t* panel = has_tail ? t_panel.get(static_cast<std::size_t>(strip_bytes)) : nullptr;
+      uint8_t* work = has_tail ? t_rows.get(static_cast<std::size_t>(kNRF * (chunk_units + 16) * 4)) : nullptr;
+      for (int64_t u0 = 0; u0 < units; u0 += chunk_units) {
+        const int64_t nu = std::min(chunk_units, units - u0);
+        if (has_tail) {
+          build_float_strip(FloatKind::kBf16Dot, WeightFormat::kBF16, w, row_bytes, k, strip_rows,
+                            static_cast<int>(n - strip_rows), u0, nu, panel, work);
+        }
+        for (int64_t t = 0; t < plan.tiles; ++t) {
+          const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * kMR);
+          const int rows = static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
+          const PairsKernel kernel = pairs_kernel(rows);
+          for (int64_t s = 0; s < strips; ++s) {
+            const int64_t n0 = c0 + s * kNRF;
+            const __mmask16 mask[4] = {lane_mask(c1 - n0), lane_mask(c1 - n0 - 16), lane_mask(c1 - n0 - 32),
+                                       lane_mask(c1 - n0 - 48)};
+            const uint8_t* pw = n0 < strip_rows ? w + static_cast<std::size_t>(n0) * row_bytes +
+                                                      static_cast<std::size_t>(u0) * kNRF * 4
+                                                : panel;
+            kernel(pa, pw, nu, y + t * kMR * ldy + n0, ldy, mask, u0 > 0);
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
 
 bool gemm_avx512(const PreparedActivations& a, WeightFormat format, const uint8_t* w,
                  std::size_t row_bytes, int64_t nrows, float* y, int64_t ldy,

@@ -4,6 +4,7 @@
 
 #include "common/check.h"
 #include "kernels/formats/blocks.h"
+#include "kernels/formats/pairs_layout.h"
 
 namespace am::kernels {
 namespace {
@@ -35,16 +36,27 @@ constexpr std::size_t kHalfBytes = 2;
 }  // namespace
 
 std::string_view weight_layout_name(WeightLayout layout) {
-  return layout == WeightLayout::kRows ? "rows" : "interleaved8";
+  switch (layout) {
+    case WeightLayout::kRows:
+      return "rows";
+    case WeightLayout::kInterleaved8:
+      return "interleaved8";
+    case WeightLayout::kPairs64:
+      return "pairs64";
+  }
+  return "?";
 }
 
 bool interleave_supported(WeightFormat format) {
   return format == WeightFormat::kQ8_0 || format == WeightFormat::kQ4_0 || format == WeightFormat::kQ4_1;
 }
 
-WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path) {
+WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path, int64_t cols) {
   if ((path == KernelPath::kAvx2 || path == KernelPath::kAvx512) && interleave_supported(format)) {
     return WeightLayout::kInterleaved8;
+  }
+  if (path == KernelPath::kAvx512 && cpu_features().avx512bf16 && pairs_supported(format, cols)) {
+    return WeightLayout::kPairs64;
   }
   return WeightLayout::kRows;
 }

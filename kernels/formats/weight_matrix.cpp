@@ -89,8 +89,10 @@ void WeightMatrix::allocate() {
 }
 
 void WeightMatrix::check_layout() const {
-  AM_CHECK(layout_ == WeightLayout::kRows || interleave_supported(format_),
+  AM_CHECK(layout_ != WeightLayout::kInterleaved8 || interleave_supported(format_),
            "weight matrix: this format has no interleaved layout");
+  AM_CHECK(layout_ != WeightLayout::kPairs64 || pairs_supported(format_, cols_),
+           "weight matrix: the pairs64 layout takes bf16 with an even number of columns");
 }
 
 WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, const ExecContext& ctx,
@@ -99,9 +101,9 @@ WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, cons
   WeightMatrix m;
   m.format_ = format;
   m.layout_ = layout;
-  m.check_layout();
   m.rows_ = w.rows();
   m.cols_ = w.cols();
+  m.check_layout();
   m.row_bytes_ = weight_format_row_bytes(format, m.cols_);
   m.allocate();
   uint8_t* const base = m.data_.get();
@@ -112,7 +114,16 @@ WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, cons
     }
   };
   const int64_t grouped = m.grouped_rows();
-  if (grouped > 0) {
+  if (grouped > 0 && layout == WeightLayout::kPairs64) {
+    // One strip at a time through a scratch of 64 GGUF rows, as the groups below.
+    parallel_for(ctx, grouped / kPairsStripRows, 1, [&](int64_t begin, int64_t end) {
+      std::vector<uint8_t> scratch(rb * kPairsStripRows);
+      for (int64_t s = begin; s < end; ++s) {
+        quantize_rows(s * kPairsStripRows, (s + 1) * kPairsStripRows, scratch.data());
+        pair_strip(scratch.data(), m.cols_, base + rb * static_cast<std::size_t>(s * kPairsStripRows));
+      }
+    });
+  } else if (grouped > 0) {
     // One group at a time through a scratch of 8 GGUF rows: the only GGUF copy there is.
     const int64_t blocks = static_cast<int64_t>(rb / weight_format_block_bytes(format));
     parallel_for(ctx, grouped / kInterleaveRows, 1, [&](int64_t begin, int64_t end) {
@@ -135,9 +146,9 @@ Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows,
   WeightMatrix m;
   m.format_ = format;
   m.layout_ = layout;
-  m.check_layout();
   m.rows_ = rows;
   m.cols_ = cols;
+  m.check_layout();
   m.row_bytes_ = weight_format_row_bytes(format, cols);
   if (bytes.size() != m.size_bytes()) {
     return invalid_argument("a " + std::to_string(rows) + "x" + std::to_string(cols) + " " +
@@ -148,10 +159,17 @@ Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows,
   m.allocate();
   const std::size_t rb = m.row_bytes_;
   const int64_t grouped = m.grouped_rows();
-  const int64_t blocks = grouped > 0 ? static_cast<int64_t>(rb / weight_format_block_bytes(format)) : 0;
-  for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
-    const std::size_t offset = rb * static_cast<std::size_t>(g * kInterleaveRows);
-    interleave_group(format, bytes.data() + offset, rb, blocks, m.data_.get() + offset);
+  if (layout == WeightLayout::kPairs64) {
+    for (int64_t s = 0; s < grouped / kPairsStripRows; ++s) {
+      const std::size_t offset = rb * static_cast<std::size_t>(s * kPairsStripRows);
+      pair_strip(bytes.data() + offset, cols, m.data_.get() + offset);
+    }
+  } else {
+    const int64_t blocks = grouped > 0 ? static_cast<int64_t>(rb / weight_format_block_bytes(format)) : 0;
+    for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
+      const std::size_t offset = rb * static_cast<std::size_t>(g * kInterleaveRows);
+      interleave_group(format, bytes.data() + offset, rb, blocks, m.data_.get() + offset);
+    }
   }
   const std::size_t tail = rb * static_cast<std::size_t>(grouped);
   if (bytes.size() > tail) std::memcpy(m.data_.get() + tail, bytes.data() + tail, bytes.size() - tail);
@@ -159,7 +177,7 @@ Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows,
 }
 
 const uint8_t* WeightMatrix::row_data(int64_t r) const {
-  AM_CHECK(r >= grouped_rows() && r <= rows_, "weight matrix: row_data() of a row held in an interleaved group");
+  AM_CHECK(r >= grouped_rows() && r <= rows_, "weight matrix: row_data() of a row held in an interleaved group or a strip");
   return data() + row_bytes_ * static_cast<std::size_t>(r);
 }
 
@@ -167,6 +185,10 @@ void WeightMatrix::gguf_row(int64_t r, uint8_t* out) const {
   AM_CHECK(r >= 0 && r < rows_, "weight matrix row out of range");
   if (r >= grouped_rows()) {
     std::memcpy(out, row_data(r), row_bytes_);
+    return;
+  }
+  if (layout_ == WeightLayout::kPairs64) {
+    unpair_row(strip_data(r / kPairsStripRows), cols_, r % kPairsStripRows, out);
     return;
   }
   // Deinterleave the row's group into a scratch and keep the row: only for tests and decoding.
@@ -178,10 +200,16 @@ void WeightMatrix::gguf_row(int64_t r, uint8_t* out) const {
 
 void WeightMatrix::gguf_rows(uint8_t* out) const {
   const int64_t grouped = grouped_rows();
-  const int64_t blocks = grouped > 0 ? static_cast<int64_t>(row_bytes_ / weight_format_block_bytes(format_)) : 0;
-  for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
-    deinterleave_group(format_, group_data(g), row_bytes_, blocks,
-                       out + row_bytes_ * static_cast<std::size_t>(g * kInterleaveRows), row_bytes_);
+  if (layout_ == WeightLayout::kPairs64) {
+    for (int64_t s = 0; s < grouped / kPairsStripRows; ++s) {
+      unpair_strip(strip_data(s), cols_, out + row_bytes_ * static_cast<std::size_t>(s * kPairsStripRows), row_bytes_);
+    }
+  } else {
+    const int64_t blocks = grouped > 0 ? static_cast<int64_t>(row_bytes_ / weight_format_block_bytes(format_)) : 0;
+    for (int64_t g = 0; g < grouped / kInterleaveRows; ++g) {
+      deinterleave_group(format_, group_data(g), row_bytes_, blocks,
+                         out + row_bytes_ * static_cast<std::size_t>(g * kInterleaveRows), row_bytes_);
+    }
   }
   const std::size_t tail = row_bytes_ * static_cast<std::size_t>(grouped);
   if (size_bytes() > tail) std::memcpy(out + tail, data() + tail, size_bytes() - tail);

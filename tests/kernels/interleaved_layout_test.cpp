@@ -276,9 +276,9 @@ TEST(LinearWeights, DeviceLayersGetGgufRowsAndCpuLayersTheSameBlocksInterleaved)
     EXPECT_EQ(on_cpu.weight_bytes(), on_device.weight_bytes());
   }
   // The scalar path (the reference) keeps GGUF rows, as do formats without an interleaved form.
-  EXPECT_EQ(cpu_execution_layout(WeightFormat::kQ4_0, KernelPath::kScalar), WeightLayout::kRows);
-  EXPECT_EQ(cpu_execution_layout(WeightFormat::kQ2_K, KernelPath::kAvx2), WeightLayout::kRows);
-  EXPECT_EQ(cpu_execution_layout(WeightFormat::kBF16, KernelPath::kAvx2), WeightLayout::kRows);
+  EXPECT_EQ(cpu_execution_layout(WeightFormat::kQ4_0, KernelPath::kScalar, 64), WeightLayout::kRows);
+  EXPECT_EQ(cpu_execution_layout(WeightFormat::kQ2_K, KernelPath::kAvx2, 64), WeightLayout::kRows);
+  EXPECT_EQ(cpu_execution_layout(WeightFormat::kBF16, KernelPath::kAvx2, 64), WeightLayout::kRows);
 }
 
 }  // namespace
