@@ -239,6 +239,9 @@ ALTER TABLE runs ADD COLUMN plan_digest TEXT NOT NULL DEFAULT '';
 // restarted `serve` serves those runs again without their plans being sent again (the plan
 // files are the client's, not this host's). plan_jobs.cancelled records `accelmatrix cancel
 // PLAN_JOB_ID`, so a restart makes no job of it for hardware registering later.
+// run_plan_hashes lists every plan hash a run has followed (kept by triggers on runs): a plan
+// that made the run once, and whose jobs the run all holds, is served again without --extend
+// after the run was extended by another (a restarted `serve --plan` of its original plan).
 constexpr const char* kSchemaV8 = R"sql(
 CREATE TABLE run_submissions (
   run_id        TEXT NOT NULL REFERENCES runs(run_id),
@@ -251,6 +254,18 @@ CREATE TABLE run_submissions (
 );
 ALTER TABLE plan_jobs ADD COLUMN cancelled INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX plan_jobs_cancelled ON plan_jobs(run_id) WHERE cancelled <> 0;
+CREATE TABLE run_plan_hashes (
+  run_id     TEXT NOT NULL REFERENCES runs(run_id),
+  plan_hash  TEXT NOT NULL,
+  PRIMARY KEY (run_id, plan_hash)
+);
+INSERT OR IGNORE INTO run_plan_hashes(run_id, plan_hash) SELECT run_id, plan_hash FROM runs WHERE plan_hash <> '';
+CREATE TRIGGER runs_plan_hash_inserted AFTER INSERT ON runs WHEN NEW.plan_hash <> '' BEGIN
+  INSERT OR IGNORE INTO run_plan_hashes(run_id, plan_hash) VALUES (NEW.run_id, NEW.plan_hash);
+END;
+CREATE TRIGGER runs_plan_hash_updated AFTER UPDATE OF plan_hash ON runs WHEN NEW.plan_hash <> '' BEGIN
+  INSERT OR IGNORE INTO run_plan_hashes(run_id, plan_hash) VALUES (NEW.run_id, NEW.plan_hash);
+END;
 )sql";
 
 constexpr Migration kAll[] = {

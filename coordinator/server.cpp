@@ -2005,9 +2005,13 @@ struct Server::Impl {
   Result<int> resume_submitted_runs() {
     if (!opt.plan_parser) return 0;
     AM_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> submissions, store->unfinished_submissions());
-    int served = 0;
+    // Every plan submitted for the run, in order: each is a plan the run followed, all of whose
+    // jobs it holds, so each is served as part of the run (submit()), and the run keeps the plan
+    // it follows. A run of this start's own plan takes its submitted plans too (an --extend of it).
+    std::set<std::string> served;
+    std::set<std::string> given_up;
     for (const SubmissionRecord& s : submissions) {
-      if (runs.count(s.run_id)) continue;   // this start's own plan: served already
+      if (given_up.count(s.run_id)) continue;
       const std::string name = s.plan_name.empty() ? "submitted plan" : s.plan_name;
       Status st = Status::Ok();
       if (std::string problem = jobs::run_id_problem(s.run_id); !problem.empty()) {
@@ -2021,18 +2025,38 @@ struct Server::Impl {
       if (fatal) return *fatal;
       if (!st.ok()) {
         if (exit_code_for_error(st) != kExitUsage) return st;
-        logger()->warn("run {}: the plan submitted for it ({}) is not served after this restart: {}; submit it again",
+        logger()->warn("run {}: the plan submitted for it ({}) is not served after this restart (it no longer makes "
+                       "the run's jobs: another catalog or build?): {}; submit it again",
                        s.run_id, name, st.message());
+        given_up.insert(s.run_id);
         continue;
       }
-      logger()->info("run {}: served again from the plan submitted for it ({})", s.run_id, name);
-      ++served;
+      served.insert(s.run_id);
     }
-    if (served > 0) {
+    for (const std::string& run_id : served) {
+      if (!given_up.count(run_id)) logger()->info("run {}: served again from the plan(s) submitted for it", run_id);
+    }
+    if (!served.empty()) {
       settle_ineligible_jobs();
       assign_dirty = true;
     }
-    return served;
+    // Unfinished runs nobody will go on with: said once, so they are not forgotten silently.
+    AM_ASSIGN_OR_RETURN(std::vector<RunRecord> all_runs, store->list_runs());
+    std::vector<std::string> idle;
+    for (const RunRecord& r : all_runs) {
+      if (r.finished_at_ms == 0 && !runs.count(r.run_id)) idle.push_back(r.run_id);
+    }
+    if (!idle.empty()) {
+      constexpr std::size_t kNamed = 5;
+      std::string names;
+      for (std::size_t i = 0; i < idle.size() && i < kNamed; ++i) names += (i > 0 ? ", " : "") + idle[i];
+      if (idle.size() > kNamed) names += fmt::format(" and {} more", idle.size() - kNamed);
+      logger()->warn("{} unfinished run(s) of {} are not served by this coordinator ({}): serve or submit their "
+                     "plans to go on with them",
+                     idle.size(), store->path().string(), names);
+    }
+    return static_cast<int>(served.size() - std::count_if(served.begin(), served.end(),
+                                                          [&](const std::string& r) { return given_up.count(r) > 0; }));
   }
 
   // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the
@@ -2402,6 +2426,7 @@ struct Server::Impl {
     AM_ASSIGN_OR_RETURN(std::optional<RunRecord> existing, m.store->get_run(run_id));
     bool had_work = !existing || existing->finished_at_ms == 0;
     bool record_plan_after_jobs = false;
+    bool part_of_run = false;   // a plan the run followed before, all of whose jobs it holds
     if (existing && jobs::is_plan_hash_v1(existing->plan_hash) &&
         jobs::plan_hash_v1(plan.jobs) == existing->plan_hash) {
       // A run stored with the first definition of the hash, resubmitted with its own plan: the
@@ -2425,6 +2450,9 @@ struct Server::Impl {
         stored_ids.insert(plan_job_id_of(run_id, row));
         return Status::Ok();
       }));
+      // Plan jobs no hardware took yet have no job row: they are the run's too.
+      AM_ASSIGN_OR_RETURN(std::vector<std::string> placed_ids, m.store->plan_job_ids(run_id));
+      stored_ids.insert(placed_ids.begin(), placed_ids.end());
       std::set<std::string> plan_ids;
       for (const auto& j : plan.jobs) plan_ids.insert(j.job_id);
       std::size_t only_plan = 0;
@@ -2433,7 +2461,15 @@ struct Server::Impl {
       for (const auto& id : stored_ids) only_run += plan_ids.count(id) == 0;
       // A run from before schema 3 has no hash: it adopts this plan's when the jobs are the same.
       const bool legacy_same = existing->plan_hash.empty() && only_plan == 0 && only_run == 0;
-      if (!legacy_same && !submit.extend) {
+      // A plan the run was made from before another extended it (`serve --plan` of its own plan
+      // after a `submit --extend`, a restart serving the run's submitted plans again): every job
+      // of it is the run's already. It is served as part of the run, which keeps the plan it follows.
+      AM_ASSIGN_OR_RETURN(const bool followed, m.store->run_followed_plan(run_id, run.plan_hash));
+      if (!legacy_same && followed && only_plan == 0) {
+        logger()->info("run {}: plan {} made it before it was extended; it is served as part of the run",
+                       run_id, plan.source.string());
+        part_of_run = true;
+      } else if (!legacy_same && !submit.extend) {
         return failed_precondition(fmt::format(
             "run '{}' in {} was made from another plan ({}, plan hash {}); {} (plan hash {}) has {} not in "
             "the run and the run has {} not in it. Use --run NAME to start a new run with this plan, or "
@@ -2442,13 +2478,13 @@ struct Server::Impl {
             existing->plan_hash.empty() ? "not recorded" : existing->plan_hash, plan.source.string(),
             run.plan_hash, plural_of(only_plan, "job"), plural_of(only_run, "job"), run_id));
       }
-      if (!legacy_same) {
+      if (!legacy_same && !part_of_run) {
         logger()->info("run {}: extended with plan {} ({} new job(s))", run_id, plan.source.string(), only_plan);
         had_work = had_work || only_plan > 0;
       }
       // The run names this plan only once its jobs are stored (below): a crash in between leaves
       // the old hash, so the next submit adds them instead of finding "the same plan, stored".
-      record_plan_after_jobs = true;
+      record_plan_after_jobs = !part_of_run;
     }
     // Jobs placed `any` are made now; the others when hardware of their backend registers (they
     // are stored as plan jobs meanwhile, so `runs` and reports list them).
@@ -2527,7 +2563,7 @@ struct Server::Impl {
     // no row came from anywhere but this plan and its plan jobs are all the run's.
     if (!submit.plan_digest.empty()) {
       // Past kResumeMaxPlanJobs no resume would read the run: no digest either.
-      bool exact = !submit.forget_digest && !record_plan_after_jobs && families.parsed_rows == 0 &&
+      bool exact = !submit.forget_digest && !record_plan_after_jobs && !part_of_run && families.parsed_rows == 0 &&
                    families.next_any == any_jobs.size() && families.rows_agree &&
                    static_cast<int64_t>(placed_jobs.size()) <= kResumeMaxPlanJobs;
       if (exact) {

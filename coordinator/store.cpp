@@ -530,8 +530,7 @@ Result<std::vector<SubmissionRecord>> Store::unfinished_submissions() {
   if (schema_version() < 8) return out;
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT s.run_id, s.seq, s.plan_text, s.plan_name, s.extend, s.submitted_at "
                                               "FROM run_submissions s JOIN runs r ON r.run_id = s.run_id "
-                                              "WHERE r.finished_at = 0 AND s.seq = (SELECT max(seq) FROM "
-                                              "run_submissions l WHERE l.run_id = s.run_id) ORDER BY s.run_id"));
+                                              "WHERE r.finished_at = 0 ORDER BY s.run_id, s.seq"));
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
@@ -555,6 +554,30 @@ Status Store::mark_plan_job_cancelled(const std::string& run_id, const std::stri
   AM_RETURN_IF_ERROR(stmt.run());
   if (stmt.changes() == 0) return not_found("plan job '" + plan_job_id + "' of run '" + run_id + "' is not in the store");
   return check_file_identity();
+}
+
+Result<bool> Store::run_followed_plan(const std::string& run_id, const std::string& plan_hash) {
+  if (plan_hash.empty()) return false;
+  if (schema_version() < 8) {
+    AM_ASSIGN_OR_RETURN(std::optional<RunRecord> run, get_run(run_id));
+    return run && run->plan_hash == plan_hash;
+  }
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT 1 FROM run_plan_hashes WHERE run_id = ?1 AND plan_hash = ?2"));
+  stmt.bind(1, run_id).bind(2, plan_hash);
+  return stmt.step();
+}
+
+Result<std::vector<std::string>> Store::plan_job_ids(const std::string& run_id) {
+  std::vector<std::string> out;
+  if (schema_version() < 5) return out;
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1"));
+  stmt.bind(1, run_id);
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    out.push_back(stmt.column_text(0));
+  }
+  return out;
 }
 
 Result<std::vector<std::string>> Store::cancelled_plan_jobs(const std::string& run_id) {

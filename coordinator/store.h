@@ -292,9 +292,8 @@ class Store {
   // Plans sent with CONTROL `submit` (schema 8), kept so that a restarted `serve` serves their
   // runs again (Server::resume_submitted_runs). record_submission() appends one as the run's next
   // (seq from 1), unless the run's last one has the same text and extend flag (a plan submitted
-  // twice adds nothing). unfinished_submissions(): the last one of every run not marked
-  // finished (the plan the run follows: an --extend makes the run follow the plan it added), by
-  // run id; nothing below schema 8.
+  // twice adds nothing). unfinished_submissions(): every one of the runs not marked finished,
+  // by run id then seq; nothing below schema 8.
   Status record_submission(const SubmissionRecord& submission);
   Result<std::vector<SubmissionRecord>> unfinished_submissions();
   // `accelmatrix cancel PLAN_JOB_ID` of a plan job placed each-class / each-device: it makes no
@@ -302,6 +301,11 @@ class Store {
   // plan job. cancelled_plan_jobs(): the run's, in any order (nothing below schema 8).
   Status mark_plan_job_cancelled(const std::string& run_id, const std::string& plan_job_id);
   Result<std::vector<std::string>> cancelled_plan_jobs(const std::string& run_id);
+  // Whether the run has followed a plan of this hash (now or before an --extend; schema 8 keeps
+  // them; below it only the run's current hash counts).
+  Result<bool> run_followed_plan(const std::string& run_id, const std::string& plan_hash);
+  // The ids of the run's plan jobs (placed each-class / each-device), in any order.
+  Result<std::vector<std::string>> plan_job_ids(const std::string& run_id);
 
   // Jobs. Returns how many were newly inserted (0 when the plan was already submitted).
   // `hardware_classes`, when given, has one entry per job: the class it is made for; `plan_job_ids`

@@ -386,15 +386,33 @@ TEST_F(StoreJobs, ASubmittedPlanIsKeptOnceAndReadBackWhileItsRunIsUnfinished) {
   ASSERT_TRUE(store_->record_submission(s).ok());
   auto read = store_->unfinished_submissions();
   ASSERT_TRUE(read.ok()) << read.status().to_string();
-  ASSERT_EQ(read->size(), 1u) << "the last plan of the run only";
-  EXPECT_EQ((*read)[0].seq, 2);
-  EXPECT_EQ((*read)[0].plan_name, "b.toml");
-  EXPECT_EQ((*read)[0].plan_text, s.plan_text);
-  EXPECT_TRUE((*read)[0].extend);
+  ASSERT_EQ(read->size(), 2u) << "every plan of the run, in order";
+  EXPECT_EQ((*read)[0].seq, 1);
+  EXPECT_EQ((*read)[0].plan_name, "a.toml");
+  EXPECT_FALSE((*read)[0].extend);
+  EXPECT_EQ((*read)[1].seq, 2);
+  EXPECT_EQ((*read)[1].plan_name, "b.toml");
+  EXPECT_EQ((*read)[1].plan_text, s.plan_text);
+  EXPECT_TRUE((*read)[1].extend);
   ASSERT_TRUE(store_->mark_run_finished(kRun, 2000).ok());
   read = store_->unfinished_submissions();
   ASSERT_TRUE(read.ok());
   EXPECT_TRUE(read->empty()) << "a finished run is not served again";
+}
+
+TEST_F(StoreJobs, ARunRemembersEveryPlanHashItFollowed) {
+  RunRecord run;
+  run.run_id = "followed";
+  run.plan_name = "p";
+  run.plan_hash = "v2:aaaa";
+  ASSERT_TRUE(store_->upsert_run(run).ok());
+  run.plan_hash = "v2:bbbb";
+  ASSERT_TRUE(store_->set_run_plan(run).ok());
+  ASSERT_TRUE(store_->set_plan_hash("followed", "v2:cccc").ok());
+  for (const char* hash : {"v2:aaaa", "v2:bbbb", "v2:cccc"}) EXPECT_TRUE(*store_->run_followed_plan("followed", hash)) << hash;
+  EXPECT_FALSE(*store_->run_followed_plan("followed", "v2:dddd"));
+  EXPECT_FALSE(*store_->run_followed_plan("followed", ""));
+  EXPECT_FALSE(*store_->run_followed_plan(kRun, "v2:aaaa")) << "another run's hash";
 }
 
 TEST_F(StoreJobs, ACancelledPlanJobIsReadBackAndAnUnknownOneIsNotFound) {

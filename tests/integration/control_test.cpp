@@ -308,12 +308,47 @@ TEST(Control, ARestartedServeGoesOnWithTheRunsSubmittedToIt) {
                                     "--exit-when-done", "--fail-on", "crash"};
   Process restarted(again, dir / "serve2.log");
   EXPECT_EQ(restarted.wait(60s), 0) << restarted.log() << c.worker->log();
-  EXPECT_NE(restarted.log().find("run sub: served again from the plan submitted for it (" + sub.string() + ")"),
-            std::string::npos) << restarted.log();
+  EXPECT_NE(restarted.log().find("run sub: served again from the plan(s) submitted for it"), std::string::npos)
+      << restarted.log();
   EXPECT_EQ(sql_rows(db, "SELECT status, attempts FROM jobs WHERE run_id = 'sub' ORDER BY seq"),
             (std::vector<std::vector<std::string>>{{"timeout", "1"}, {"fail", "1"}}))
       << "the held result of the running job, and the queued job run once";
   EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'sub'"), 0);
+}
+
+// Runs extended over the control socket (found by a tester): a restart served only a run's last
+// plan, so the plan jobs of the first waited for good and the run was marked finished; and a run
+// of the coordinator's own plan extended by a submitted one refused `serve --plan` of that plan
+// (exit 2, so systemd gave up). Every plan a run followed is served again as part of it.
+TEST(Control, ARestartServesEveryPlanOfARunExtendedOverTheControlSocket) {
+  ScratchDir dir("ctl-extended-restart");
+  const auto db = dir / "r.db";
+  const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
+  const auto own_more = write_selftest_plan(dir / "own_more.toml", "own", {"fail"});
+  const auto sub = write_selftest_plan(dir / "sub.toml", "sub", {"pass"});
+  const auto sub_more = write_selftest_plan(dir / "sub_more.toml", "sub", {"noresult"});
+  LiveCoordinator c = start_live(dir, own, db);
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  int code = -1;
+  for (const auto& args : std::vector<std::vector<std::string>>{{"submit", sub.string()},
+                                                               {"submit", sub_more.string(), "--extend"},
+                                                               {"submit", own_more.string(), "--extend"}}) {
+    const std::string out = run_capture(cli(args, db), &code);
+    ASSERT_EQ(code, 0) << out;
+  }
+  c.serve->kill_hard();
+  c.serve->wait(10s);
+  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
+                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20",
+                                    "--exit-when-done", "--fail-on", "crash"};
+  Process restarted(again, dir / "serve2.log");
+  Process worker(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  EXPECT_EQ(restarted.wait(60s), 0) << restarted.log();
+  EXPECT_EQ(sql_rows(db, "SELECT run_id, status FROM jobs ORDER BY run_id, status"),
+            (std::vector<std::vector<std::string>>{{"own", "fail"}, {"own", "pass"}, {"sub", "error"}, {"sub", "pass"}}))
+      << restarted.log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM runs WHERE finished_at > 0"), 2);
 }
 
 // A submitted plan that no longer makes its run's jobs (another catalog or build; here its
@@ -342,7 +377,9 @@ TEST(Control, ASubmittedPlanThatNoLongerMakesItsRunIsLeftForItsClient) {
   EXPECT_NE(find_run(*st, "own"), nullptr) << st->dump();
   EXPECT_EQ(find_run(*st, "sub"), nullptr) << st->dump();
   EXPECT_NE(c.serve->log().find("run sub: the plan submitted for it (" + sub.string() +
-                                ") is not served after this restart: run 'sub'"),
+                                ") is not served after this restart"),
+            std::string::npos) << c.serve->log();
+  EXPECT_NE(c.serve->log().find("1 unfinished run(s) of " + db.string() + " are not served by this coordinator (sub)"),
             std::string::npos) << c.serve->log();
   c.serve->terminate();
   c.serve->wait(20s);

@@ -344,7 +344,7 @@ TEST(Resume, AServeThatExtendsTheRunStoresNoDigestAndItsRestartExpands) {
   EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
 }
 
-TEST(Resume, APlanSubmittedIntoTheRunOverTheControlSocketEndsTheResumes) {
+TEST(Resume, APlanSubmittedIntoTheRunOverTheControlSocketEndsTheResumesButNotTheRun) {
   ScratchDir dir("resume-extend");
   const auto db = dir / "e.db";
   const auto plan = write_bert_plan(dir / "p.toml", "extended", 0.1, "[16]", "[\"f32\"]");
@@ -359,11 +359,18 @@ TEST(Resume, APlanSubmittedIntoTheRunOverTheControlSocketEndsTheResumes) {
   EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
   serve->terminate();
   EXPECT_NE(serve->wait(30s), -1);
-  // Restarted with the first plan: expanded, and refused as another plan (not resumed).
+  // Restarted with the first plan: expanded (not resumed), and served as part of the run, which
+  // keeps following the submitted plan (before: refused as another plan, exit 2).
+  const auto followed = sql_rows(db, "SELECT plan_hash, plan_path FROM runs");
   auto again = serve_live(dir, plan, db, "again");
-  EXPECT_EQ(again->wait(30s), 2) << again->log();
-  EXPECT_TRUE(log_has(dir / "again.log", "was made from another plan")) << again->log();
+  ASSERT_FALSE(wait_for_endpoint(dir / "again.ep").empty()) << again->log();
+  EXPECT_TRUE(log_has(dir / "again.log", "made it before it was extended; it is served as part of the run"))
+      << again->log();
   EXPECT_FALSE(log_has(dir / "again.log", "resumed from the store")) << again->log();
+  EXPECT_EQ(sql_rows(db, "SELECT plan_hash, plan_path FROM runs"), followed);
+  EXPECT_EQ(sql_rows(db, "SELECT plan_digest FROM runs").at(0).at(0), "");
+  again->terminate();
+  EXPECT_NE(again->wait(30s), -1);
 }
 
 }  // namespace
