@@ -1998,10 +1998,11 @@ struct Server::Impl {
                           {"unplaced", unplaced_plan_jobs(&run_id)}};
   }
 
-  // Server::resume_submitted_runs (server.h): the last plan submitted for each unfinished run not
-  // served yet, parsed and submitted again as it was received. One that no longer expands to the
-  // run's jobs (another catalog or build) is refused by submit() like any other plan of another
-  // hash; it is logged and left for its client to submit again. Store faults are returned.
+  // Server::resume_submitted_runs (server.h): every plan submitted for each unfinished run, parsed
+  // and submitted again as it was received, in order. One that no longer expands to the run's
+  // jobs (another catalog or build) is refused by submit() like any other plan of another hash;
+  // it is logged, the run's later plans are not tried, and it is left for its client to submit
+  // again. Store faults are returned.
   Result<int> resume_submitted_runs() {
     if (!opt.plan_parser) return 0;
     AM_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> submissions, store->unfinished_submissions());
@@ -2033,8 +2034,11 @@ struct Server::Impl {
       }
       served.insert(s.run_id);
     }
+    int served_whole = 0;
     for (const std::string& run_id : served) {
-      if (!given_up.count(run_id)) logger()->info("run {}: served again from the plan(s) submitted for it", run_id);
+      if (given_up.count(run_id)) continue;
+      logger()->info("run {}: served again from the plan(s) submitted for it", run_id);
+      ++served_whole;
     }
     if (!served.empty()) {
       settle_ineligible_jobs();
@@ -2055,8 +2059,7 @@ struct Server::Impl {
                      "plans to go on with them",
                      idle.size(), store->path().string(), names);
     }
-    return static_cast<int>(served.size() - std::count_if(served.begin(), served.end(),
-                                                          [&](const std::string& r) { return given_up.count(r) > 0; }));
+    return served_whole;
   }
 
   // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the

@@ -188,11 +188,13 @@ class Server {
   // come back (the local workers of an embedded run that stopped without releasing them): their
   // attempts are closed as expired with `reason` and the jobs queued again, counting against
   // neither job nor worker. Returns how many. Call after submit(), before serve().
-  // Serves again every run a plan was submitted for (CONTROL `submit`) that is not finished and
-  // not served yet: its last plan (the one the run follows) is parsed with plan_parser and
-  // submitted as it was received. A plan that no longer expands to the run's jobs (another
-  // catalog or build), or does not parse, is logged and skipped: its client must submit it again.
-  // Returns how many runs are served again; errors only for store faults. Call after submit().
+  // Serves again every run a plan was submitted for (CONTROL `submit`) that is not finished:
+  // every plan submitted for it is parsed with plan_parser and submitted as it was received, in
+  // order, each as part of the run (a plan the run followed, all of whose jobs it holds). A plan
+  // that no longer expands to the run's jobs (another catalog or build), or does not parse, is
+  // logged and the run's later plans skipped: its client must submit it again. Unfinished runs
+  // left unserved are named in one warning. Returns how many runs every plan of which is served
+  // again; errors only for store faults. Call after submit().
   Result<int> resume_submitted_runs();
   Result<int> reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
                              const std::string& reason);
