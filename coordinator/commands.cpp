@@ -88,13 +88,24 @@ int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::str
   return code;
 }
 
+// Whether `pid` names a running process: kill(pid, 0) also succeeds for a zombie (a coordinator
+// killed a moment ago that its parent has not reaped yet), which is no process that runs.
+bool process_runs(int64_t pid) {
+  if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;   // no procfs: kill() said it exists
+  const auto close = line.rfind(')');            // the state follows "(comm) "
+  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+}
+
 // A coordinator's hold on its database: taken before the store is opened, kept until the
 // command returns (after the server is gone).
 Result<DbLock> lock_database(const std::filesystem::path& db, const char* command) {
   AM_ASSIGN_OR_RETURN(DbLock lock, DbLock::acquire(db, command));
   if (const auto& prev = lock.previous_holder()) {
     const bool same_host = prev->host == lock.holder().host;
-    const bool still_alive = same_host && prev->pid > 0 && ::kill(static_cast<pid_t>(prev->pid), 0) == 0;
+    const bool still_alive = same_host && process_runs(prev->pid);
     get_logger("coordinator")->warn(
         "database {}: taking over from {}, which stopped without releasing it{}", db.string(), prev->describe(),
         still_alive ? " (that pid is alive again or reused; its lock is gone, so it is not a coordinator of this "
@@ -314,6 +325,9 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
       *exit_code = exit_code_for_error(again.status());
       return again.status();
     }
+  } else if (Status st = c.server->warn_unserved_runs(); !st.ok()) {
+    *exit_code = exit_code_for_error(st);
+    return st;
   }
   AM_RETURN_IF_ERROR(c.lock->set_endpoint(c.server->endpoint()));
   Server* server = c.server.get();
@@ -408,9 +422,13 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   if (verdict == kExitInterrupted) {
     // Said as `run` says it, quiet or not: the exit code alone leaves a person guessing.
     const Progress p = c.server->progress();
-    std::cerr << "serve stopped before the run was complete (" << p.done << " of " << p.total << " job(s) done"
+    const std::vector<std::string> runs = c.server->runs();
+    std::cerr << "serve stopped before " << (runs.size() > 1 ? "its " + std::to_string(runs.size()) + " runs were"
+                                                             : std::string("the run was"))
+              << " complete (" << p.done << " of " << p.total << " job(s) done"
               << (p.done == p.total ? "; plan jobs or the expected workers and classes wait for hardware" : "")
-              << "); serve the same plan on the same database again to resume\n";
+              << "); serve the same plan on the same database again to resume"
+              << (runs.size() > 1 ? " (the submitted runs are served again with it)" : "") << "\n";
   }
   return verdict;
 }

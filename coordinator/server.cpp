@@ -1999,20 +1999,17 @@ struct Server::Impl {
   }
 
   // Server::resume_submitted_runs (server.h): every plan submitted for each unfinished run, parsed
-  // and submitted again as it was received, in order. One that no longer expands to the run's
-  // jobs (another catalog or build) is refused by submit() like any other plan of another hash;
-  // it is logged, the run's later plans are not tried, and it is left for its client to submit
-  // again. Store faults are returned.
+  // and submitted again as it was received, in order. Any one of them serves the whole run (its
+  // stored jobs and plan jobs are read back, whichever plan made them); one that no longer
+  // expands to jobs of the run (another catalog or build) is refused by submit() like any other
+  // plan of another hash, and logged. A run none of whose plans is served is left for its client
+  // to submit again. Store faults are returned.
   Result<int> resume_submitted_runs() {
     if (!opt.plan_parser) return 0;
     AM_ASSIGN_OR_RETURN(std::vector<SubmissionRecord> submissions, store->unfinished_submissions());
-    // Every plan submitted for the run, in order: each is a plan the run followed, all of whose
-    // jobs it holds, so each is served as part of the run (submit()), and the run keeps the plan
-    // it follows. A run of this start's own plan takes its submitted plans too (an --extend of it).
     std::set<std::string> served;
-    std::set<std::string> given_up;
+    std::set<std::string> failed;
     for (const SubmissionRecord& s : submissions) {
-      if (given_up.count(s.run_id)) continue;
       const std::string name = s.plan_name.empty() ? "submitted plan" : s.plan_name;
       Status st = Status::Ok();
       if (std::string problem = jobs::run_id_problem(s.run_id); !problem.empty()) {
@@ -2024,42 +2021,49 @@ struct Server::Impl {
       }
       release_free_heap();
       if (fatal) return *fatal;
-      if (!st.ok()) {
-        if (exit_code_for_error(st) != kExitUsage) return st;
-        logger()->warn("run {}: the plan submitted for it ({}) is not served after this restart (it no longer makes "
-                       "the run's jobs: another catalog or build?): {}; submit it again",
-                       s.run_id, name, st.message());
-        given_up.insert(s.run_id);
+      if (st.ok()) {
+        served.insert(s.run_id);
         continue;
       }
-      served.insert(s.run_id);
+      if (exit_code_for_error(st) != kExitUsage) return st;
+      logger()->warn("run {}: plan {} submitted for it (#{}) is not served again: {}", s.run_id, name, s.seq,
+                     st.message());
+      failed.insert(s.run_id);
     }
-    int served_whole = 0;
     for (const std::string& run_id : served) {
-      if (given_up.count(run_id)) continue;
       logger()->info("run {}: served again from the plan(s) submitted for it", run_id);
-      ++served_whole;
+    }
+    for (const std::string& run_id : failed) {
+      if (!served.count(run_id)) {
+        logger()->warn("run {}: none of the plans submitted for it is served after this restart; submit it again",
+                       run_id);
+      }
     }
     if (!served.empty()) {
       settle_ineligible_jobs();
       assign_dirty = true;
     }
-    // Unfinished runs nobody will go on with: said once, so they are not forgotten silently.
+    AM_RETURN_IF_ERROR(warn_unserved_runs());
+    return static_cast<int>(served.size());
+  }
+
+  // Unfinished runs of the database this server does not serve, named in one warning so they are
+  // not forgotten silently (runs another `serve` made, submitted before schema 8, or to `run`).
+  Status warn_unserved_runs() {
     AM_ASSIGN_OR_RETURN(std::vector<RunRecord> all_runs, store->list_runs());
     std::vector<std::string> idle;
     for (const RunRecord& r : all_runs) {
       if (r.finished_at_ms == 0 && !runs.count(r.run_id)) idle.push_back(r.run_id);
     }
-    if (!idle.empty()) {
-      constexpr std::size_t kNamed = 5;
-      std::string names;
-      for (std::size_t i = 0; i < idle.size() && i < kNamed; ++i) names += (i > 0 ? ", " : "") + idle[i];
-      if (idle.size() > kNamed) names += fmt::format(" and {} more", idle.size() - kNamed);
-      logger()->warn("{} unfinished run(s) of {} are not served by this coordinator ({}): serve or submit their "
-                     "plans to go on with them",
-                     idle.size(), store->path().string(), names);
-    }
-    return served_whole;
+    if (idle.empty()) return Status::Ok();
+    constexpr std::size_t kNamed = 5;
+    std::string names;
+    for (std::size_t i = 0; i < idle.size() && i < kNamed; ++i) names += (i > 0 ? ", " : "") + idle[i];
+    if (idle.size() > kNamed) names += fmt::format(" and {} more", idle.size() - kNamed);
+    logger()->warn("{} unfinished run(s) of {} are not served by this coordinator ({}): serve or submit their "
+                   "plans to go on with them",
+                   idle.size(), store->path().string(), names);
+    return Status::Ok();
   }
 
   // Cancels one job: queued -> cancelled; leased -> its attempt is stored `cancelled` and the
@@ -2550,6 +2554,10 @@ struct Server::Impl {
       AM_ASSIGN_OR_RETURN(added, m.store->add_jobs(run_id, any_jobs, {}, {}, Store::OwnPlanJob::kUnindexed));
     }
     if (record_plan_after_jobs) AM_RETURN_IF_ERROR(m.store->set_run_plan(run));
+    // The run's plan jobs of its other plans (an --extend, a plan served as part of the run):
+    // stored, so they are placed and counted as this plan's are. Without them a run served from
+    // its older plan was marked finished with the newer plan's jobs never made (found by a tester).
+    AM_RETURN_IF_ERROR(register_stored_plan_jobs(run_id, static_cast<int64_t>(placed_jobs.size())));
     const double store_s = seconds_since(store_started);
     // Rows read ahead serve when nothing was stored since (no new jobs, no new plan recorded)
     // and no connection committed meanwhile; else they are read now.
@@ -2590,6 +2598,42 @@ struct Server::Impl {
                    run_id, rows, added, plan.jobs.size() - any_jobs.size(), store_s, seconds_since(load_started),
                    prefetched ? ", read ahead while the plan expanded" : "");
     return open_run(run_id, had_work, plan.time_budget_s);
+  }
+
+  // Registers the run's stored plan jobs that no plan given to this server holds, from their
+  // stored specs (as resume() does), when the store has more than `from_plan` of them. A spec
+  // that does not read is logged and left out: its plan job waits unplaced, as it would without
+  // this, and the run does not finish until that plan is served again.
+  Status register_stored_plan_jobs(const std::string& run_id, int64_t from_plan) {
+    Impl& m = *this;
+    AM_ASSIGN_OR_RETURN(int64_t stored, m.store->count_plan_jobs(run_id));
+    if (stored <= from_plan) return Status::Ok();
+    int added = 0;
+    AM_RETURN_IF_ERROR(m.store->for_each_plan_job(run_id, [&](const std::string& id, Result<jobs::JobSpec>& spec) -> Status {
+      if (m.plan_jobs.count(id)) return Status::Ok();
+      if (!spec.ok() || jobs::compute_job_id(run_id, *spec) != id) {
+        logger()->warn("run {}: plan job {} is not served: {}", run_id, id,
+                       spec.ok() ? std::string("its stored spec is not the job its id names") : spec.status().message());
+        return Status::Ok();
+      }
+      m.backends_planned.insert(spec->backend);
+      if (spec->placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
+      PlanJob pj;
+      pj.run_id = run_id;
+      pj.job_id = id;
+      pj.family = m.intern_family(*spec);
+      pj.scalars = jobs::scalars_of(*spec);
+      m.plan_jobs[id] = std::move(pj);
+      m.plan_job_order.push_back(id);
+      ++added;
+      return Status::Ok();
+    }));
+    if (added > 0) {
+      m.unplaced_dirty = true;
+      m.placed_for.clear();
+      logger()->info("run {}: {} plan job(s) of its other plans read back from the store", run_id, added);
+    }
+    return Status::Ok();
   }
 
   // Server::resume (see server.h): the run's plan jobs and jobs from the store alone. It never
@@ -3069,6 +3113,7 @@ Result<ResumeOutcome> Server::resume(const jobs::PlanSummary& summary, const std
 }
 
 Result<int> Server::resume_submitted_runs() { return impl_->resume_submitted_runs(); }
+Status Server::warn_unserved_runs() { return impl_->warn_unserved_runs(); }
 
 Result<int> Server::reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
                                    const std::string& reason) {

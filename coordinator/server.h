@@ -190,12 +190,14 @@ class Server {
   // neither job nor worker. Returns how many. Call after submit(), before serve().
   // Serves again every run a plan was submitted for (CONTROL `submit`) that is not finished:
   // every plan submitted for it is parsed with plan_parser and submitted as it was received, in
-  // order, each as part of the run (a plan the run followed, all of whose jobs it holds). A plan
-  // that no longer expands to the run's jobs (another catalog or build), or does not parse, is
-  // logged and the run's later plans skipped: its client must submit it again. Unfinished runs
-  // left unserved are named in one warning. Returns how many runs every plan of which is served
-  // again; errors only for store faults. Call after submit().
+  // order, each as part of the run (a plan the run followed, all of whose jobs it holds); any one
+  // of them serves the whole run (its stored jobs and plan jobs). A plan that no longer expands to
+  // the run's jobs (another catalog or build), or does not parse, is logged; a run none of whose
+  // plans is served is left for its client to submit again. Then warn_unserved_runs(). Returns
+  // how many runs are served again; errors only for store faults. Call after submit().
   Result<int> resume_submitted_runs();
+  // Names the database's unfinished runs this server does not serve in one warning.
+  Status warn_unserved_runs();
   Result<int> reclaim_leases(const std::function<bool(const std::string&, const std::string&)>& gone,
                              const std::string& reason);
   std::string endpoint() const;   // resolved bind endpoint, e.g. tcp://127.0.0.1:40123

@@ -351,6 +351,35 @@ TEST(Control, ARestartServesEveryPlanOfARunExtendedOverTheControlSocket) {
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM runs WHERE finished_at > 0"), 2);
 }
 
+// A run served from its older plan after another extended it (found by a tester): the newer
+// plan's plan jobs no hardware had taken yet were never made, the run was marked finished and
+// `--exit-when-done` exited 0 without running them. The run's stored plan jobs are all served.
+TEST(Control, ARunServedFromItsOlderPlanStillMakesTheJobsItsNewerPlanAdded) {
+  ScratchDir dir("ctl-older-plan");
+  const auto db = dir / "o.db";
+  const auto older = write_selftest_plan(dir / "a.toml", "p", {"pass"});
+  const auto newer = write_selftest_plan(dir / "b.toml", "p", {"pass", "fail"});
+  for (const auto& [plan, extra] : std::vector<std::pair<std::filesystem::path, std::string>>{{older, ""}, {newer, "--extend"}}) {
+    std::vector<std::string> args = {coordinator_binary().string(), "serve", "--plan", plan.string(), "--db", db.string(),
+                                     "--bind", "tcp://127.0.0.1:*", "--catalog", catalog_dir(), "--quiet",
+                                     "--endpoint-file", (dir / "ep").string()};
+    if (!extra.empty()) args.push_back(extra);
+    std::filesystem::remove(dir / "ep");
+    Process serve(args, dir / "first.log");
+    ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
+    serve.terminate();
+    serve.wait(20s);
+  }
+  std::filesystem::remove(dir / "ep");
+  Process serve(serve_args(older, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  const std::string ep = wait_for_endpoint(dir / "ep");
+  ASSERT_FALSE(ep.empty()) << serve.log();
+  Process worker(worker_args(ep, "w", dir), dir / "w.log");
+  EXPECT_EQ(serve.wait(60s), 1) << "the newer plan's fail job ran\n" << serve.log();
+  EXPECT_EQ(sql_rows(db, "SELECT status FROM jobs ORDER BY status"),
+            (std::vector<std::vector<std::string>>{{"fail"}, {"pass"}})) << serve.log();
+}
+
 // A submitted plan that no longer makes its run's jobs (another catalog or build; here its
 // stored text edited) is not served by the restart: logged, and left for its client to submit
 // again. The coordinator serves its own plan as before.
@@ -376,8 +405,9 @@ TEST(Control, ASubmittedPlanThatNoLongerMakesItsRunIsLeftForItsClient) {
   ASSERT_TRUE(wait_until([&] { return (st = status_of(db)).has_value(); }, 20s)) << c.serve->log();
   EXPECT_NE(find_run(*st, "own"), nullptr) << st->dump();
   EXPECT_EQ(find_run(*st, "sub"), nullptr) << st->dump();
-  EXPECT_NE(c.serve->log().find("run sub: the plan submitted for it (" + sub.string() +
-                                ") is not served after this restart"),
+  EXPECT_NE(c.serve->log().find("run sub: plan " + sub.string() + " submitted for it (#1) is not served again"),
+            std::string::npos) << c.serve->log();
+  EXPECT_NE(c.serve->log().find("run sub: none of the plans submitted for it is served after this restart"),
             std::string::npos) << c.serve->log();
   EXPECT_NE(c.serve->log().find("1 unfinished run(s) of " + db.string() + " are not served by this coordinator (sub)"),
             std::string::npos) << c.serve->log();
