@@ -607,8 +607,8 @@ int main(int argc, char** argv) {
   app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
   std::string layouts = "exec";
   app.add_option("--layout", layouts,
-                 "weight layout of the block formats: exec (the cpu backend's execution layout on this path), "
-                 "rows (GGUF rows), both (each, in one run)")
+                 "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, bf16 pairs64): "
+                 "exec (the cpu backend's execution layout on this path), rows (GGUF rows), both (each, in one run)")
       ->check(CLI::IsMember({"exec", "rows", "both"}));
   CLI11_PARSE(app, argc, argv);
   if (min_time_s <= 0) min_time_s = quick ? am::kernels::kQuickMinTimeS : am::kernels::kDefaultMinTimeS;
