@@ -2034,7 +2034,7 @@ struct Server::Impl {
       logger()->info("run {}: served again from the plan(s) submitted for it", run_id);
     }
     for (const std::string& run_id : failed) {
-      if (!served.count(run_id)) {
+      if (!served.count(run_id) && !runs.count(run_id)) {
         logger()->warn("run {}: none of the plans submitted for it is served after this restart; submit it again",
                        run_id);
       }

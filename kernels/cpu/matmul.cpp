@@ -337,12 +337,23 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
   a.prepare(x, w.format(), ctx);
   bool done = false;
   if (w.layout() == WeightLayout::kPairs64) {
-    // Built only for the avx512 path of a CPU with AVX512_BF16 (cpu_execution_layout), for every M.
+    // Laid out for the avx512 path of a CPU with AVX512_BF16 (cpu_execution_layout), for every M.
 #if defined(__x86_64__)
     done = ctx.path == KernelPath::kAvx512 &&
            detail::gemm_bf16_pairs64(a, w.data(), w.row_bytes(), w.rows(), y.data, y.cols(), ctx);
 #endif
-    AM_CHECK(done, "matmul: a pairs64 weight needs the avx512 path of a CPU with AVX512_BF16");
+    if (!done) {
+      // Called on another path than the weight was laid out for: right, not fast — its GGUF rows
+      // copied, then that path's row kernel.
+      std::vector<uint8_t> rows(w.size_bytes() + kWeightReadSlackBytes, 0);
+      w.gguf_rows(rows.data());
+      const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
+      AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
+      parallel_for(ctx, x.rows(), 1, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dot(a.row(i), rows.data(), w.row_bytes(), w.rows(), y.row(i));
+      });
+      done = true;
+    }
   }
   if (w.layout() == WeightLayout::kInterleaved8) {
     const detail::GroupDot group_dot = detail::group_dot_kernel(w.format(), ctx.path);

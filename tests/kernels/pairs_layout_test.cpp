@@ -122,9 +122,13 @@ TEST(PairsLayout, TheBf16GemmReadsItInPlaceWithTheBitsOfTheRowsLayout) {
       matmul(x.view(), rows, bias.data(), want.view(), ctx);
       EXPECT_EQ(std::memcmp(want.data(), got.data(), want.bytes()), 0) << describe(s);
     }
-    // The scalar reference reads the layout through its GGUF rows.
+    // The scalar reference reads the layout through its GGUF rows, and so does matmul() called
+    // on another path than the layout's (the scalar row kernel: the reference's bits).
     matmul_reference(x.view(), pairs, bias.data(), want.view());
     EXPECT_EQ(std::memcmp(want.data(), ref.data(), want.bytes()), 0) << describe(s);
+    testing::poison(want.view());
+    matmul(x.view(), pairs, bias.data(), want.view(), ExecContext{KernelPath::kScalar, &pool});
+    EXPECT_EQ(std::memcmp(want.data(), ref.data(), want.bytes()), 0) << describe(s) << " on the scalar path";
   }
 }
 
