@@ -567,10 +567,12 @@ Result<bool> Store::run_followed_plan(const std::string& run_id, const std::stri
   return stmt.step();
 }
 
-Result<std::vector<std::string>> Store::plan_job_ids(const std::string& run_id) {
+namespace {
+
+// The first column of every row `sql` (bound to the run id as ?1) returns, as text.
+Result<std::vector<std::string>> texts_of_run(sqlite3* db, const char* sql, const std::string& run_id) {
   std::vector<std::string> out;
-  if (schema_version() < 5) return out;
-  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1"));
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db, sql));
   stmt.bind(1, run_id);
   while (true) {
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
@@ -580,17 +582,16 @@ Result<std::vector<std::string>> Store::plan_job_ids(const std::string& run_id) 
   return out;
 }
 
+}  // namespace
+
+Result<std::vector<std::string>> Store::plan_job_ids(const std::string& run_id) {
+  if (schema_version() < 5) return std::vector<std::string>();
+  return texts_of_run(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1", run_id);
+}
+
 Result<std::vector<std::string>> Store::cancelled_plan_jobs(const std::string& run_id) {
-  std::vector<std::string> out;
-  if (schema_version() < 8) return out;
-  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1 AND cancelled <> 0"));
-  stmt.bind(1, run_id);
-  while (true) {
-    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
-    if (!row) break;
-    out.push_back(stmt.column_text(0));
-  }
-  return out;
+  if (schema_version() < 8) return std::vector<std::string>();
+  return texts_of_run(db_, "SELECT job_id FROM plan_jobs WHERE run_id = ?1 AND cancelled <> 0", run_id);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -570,42 +570,55 @@ AM_TARGET_AVX512 void build_float_strip(FloatKind kind, WeightFormat format, con
   });
 }
 
-template <FloatKind kKind>
-AM_TARGET_AVX512_BF16 void float_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu,
-                                             float* c, int64_t ldc, int rows,
-                                             const __mmask16 (&mask)[4], bool accumulate) {
-  __m512 f[kMR][4];
+// The BF16 microkernel for MR rows of X (1..kMR) of a packed tile, over a panel of bf16 pairs
+// (built from GGUF rows, or a kPairs64 strip read in place): a decode's single row does one
+// sixth of the full tile's dot products, and each output's arithmetic is the same for any MR.
+template <int MR>
+AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
+                                             int64_t ldc, const __mmask16 (&mask)[4], bool accumulate) {
+  __m512 f[MR][4];
   #pragma GCC unroll 6
-  for (int m = 0; m < kMR; ++m) f[m][0] = f[m][1] = f[m][2] = f[m][3] = _mm512_setzero_ps();
+  for (int m = 0; m < MR; ++m) f[m][0] = f[m][1] = f[m][2] = f[m][3] = _mm512_setzero_ps();
   #pragma GCC unroll 2
   for (int64_t u = 0; u < nu; ++u) {
     const float* x = reinterpret_cast<const float*>(pa);
-    if constexpr (kKind == FloatKind::kBf16Dot) {
-      __m512bh w[4];
+    __m512bh w[4];
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) w[v] = (__m512bh)_mm512_load_si512(pw + 64 * v);
+    #pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      const __m512bh xb = (__m512bh)_mm512_set1_ps(x[m]);
       #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) w[v] = (__m512bh)_mm512_load_si512(pw + 64 * v);
-      #pragma GCC unroll 6
-      for (int m = 0; m < kMR; ++m) {
-        const __m512bh xb = (__m512bh)_mm512_set1_ps(x[m]);
-        #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) f[m][v] = _mm512_dpbf16_ps(f[m][v], w[v], xb);
-      }
-    } else {
-      __m512 w[4];
-      #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) w[v] = _mm512_load_ps(reinterpret_cast<const float*>(pw + 64 * v));
-      #pragma GCC unroll 6
-      for (int m = 0; m < kMR; ++m) {
-        const __m512 xb = _mm512_set1_ps(x[m]);
-        #pragma GCC unroll 4
-        for (int v = 0; v < 4; ++v) f[m][v] = _mm512_fmadd_ps(w[v], xb, f[m][v]);
-      }
+      for (int v = 0; v < 4; ++v) f[m][v] = _mm512_dpbf16_ps(f[m][v], w[v], xb);
     }
     pa += kMR * 4;
     pw += kNRF * 4;
   }
-  store_tile<4>(f, c, ldc, rows, mask, accumulate);
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      float* p = c + m * ldc + 16 * v;
+      __m512 val = f[m][v];
+      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
+      _mm512_mask_storeu_ps(p, mask[v], val);
+    }
+  }
 }
+
+using Bf16Kernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
+
+Bf16Kernel bf16_kernel(int rows) {
+  switch (rows) {
+    case 1: return bf16_microkernel<1>;
+    case 2: return bf16_microkernel<2>;
+    case 3: return bf16_microkernel<3>;
+    case 4: return bf16_microkernel<4>;
+    case 5: return bf16_microkernel<5>;
+    default: return bf16_microkernel<6>;
+  }
+}
+
 
 // FMA-only instance compiled without the BF16 extension, for CPUs that lack it.
 AM_TARGET_AVX512 void fma_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
@@ -747,7 +760,7 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
             float* c = y + t * kMR * ldy + n0;
             const uint8_t* pw = panel + s * strip_bytes;
             if (kind == FloatKind::kBf16Dot) {
-              float_microkernel<FloatKind::kBf16Dot>(pa, pw, nu, c, ldy, rows, mask, u0 > 0);
+              bf16_kernel(rows)(pa, pw, nu, c, ldy, mask, u0 > 0);
             } else {
               fma_microkernel(pa, pw, nu, c, ldy, rows, mask, u0 > 0);
             }
@@ -757,57 +770,6 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
     }
   });
   return true;
-}
-
-// ---------------------------------------------------------------------------------------------
-// bf16 in the kPairs64 layout (pairs_layout.h): the weight's strips are the panels.
-
-// The BF16 microkernel for MR rows of X (1..kMR): a decode's single row does one sixth of the
-// full tile's dot products. Same arithmetic per output as float_microkernel<kBf16Dot>.
-template <int MR>
-AM_TARGET_AVX512_BF16 void pairs_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
-                                             int64_t ldc, const __mmask16 (&mask)[4], bool accumulate) {
-  __m512 f[MR][4];
-  #pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) f[m][0] = f[m][1] = f[m][2] = f[m][3] = _mm512_setzero_ps();
-  #pragma GCC unroll 2
-  for (int64_t u = 0; u < nu; ++u) {
-    const float* x = reinterpret_cast<const float*>(pa);
-    __m512bh w[4];
-    #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) w[v] = (__m512bh)_mm512_load_si512(pw + 64 * v);
-    #pragma GCC unroll 6
-    for (int m = 0; m < MR; ++m) {
-      const __m512bh xb = (__m512bh)_mm512_set1_ps(x[m]);
-      #pragma GCC unroll 4
-      for (int v = 0; v < 4; ++v) f[m][v] = _mm512_dpbf16_ps(f[m][v], w[v], xb);
-    }
-    pa += kMR * 4;
-    pw += kNRF * 4;
-  }
-  #pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-    #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      float* p = c + m * ldc + 16 * v;
-      __m512 val = f[m][v];
-      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
-      _mm512_mask_storeu_ps(p, mask[v], val);
-    }
-  }
-}
-
-using PairsKernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
-
-PairsKernel pairs_kernel(int rows) {
-  switch (rows) {
-    case 1: return pairs_microkernel<1>;
-    case 2: return pairs_microkernel<2>;
-    case 3: return pairs_microkernel<3>;
-    case 4: return pairs_microkernel<4>;
-    case 5: return pairs_microkernel<5>;
-    default: return pairs_microkernel<6>;
-  }
 }
 
 }  // namespace
@@ -844,7 +806,7 @@ bool gemm_bf16_pairs64(const PreparedActivations& a, const uint8_t* w, std::size
         for (int64_t t = 0; t < plan.tiles; ++t) {
           const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * kMR);
           const int rows = static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
-          const PairsKernel kernel = pairs_kernel(rows);
+          const Bf16Kernel kernel = bf16_kernel(rows);
           for (int64_t s = 0; s < strips; ++s) {
             const int64_t n0 = c0 + s * kNRF;
             const __mmask16 mask[4] = {lane_mask(c1 - n0), lane_mask(c1 - n0 - 16), lane_mask(c1 - n0 - 32),

@@ -64,6 +64,16 @@ LiveCoordinator start_live(const ScratchDir& dir, const std::filesystem::path& p
   return c;
 }
 
+// `serve` of `plan` started again on the same database and endpoint (its workers reconnect to it).
+std::vector<std::string> restart_args(const std::filesystem::path& plan, const std::filesystem::path& db,
+                                      const std::string& endpoint, const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
+                                   plan.string(), "--db", db.string(), "--bind", endpoint, "--catalog",
+                                   catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
   ScratchDir dir("control");
   const auto db = dir / "c.db";
@@ -263,10 +273,7 @@ TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
   c.serve->kill_hard();
   c.serve->wait(10s);
   // Another plan on the same database and endpoint (the worker reconnects to it).
-  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
-                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
-                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20"};
-  Process restarted(again, dir / "serve2.log");
+  Process restarted(restart_args(own, db, c.endpoint), dir / "serve2.log");
   ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'other' AND status = 'timeout'") == 1; },
                          60s)) << restarted.log() << c.worker->log();
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'other'"), 1) << "the held result, not a rerun";
@@ -302,11 +309,7 @@ TEST(Control, ARestartedServeGoesOnWithTheRunsSubmittedToIt) {
   ASSERT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'sub' AND state = 'queued'"), 1);
   c.serve->kill_hard();
   c.serve->wait(10s);
-  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
-                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
-                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20",
-                                    "--exit-when-done", "--fail-on", "crash"};
-  Process restarted(again, dir / "serve2.log");
+  Process restarted(restart_args(own, db, c.endpoint, {"--exit-when-done", "--fail-on", "crash"}), dir / "serve2.log");
   EXPECT_EQ(restarted.wait(60s), 0) << restarted.log() << c.worker->log();
   EXPECT_NE(restarted.log().find("run sub: served again from the plan(s) submitted for it"), std::string::npos)
       << restarted.log();
@@ -338,11 +341,7 @@ TEST(Control, ARestartServesEveryPlanOfARunExtendedOverTheControlSocket) {
   }
   c.serve->kill_hard();
   c.serve->wait(10s);
-  std::vector<std::string> again = {coordinator_binary().string(), "--log-level", "info", "serve", "--plan",
-                                    own.string(), "--db", db.string(), "--bind", c.endpoint, "--catalog",
-                                    catalog_dir(), "--quiet", "--heartbeat-ms", "100", "--liveness", "20",
-                                    "--exit-when-done", "--fail-on", "crash"};
-  Process restarted(again, dir / "serve2.log");
+  Process restarted(restart_args(own, db, c.endpoint, {"--exit-when-done", "--fail-on", "crash"}), dir / "serve2.log");
   Process worker(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
   EXPECT_EQ(restarted.wait(60s), 0) << restarted.log();
   EXPECT_EQ(sql_rows(db, "SELECT run_id, status FROM jobs ORDER BY run_id, status"),

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +19,7 @@
 #include "common/protocol.h"
 #include "common/transport.h"
 #include "coordinator/server.h"
+#include "jobs/plan.h"
 #include "tests/sim_fleet/sim_records.h"
 
 namespace am::sim {
@@ -101,6 +103,28 @@ class HandWorker {
   std::optional<DealerEndpoint> ep_;
   std::vector<proto::Assign> assigns_;
 };
+
+// bert-tiny on the cpu at f32, batch 1, at each of `seq_lens` (a TOML array): one plan job
+// placed each-class per sequence length.
+inline jobs::Plan bert_plan(const std::string& name, const std::string& seq_lens) {
+  auto plan = jobs::load_plan_text("[plan]\nname = \"" + name + "\"\nmode = \"accuracy\"\n\n[defaults]\n"
+                                   "backends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
+                                   "\n\n[[models]]\nname = \"bert-tiny\"\n",
+                                   name + ".toml", std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models");
+  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
+  return plan.ok() ? *plan : jobs::Plan{};
+}
+
+// A coordinator on a free loopback port with its database c.db in `dir`, no health jobs, and the
+// first worker completing the fleet (as `serve` by default).
+inline coord::ServerOptions serving_options(const std::filesystem::path& dir) {
+  coord::ServerOptions o;
+  o.bind = "tcp://127.0.0.1:*";
+  o.db_path = dir / "c.db";
+  o.health_interval_ms = 0;
+  o.expect_workers = 1;
+  return o;
+}
 
 class ServingCoordinator {
  public:

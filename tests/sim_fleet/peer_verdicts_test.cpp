@@ -21,23 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using jobs::testing::TempDir;
 
-jobs::Plan bert_plan(const std::string& name, const std::string& seq_lens) {
-  auto plan = jobs::load_plan_text("[plan]\nname = \"" + name + "\"\nmode = \"accuracy\"\n\n[defaults]\n"
-                                   "backends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = " + seq_lens +
-                                   "\n\n[[models]]\nname = \"bert-tiny\"\n",
-                                   name + ".toml", std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models");
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? *plan : jobs::Plan{};
-}
-
-coord::ServerOptions options_in(const TempDir& dir) {
-  coord::ServerOptions o;
-  o.bind = "tcp://127.0.0.1:*";
-  o.db_path = dir.path() / "c.db";
-  o.health_interval_ms = 0;
-  o.expect_workers = 1;   // as `serve` by default: the first worker completes the fleet
-  return o;
-}
+coord::ServerOptions options_in(const TempDir& dir) { return serving_options(dir.path()); }
 
 TEST(PeerVerdicts, APeerWithoutAUsableDeviceCompletesNoFleetAndSettlesNothing) {
   TempDir dir;

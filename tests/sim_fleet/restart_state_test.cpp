@@ -21,24 +21,7 @@ namespace {
 using std::chrono::milliseconds;
 using jobs::testing::TempDir;
 
-// Two plan jobs placed each-class (the default): bert-tiny at seq 16 and 24.
-jobs::Plan two_plan_jobs(const std::string& name) {
-  auto plan = jobs::load_plan_text("[plan]\nname = \"" + name + "\"\nmode = \"accuracy\"\n\n[defaults]\n"
-                                   "backends = [\"cpu\"]\nprecisions = [\"f32\"]\nbatch = [1]\nseq_len = [16, 24]"
-                                   "\n\n[[models]]\nname = \"bert-tiny\"\n",
-                                   name + ".toml", std::filesystem::path(ACCELMATRIX_SOURCE_DIR) / "jobs" / "models");
-  EXPECT_TRUE(plan.ok()) << plan.status().to_string();
-  return plan.ok() ? *plan : jobs::Plan{};
-}
-
-coord::ServerOptions options_in(const TempDir& dir) {
-  coord::ServerOptions o;
-  o.bind = "tcp://127.0.0.1:*";
-  o.db_path = dir.path() / "c.db";
-  o.health_interval_ms = 0;
-  o.expect_workers = 1;
-  return o;
-}
+coord::ServerOptions options_in(const TempDir& dir) { return serving_options(dir.path()); }
 
 int64_t jobs_made_for(const std::filesystem::path& db, const std::string& plan_job, const std::string& hardware_class) {
   return am::testing::sql_int(db, "SELECT COUNT(*) FROM jobs WHERE plan_job_id = '" + plan_job +
@@ -48,7 +31,7 @@ int64_t jobs_made_for(const std::filesystem::path& db, const std::string& plan_j
 TEST(RestartKeeps, APlanJobCancelledAfterJobsWereMadeOfItMakesNoneForAClassRegisteringAfterARestart) {
   TempDir dir;
   const auto db = dir.path() / "c.db";
-  const jobs::Plan plan = two_plan_jobs("keep");
+  const jobs::Plan plan = bert_plan("keep", "[16, 24]");   // two plan jobs placed each-class
   ASSERT_EQ(plan.jobs.size(), 2u);
   const std::string cancelled = plan.jobs[0].job_id;
   const std::string kept = plan.jobs[1].job_id;
