@@ -180,7 +180,7 @@ int64_t gemm_panel_groups(WeightFormat f) {
 // The layouts to measure a format in: "exec" (default) is the layout the cpu backend executes it
 // in on this path (what Linear::create picks), "rows" GGUF rows, "both" the two in one run where
 // they differ (an A/B of the execution layout against the same baselines).
-constexpr int64_t kBenchEvenK = 4096;   // every K this bench times is even (pairs64 takes only those)
+constexpr int64_t kBenchEvenK = 4096;   // every K this bench times is even (strips64 takes only those)
 std::vector<WeightLayout> bench_layouts(WeightFormat f, KernelPath path, const std::string& which) {
   const WeightLayout exec = cpu_execution_layout(f, path, kBenchEvenK);
   if (which == "rows") return {WeightLayout::kRows};
@@ -534,7 +534,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
       if (a.kind != "gemm" || a.threads != 1) continue;
       for (const Row& b : rows) {
         if (b.kind == a.kind && b.format == a.format && b.k == a.k && b.threads == threads && b.layout == a.layout) {
-          std::printf(" %s%s/K=%lld %.2fx", a.format.c_str(), a.layout == "rows" ? "" : a.layout == "pairs64" ? "(p64)" : "(i8)",
+          std::printf(" %s%s/K=%lld %.2fx", a.format.c_str(), a.layout == "rows" ? "" : a.layout == "strips64" ? "(s64)" : "(i8)",
                       static_cast<long long>(a.k), b.gops / a.gops);
         }
       }
@@ -548,7 +548,7 @@ int run(int threads, const std::string& json_path, bool quick, double min_time_s
               top, top > 1 ? "s" : "", top);
   for (WeightFormat f : all_weight_formats()) {
     const std::string name(weight_format_name(f));
-    for (const char* layout : {"rows", "interleaved8", "pairs64"}) {
+    for (const char* layout : {"rows", "interleaved8", "strips64"}) {
     std::string line;
     char buf[96];
     for (const Row& r : rows) {
@@ -607,7 +607,7 @@ int main(int argc, char** argv) {
   app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
   std::string layouts = "exec";
   app.add_option("--layout", layouts,
-                 "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, bf16 pairs64): "
+                 "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, bf16 strips64): "
                  "exec (the cpu backend's execution layout on this path), rows (GGUF rows), both (each, in one run)")
       ->check(CLI::IsMember({"exec", "rows", "both"}));
   CLI11_PARSE(app, argc, argv);

@@ -336,11 +336,26 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
   PreparedActivations a;
   a.prepare(x, w.format(), ctx);
   bool done = false;
-  if (w.layout() == WeightLayout::kPairs64) {
-    // Laid out for the avx512 path of a CPU with AVX512_BF16 (cpu_execution_layout), for every M.
+  if (w.layout() == WeightLayout::kStrips64) {
+    // Laid out for the avx512 path (cpu_execution_layout), for every M: the strips read in place,
+    // then the GGUF tail rows (rows % 64) as a rows-layout matrix of their own would be: the
+    // blocked GEMM from its row count on, the row-dot kernels below it (the bits of the rows
+    // layout either way: a column's sum never depends on its neighbours).
 #if defined(__x86_64__)
-    done = ctx.path == KernelPath::kAvx512 &&
-           detail::gemm_bf16_pairs64(a, w.data(), w.row_bytes(), w.rows(), y.data, y.cols(), ctx);
+    const int64_t strips = w.grouped_rows();
+    if (ctx.path == KernelPath::kAvx512 &&
+        detail::gemm_strips64(a, w.format(), w.data(), w.row_bytes(), strips, y.data, y.cols(), ctx)) {
+      const int64_t tail = w.rows() - strips;
+      if (tail > 0 && !(x.rows() >= kGemmMinRows && detail::gemm_avx512(a, w.format(), w.row_data(strips), w.row_bytes(),
+                                                                          tail, y.data + strips, y.cols(), ctx))) {
+        const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
+        AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
+        parallel_for(ctx, x.rows(), 1, [&](int64_t begin, int64_t end) {
+          for (int64_t i = begin; i < end; ++i) dot(a.row(i), w.row_data(strips), w.row_bytes(), tail, y.row(i) + strips);
+        });
+      }
+      done = true;
+    }
 #endif
     if (!done) {
       // Called on another path than the weight was laid out for: right, not fast — its GGUF rows
@@ -393,7 +408,7 @@ void matmul_reference(ConstTensorView x, const WeightMatrix& w, const float* bia
   if (w.layout() == WeightLayout::kInterleaved8) {
     // The interleaved layout's scalar reference (bit-identical to the row reference below).
     interleaved_matmul(a, w, {detail::group_dot_scalar(w.format()), detail::kGroupTileRows}, dot, y, ctx);
-  } else if (w.layout() == WeightLayout::kPairs64) {
+  } else if (w.layout() == WeightLayout::kStrips64) {
     // The row reference on the matrix's GGUF rows (a copy: the reference is for tests).
     std::vector<uint8_t> rows(w.size_bytes() + kWeightReadSlackBytes, 0);
     w.gguf_rows(rows.data());

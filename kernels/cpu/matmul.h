@@ -20,9 +20,9 @@
 //         times 8 weight rows per call (AVX2 on the avx2/avx512 paths, the scalar reference on
 //         scalar/neon), split by tiles of groups and runs of rows of X; the GGUF tail rows
 //         (rows % 8) on the row-dot kernel;
-//       * kPairs64 (bf16 on the avx512 path of a CPU with AVX512_BF16,
-//         kernels/formats/pairs_layout.h), every M: the blocked GEMM's BF16 microkernel reads the
-//         strips in place as its panels (1-6 rows of X per call); the GGUF tail rows (rows % 64)
+//       * kStrips64 (f16 on the avx512 path, bf16 there on a CPU with AVX512_BF16,
+//         kernels/formats/strips_layout.h), every M: the blocked GEMM's BF16 or f16 microkernel
+//         reads the strips in place as its panels (1-6 rows of X per call); the GGUF tail rows (rows % 64)
 //         through a panel built from them. On another path: that path's row kernel on a copy of
 //         the GGUF rows (right, not fast);
 //       * f16 / bf16 on the avx2 path with M >= f32_blas_min_rows(): weight tiles decoded to f32
@@ -36,7 +36,7 @@
 //     block sums are exact everywhere); results do not depend on the thread count.
 //   - matmul_reference() is the scalar reference itself (single-threaded), for tests and
 //     benchmarks; on an interleaved matrix it runs the interleaved scalar reference, which gives
-//     the same bits as the row reference on the same matrix in GGUF rows; on a pairs64 matrix
+//     the same bits as the row reference on the same matrix in GGUF rows; on a strips64 matrix
 //     the row reference on a copy of its GGUF rows.
 //   - All are safe to call concurrently with distinct outputs.
 #pragma once

@@ -116,11 +116,13 @@ bool gemm_avx512(const PreparedActivations& a, WeightFormat format, const uint8_
                  std::size_t row_bytes, int64_t nrows, float* y, int64_t ldy,
                  const ExecContext& ctx);
 
-// bf16 weights in the kPairs64 layout (pairs_layout.h; rows n, K = a.k() even, row_bytes 2K) on
-// the AVX-512 BF16 path, for any M >= 1: the strips are read in place as the panels of
-// gemm_avx512's bf16 GEMM (the same bits as it for the same rows), the GGUF tail rows (n % 64)
-// through a panel built from them. False (and nothing written) when this CPU lacks AVX512_BF16.
-bool gemm_bf16_pairs64(const PreparedActivations& a, const uint8_t* w, std::size_t row_bytes, int64_t n, float* y,
-                       int64_t ldy, const ExecContext& ctx);
+// The strips of an f16 or bf16 matrix in the kStrips64 layout (strips_layout.h): n rows, a
+// multiple of kStripRows (the caller multiplies the GGUF tail rows), row_bytes 2K, K even for
+// bf16, on the AVX-512 path, for any M >= 1. The strips are read in place as the panels of
+// gemm_avx512's GEMM of the format (the same bits as it for the same rows: bf16 pairs through
+// vdpbf16ps, f16 widened to f32 in the kernel, then FMA). False (and nothing written) for a bf16
+// matrix on a CPU without AVX512_BF16, another format, or an n that is not whole strips.
+bool gemm_strips64(const PreparedActivations& a, WeightFormat format, const uint8_t* w, std::size_t row_bytes,
+                   int64_t n, float* y, int64_t ldy, const ExecContext& ctx);
 
 }  // namespace am::kernels::detail

@@ -32,7 +32,7 @@
 
 #include "kernels/formats/bf16.h"
 #include "kernels/formats/fp16.h"
-#include "kernels/formats/pairs_layout.h"
+#include "kernels/formats/strips_layout.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/dot_kernels.h"
 
@@ -571,9 +571,11 @@ AM_TARGET_AVX512 void build_float_strip(FloatKind kind, WeightFormat format, con
 }
 
 // The BF16 microkernel for MR rows of X (1..kMR) of a packed tile, over a panel of bf16 pairs
-// (built from GGUF rows, or a kPairs64 strip read in place): a decode's single row does one
+// (built from GGUF rows, or a kStrips64 strip read in place): a decode's single row does one
 // sixth of the full tile's dot products, and each output's arithmetic is the same for any MR.
-template <int MR>
+// XB: bytes from one unit of X to the next: a packed tile's kMR dwords, or 4 for a single row
+// read where it lies (a decode's row: its bf16 pairs or f32 values are already the units).
+template <int MR, int XB = kMR * 4>
 AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
                                              int64_t ldc, const __mmask16 (&mask)[4], bool accumulate) {
   __m512 f[MR][4];
@@ -591,7 +593,7 @@ AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw
       #pragma GCC unroll 4
       for (int v = 0; v < 4; ++v) f[m][v] = _mm512_dpbf16_ps(f[m][v], w[v], xb);
     }
-    pa += kMR * 4;
+    pa += XB;
     pw += kNRF * 4;
   }
   #pragma GCC unroll 6
@@ -606,10 +608,12 @@ AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw
   }
 }
 
-using Bf16Kernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
+using StripKernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
 
-Bf16Kernel bf16_kernel(int rows) {
+// rows == 0: one row of X read in place (XB = 4).
+StripKernel bf16_kernel(int rows) {
   switch (rows) {
+    case 0: return bf16_microkernel<1, 4>;
     case 1: return bf16_microkernel<1>;
     case 2: return bf16_microkernel<2>;
     case 3: return bf16_microkernel<3>;
@@ -645,8 +649,84 @@ AM_TARGET_AVX512 void fma_microkernel(const uint8_t* pa, const uint8_t* pw, int6
   store_tile<4>(f, c, ldc, rows, mask, accumulate);
 }
 
+// The f16 microkernel for MR rows of X (1..kMR) over a kStrips64 strip of f16 read in place:
+// per k, 64 columns' halves widened by vcvtph2ps (exact), then the FMA kernel's arithmetic, so an
+// output's bits are fma_microkernel's on the same panel widened beforehand.
+template <int MR, int XB = kMR * 4>
+AM_TARGET_AVX512 void f16_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c, int64_t ldc,
+                                      const __mmask16 (&mask)[4], bool accumulate) {
+  __m512 f[MR][4];
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) f[m][0] = f[m][1] = f[m][2] = f[m][3] = _mm512_setzero_ps();
+  #pragma GCC unroll 2
+  for (int64_t u = 0; u < nu; ++u) {
+    const float* x = reinterpret_cast<const float*>(pa);
+    __m512 w[4];
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      w[v] = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(pw + 32 * v)));
+    }
+    #pragma GCC unroll 6
+    for (int m = 0; m < MR; ++m) {
+      const __m512 xb = _mm512_set1_ps(x[m]);
+      #pragma GCC unroll 4
+      for (int v = 0; v < 4; ++v) f[m][v] = _mm512_fmadd_ps(w[v], xb, f[m][v]);
+    }
+    pa += XB;
+    pw += kNRF * 2;
+  }
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      float* p = c + m * ldc + 16 * v;
+      __m512 val = f[m][v];
+      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
+      _mm512_mask_storeu_ps(p, mask[v], val);
+    }
+  }
+}
+
+StripKernel f16_kernel(int rows) {
+  switch (rows) {
+    case 0: return f16_microkernel<1, 4>;
+    case 1: return f16_microkernel<1>;
+    case 2: return f16_microkernel<2>;
+    case 3: return f16_microkernel<3>;
+    case 4: return f16_microkernel<4>;
+    case 5: return f16_microkernel<5>;
+    default: return f16_microkernel<6>;
+  }
+}
+
 // =============================================================================================
 // Driver.
+
+// Runs fn(u0, task0, task1) for every K chunk [u0, u0 + chunk_units) of every task. Every task
+// reads the whole packed X (x_bytes). Up to kChunksOuterMinXBytes the tasks go to the pool once
+// and each walks its chunks; above it the chunks go outermost, each chunk's tasks on the pool:
+// at K = 14336 X (f32 14336 x 512 x 4 = 28 MiB) no longer stays in L3 between one task and the
+// next, while one chunk of it (4 MiB) does. Each output's sum runs chunk by chunk either way, so
+// the bits do not change. Below the threshold the barrier per chunk cost 0-4 points (bf16,
+// K = 4096). bench_kernels --kinds gemm --threads 2, alternated rounds (AMD EPYC, 2026-12-07):
+// f16 K = 14336 68-70% -> 75-78% of the FMA peak; bf16 K = 14336 (14 MiB) 84-89% -> 87-90%.
+constexpr std::size_t kChunksOuterMinXBytes = std::size_t{12} << 20;
+
+template <class Fn>
+void for_chunks_of_tasks(int64_t units, int64_t chunk_units, int64_t tasks, std::size_t x_bytes,
+                         const ExecContext& ctx, Fn&& fn) {
+  if (x_bytes < kChunksOuterMinXBytes) {
+    parallel_for(ctx, tasks, 1, [&](int64_t task0, int64_t task1) {
+      for (int64_t task = task0; task < task1; ++task) {
+        for (int64_t u0 = 0; u0 < units; u0 += chunk_units) fn(u0, task, task + 1);
+      }
+    });
+    return;
+  }
+  for (int64_t u0 = 0; u0 < units; u0 += chunk_units) {
+    parallel_for(ctx, tasks, 1, [&](int64_t task0, int64_t task1) { fn(u0, task0, task1); });
+  }
+}
 
 struct Plan {
   int64_t tiles;         // register tiles of X
@@ -729,41 +809,38 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
   const int64_t units = (k + per_unit - 1) / per_unit;
   const int64_t chunk_units = kChunkK / per_unit;
   const Plan plan = plan_tasks(m, n, kNRF, ctx);
-  uint32_t* packed_x = reinterpret_cast<uint32_t*>(
-      t_activations.get(static_cast<std::size_t>(plan.tiles * units * kMR * 4)));
+  const std::size_t x_bytes = static_cast<std::size_t>(plan.tiles * units * kMR * 4);
+  uint32_t* packed_x = reinterpret_cast<uint32_t*>(t_activations.get(x_bytes));
   pack_float_activations(a, kind, units, packed_x, ctx);
 
   const int64_t strip_bytes = (chunk_units + 16) * kNRF * 4;  // +16: padding units of the transpose
   const int64_t strips_per_task = plan.task_cols / kNRF;
-  parallel_for(ctx, plan.tasks, 1, [&](int64_t task0, int64_t task1) {
+  for_chunks_of_tasks(units, chunk_units, plan.tasks, x_bytes, ctx, [&](int64_t u0, int64_t task0, int64_t task1) {
+    const int64_t nu = std::min(chunk_units, units - u0);
     uint8_t* panel = t_panel.get(static_cast<std::size_t>(strips_per_task * strip_bytes));
     uint8_t* work = t_rows.get(static_cast<std::size_t>(kNRF * (chunk_units + 16) * 4));
     for (int64_t task = task0; task < task1; ++task) {
       const int64_t c0 = task * plan.task_cols;
       const int64_t c1 = std::min(n, c0 + plan.task_cols);
       const int64_t strips = (c1 - c0 + kNRF - 1) / kNRF;
-      for (int64_t u0 = 0; u0 < units; u0 += chunk_units) {
-        const int64_t nu = std::min(chunk_units, units - u0);
+      for (int64_t s = 0; s < strips; ++s) {
+        const int64_t n0 = c0 + s * kNRF;
+        build_float_strip(kind, format, w, row_bytes, k, n0, static_cast<int>(std::min<int64_t>(kNRF, c1 - n0)),
+                          u0, nu, panel + s * strip_bytes, work);
+      }
+      for (int64_t t = 0; t < plan.tiles; ++t) {
+        const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * kMR);
+        const int rows = static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
         for (int64_t s = 0; s < strips; ++s) {
           const int64_t n0 = c0 + s * kNRF;
-          build_float_strip(kind, format, w, row_bytes, k, n0,
-                            static_cast<int>(std::min<int64_t>(kNRF, c1 - n0)), u0, nu,
-                            panel + s * strip_bytes, work);
-        }
-        for (int64_t t = 0; t < plan.tiles; ++t) {
-          const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * kMR);
-          const int rows = static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
-          for (int64_t s = 0; s < strips; ++s) {
-            const int64_t n0 = c0 + s * kNRF;
-            const __mmask16 mask[4] = {lane_mask(c1 - n0), lane_mask(c1 - n0 - 16),
-                                       lane_mask(c1 - n0 - 32), lane_mask(c1 - n0 - 48)};
-            float* c = y + t * kMR * ldy + n0;
-            const uint8_t* pw = panel + s * strip_bytes;
-            if (kind == FloatKind::kBf16Dot) {
-              bf16_kernel(rows)(pa, pw, nu, c, ldy, mask, u0 > 0);
-            } else {
-              fma_microkernel(pa, pw, nu, c, ldy, rows, mask, u0 > 0);
-            }
+          const __mmask16 mask[4] = {lane_mask(c1 - n0), lane_mask(c1 - n0 - 16), lane_mask(c1 - n0 - 32),
+                                     lane_mask(c1 - n0 - 48)};
+          float* c = y + t * kMR * ldy + n0;
+          const uint8_t* pw = panel + s * strip_bytes;
+          if (kind == FloatKind::kBf16Dot) {
+            bf16_kernel(rows)(pa, pw, nu, c, ldy, mask, u0 > 0);
+          } else {
+            fma_microkernel(pa, pw, nu, c, ldy, rows, mask, u0 > 0);
           }
         }
       }
@@ -774,48 +851,48 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
 
 }  // namespace
 
-bool gemm_bf16_pairs64(const PreparedActivations& a, const uint8_t* w, std::size_t row_bytes, int64_t n, float* y,
-                       int64_t ldy, const ExecContext& ctx) {
-  if (!cpu_features().avx512bf16) return false;
+bool gemm_strips64(const PreparedActivations& a, WeightFormat format, const uint8_t* w, std::size_t row_bytes,
+                   int64_t n, float* y, int64_t ldy, const ExecContext& ctx) {
+  const bool bf16 = format == WeightFormat::kBF16;
+  if ((bf16 && !cpu_features().avx512bf16) || (!bf16 && format != WeightFormat::kF16)) return false;
   const int64_t m = a.rows();
   const int64_t k = a.k();
+  if ((bf16 && k % 2 != 0) || row_bytes != static_cast<std::size_t>(k) * 2 || n % kStripRows != 0) return false;
   if (m == 0 || n == 0) return true;
-  if (k % 2 != 0 || row_bytes != static_cast<std::size_t>(k) * 2) return false;
-  const int64_t units = k / 2;
-  const int64_t chunk_units = kChunkK / 2;
-  const int64_t strip_rows = n / kPairsStripRows * kPairsStripRows;   // rows held in strips
+  const FloatKind kind = bf16 ? FloatKind::kBf16Dot : FloatKind::kF32Fma;
+  const int64_t per_unit = bf16 ? 2 : 1;   // k values per unit of a strip
+  const std::size_t unit_bytes = strip_unit_bytes(format);
+  const int64_t units = k / per_unit;
+  const int64_t chunk_units = kChunkK / per_unit;
   const Plan plan = plan_tasks(m, n, kNRF, ctx);
-  uint32_t* packed_x = reinterpret_cast<uint32_t*>(
-      t_activations.get(static_cast<std::size_t>(plan.tiles * units * kMR * 4)));
-  pack_float_activations(a, FloatKind::kBf16Dot, units, packed_x, ctx);
-  const int64_t strip_bytes = (chunk_units + 16) * kNRF * 4;   // the tail's panel, as gemm_float's
-  parallel_for(ctx, plan.tasks, 1, [&](int64_t task0, int64_t task1) {
+  // A decode's single row is read where it lies: its bf16 pairs or f32 values are the units
+  // already (packing spread them kMR dwords apart, a sixth of a small GEMV's time).
+  const ActRow row0 = a.row(0);
+  const bool direct = m == 1 && (bf16 ? row0.bf16 != nullptr : row0.f32 != nullptr);
+  const std::size_t x_bytes = direct ? static_cast<std::size_t>(units) * 4
+                                     : static_cast<std::size_t>(plan.tiles * units * kMR * 4);
+  const uint32_t* packed_x = nullptr;
+  if (direct) {
+    packed_x = bf16 ? reinterpret_cast<const uint32_t*>(row0.bf16) : reinterpret_cast<const uint32_t*>(row0.f32);
+  } else {
+    uint32_t* packed = reinterpret_cast<uint32_t*>(t_activations.get(x_bytes));
+    pack_float_activations(a, kind, units, packed, ctx);
+    packed_x = packed;
+  }
+  const int64_t x_unit_dwords = direct ? 1 : kMR;
+  const __mmask16 mask[4] = {0xFFFF, 0xFFFF, 0xFFFF, 0xFFFF};   // whole strips only
+  for_chunks_of_tasks(units, chunk_units, plan.tasks, x_bytes, ctx, [&](int64_t u0, int64_t task0, int64_t task1) {
+    const int64_t nu = std::min(chunk_units, units - u0);
     for (int64_t task = task0; task < task1; ++task) {
       const int64_t c0 = task * plan.task_cols;
       const int64_t c1 = std::min(n, c0 + plan.task_cols);
-      const int64_t strips = (c1 - c0 + kNRF - 1) / kNRF;
-      const bool has_tail = c1 > strip_rows;   // its last strip is GGUF rows (n % 64 of them)
-      uint8_t* panel = has_tail ? t_panel.get(static_cast<std::size_t>(strip_bytes)) : nullptr;
-      uint8_t* work = has_tail ? t_rows.get(static_cast<std::size_t>(kNRF * (chunk_units + 16) * 4)) : nullptr;
-      for (int64_t u0 = 0; u0 < units; u0 += chunk_units) {
-        const int64_t nu = std::min(chunk_units, units - u0);
-        if (has_tail) {
-          build_float_strip(FloatKind::kBf16Dot, WeightFormat::kBF16, w, row_bytes, k, strip_rows,
-                            static_cast<int>(n - strip_rows), u0, nu, panel, work);
-        }
-        for (int64_t t = 0; t < plan.tiles; ++t) {
-          const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * kMR);
-          const int rows = static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
-          const Bf16Kernel kernel = bf16_kernel(rows);
-          for (int64_t s = 0; s < strips; ++s) {
-            const int64_t n0 = c0 + s * kNRF;
-            const __mmask16 mask[4] = {lane_mask(c1 - n0), lane_mask(c1 - n0 - 16), lane_mask(c1 - n0 - 32),
-                                       lane_mask(c1 - n0 - 48)};
-            const uint8_t* pw = n0 < strip_rows ? w + static_cast<std::size_t>(n0) * row_bytes +
-                                                      static_cast<std::size_t>(u0) * kNRF * 4
-                                                : panel;
-            kernel(pa, pw, nu, y + t * kMR * ldy + n0, ldy, mask, u0 > 0);
-          }
+      for (int64_t t = 0; t < plan.tiles; ++t) {
+        const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * x_unit_dwords);
+        const int rows = direct ? 0 : static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
+        const StripKernel kernel = bf16 ? bf16_kernel(rows) : f16_kernel(rows);
+        for (int64_t n0 = c0; n0 < c1; n0 += kNRF) {
+          kernel(pa, w + static_cast<std::size_t>(n0) * row_bytes + static_cast<std::size_t>(u0) * kNRF * unit_bytes,
+                 nu, y + t * kMR * ldy + n0, ldy, mask, u0 > 0);
         }
       }
     }

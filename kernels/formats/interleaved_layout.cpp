@@ -4,7 +4,7 @@
 
 #include "common/check.h"
 #include "kernels/formats/blocks.h"
-#include "kernels/formats/pairs_layout.h"
+#include "kernels/formats/strips_layout.h"
 
 namespace am::kernels {
 namespace {
@@ -41,8 +41,8 @@ std::string_view weight_layout_name(WeightLayout layout) {
       return "rows";
     case WeightLayout::kInterleaved8:
       return "interleaved8";
-    case WeightLayout::kPairs64:
-      return "pairs64";
+    case WeightLayout::kStrips64:
+      return "strips64";
   }
   return "?";
 }
@@ -55,8 +55,10 @@ WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path, int64_t 
   if ((path == KernelPath::kAvx2 || path == KernelPath::kAvx512) && interleave_supported(format)) {
     return WeightLayout::kInterleaved8;
   }
-  if (path == KernelPath::kAvx512 && cpu_features().avx512bf16 && pairs_supported(format, cols)) {
-    return WeightLayout::kPairs64;
+  // bf16 strips hold k-pairs for vdpbf16ps; without AVX512_BF16 the GEMM widens bf16 to f32.
+  if (path == KernelPath::kAvx512 && strips_supported(format, cols) &&
+      (format == WeightFormat::kF16 || cpu_features().avx512bf16)) {
+    return WeightLayout::kStrips64;
   }
   return WeightLayout::kRows;
 }

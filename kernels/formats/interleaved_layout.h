@@ -40,9 +40,9 @@ inline constexpr int64_t kInterleaveRows = 8;       // rows per group: 8 f32 lan
 inline constexpr std::size_t kInterleaveChunkBytes = 4;  // quant bytes of one row per 32-byte chunk
 
 // How a WeightMatrix orders its bytes. kRows is GGUF's (the storage and transport layout);
-// kInterleaved8 is the cpu execution layout above; kPairs64 the AVX-512 BF16 path's layout of
-// bf16 weights (kernels/formats/pairs_layout.h).
-enum class WeightLayout { kRows, kInterleaved8, kPairs64 };
+// kInterleaved8 is the cpu execution layout above; kStrips64 the AVX-512 path's layout of f16
+// and bf16 weights (kernels/formats/strips_layout.h).
+enum class WeightLayout { kRows, kInterleaved8, kStrips64 };
 
 std::string_view weight_layout_name(WeightLayout layout);
 
@@ -51,8 +51,8 @@ bool interleave_supported(WeightFormat format);
 
 // The layout the cpu backend executes a [rows, cols] matrix of `format` in on kernel path `path`:
 // kInterleaved8 where that path has interleaved kernels (avx2 and avx512 for the formats above);
-// kPairs64 for bf16 with an even cols on the avx512 path of a CPU with AVX512_BF16 (whose GEMM
-// reads it in place); kRows otherwise. The scalar path keeps GGUF rows (it is the reference);
+// kStrips64 on the avx512 path for f16, and for bf16 with an even cols on a CPU with AVX512_BF16
+// (whose GEMM reads it in place); kRows otherwise. The scalar path keeps GGUF rows (it is the reference);
 // neon keeps the fallback.
 WeightLayout cpu_execution_layout(WeightFormat format, KernelPath path, int64_t cols);
 

@@ -91,8 +91,8 @@ void WeightMatrix::allocate() {
 void WeightMatrix::check_layout() const {
   AM_CHECK(layout_ != WeightLayout::kInterleaved8 || interleave_supported(format_),
            "weight matrix: this format has no interleaved layout");
-  AM_CHECK(layout_ != WeightLayout::kPairs64 || pairs_supported(format_, cols_),
-           "weight matrix: the pairs64 layout takes bf16 with an even number of columns");
+  AM_CHECK(layout_ != WeightLayout::kStrips64 || strips_supported(format_, cols_),
+           "weight matrix: the strips64 layout takes f16, or bf16 with an even number of columns");
 }
 
 WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, const ExecContext& ctx,
@@ -114,13 +114,13 @@ WeightMatrix WeightMatrix::quantize(ConstTensorView w, WeightFormat format, cons
     }
   };
   const int64_t grouped = m.grouped_rows();
-  if (grouped > 0 && layout == WeightLayout::kPairs64) {
+  if (grouped > 0 && layout == WeightLayout::kStrips64) {
     // One strip at a time through a scratch of 64 GGUF rows, as the groups below.
-    parallel_for(ctx, grouped / kPairsStripRows, 1, [&](int64_t begin, int64_t end) {
-      std::vector<uint8_t> scratch(rb * kPairsStripRows);
+    parallel_for(ctx, grouped / kStripRows, 1, [&](int64_t begin, int64_t end) {
+      std::vector<uint8_t> scratch(rb * kStripRows);
       for (int64_t s = begin; s < end; ++s) {
-        quantize_rows(s * kPairsStripRows, (s + 1) * kPairsStripRows, scratch.data());
-        pair_strip(scratch.data(), m.cols_, base + rb * static_cast<std::size_t>(s * kPairsStripRows));
+        quantize_rows(s * kStripRows, (s + 1) * kStripRows, scratch.data());
+        to_strip(format, scratch.data(), m.cols_, base + rb * static_cast<std::size_t>(s * kStripRows));
       }
     });
   } else if (grouped > 0) {
@@ -159,10 +159,10 @@ Result<WeightMatrix> WeightMatrix::from_bytes(WeightFormat format, int64_t rows,
   m.allocate();
   const std::size_t rb = m.row_bytes_;
   const int64_t grouped = m.grouped_rows();
-  if (layout == WeightLayout::kPairs64) {
-    for (int64_t s = 0; s < grouped / kPairsStripRows; ++s) {
-      const std::size_t offset = rb * static_cast<std::size_t>(s * kPairsStripRows);
-      pair_strip(bytes.data() + offset, cols, m.data_.get() + offset);
+  if (layout == WeightLayout::kStrips64) {
+    for (int64_t s = 0; s < grouped / kStripRows; ++s) {
+      const std::size_t offset = rb * static_cast<std::size_t>(s * kStripRows);
+      to_strip(format, bytes.data() + offset, cols, m.data_.get() + offset);
     }
   } else {
     const int64_t blocks = grouped > 0 ? static_cast<int64_t>(rb / weight_format_block_bytes(format)) : 0;
@@ -187,8 +187,8 @@ void WeightMatrix::gguf_row(int64_t r, uint8_t* out) const {
     std::memcpy(out, row_data(r), row_bytes_);
     return;
   }
-  if (layout_ == WeightLayout::kPairs64) {
-    unpair_row(strip_data(r / kPairsStripRows), cols_, r % kPairsStripRows, out);
+  if (layout_ == WeightLayout::kStrips64) {
+    strip_row(format_, strip_data(r / kStripRows), cols_, r % kStripRows, out);
     return;
   }
   // Deinterleave the row's group into a scratch and keep the row: only for tests and decoding.
@@ -200,9 +200,9 @@ void WeightMatrix::gguf_row(int64_t r, uint8_t* out) const {
 
 void WeightMatrix::gguf_rows(uint8_t* out) const {
   const int64_t grouped = grouped_rows();
-  if (layout_ == WeightLayout::kPairs64) {
-    for (int64_t s = 0; s < grouped / kPairsStripRows; ++s) {
-      unpair_strip(strip_data(s), cols_, out + row_bytes_ * static_cast<std::size_t>(s * kPairsStripRows), row_bytes_);
+  if (layout_ == WeightLayout::kStrips64) {
+    for (int64_t s = 0; s < grouped / kStripRows; ++s) {
+      from_strip(format_, strip_data(s), cols_, out + row_bytes_ * static_cast<std::size_t>(s * kStripRows), row_bytes_);
     }
   } else {
     const int64_t blocks = grouped > 0 ? static_cast<int64_t>(row_bytes_ / weight_format_block_bytes(format_)) : 0;

@@ -6,8 +6,8 @@
 // uploads. kInterleaved8 is the cpu backend's execution layout of q8_0/q4_0/q4_1
 // (kernels/formats/interleaved_layout.h): the same bytes moved so that 8 rows' blocks sit side by
 // side; the matrix keeps its size, and rows past the last whole group of 8 stay GGUF rows.
-// kPairs64 (bf16, even cols; kernels/formats/pairs_layout.h) does the same with strips of 64
-// rows whose k-pairs sit side by side.
+// kStrips64 (f16, and bf16 with even cols; kernels/formats/strips_layout.h) does the same with
+// strips of 64 rows whose k-units (bf16 pairs, f16 values) sit side by side.
 //
 // Contract:
 //   - quantize() converts an f32 [rows, cols] matrix (rows in parallel on ctx.pool) straight into
@@ -17,15 +17,15 @@
 //     loader's path), and lays them out in `layout` while copying; it checks the size and nothing
 //     else. The caller's bytes may be released afterwards: the object owns exactly one copy,
 //     size_bytes() (+ kWeightReadSlackBytes).
-//   - A layout other than kRows is accepted only for formats (and, for kPairs64, shapes) with
-//     that layout (interleave_supported(), pairs_supported()); anything else aborts (programmer
+//   - A layout other than kRows is accepted only for formats (and, for kStrips64, shapes) with
+//     that layout (interleave_supported(), strips_supported()); anything else aborts (programmer
 //     error).
 //   - gguf_rows() writes the GGUF rows of any layout into a caller buffer of size_bytes(): the
 //     stored blocks are GGUF-identical whatever the execution layout. gguf_row() does one row.
 //   - row_data(r) and the typed block views read GGUF rows, so they are for kRows matrices
 //     (row_data also for the GGUF tail rows of an interleaved one, r >= grouped_rows()); the
 //     typed views return an empty span when the format or the layout differs. group_data(g) is
-//     interleaved group g (g < grouped_rows() / 8), strip_data(s) the kPairs64 strip s
+//     interleaved group g (g < grouped_rows() / 8), strip_data(s) the kStrips64 strip s
 //     (s < grouped_rows() / 64).
 //   - Immutable after construction; move-only; concurrent reads are safe. data() is 64-byte
 //     aligned and stays valid and unmoved for the object's lifetime (moving the object keeps
@@ -44,7 +44,7 @@
 #include "kernels/formats/q8_0.h"
 #include "kernels/formats/blocks.h"
 #include "kernels/formats/interleaved_layout.h"
-#include "kernels/formats/pairs_layout.h"
+#include "kernels/formats/strips_layout.h"
 #include "kernels/tensor.h"
 #include "kernels/formats/weight_format.h"
 
@@ -63,14 +63,14 @@ class WeightMatrix {
 
   WeightFormat format() const { return format_; }
   WeightLayout layout() const { return layout_; }
-  // Rows held in interleaved groups or pair strips (a multiple of kInterleaveRows or
-  // kPairsStripRows; 0 for kRows).
+  // Rows held in interleaved groups or strips (a multiple of kInterleaveRows or
+  // kStripRows; 0 for kRows).
   int64_t grouped_rows() const {
     switch (layout_) {
       case WeightLayout::kInterleaved8:
         return rows_ / kInterleaveRows * kInterleaveRows;
-      case WeightLayout::kPairs64:
-        return rows_ / kPairsStripRows * kPairsStripRows;
+      case WeightLayout::kStrips64:
+        return rows_ / kStripRows * kStripRows;
       case WeightLayout::kRows:
         break;
     }
@@ -79,7 +79,7 @@ class WeightMatrix {
   // Rows per group of the layout (1 for kRows).
   int64_t group_rows() const {
     return layout_ == WeightLayout::kInterleaved8 ? kInterleaveRows
-           : layout_ == WeightLayout::kPairs64    ? kPairsStripRows
+           : layout_ == WeightLayout::kStrips64    ? kStripRows
                                                   : 1;
   }
   int64_t rows() const { return rows_; }
@@ -92,7 +92,7 @@ class WeightMatrix {
     return data() + row_bytes_ * static_cast<std::size_t>(g * kInterleaveRows);
   }
   const uint8_t* strip_data(int64_t s) const {
-    return data() + row_bytes_ * static_cast<std::size_t>(s * kPairsStripRows);
+    return data() + row_bytes_ * static_cast<std::size_t>(s * kStripRows);
   }
   // The GGUF bytes of row r (row_bytes() of them) / of every row (size_bytes()) into out.
   void gguf_row(int64_t r, uint8_t* out) const;
