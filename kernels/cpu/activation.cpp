@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/check.h"
+#include "kernels/cpu/activation_kernels.h"
 
 namespace am::kernels {
 
@@ -30,11 +31,49 @@ std::string_view activation_name(Activation act) {
   AM_UNREACHABLE("Activation value outside its enum");
 }
 
+namespace {
+
+using VectorFn = void (*)(float*, int64_t);
+
+// The vector form of `act` on `path`, or nullptr where the scalar loop runs (the scalar path is
+// the reference; relu is a compare the compiler vectorizes; neon and the tanh forms have none).
+VectorFn vector_activation(Activation act, KernelPath path) {
+#if defined(__x86_64__)
+  if (path == KernelPath::kAvx512) {
+    switch (act) {
+      case Activation::kGeluErf: return detail::gelu_erf_avx512;
+      case Activation::kSilu: return detail::silu_avx512;
+      case Activation::kSigmoid: return detail::sigmoid_avx512;
+      default: return nullptr;
+    }
+  }
+  if (path == KernelPath::kAvx2) {
+    switch (act) {
+      case Activation::kGeluErf: return detail::gelu_erf_avx2;
+      case Activation::kSilu: return detail::silu_avx2;
+      case Activation::kSigmoid: return detail::sigmoid_avx2;
+      default: return nullptr;
+    }
+  }
+#else
+  (void)act;
+  (void)path;
+#endif
+  return nullptr;
+}
+
+}  // namespace
+
 void apply_activation(Activation act, TensorView x, const ExecContext& ctx) {
   const int64_t cols = x.cols();
+  const VectorFn vector = vector_activation(act, ctx.path);
   parallel_for(ctx, x.rows(), 8, [&](int64_t begin, int64_t end) {
     float* p = x.row(begin);
     const int64_t n = (end - begin) * cols;
+    if (vector != nullptr) {
+      vector(p, n);
+      return;
+    }
     switch (act) {
       case Activation::kGeluErf:
         for (int64_t i = 0; i < n; ++i) p[i] = gelu_erf(p[i]);

@@ -72,17 +72,22 @@ AM_TARGET_AVX512 void quantize_act_block(const float* x, int64_t block, int8_t* 
   const __m512 qmax = _mm512_set1_ps(kActMaxQ);
   const __m512 qmin = _mm512_set1_ps(-kActMaxQ);
   int32_t total = 0;
+  __m512i lanes = _mm512_setzero_si512();   // without bsum: one horizontal add per block, not per 16
   for (int64_t i = 0; i < block; i += 16) {
     __m512 s = _mm512_mul_ps(_mm512_loadu_ps(x + i), vinv);
     s = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(s, s, _CMP_ORD_Q), s);  // NaN (0 * inf) -> 0
     const __m512 r = _mm512_min_ps(_mm512_max_ps(round_half_away(s), qmin), qmax);
     const __m512i qi = _mm512_cvtps_epi32(r);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(qi));
-    const int32_t group = _mm512_reduce_add_epi32(qi);
-    total += group;
-    if (bsum != nullptr) bsum[i / 16] = static_cast<int16_t>(group);
+    if (bsum != nullptr) {
+      const int32_t group = _mm512_reduce_add_epi32(qi);
+      total += group;
+      bsum[i / 16] = static_cast<int16_t>(group);
+    } else {
+      lanes = _mm512_add_epi32(lanes, qi);
+    }
   }
-  *sum = total;
+  *sum = bsum != nullptr ? total : _mm512_reduce_add_epi32(lanes);
 }
 
 // ---------------------------------------------------------------------------------------------

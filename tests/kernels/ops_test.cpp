@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/activation.h"
@@ -123,6 +126,67 @@ TEST(Gelu, AppliesElementwiseOverATensor) {
     const double v = original.data()[i];
     ASSERT_NEAR(x.data()[i], 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))), 1e-6) << i;
   }
+}
+
+// The vector forms (avx2, avx512) of the activations with exp/erf against the scalar forms, in
+// double, on fresh seeded inputs over the range a layer sees and far past it, plus the values
+// where a vector exp or erf breaks first (0, -0, tiny, huge, infinities, NaN). The bound is the
+// accuracy contract of activation_kernels.h.
+TEST(Activation, VectorFormsFollowTheScalarFormsOnEveryPath) {
+  std::mt19937 gen(20261207);
+  std::vector<float> inputs;
+  std::uniform_real_distribution<float> wide(-40.0f, 40.0f), near(-6.0f, 6.0f);
+  for (int i = 0; i < 4003; ++i) inputs.push_back(i % 2 == 0 ? near(gen) : wide(gen));
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-5f, -1e-5f, 0.5f, -0.5f, 87.0f, -87.0f, 88.5f, -88.5f,
+                  100.0f, -100.0f, 3e38f, -3e38f}) {
+    inputs.push_back(v);
+  }
+  const int64_t n = static_cast<int64_t>(inputs.size());   // not a multiple of 8 or 16: a tail
+  ASSERT_NE(n % 16, 0);
+  struct Case {
+    Activation act;
+    double (*ref)(double);
+  };
+  const Case cases[] = {
+      {Activation::kGeluErf, [](double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }},
+      {Activation::kSilu, [](double x) { return x / (1.0 + std::exp(-x)); }},
+      {Activation::kSigmoid, [](double x) { return 1.0 / (1.0 + std::exp(-x)); }},
+  };
+  ThreadPool pool(2);
+  int paths = 0;
+  for (KernelPath path : {KernelPath::kAvx2, KernelPath::kAvx512}) {
+    if (!kernel_path_available(path)) continue;
+    ++paths;
+    for (const Case& c : cases) {
+      Tensor x(Shape{1, n});
+      std::copy(inputs.begin(), inputs.end(), x.data());
+      apply_activation(c.act, x.view(), ExecContext{path, &pool});
+      for (int64_t i = 0; i < n; ++i) {
+        const double in = inputs[static_cast<std::size_t>(i)];
+        const double want = c.ref(in);
+        const double got = x.data()[i];
+        const std::string where = std::string(activation_name(c.act)) + " path " +
+                                  std::to_string(static_cast<int>(path)) + " x=" + std::to_string(in);
+        if (std::isinf(want)) {
+          EXPECT_EQ(got, want) << where;
+          continue;
+        }
+        ASSERT_TRUE(std::isfinite(got)) << where << " got " << got;
+        // GELU: erf's absolute error (1.5e-7) times |x| / 2, and float rounding of the result;
+        // SiLU and sigmoid: relative error of exp and of the division; past x = -87 the vector
+        // exp's argument is clamped, so those give ~1e-37 where the exact value is smaller still.
+        const double tol = c.act == Activation::kGeluErf ? 2e-7 * (1.0 + std::fabs(in)) + 4e-7 * std::fabs(want)
+                                                         : 1e-6 * std::fabs(want) + 1e-30;
+        ASSERT_NEAR(got, want, tol) << where;
+      }
+      // NaN stays NaN.
+      Tensor nan(Shape{1, 3});
+      nan.data()[0] = nan.data()[1] = nan.data()[2] = std::numeric_limits<float>::quiet_NaN();
+      apply_activation(c.act, nan.view(), ExecContext{path, &pool});
+      for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::isnan(nan.data()[i])) << activation_name(c.act);
+    }
+  }
+  if (paths == 0) GTEST_SKIP() << "no vector path on this CPU";
 }
 
 TEST(Activation, NamesMapToFunctionsAndUnknownIsUnsupported) {
