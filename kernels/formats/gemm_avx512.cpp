@@ -570,6 +570,23 @@ AM_TARGET_AVX512 void build_float_strip(FloatKind kind, WeightFormat format, con
   });
 }
 
+// Stores (or adds, after the first K chunk) an MR x 64 tile of f32 outputs, lanes past the
+// matrix's columns masked off.
+template <int MR>
+AM_TARGET_AVX512 inline void store_strip_tile(__m512 (&f)[MR][4], float* c, int64_t ldc, const __mmask16 (&mask)[4],
+                                              bool accumulate) {
+  #pragma GCC unroll 6
+  for (int m = 0; m < MR; ++m) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < 4; ++v) {
+      float* p = c + m * ldc + 16 * v;
+      __m512 val = f[m][v];
+      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
+      _mm512_mask_storeu_ps(p, mask[v], val);
+    }
+  }
+}
+
 // The BF16 microkernel for MR rows of X (1..kMR) of a packed tile, over a panel of bf16 pairs
 // (built from GGUF rows, or a kStrips64 strip read in place): a decode's single row does one
 // sixth of the full tile's dot products, and each output's arithmetic is the same for any MR.
@@ -596,16 +613,7 @@ AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw
     pa += XB;
     pw += kNRF * 4;
   }
-  #pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-    #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      float* p = c + m * ldc + 16 * v;
-      __m512 val = f[m][v];
-      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
-      _mm512_mask_storeu_ps(p, mask[v], val);
-    }
-  }
+  store_strip_tile<MR>(f, c, ldc, mask, accumulate);
 }
 
 using StripKernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
@@ -675,16 +683,7 @@ AM_TARGET_AVX512 void f16_microkernel(const uint8_t* pa, const uint8_t* pw, int6
     pa += XB;
     pw += kNRF * 2;
   }
-  #pragma GCC unroll 6
-  for (int m = 0; m < MR; ++m) {
-    #pragma GCC unroll 4
-    for (int v = 0; v < 4; ++v) {
-      float* p = c + m * ldc + 16 * v;
-      __m512 val = f[m][v];
-      if (accumulate) val = _mm512_add_ps(_mm512_maskz_loadu_ps(mask[v], p), val);
-      _mm512_mask_storeu_ps(p, mask[v], val);
-    }
-  }
+  store_strip_tile<MR>(f, c, ldc, mask, accumulate);
 }
 
 StripKernel f16_kernel(int rows) {
