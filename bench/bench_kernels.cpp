@@ -180,7 +180,7 @@ int64_t gemm_panel_groups(WeightFormat f) {
 // The layouts to measure a format in: "exec" (default) is the layout the cpu backend executes it
 // in on this path (what Linear::create picks), "rows" GGUF rows, "both" the two in one run where
 // they differ (an A/B of the execution layout against the same baselines).
-constexpr int64_t kBenchEvenK = 4096;   // every K this bench times is even (strips64 takes only those)
+constexpr int64_t kBenchEvenK = 4096;   // every K this bench times is even (bf16 strips64 takes only those)
 std::vector<WeightLayout> bench_layouts(WeightFormat f, KernelPath path, const std::string& which) {
   const WeightLayout exec = cpu_execution_layout(f, path, kBenchEvenK);
   if (which == "rows") return {WeightLayout::kRows};
@@ -607,7 +607,7 @@ int main(int argc, char** argv) {
   app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
   std::string layouts = "exec";
   app.add_option("--layout", layouts,
-                 "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, bf16 strips64): "
+                 "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, f16 and bf16 strips64): "
                  "exec (the cpu backend's execution layout on this path), rows (GGUF rows), both (each, in one run)")
       ->check(CLI::IsMember({"exec", "rows", "both"}));
   CLI11_PARSE(app, argc, argv);
