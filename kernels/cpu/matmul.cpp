@@ -150,7 +150,9 @@ void interleaved_matmul(const PreparedActivations& a, const WeightMatrix& w, det
   const int64_t tiles = std::max<int64_t>(1, (groups + tile - 1) / tile);
   // The calling thread's packed tiles, kept from call to call: a small product (bert-tiny's
   // 32 x 512 rows) spent 4-6% of its time allocating and freeing a vector per tile. Workers only
-  // read them, during this call.
+  // read them, during this call. Like the GEMM's scratch buffers (gemm_avx512.cpp), the largest
+  // X a thread has multiplied stays allocated until the thread ends (q8_0, M = 512,
+  // K = 14336: about 9 MB).
   thread_local std::vector<detail::PackedActTile> t_packed_x;
   std::vector<detail::PackedActTile>& packed_x = t_packed_x;
   const int64_t ntiles = packed ? (m + detail::kPackedTileRows - 1) / detail::kPackedTileRows : 0;

@@ -22,9 +22,10 @@
 //         (rows % 8) on the row-dot kernel;
 //       * kStrips64 (f16 on the avx512 path, bf16 there on a CPU with AVX512_BF16,
 //         kernels/formats/strips_layout.h), every M: the blocked GEMM's BF16 or f16 microkernel
-//         reads the strips in place as its panels (1-6 rows of X per call); the GGUF tail rows (rows % 64)
-//         through a panel built from them. On another path: that path's row kernel on a copy of
-//         the GGUF rows (right, not fast);
+//         reads the strips in place as its panels (1-6 rows of X per call); the GGUF tail rows
+//         (rows % 64) as a rows matrix of their own: the blocked GEMM from kGemmMinRows rows of
+//         X, the row-dot kernels below. On another path: that path's row kernel on a copy of the
+//         GGUF rows (right, not fast);
 //       * f16 / bf16 on the avx2 path with M >= f32_blas_min_rows(): weight tiles decoded to f32
 //         (exact) and OpenBLAS sgemm on the pool as for f32, X rounded to bf16 first for bf16
 //         (the products stay the bf16 x bf16 products; only the f32 summation order differs);

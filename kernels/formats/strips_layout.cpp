@@ -17,7 +17,7 @@ struct Units {
 
 Units units_of(WeightFormat format, int64_t cols) {
   const std::size_t bytes = strip_unit_bytes(format);
-  AM_CHECK(bytes > 0, "strips layout: this format has no strips");
+  AM_CHECK(bytes > 0 && strips_supported(format, cols), "strips layout: this format or width has no strips");
   return {cols * static_cast<int64_t>(kHalfBytes) / static_cast<int64_t>(bytes), bytes};
 }
 
