@@ -86,6 +86,17 @@ void row_dot_matmul(const PreparedActivations& a, const WeightMatrix& w, detail:
   });
 }
 
+// y[i][col0 + r] = row i of X . GGUF row r at `rows`, r < nrows, with ctx.path's row-dot kernel,
+// one task per row of X: the strips layout's tail rows, or all of its rows on another path.
+void dot_each_row(const PreparedActivations& a, WeightFormat format, const uint8_t* rows, std::size_t row_bytes,
+                  int64_t nrows, TensorView y, int64_t col0, const ExecContext& ctx) {
+  const detail::DotRowsFn dot = detail::dot_rows_kernel(format, ctx.path);
+  AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
+  parallel_for(ctx, a.rows(), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) dot(a.row(i), rows, row_bytes, nrows, y.row(i) + col0);
+  });
+}
+
 // Interleaved driver (kernels/formats/interleaved_layout.h). A task multiplies a tile of groups
 // with a run of rows of X, the kernel's tile of rows of X at a time per group, so each group's
 // bytes are read from L2 once per tile of rows of X; the GGUF tail rows (rows % 8) run on the
@@ -354,11 +365,7 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
       const int64_t tail = w.rows() - strips;
       if (tail > 0 && !(x.rows() >= kGemmMinRows && detail::gemm_avx512(a, w.format(), w.row_data(strips), w.row_bytes(),
                                                                           tail, y.data + strips, y.cols(), ctx))) {
-        const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
-        AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
-        parallel_for(ctx, x.rows(), 1, [&](int64_t begin, int64_t end) {
-          for (int64_t i = begin; i < end; ++i) dot(a.row(i), w.row_data(strips), w.row_bytes(), tail, y.row(i) + strips);
-        });
+        dot_each_row(a, w.format(), w.row_data(strips), w.row_bytes(), tail, y, strips, ctx);
       }
       done = true;
     }
@@ -368,11 +375,7 @@ void matmul(ConstTensorView x, const WeightMatrix& w, const float* bias, TensorV
       // copied, then that path's row kernel.
       std::vector<uint8_t> rows(w.size_bytes() + kWeightReadSlackBytes, 0);
       w.gguf_rows(rows.data());
-      const detail::DotRowsFn dot = detail::dot_rows_kernel(w.format(), ctx.path);
-      AM_CHECK(dot != nullptr, "matmul: no kernel for this format on this kernel path");
-      parallel_for(ctx, x.rows(), 1, [&](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) dot(a.row(i), rows.data(), w.row_bytes(), w.rows(), y.row(i));
-      });
+      dot_each_row(a, w.format(), rows.data(), w.row_bytes(), w.rows(), y, 0, ctx);
       done = true;
     }
   }

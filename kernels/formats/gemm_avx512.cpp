@@ -618,19 +618,25 @@ AM_TARGET_AVX512_BF16 void bf16_microkernel(const uint8_t* pa, const uint8_t* pw
 
 using StripKernel = void (*)(const uint8_t*, const uint8_t*, int64_t, float*, int64_t, const __mmask16 (&)[4], bool);
 
-// rows == 0: one row of X read in place (XB = 4).
-StripKernel bf16_kernel(int rows) {
+// The instance of a strips microkernel for `rows` rows of X (1..kMR) of a packed tile, or, with
+// rows == 0, for one row of X read in place (XB = 4). K names the kernel: K::at<MR, XB>.
+template <class K>
+StripKernel strip_kernel(int rows) {
   switch (rows) {
-    case 0: return bf16_microkernel<1, 4>;
-    case 1: return bf16_microkernel<1>;
-    case 2: return bf16_microkernel<2>;
-    case 3: return bf16_microkernel<3>;
-    case 4: return bf16_microkernel<4>;
-    case 5: return bf16_microkernel<5>;
-    default: return bf16_microkernel<6>;
+    case 0: return K::template at<1, 4>;
+    case 1: return K::template at<1>;
+    case 2: return K::template at<2>;
+    case 3: return K::template at<3>;
+    case 4: return K::template at<4>;
+    case 5: return K::template at<5>;
+    default: return K::template at<6>;
   }
 }
 
+struct Bf16Kernels {
+  template <int MR, int XB = kMR * 4>
+  static constexpr StripKernel at = bf16_microkernel<MR, XB>;
+};
 
 // FMA-only instance compiled without the BF16 extension, for CPUs that lack it.
 AM_TARGET_AVX512 void fma_microkernel(const uint8_t* pa, const uint8_t* pw, int64_t nu, float* c,
@@ -686,17 +692,10 @@ AM_TARGET_AVX512 void f16_microkernel(const uint8_t* pa, const uint8_t* pw, int6
   store_strip_tile<MR>(f, c, ldc, mask, accumulate);
 }
 
-StripKernel f16_kernel(int rows) {
-  switch (rows) {
-    case 0: return f16_microkernel<1, 4>;
-    case 1: return f16_microkernel<1>;
-    case 2: return f16_microkernel<2>;
-    case 3: return f16_microkernel<3>;
-    case 4: return f16_microkernel<4>;
-    case 5: return f16_microkernel<5>;
-    default: return f16_microkernel<6>;
-  }
-}
+struct F16Kernels {
+  template <int MR, int XB = kMR * 4>
+  static constexpr StripKernel at = f16_microkernel<MR, XB>;
+};
 
 // =============================================================================================
 // Driver.
@@ -837,7 +836,7 @@ bool gemm_float(const PreparedActivations& a, WeightFormat format, const uint8_t
           float* c = y + t * kMR * ldy + n0;
           const uint8_t* pw = panel + s * strip_bytes;
           if (kind == FloatKind::kBf16Dot) {
-            bf16_kernel(rows)(pa, pw, nu, c, ldy, mask, u0 > 0);
+            strip_kernel<Bf16Kernels>(rows)(pa, pw, nu, c, ldy, mask, u0 > 0);
           } else {
             fma_microkernel(pa, pw, nu, c, ldy, rows, mask, u0 > 0);
           }
@@ -888,7 +887,7 @@ bool gemm_strips64(const PreparedActivations& a, WeightFormat format, const uint
       for (int64_t t = 0; t < plan.tiles; ++t) {
         const uint8_t* pa = reinterpret_cast<const uint8_t*>(packed_x + (t * units + u0) * x_unit_dwords);
         const int rows = direct ? 0 : static_cast<int>(std::min<int64_t>(kMR, m - t * kMR));
-        const StripKernel kernel = bf16 ? bf16_kernel(rows) : f16_kernel(rows);
+        const StripKernel kernel = bf16 ? strip_kernel<Bf16Kernels>(rows) : strip_kernel<F16Kernels>(rows);
         for (int64_t n0 = c0; n0 < c1; n0 += kNRF) {
           kernel(pa, w + static_cast<std::size_t>(n0) * row_bytes + static_cast<std::size_t>(u0) * kNRF * unit_bytes,
                  nu, y + t * kMR * ldy + n0, ldy, mask, u0 > 0);
