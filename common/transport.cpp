@@ -3,7 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <utility>
+
+#include <sys/random.h>
+#include <unistd.h>
 
 #include <zmq.hpp>
 
@@ -188,10 +192,34 @@ Status send_frames(zmq::socket_t& sock, const std::string* identity, const proto
 
 }  // namespace
 
+namespace {
+
+// libzmq names each ROUTER peer that brings no routing id of its own "\0" followed by a 32-bit
+// counter, and aborts the whole process (an assertion in its I/O thread) when that name is
+// already held by a peer that chose it for itself. The counter starts at rand(), which libzmq
+// never seeds: in every process it started at 0x6b8b4567, so a peer that first connected under
+// the next twenty names took the coordinator down with the next honest connection. Seeded from
+// the kernel's random source before the first socket exists, the next name is unguessable: a
+// peer holding n names hits it with odds n / 2^32 per connection (docs/PROTOCOL.md §1).
+void seed_routing_id_counter() {
+  unsigned int seed = 0;
+  if (getrandom(&seed, sizeof seed, 0) != static_cast<ssize_t>(sizeof seed)) {
+    // No entropy source (a very old kernel): time and pid still differ between processes.
+    seed = static_cast<unsigned int>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+           static_cast<unsigned int>(getpid()) * 2654435761u;
+  }
+  std::srand(seed);
+}
+
+}  // namespace
+
 zmq::context_t& zmq_context() {
   // Deliberately never destroyed: zmq_ctx_term() blocks until every socket is closed, so a
   // context destroyed at exit would hang the process whenever a thread still owns an endpoint.
-  static zmq::context_t* const ctx = new zmq::context_t();
+  static zmq::context_t* const ctx = [] {
+    seed_routing_id_counter();
+    return new zmq::context_t();
+  }();
   return *ctx;
 }
 

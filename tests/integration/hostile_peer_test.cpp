@@ -3,6 +3,8 @@
 // REJECTs where the protocol says so, store nothing forged, and still finish the run.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <zmq.hpp>
 
 #include "common/protocol.h"
@@ -110,6 +112,59 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
   EXPECT_NE(serve.log().find("counters: "), std::string::npos);
   // The refused HELLO, and the peer that registered but never took a job, left no worker row.
   EXPECT_EQ(sql_rows(db, "SELECT worker_id FROM workers"), (std::vector<std::vector<std::string>>{{"honest"}}));
+}
+
+
+// libzmq names a peer that brings no routing id "\0" + a 32-bit counter and aborts the process
+// when that name is already held by a peer that chose it. Unseeded, the counter started at
+// rand()'s first value (0x6b8b4567) in every process: peers holding the next names, then any
+// honest connection, aborted the coordinator (common/transport.cpp seeds it).
+TEST(HostilePeers, PeersHoldingTheRoutersNextGeneratedNamesDoNotTakeItDown) {
+  ScratchDir dir("hostile-names");
+  const auto db = dir / "h.db";
+  const auto ep_file = dir / "endpoint";
+  const auto plan = write_file(dir / "names.toml",
+                               "[plan]\nname = \"names\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                               "precisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n"
+                               "[[models]]\nname = \"bert-tiny\"\n");
+  Process serve({coordinator_binary().string(), "serve", "--plan", plan.string(), "--db", db.string(),
+                 "--bind", "tcp://127.0.0.1:*", "--catalog", (source_dir() / "jobs/models").string(),
+                 "--endpoint-file", ep_file.string(), "--expect-workers", "0"},
+                dir / "serve.log");
+  std::string ep;
+  ASSERT_TRUE(wait_until([&] {
+    ep = read_file(ep_file);
+    if (!ep.empty() && ep.back() == '\n') ep.pop_back();
+    return !ep.empty();
+  }, 20s));
+
+  // The names an unseeded counter hands out next (and a few around them).
+  constexpr uint32_t kUnseededFirst = 0x6b8b4567u;
+  std::vector<zmq::socket_t> squatters;
+  for (uint32_t i = 0; i < 64; ++i) {
+    const uint32_t n = kUnseededFirst - 4 + i;
+    const std::string name{'\0', static_cast<char>(n >> 24), static_cast<char>(n >> 16),
+                           static_cast<char>(n >> 8), static_cast<char>(n)};
+    zmq::socket_t s(zmq_context(), zmq::socket_type::dealer);
+    s.set(zmq::sockopt::linger, 0);
+    s.set(zmq::sockopt::routing_id, zmq::buffer(name));
+    s.connect(ep);
+    ASSERT_TRUE(s.send(zmq::str_buffer("HEARTBEAT"), zmq::send_flags::sndmore));
+    ASSERT_TRUE(s.send(zmq::str_buffer("\x80"), zmq::send_flags::none));
+    squatters.push_back(std::move(s));
+  }
+  // Each squatter is named once its frames arrive; then honest peers (no routing id) connect.
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT 1") == 1 && serve.running(); }, 5s));
+  std::this_thread::sleep_for(300ms);
+  for (int k = 0; k < 8; ++k) {
+    auto d = DealerEndpoint::connect(ep);
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(d->send(proto::Message{proto::Heartbeat{}}).ok());
+    auto rej = expect_message<proto::Reject>(*d);
+    ASSERT_TRUE(rej.has_value()) << "honest peer " << k << " got no answer\n" << serve.log();
+    EXPECT_TRUE(rej->retry);
+  }
+  EXPECT_TRUE(serve.running()) << serve.log();
 }
 
 }  // namespace
