@@ -74,4 +74,10 @@ inline constexpr int64_t kStoreBatchMaxDelayMs = 20;
 // Bytes of a job process's output kept as its log tail.
 inline constexpr std::size_t kLogTailBytes = 16u << 10;
 
+// Warnings about what peers send (refused HELLOs, forged RESULTs, unknown devices, ...): at most
+// this many per window, the rest logged at debug and counted in the next warning let through, so
+// a peer cannot grow the log without bound (PROTOCOL §1: bad input is logged rate-limited).
+inline constexpr int kPeerWarningsPerWindow = 20;
+inline constexpr int64_t kPeerWarningWindowMs = 1000;
+
 }  // namespace am::reliability

@@ -47,16 +47,6 @@ Status zmq_status(const zmq::error_t& e, const std::string& what) {
   }
 }
 
-std::string hex_identity(std::string_view id) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : id.substr(0, kMaxIdentityShown)) {
-    out += kHex[c >> 4];
-    out += kHex[c & 0xF];
-  }
-  if (id.size() > kMaxIdentityShown) out += "..";
-  return out.empty() ? "-" : out;
-}
 
 // Counts and reports dropped input without letting a flood of garbage flood the log.
 class DropReporter {
@@ -192,6 +182,17 @@ Status send_frames(zmq::socket_t& sock, const std::string* identity, const proto
 
 }  // namespace
 
+std::string hex_identity(std::string_view id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : id.substr(0, kMaxIdentityShown)) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  }
+  if (id.size() > kMaxIdentityShown) out += "..";
+  return out.empty() ? "-" : out;
+}
+
 namespace {
 
 // libzmq names each ROUTER peer that brings no routing id of its own "\0" followed by a 32-bit
@@ -234,6 +235,7 @@ struct RouterEndpoint::Impl {
   std::string endpoint;
   RejectionCounters rejections;
   DropReporter drops;
+  std::function<std::string(const std::string&)> namer;
 };
 
 RouterEndpoint::RouterEndpoint() = default;
@@ -278,6 +280,10 @@ Result<RouterEndpoint> RouterEndpoint::bind(const std::string& endpoint,
   return ep;
 }
 
+void RouterEndpoint::name_peers(std::function<std::string(const std::string& identity)> namer) {
+  if (impl_) impl_->namer = std::move(namer);
+}
+
 std::string RouterEndpoint::bound_endpoint() const { return impl_ ? impl_->endpoint : std::string(); }
 
 Status RouterEndpoint::send(const std::string& peer, const proto::Message& msg) {
@@ -291,7 +297,18 @@ Result<std::optional<Envelope>> RouterEndpoint::recv(int timeout_ms) {
   std::optional<Envelope> out;
   AM_ASSIGN_OR_RETURN(bool got, receive_loop(impl_->socket, timeout_ms, kRouterParts, [&](Inbound& in) {
     std::string peer = in.parts.empty() ? std::string() : in.parts[0].to_string();
-    auto where = [&] { return "ROUTER " + impl_->endpoint + " peer " + hex_identity(peer); };
+    // Who sent it, as far as the socket and the server know: the routing identity, the TCP
+    // address (any frame of the connection carries it) and the worker registered on it.
+    auto where = [&] {
+      std::string w = "ROUTER " + impl_->endpoint + " peer " + hex_identity(peer);
+      if (in.parts.size() > 1) {
+        if (const char* addr = zmq_msg_gets(in.parts.back().handle(), "Peer-Address")) w += std::string(" at ") + addr;
+      }
+      if (impl_->namer) {
+        if (std::string name = impl_->namer(peer); !name.empty()) w += " (" + name + ")";
+      }
+      return w;
+    };
     if (in.oversized) {
       impl_->drops.oversized(impl_->rejections, where(), in.count);
       return false;

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +66,9 @@ struct Envelope {
 // a peer address is not trusted to be local).
 bool is_loopback_address(std::string_view address);
 
+// A routing identity for log lines: its first 16 bytes in hex ("-" when empty).
+std::string hex_identity(std::string_view identity);
+
 class RouterEndpoint {
  public:
   // endpoint like "tcp://*:7450" or "tcp://127.0.0.1:*" (ephemeral port).
@@ -79,6 +83,9 @@ class RouterEndpoint {
   Status send(const std::string& peer, const proto::Message& msg);
   Result<std::optional<Envelope>> recv(int timeout_ms);
   const RejectionCounters& rejections() const;
+  // Names a routing identity in the lines about input dropped from it (e.g. "worker w1"; ""
+  // when unknown). The lines always give the identity and, for TCP, the peer's address.
+  void name_peers(std::function<std::string(const std::string& identity)> namer);
 
  private:
   RouterEndpoint();

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "common/warning_budget.h"
 #include "coordinator/batch_pipe.h"
 #include "coordinator/credit_ledger.h"
 #include "coordinator/device_health.h"
@@ -360,7 +361,44 @@ struct Server::Impl {
                             std::max(opt.quarantine_backoff_ms, reliability::kDeviceQuarantineMaxMs)}),
         admin_keys(opt.admin_keys.begin(), opt.admin_keys.end()),
         bound_to_ipc(opt.bind.rfind("ipc://", 0) == 0),
-        started_at_ms(now_epoch_ms()) {}
+        started_at_ms(now_epoch_ms()) {
+    // Lines about frames dropped by the transport name the worker registered on the connection.
+    router.name_peers([this](const std::string& identity) {
+      auto it = sessions.find(identity);
+      return it == sessions.end() ? std::string() : "worker " + it->second.worker_id;
+    });
+  }
+
+  // ---- logging what peers do -------------------------------------------------------------
+  // Peers can make these warnings at will (a refused HELLO, a forged RESULT, an unknown device
+  // per READY key): at most reliability::kPeerWarningsPerWindow per window, the rest at debug.
+  WarningBudget peer_warnings{reliability::kPeerWarningsPerWindow, reliability::kPeerWarningWindowMs};
+
+  template <typename... Args>
+  void peer_warn(fmt::format_string<Args...> format, Args&&... args) {
+    if (!peer_warnings.admit(steady_ms())) {
+      logger()->debug(format, std::forward<Args>(args)...);
+      return;
+    }
+    std::string line = fmt::format(format, std::forward<Args>(args)...);
+    if (const uint64_t held = peer_warnings.take_held_back(); held > 0) {
+      line += fmt::format(" ({} more warning(s) about peers held back since the last one)", held);
+    }
+    logger()->warn("{}", line);
+  }
+
+  // A peer as log lines name it: its worker id once registered, else its routing identity, and
+  // its TCP address when it has one.
+  std::string peer_name(const Envelope& env) const {
+    std::string name;
+    if (auto it = sessions.find(env.peer); it != sessions.end()) {
+      name = "worker " + it->second.worker_id + " (peer " + hex_identity(env.peer) + ")";
+    } else {
+      name = "peer " + hex_identity(env.peer);
+    }
+    if (!env.peer_address.empty()) name += " at " + env.peer_address;
+    return name;
+  }
 
   // ---- sending -------------------------------------------------------------------------
   void send(const std::string& identity, proto::Body body) {
@@ -853,8 +891,8 @@ struct Server::Impl {
     c.secret_hash = key.empty() && !h.secret.empty() ? secret_hash(h.secret) : std::string();
     c.bound_at_ms = now_epoch_ms();
     if (c.curve_key.empty() && c.secret_hash.empty()) {
-      logger()->warn("worker {} sent no secret (protocol < 1.2): its id is not protected against "
-                     "impersonation", h.worker_id);
+      peer_warn("worker {} sent no secret (protocol < 1.2): its id is not protected against "
+                "impersonation", h.worker_id);
       return "";
     }
     if (Status st = store->bind_credential(c); !st.ok()) {
@@ -872,14 +910,14 @@ struct Server::Impl {
                            std::to_string(h.version_minor) + " not supported: coordinator speaks " +
                            std::to_string(proto::kVersionMajor) + "." +
                            std::to_string(proto::kVersionMinor);
-      logger()->warn("rejecting worker {}: {}", h.worker_id, reason);
+      peer_warn("rejecting HELLO of worker '{}' from {}: {}", h.worker_id, peer_name(env), reason);
       send(identity, proto::Reject{reason, false});
       return;
     }
     if (opt.curve && admin_keys.count(env.user_id)) {
       ++counters.hellos_refused_identity;
-      logger()->warn("refusing HELLO for worker {} (host '{}'): key {} is an admin key, not a worker key",
-                     h.worker_id, h.hostname, env.user_id);
+      peer_warn("refusing HELLO for worker {} (host '{}') from {}: key {} is an admin key, not a worker key",
+                h.worker_id, h.hostname, peer_name(env), env.user_id);
       send(identity, proto::Reject{"this CURVE key is on the admin allow-list; a worker needs a worker key", false});
       return;
     }
@@ -887,10 +925,10 @@ struct Server::Impl {
     if (std::string refusal = check_identity(env, h, &known); !refusal.empty()) {
       if (fatal) return;
       ++counters.hellos_refused_identity;
-      logger()->warn("refusing HELLO for worker {} (host '{}'){}: {} ({} refused so far)",
-                     h.worker_id, h.hostname,
-                     env.user_id.empty() ? "" : " with key " + env.user_id, refusal,
-                     counters.hellos_refused_identity);
+      peer_warn("refusing HELLO for worker {} (host '{}') from {}{}: {} ({} refused so far)",
+                h.worker_id, h.hostname, peer_name(env),
+                env.user_id.empty() ? "" : " with key " + env.user_id, refusal,
+                counters.hellos_refused_identity);
       send(identity, proto::Reject{refusal, false});
       return;
     }
@@ -1242,8 +1280,8 @@ struct Server::Impl {
     // worker they would settle a job `lost` (exit 4) or end it `interrupted`, which is never final.
     if (!is_worker_reported(r.status)) {
       ++counters.messages_unexpected;
-      logger()->warn("dropping RESULT for {} attempt {} from {}: status '{}' is the coordinator's to give",
-                     r.job_id, r.attempt, s.worker_id, to_string(r.status));
+      peer_warn("dropping RESULT for {} attempt {} from {}: status '{}' is the coordinator's to give",
+                r.job_id, r.attempt, s.worker_id, to_string(r.status));
       return;
     }
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
@@ -1251,8 +1289,8 @@ struct Server::Impl {
     if (found == nullptr && store_result_of_unserved_run(s, r)) return;
     if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {
       ++counters.results_dropped_forged;
-      logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
-                     r.job_id, r.attempt, s.worker_id, counters.results_dropped_forged);
+      peer_warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)",
+                r.job_id, r.attempt, s.worker_id, counters.results_dropped_forged);
       return;
     }
     standing.on_result(s.worker_id);
@@ -1381,14 +1419,14 @@ struct Server::Impl {
   // READY states credits; what may be assigned is worked out from them at assign time
   // (CreditLedger), so nothing granted is lost to a cap that applies only for a moment.
   void on_ready(WorkerSession& s, const proto::Ready& r) {
+    // Keys of devices the worker did not declare, or negative credits, are dropped; one READY
+    // counts and says so once, however many such keys it carries.
+    int refused = 0;
+    const std::string* first_refused = nullptr;
     auto known = [&](const std::string& device, int n) {
       bool ok = n >= 0 && std::any_of(s.devices.begin(), s.devices.end(),
                                       [&](const DeviceInfo& d) { return d.key == device; });
-      if (!ok) {
-        ++counters.messages_unexpected;
-        logger()->warn("READY from {} names unknown device '{}' or negative credits", s.worker_id,
-                       device);
-      }
+      if (!ok && refused++ == 0) first_refused = &device;
       return ok;
     };
     if (r.window) {
@@ -1402,16 +1440,38 @@ struct Server::Impl {
         if (known(device, n)) s.credits.on_legacy_credits(device, n);
       }
     }
+    if (refused > 0) {
+      ++counters.messages_unexpected;
+      peer_warn("READY from {} names {} unknown device(s) or negative credits (first: '{}'); those ignored",
+                s.worker_id, refused, first_refused->substr(0, 64));
+    }
     assign_ready.insert(s.identity);
   }
 
   void on_progress(WorkerSession& s, const proto::Progress& p) {
-    JobEntry* j = jobs.find(p.job_id);
-    if (j == nullptr || j->lease().worker != s.worker_id || j->lease().attempt != p.attempt) {
-      return;   // informational; a PROGRESS of an old attempt changes nothing
+    if (is_health_job_id(p.job_id)) {
+      auto it = health_leases.find(p.job_id);
+      if (it != health_leases.end() && it->second.worker_id != s.worker_id && it->second.attempt == p.attempt) {
+        return drop_forged_progress(s, p);
+      }
+      return;   // informational; health jobs are timed by their lease alone
     }
+    JobEntry* j = jobs.find(p.job_id);
+    // An attempt never issued, or the outstanding one held by another worker, was never this
+    // worker's (PROTOCOL §5.5). An earlier attempt may have been, and changes nothing.
+    if (j == nullptr || p.attempt > j->attempts ||
+        (j->lease().attempt == p.attempt && j->lease().worker != s.worker_id)) {
+      return drop_forged_progress(s, p);
+    }
+    if (j->lease().worker != s.worker_id || j->lease().attempt != p.attempt) return;
     j->lease_mut().answered = true;
     standing.on_answer(s.worker_id);
+  }
+
+  void drop_forged_progress(const WorkerSession& s, const proto::Progress& p) {
+    ++counters.progress_dropped_forged;
+    peer_warn("dropping PROGRESS for {} attempt {} from {}: not leased to it ({} so far)", p.job_id.substr(0, 64),
+              p.attempt, s.worker_id, counters.progress_dropped_forged);
   }
 
   void handle(Envelope& env) {
@@ -1440,8 +1500,7 @@ struct Server::Impl {
       return remove_session(env.peer, "said BYE: " + bye->reason, /*expected=*/true);
     }
     ++counters.messages_unexpected;
-    logger()->warn("unexpected {} from worker {}", proto::msg_type_name(env.message.type()),
-                   s.worker_id);
+    peer_warn("unexpected {} from {}", proto::msg_type_name(env.message.type()), peer_name(env));
   }
 
   // ---- scheduling ------------------------------------------------------------------------
@@ -1777,8 +1836,8 @@ struct Server::Impl {
     }
     if (it->second.worker_id != s.worker_id || it->second.attempt != r.attempt) {
       ++counters.results_dropped_forged;
-      logger()->warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)", r.job_id,
-                     r.attempt, s.worker_id, counters.results_dropped_forged);
+      peer_warn("dropping RESULT for {} attempt {} from {}: not leased to it ({} so far)", r.job_id,
+                r.attempt, s.worker_id, counters.results_dropped_forged);
       return;
     }
     const std::string device = it->second.device;
@@ -1897,8 +1956,8 @@ struct Server::Impl {
     ++counters.control_requests;
     if (std::string why = control_refusal(env, c.op); !why.empty()) {
       ++counters.control_refused;
-      logger()->warn("refusing control '{}' from {}{}: {}", c.op, env.peer_address.empty() ? "local peer" : env.peer_address,
-                     env.user_id.empty() ? "" : " key " + env.user_id, why);
+      peer_warn("refusing control '{}' from {}{}: {}", c.op, env.peer_address.empty() ? "local peer" : env.peer_address,
+                env.user_id.empty() ? "" : " key " + env.user_id, why);
       send(env.peer, refusal(c.request_id, "permission_denied", why));
       return;
     }
@@ -3156,6 +3215,7 @@ std::map<std::string, uint64_t> ServerCounters::as_map() const {
           {"hellos_refused_version", hellos_refused_version},
           {"hellos_refused_identity", hellos_refused_identity},
           {"results_dropped_forged", results_dropped_forged},
+          {"progress_dropped_forged", progress_dropped_forged},
           {"results_duplicate", results_duplicate},
           {"leases_expired", leases_expired},
           {"leases_reclaimed", leases_reclaimed},

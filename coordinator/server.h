@@ -103,6 +103,7 @@ struct ServerCounters {
   uint64_t hellos_refused_version = 0;
   uint64_t hellos_refused_identity = 0;    // worker id bound to another key or secret
   uint64_t results_dropped_forged = 0;     // RESULT for an attempt not leased to the sender
+  uint64_t progress_dropped_forged = 0;    // PROGRESS for an attempt not leased to the sender
   uint64_t results_duplicate = 0;          // RESULT already stored (re-sent): ACKed again
   uint64_t leases_expired = 0;             // lease ran out
   uint64_t leases_reclaimed = 0;           // worker lost, left, or re-registered without it

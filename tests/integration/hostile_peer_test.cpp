@@ -167,5 +167,82 @@ TEST(HostilePeers, PeersHoldingTheRoutersNextGeneratedNamesDoNotTakeItDown) {
   EXPECT_TRUE(serve.running()) << serve.log();
 }
 
+// What a peer can make the coordinator say is counted in full but logged rate-limited: a READY
+// naming thousands of unknown devices is one warning, a PROGRESS for an attempt never leased to
+// its sender is counted and logged (PROTOCOL §5.5), and a storm of refused HELLOs does not write
+// a line each; the lines name the peer by routing identity and address.
+TEST(HostilePeers, WhatPeersProvokeIsCountedInFullAndLoggedRateLimited) {
+  ScratchDir dir("hostile-log");
+  const auto db = dir / "h.db";
+  const auto ep_file = dir / "endpoint";
+  const auto plan = write_file(dir / "log.toml",
+                               "[plan]\nname = \"log\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                               "precisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n"
+                               "[[models]]\nname = \"bert-tiny\"\n");
+  Process serve({coordinator_binary().string(), "--log-level", "info", "serve", "--plan", plan.string(), "--db",
+                 db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog", (source_dir() / "jobs/models").string(),
+                 "--endpoint-file", ep_file.string(), "--expect-workers", "0"},
+                dir / "serve.log");
+  std::string ep;
+  ASSERT_TRUE(wait_until([&] {
+    ep = read_file(ep_file);
+    if (!ep.empty() && ep.back() == '\n') ep.pop_back();
+    return !ep.empty();
+  }, 20s));
+  const auto count_lines = [&](const std::string& needle) {
+    const std::string log = serve.log();
+    int n = 0;
+    for (std::size_t at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) ++n;
+    return n;
+  };
+
+  auto d = DealerEndpoint::connect(ep);
+  ASSERT_TRUE(d.ok());
+  proto::Hello hello;
+  hello.worker_id = "loud";
+  hello.hostname = "nowhere";
+  hello.capabilities = {{"devices", nlohmann::json::array()}};
+  ASSERT_TRUE(d->send(proto::Message{hello}).ok());
+  ASSERT_TRUE(expect_message<proto::Welcome>(*d).has_value());
+
+  constexpr int kReadies = 5, kKeysPerReady = 2000;
+  for (int m = 0; m < kReadies; ++m) {
+    proto::Ready ready;
+    ready.window.emplace();
+    for (int k = 0; k < kKeysPerReady; ++k) (*ready.window)["made-up:" + std::to_string(k)] = 1;
+    ASSERT_TRUE(d->send(proto::Message{ready}).ok());
+  }
+  proto::Progress forged;
+  forged.job_id = sql_rows(db, "SELECT job_id FROM plan_jobs").at(0).at(0);
+  forged.attempt = 1;
+  forged.phase = "measuring";
+  ASSERT_TRUE(d->send(proto::Message{forged}).ok());
+
+  constexpr int kRefused = 200;
+  for (int i = 0; i < kRefused; ++i) {
+    proto::Hello wrong;
+    wrong.version_major = proto::kVersionMajor + 1;
+    ASSERT_TRUE(d->send(proto::Message{wrong}).ok());
+  }
+  ASSERT_TRUE(wait_until([&] { return count_lines("dropping PROGRESS for " + forged.job_id) == 1; }, 20s))
+      << serve.log();
+  ASSERT_TRUE(wait_until([&] { return count_lines("rejecting HELLO") > 0; }, 20s)) << serve.log();
+  std::this_thread::sleep_for(500ms);
+  serve.terminate();
+  ASSERT_NE(serve.wait(30s), -1);
+
+  EXPECT_EQ(count_lines("unknown device(s)"), kReadies) << serve.log();
+  EXPECT_EQ(count_lines("names " + std::to_string(kKeysPerReady) + " unknown device(s)"), kReadies);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'progress_dropped_forged'"), 1);
+  EXPECT_EQ(sql_int(db, "SELECT value FROM counters WHERE name = 'hellos_refused_version'"), kRefused);
+  EXPECT_GE(sql_int(db, "SELECT value FROM counters WHERE name = 'messages_unexpected'"), kReadies);
+  // Every refusal was counted; few were written, each naming where it came from.
+  const int written = count_lines("rejecting HELLO");
+  EXPECT_LT(written, kRefused / 2) << serve.log();
+  EXPECT_NE(serve.log().find("rejecting HELLO of worker '' from worker loud (peer "), std::string::npos)
+      << serve.log();
+  EXPECT_NE(serve.log().find(" at 127.0.0.1: protocol version"), std::string::npos) << serve.log();
+}
+
 }  // namespace
 }  // namespace am::testing
