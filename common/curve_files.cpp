@@ -1,9 +1,17 @@
 #include "common/curve_files.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstring>
 #include <fstream>
 #include <sstream>
+
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/unique_fd.h"
 
 namespace am {
 namespace {
@@ -23,30 +31,42 @@ Result<std::vector<std::string>> read_lines(const std::filesystem::path& path) {
 }  // namespace
 
 Result<CurveKeyPair> write_curve_keypair(const std::filesystem::path& dir, const std::string& name) {
-  if (name.empty() || name.find('/') != std::string::npos) {
-    return invalid_argument("key name '" + name + "' must be a plain file name");
+  // A plain, visible file name that leaves room for the suffix: "." and ".." made hidden
+  // "..key" files, and a name past NAME_MAX failed inside the filesystem library.
+  constexpr std::size_t kMaxNameBytes = NAME_MAX - 4;   // "<name>.key"
+  if (name.empty() || name.find('/') != std::string::npos || name.front() == '.') {
+    return invalid_argument("key name '" + name + "' must be a plain file name (no '/', not starting with '.')");
+  }
+  if (name.size() > kMaxNameBytes) {
+    return invalid_argument("key name is " + std::to_string(name.size()) + " bytes long; at most " +
+                            std::to_string(kMaxNameBytes));
   }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return io_error("cannot create " + dir.string() + ": " + ec.message());
   const auto key_file = dir / (name + ".key");
   const auto pub_file = dir / (name + ".pub");
-  if (std::filesystem::exists(key_file)) return invalid_argument(key_file.string() + " already exists");
   AM_ASSIGN_OR_RETURN(CurveKeyPair pair, generate_curve_keypair());
-  {
-    // Created 0600 before the secret is written into it.
-    std::ofstream touch(key_file);
-    if (!touch) return io_error("cannot write " + key_file.string());
-  }
-  ::chmod(key_file.c_str(), S_IRUSR | S_IWUSR);
-  {
-    std::ofstream out(key_file, std::ios::trunc);
-    out << "public " << pair.public_key << "\nsecret " << pair.secret_key << "\n";
-    if (!out) return io_error("cannot write " + key_file.string());
-  }
-  std::ofstream pub(pub_file, std::ios::trunc);
-  pub << pair.public_key << "\n";
-  if (!pub) return io_error("cannot write " + pub_file.string());
+  const auto write_new = [](const std::filesystem::path& path, const std::string& text, int flags,
+                            mode_t mode) -> Status {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | flags, mode));
+    if (!fd.valid()) {
+      if (errno == EEXIST) return invalid_argument(path.string() + " already exists");
+      return io_error("cannot write " + path.string() + ": " + std::strerror(errno));
+    }
+    std::size_t done = 0;
+    while (done < text.size()) {
+      const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return io_error("cannot write " + path.string() + ": " + std::strerror(errno));
+      done += static_cast<std::size_t>(n);
+    }
+    return Status::Ok();
+  };
+  // The secret's file is made 0600 by the call that creates it, and never over an existing one.
+  AM_RETURN_IF_ERROR(write_new(key_file, "public " + pair.public_key + "\nsecret " + pair.secret_key + "\n",
+                               O_EXCL, S_IRUSR | S_IWUSR));
+  AM_RETURN_IF_ERROR(write_new(pub_file, pair.public_key + "\n", O_TRUNC, 0644));
   return pair;
 }
 

@@ -1,5 +1,6 @@
 // accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
 #include <csignal>
+#include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <optional>
@@ -55,6 +56,23 @@ std::pair<std::string, bool> combine(const std::deque<Verbosity>& all) {
 const CLI::Validator kNonEmptyRunId(
     [](const std::string& v) { return v.empty() ? std::string("an empty run id (leave --run out for the plan's name)") : std::string(); },
     "RUN_ID");
+
+// `-o ""` is no file (it read as "stdout" and exited 0).
+const CLI::Validator kNonEmptyPath(
+    [](const std::string& v) { return v.empty() ? std::string("an empty file name (leave -o out for stdout)") : std::string(); },
+    "FILE");
+
+// The family-wise level of `compare`: a probability above 0 and at most 0.5 (CLI::Range
+// printed its lower bound 1e-9 as "0" and let NaN through to another message).
+const CLI::Validator kAlpha(
+    [](const std::string& v) {
+      char* end = nullptr;
+      const double a = std::strtod(v.c_str(), &end);
+      const bool number = !v.empty() && end == v.c_str() + v.size();
+      return number && a > 0.0 && a <= 0.5 ? std::string()
+                                           : "must be a number above 0 and at most 0.5 (got '" + v + "')";
+    },
+    "ALPHA");
 
 void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
   auto& s = a.server;
@@ -190,7 +208,7 @@ int main(int argc, char** argv) {
                          "md | json | csv | junit | html (one self-contained dashboard file; docs/REPORTS.md)")
       ->check(CLI::IsMember({"md", "json", "csv", "junit", "html"}))->capture_default_str();
   report_cmd->add_option("--run", report.run_id, "Run id (default: newest)");
-  report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout");
+  report_cmd->add_option("-o,--output", report.output, "Write to FILE instead of stdout")->check(kNonEmptyPath);
 
   am::coord::CompareArgs compare;
   double fail_on_regression_pct = 0.0;
@@ -202,13 +220,13 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--new-run", compare.new_run, "New run id (default: the newest run)");
   compare_cmd->add_option("--format", compare.format, "md | json")
       ->check(CLI::IsMember({"md", "json"}))->capture_default_str();
-  compare_cmd->add_option("-o,--output", compare.output, "Write to FILE instead of stdout");
+  compare_cmd->add_option("-o,--output", compare.output, "Write to FILE instead of stdout")->check(kNonEmptyPath);
   auto* fail_on_regression = compare_cmd->add_option(
       "--fail-on-regression", fail_on_regression_pct,
       "Exit 1 when a job is significantly slower by at least PCT percent, or went pass->fail");
   fail_on_regression->check(CLI::NonNegativeNumber);
   compare_cmd->add_option("--alpha", compare.alpha, "Family-wise significance level (Holm)")
-      ->check(CLI::Range(1e-9, 0.5))->capture_default_str();
+      ->check(kAlpha)->capture_default_str();
   compare_cmd->footer("Exit codes: 0 no regression (or no --fail-on-regression), 1 regression, "
                       "2 bad input, 4 a database cannot be read.");
 
@@ -305,20 +323,27 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  if (*run_cmd) return am::coord::cmd_run(run, g_stop);
-  if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
-  if (*report_cmd) return am::coord::cmd_report(report);
-  if (*compare_cmd) {
-    if (fail_on_regression->count() > 0) compare.fail_on_regression_pct = fail_on_regression_pct;
-    return am::coord::cmd_compare(compare);
+  // A command reports its failures as a Status; anything thrown past it (a library's exception
+  // no one foresaw) still ends with a message and an exit code, not an abort.
+  try {
+    if (*run_cmd) return am::coord::cmd_run(run, g_stop);
+    if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
+    if (*report_cmd) return am::coord::cmd_report(report);
+    if (*compare_cmd) {
+      if (fail_on_regression->count() > 0) compare.fail_on_regression_pct = fail_on_regression_pct;
+      return am::coord::cmd_compare(compare);
+    }
+    if (*plan_cmd) return am::coord::cmd_plan(plan);
+    if (*keys_cmd) return am::coord::cmd_keys(keys);
+    if (*status_cmd) return am::coord::cmd_status(status, g_stop);
+    if (*submit_cmd) return am::coord::cmd_submit(submit);
+    if (*cancel_cmd) return am::coord::cmd_cancel(cancel);
+    if (*drain_cmd) return am::coord::cmd_drain(drain);
+    if (*release_cmd) return am::coord::cmd_release(release);
+    if (*runs_cmd) return am::coord::cmd_runs(runs);
+  } catch (const std::exception& e) {
+    std::cerr << "error: unexpected failure: " << e.what() << "\n";
+    return am::kExitInfrastructure;
   }
-  if (*plan_cmd) return am::coord::cmd_plan(plan);
-  if (*keys_cmd) return am::coord::cmd_keys(keys);
-  if (*status_cmd) return am::coord::cmd_status(status, g_stop);
-  if (*submit_cmd) return am::coord::cmd_submit(submit);
-  if (*cancel_cmd) return am::coord::cmd_cancel(cancel);
-  if (*drain_cmd) return am::coord::cmd_drain(drain);
-  if (*release_cmd) return am::coord::cmd_release(release);
-  if (*runs_cmd) return am::coord::cmd_runs(runs);
   return am::kExitUsage;
 }

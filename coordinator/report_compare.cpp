@@ -281,7 +281,9 @@ std::string_view to_string(StatusChange c) {
 }
 
 Result<Comparison> compare_runs(const CompareSide& base, const CompareSide& fresh, const CompareOptions& options) {
-  if (!(options.alpha > 0.0 && options.alpha < 1.0)) return invalid_argument("--alpha must be in (0, 1)");
+  if (!(options.alpha > 0.0 && options.alpha <= 0.5)) {
+    return invalid_argument("--alpha must be a number above 0 and at most 0.5 (got " + std::to_string(options.alpha) + ")");
+  }
   if (!(std::isfinite(options.threshold_pct) && options.threshold_pct >= 0.0)) {
     return invalid_argument("--fail-on-regression: the percentage must be a finite number >= 0");
   }

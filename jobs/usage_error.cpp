@@ -1,6 +1,7 @@
 #include "jobs/usage_error.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -12,7 +13,11 @@ namespace {
 constexpr std::string_view kExtrasPrefix = "The following arguments were not expected: ";
 constexpr std::string_view kExtraPrefix = "The following argument was not expected: ";
 
-bool looks_like_option(std::string_view word) { return word.size() > 1 && word.front() == '-' && word != "--"; }
+// "-1" and "-.5" are negative numbers (a flag's value), not options.
+bool looks_like_option(std::string_view word) {
+  return word.size() > 1 && word.front() == '-' && word != "--" &&
+         !(std::isdigit(static_cast<unsigned char>(word[1])) || word[1] == '.');
+}
 
 std::string option_name(std::string_view word) {
   const std::size_t eq = word.find('=');

@@ -36,6 +36,20 @@ TEST(CurveFiles, WrittenKeypairLoadsBackAndTheSecretFileIsPrivate) {
   EXPECT_FALSE(write_curve_keypair(dir.path, "coord").ok());
 }
 
+TEST(CurveFiles, KeyNamesThatAreNoPlainVisibleFileNameAreRefusedWithoutWritingAnything) {
+  if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
+  TempDir dir;
+  for (const std::string& name : {std::string(), std::string("."), std::string(".."), std::string(".hidden"),
+                                  std::string("a/b"), std::string(300, 'x')}) {
+    auto pair = write_curve_keypair(dir.path, name);
+    ASSERT_FALSE(pair.ok()) << "'" << name << "'";
+    EXPECT_EQ(pair.status().code(), StatusCode::kInvalidArgument) << pair.status().to_string();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path));
+  // The longest name that fits beside its suffix is written.
+  EXPECT_TRUE(write_curve_keypair(dir.path, std::string(251, 'y')).ok());
+}
+
 TEST(CurveFiles, AllowListReadsEveryPubFileOfADirectory) {
   if (!curve_available()) GTEST_SKIP() << "libzmq without CURVE";
   TempDir dir;

@@ -63,6 +63,14 @@ TEST(UsageError, AMistypedOptionIsNamedBesideTheRequiredOneCli11ReportsFirst) {
             "'--expect-workers'?)\nsee 'accelmatrix serve --help'");
 }
 
+TEST(UsageError, ANegativeNumberGivenAsAValueIsNotCalledAnUnknownOption) {
+  const std::string text = usage_error_text("--workers: Value -1 not in range 1 to 64", kRun, {"--workers", "-1"});
+  EXPECT_EQ(text, "error: accelmatrix run: --workers: -1 is out of range (1 to 64)\nsee 'accelmatrix run --help'");
+  EXPECT_EQ(usage_error_text("x", kRun, {"--workers", "-.5"}).find("unknown option"), std::string::npos);
+  // A word that only starts like a number after its dash is still an option.
+  EXPECT_NE(usage_error_text("x", kRun, {"-x1"}).find("unknown option '-x1'"), std::string::npos);
+}
+
 TEST(UsageError, ARangeErrorSaysWhetherTheValueIsNoNumberOrOutOfItsRange) {
   EXPECT_EQ(usage_error_text("--workers: Value 0 not in range 1 to 64", kRun, {"--workers", "0"}),
             "error: accelmatrix run: --workers: 0 is out of range (1 to 64)\nsee 'accelmatrix run --help'");
