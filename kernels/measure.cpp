@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/clock.h"
+#include "common/proc_memory.h"
 
 namespace am::kernels {
 
@@ -135,6 +136,9 @@ nlohmann::json to_json(const LatencyStats& s) {
 }
 
 int64_t peak_rss_bytes() {
+  // VmHWM first: ru_maxrss also holds the peak of the address space this process left at exec,
+  // i.e. the spawning worker's whole footprint (common/proc_memory.h).
+  if (std::optional<int64_t> hwm = vm_hwm_bytes()) return *hwm;
   rusage usage{};
   if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes

@@ -19,7 +19,8 @@
 //     candidate's samples follow measure_latency's rule, each side has min_reps, the baseline
 //     gets about as much timed wall time as the candidate, and drift of the host (frequency,
 //     neighbours, steal) over the job lands on both sides alike. First failing Status returned.
-//   - peak_rss_bytes() is this process's peak resident set (getrusage ru_maxrss, in bytes).
+//   - peak_rss_bytes() is this process's peak resident set in bytes since its exec (VmHWM; not
+//     ru_maxrss, which also holds the spawning process's peak: common/proc_memory.h).
 #pragma once
 
 #include <cstdint>

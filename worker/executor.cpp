@@ -15,6 +15,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/protocol.h"
+#include "common/proc_memory.h"
 #include "common/reliability.h"
 #include "common/spawn.h"
 #include "jobs/job_spec.h"
@@ -34,7 +35,6 @@ constexpr std::size_t kMaxResultFileBytes = 16u << 20;
 constexpr double kMsPerSecond = 1000.0;
 // Longer limits are clamped to this (30 days), far beyond any job but safe from overflow.
 constexpr double kMaxTimeoutMs = 30.0 * 24 * 3600 * kMsPerSecond;
-constexpr int64_t kBytesPerKiB = 1024;
 
 std::shared_ptr<spdlog::logger> logger() { return get_logger("worker/executor"); }
 
@@ -119,7 +119,8 @@ enum class StopCause { kNone, kTimeout, kCancel };
 // Runs the spawned child to its end: reads its output, enforces the deadline and the cancel
 // flag, escalates SIGTERM to SIGKILL, and reaps it.
 Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
-                           const std::atomic<bool>* cancel, LogTail& tail, StopCause& cause) {
+                           const std::atomic<bool>* cancel, LogTail& tail, StopCause& cause,
+                           std::optional<int64_t>& peak_rss_seen) {
   const int64_t start = steady_ms();
   // Written so that NaN and negative limits mean "now" and absurd ones cannot overflow.
   double limit_ms = req.timeout_s * kMsPerSecond;
@@ -137,6 +138,7 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
   };
 
   bool output_open = true;
+  int64_t next_rss_sample_ms = 0;
   while (true) {
     const int64_t now = steady_ms();
     if (cause == StopCause::kNone) {
@@ -155,6 +157,12 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
       killed = true;
     }
     if (child.exited()) break;
+    // The job's peak resident set as its own address space has it, read while it is alive
+    // (wait4's ru_maxrss carries this worker's peak over the exec: common/proc_memory.h).
+    if (now >= next_rss_sample_ms) {
+      if (std::optional<int64_t> hwm = vm_hwm_bytes(child.pid())) peak_rss_seen = std::max(peak_rss_seen.value_or(0), *hwm);
+      next_rss_sample_ms = now + reliability::kPollTickMs;
+    }
 
     int64_t wait_ms = reliability::kPollTickMs;
     if (cause == StopCause::kNone) wait_ms = std::min(wait_ms, std::max<int64_t>(0, deadline - now));
@@ -305,7 +313,8 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
 
     LogTail tail(reliability::kLogTailBytes);
     StopCause cause = StopCause::kNone;
-    auto ended = supervise(child, req, cancel, tail, cause);
+    std::optional<int64_t> peak_rss_seen;
+    auto ended = supervise(child, req, cancel, tail, cause, peak_rss_seen);
     out.finished_at_ms = now_epoch_ms();
     out.log_tail = tail.str();
     if (!ended.ok()) return fail("lost track of the job process: " + ended.status().message());
@@ -319,14 +328,22 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
       out.metrics["host"] = host_metrics(*host_start, *host_end, cpu_user_s + cpu_sys_s, wall_s,
                                          static_cast<double>(sysconf(_SC_CLK_TCK)));
     }
-    // The parent's view of the process, whatever the job itself reported.
+    // The parent's view of the process, whatever the job itself reported. Its peak resident
+    // set: the last VmHWM read while it ran, or the job's own figure when that is higher (it is
+    // read at the end of the measurement, after the last sample could be); none when the process
+    // ended before either was read.
     out.metrics["process"] = {
         {"wall_s", wall_s},
         {"cpu_user_s", cpu_user_s},
         {"cpu_sys_s", cpu_sys_s},
-        {"peak_rss_bytes", static_cast<int64_t>(ended->usage.ru_maxrss) * kBytesPerKiB},
         {"output_bytes", tail.total_bytes()},
     };
+    if (auto memory = out.metrics.find("memory"); memory != out.metrics.end() && memory->is_object()) {
+      if (auto own = memory->find("peak_rss_bytes"); own != memory->end() && own->is_number_integer()) {
+        peak_rss_seen = std::max(peak_rss_seen.value_or(0), own->get<int64_t>());
+      }
+    }
+    if (peak_rss_seen) out.metrics["process"]["peak_rss_bytes"] = *peak_rss_seen;
     logger()->info("job {} attempt {}: {}{}{}", req.job_id, req.attempt, to_string(out.status),
                    out.reason.empty() ? "" : " — ", out.reason);
     return out;

@@ -13,8 +13,9 @@
 // If `cancel` becomes true the child is killed and status "cancelled" returned.
 // Never throws. Thread-safe: several jobs may execute at once from different threads.
 // The outcome's metrics also carry "process": {"wall_s", "cpu_user_s", "cpu_sys_s",
-// "peak_rss_bytes", "output_bytes"} — the parent's view of the job process (wait4), whatever
-// the status — and, for a job whose mode measures latency (perf, both) on a host that exposes
+// "peak_rss_bytes", "output_bytes"} — the parent's view of the job process (wait4's times; the
+// peak resident set read from /proc while it ran, not wait4's, which holds the worker's own:
+// common/proc_memory.h), whatever the status — and, for a job whose mode measures latency (perf, both) on a host that exposes
 // /proc, "host": the host's load and steal time over the job (worker/host_load.h).
 //
 // External command jobs (spec.command set): the job process is the command runner
