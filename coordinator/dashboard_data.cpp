@@ -136,9 +136,10 @@ int rating_rank(Rating r) {
     case Rating::kPoor: return 7;
     case Rating::kUnsupported: return 8;
     case Rating::kFailed: return 9;
-    case Rating::kNotRun: return 10;
+    case Rating::kPending: return 10;
+    case Rating::kNotRun: return 11;
   }
-  return 10;
+  return 11;
 }
 
 json spec_number(const json& spec, const char* key) {

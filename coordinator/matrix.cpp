@@ -219,6 +219,11 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
   }
   cell.rating = rate_cell(cell.status, is_base, cell.speedup_interval, cell.median_ms.has_value());
   if (!cell.status) cell.reason = "pending";
+  // Jobs still out may add a smaller shape (the one rated) or a failure: the cell is not rated
+  // until they end, unless it has failed already (a failure stays the cell's verdict).
+  if (cell.pending > 0 && cell.status && cell.rating != Rating::kFailed && cell.rating != Rating::kUnsupported) {
+    cell.rating = Rating::kPending;
+  }
 }
 
 OverviewCell summarize(const std::string& architecture, const MatrixColumn& column,
@@ -233,7 +238,9 @@ OverviewCell summarize(const std::string& architecture, const MatrixColumn& colu
       continue;
     }
     ++o.cells;
-    if (is_measured_status(cell.status)) {
+    if (cell.rating == Rating::kPending) {
+      ++o.pending;
+    } else if (is_measured_status(cell.status)) {
       ++o.working;
       if (cell.status == ResultStatus::kDegraded) ++o.degraded;
       remember(o.working_precisions, cell.precision);
@@ -250,7 +257,7 @@ OverviewCell summarize(const std::string& architecture, const MatrixColumn& colu
       ++o.not_run;
     }
   }
-  const int finished = o.cells - o.not_run;
+  const int finished = o.cells - o.not_run - o.pending;
   if (finished == 0) {
     o.support = "not run";
   } else if (o.working == finished) {

@@ -115,6 +115,7 @@ struct OverviewCell {
   int failed = 0;           // ❌ failures
   int unsupported = 0;      // ❌ unsupported
   int not_run = 0;
+  int pending = 0;          // cells with jobs still out and no failure yet (Rating::kPending)
   // "full": every cell that finished works; "partial": some work, some ❌; "none": all ❌;
   // "not run": nothing finished.
   std::string support;

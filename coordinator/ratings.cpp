@@ -120,6 +120,7 @@ std::string_view rating_label(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy only";
     case Rating::kNotRun: return "not run";
     case Rating::kNoisy: return "≈ noisy";
+    case Rating::kPending: return "⏳ pending";
   }
   // A fallback would print a corrupt rating as a plausible cell in every report.
   AM_UNREACHABLE("Rating value outside its enum");
@@ -138,6 +139,7 @@ std::string_view rating_key(Rating rating) {
     case Rating::kAccuracyOnly: return "accuracy_only";
     case Rating::kNotRun: return "not_run";
     case Rating::kNoisy: return "noisy";
+    case Rating::kPending: return "pending";
   }
   AM_UNREACHABLE("Rating value outside its enum");
 }

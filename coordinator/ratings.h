@@ -79,6 +79,8 @@ enum class Rating {
   kAccuracyOnly,  // ran, no latency measured
   kNotRun,        // nothing measured yet, or skipped
   kNoisy,         // ≈ the speed-up interval straddles a threshold, or too few samples for one
+  kPending,       // ⏳ some of the cell's jobs are not terminal yet: no rating until they are (the
+                  //   shape rated, and so the rating, may still change); a failure is final anyway
 };
 
 // A cell's speed-up over its baseline.

@@ -303,6 +303,7 @@ json overview_cell_json(const OverviewCell& o) {
           {"failed", o.failed},
           {"unsupported", o.unsupported},
           {"not_run", o.not_run},
+          {"pending", o.pending},
           {"working_precisions", precisions(o.working_precisions)},
           {"best_speedup", number_or_null(o.best_speedup)},
           {"best_precision", o.best_precision ? std::string(jobs::to_string(*o.best_precision)) : ""},

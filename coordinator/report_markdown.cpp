@@ -158,6 +158,7 @@ std::string overview_text(const OverviewCell& o) {
   if (o.unsupported > 0) text += fmt::format(" · {} unsupported", o.unsupported);
   if (o.failed > 0) text += fmt::format(" · {} failed", o.failed);
   if (o.not_run > 0) text += fmt::format(" · {} not run", o.not_run);
+  if (o.pending > 0) text += fmt::format(" · {} pending", o.pending);
   return text;
 }
 
@@ -275,7 +276,8 @@ void write_column_tables(std::ostringstream& out, const Matrix& m, const ClassLa
       if (cell.backend != column.backend || cell.hardware_class != column.hardware_class) continue;
       const std::string speedup = speedup_with_interval(cell);
       out << "| " << cell_text(cell.model) << " | " << cell_text(cell.architecture) << " | "
-          << precision_text(cell.precision) << " | " << status_text(cell.status, "pending") << " | "
+          << precision_text(cell.precision) << " | "
+          << status_text(cell.rating == Rating::kPending ? std::nullopt : cell.status, "pending") << " | "
           << rating_text(cell) << " | " << millis(cell.median_ms) << " | " << speedup << " | "
           << scientific(cell.nmse_max) << " | " << fixed(cell.cosine_min, 6) << " | "
           << notes(cell) << " |\n";

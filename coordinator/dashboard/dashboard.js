@@ -8,11 +8,11 @@
   const MAX_MODEL_CHARTS = 24;   // accuracy charts drawn at once
   const MAX_BARS = 40;           // latency bars per class before bars become per-precision medians
   const RATING_ORDER = ['excellent', 'good', 'baseline', 'moderate', 'noisy', 'no_baseline', 'accuracy_only', 'poor',
-                        'unsupported', 'failed', 'not_run'];
+                        'unsupported', 'failed', 'pending', 'not_run'];
   const RATING_LABEL = {excellent: 'Excellent', good: 'Good', baseline: 'Baseline', moderate: 'Moderate',
                         poor: 'Poor', failed: '✗ failed', unsupported: '✗ unsupported',
                         no_baseline: 'measured, no baseline', accuracy_only: 'accuracy only', not_run: 'not run',
-                        noisy: '≈ noisy'};
+                        noisy: '≈ noisy', pending: '⏳ pending'};
   const SVG_NS = 'http://www.w3.org/2000/svg';
   const SERIES_COLOURS = ['#3b6fb6', '#c4314b', '#1a7f37', '#d4a72c', '#7a4fb6', '#e07b39', '#2a9d8f', '#8c959f'];
 
@@ -257,7 +257,7 @@
         });
         if (!o) { tr.append(el('td', {class: 'cell r-not_run', text: '—'})); continue; }
         const title = o.support + '; ' + o.working + ' working (' + o.degraded + ' degraded), ' + o.failed +
-          ' failed, ' + o.unsupported + ' unsupported, ' + o.not_run + ' not run' +
+          ' failed, ' + o.unsupported + ' unsupported, ' + o.not_run + ' not run, ' + o.pending + ' pending' +
           (o.best_speedup !== null ? '; best ' + fmt(o.best_speedup) + '× (' + o.best_model + ' ' + o.best_precision + ')' : '');
         const filter = {architecture: a, backend: b};
         if (c.hardware_class) filter.hardware_class = c.hardware_class;

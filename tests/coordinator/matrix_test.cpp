@@ -212,6 +212,38 @@ TEST_F(MatrixFromStore, CellStatusIsTheMostSevereOfItsJobs) {
   EXPECT_DOUBLE_EQ(*o->best_speedup, 2.0);
 }
 
+TEST_F(MatrixFromStore, ACellWithJobsStillOutIsPendingNotRatedUnlessItFailedAlready) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16), "pass", "", latency_only(base_ms_));
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 32), "pass", "", latency_only(2 * base_ms_));
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 1, 32), "pass", "", latency_only(base_ms_));
+  lease(add(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 1, 16)), 1);   // the smaller shape, still out
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 1, 32), "fail", "nmse 0.2", latency_only(base_ms_));
+  lease(add(make_spec("bert-tiny", "encoder-only", "cpu", "q4_0", 1, 16)), 1);
+  Matrix m = matrix();
+  const MatrixCell* q8 = find_cell(m, "bert-tiny", "cpu", precision_named("q8_0"));
+  ASSERT_NE(q8, nullptr);
+  EXPECT_EQ(q8->rating, Rating::kPending);
+  EXPECT_EQ(q8->pending, 1);
+  EXPECT_EQ(q8->status, *status_named("pass"));       // what finished, kept for the notes
+  EXPECT_EQ(find_cell(m, "bert-tiny", "cpu", precision_named("q4_0"))->rating, Rating::kFailed);
+  const OverviewCell* o = find_overview(m, "encoder-only", "cpu");
+  EXPECT_EQ(o->pending, 1);
+  EXPECT_EQ(o->working, 1);   // the baseline; the pending cell is not counted as working
+  EXPECT_EQ(o->failed, 1);
+  EXPECT_EQ(o->support, "partial");
+
+  // Once the last job ends the cell is rated at its smallest shape.
+  for (const auto& row : rows()) {
+    if (row.status || row.spec.at("precision") != "q8_0") continue;
+    store_one(result(row.job_id, 1, "pass", "", latency_only(base_ms_ / 4)));
+  }
+  m = matrix();
+  q8 = find_cell(m, "bert-tiny", "cpu", precision_named("q8_0"));
+  EXPECT_EQ(q8->rating, Rating::kExcellent);
+  EXPECT_EQ(q8->rep_seq_len, 16);
+  EXPECT_EQ(find_overview(m, "encoder-only", "cpu")->pending, 0);
+}
+
 TEST_F(MatrixFromStore, SameShapeJobsCombineByMedianAndTheSmallestSharedShapeRepresents) {
   std::mt19937 rng(99);
   std::uniform_real_distribution<double> dist(1.0, 9.0);
