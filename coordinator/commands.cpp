@@ -742,7 +742,7 @@ Result<RenderedComparison> render_comparison(const CompareArgs& a) {
   if (a.fail_on_regression_pct) {
     options.gate = true;
     options.threshold_pct = *a.fail_on_regression_pct;
-  }
+  }   // else: the verdict at kDefaultRegressionThresholdPct, exit 0 whatever it says
   AM_ASSIGN_OR_RETURN(auto base_store, Store::open_read_only(a.base_db));
   AM_ASSIGN_OR_RETURN(auto new_store, Store::open_read_only(a.new_db));
   std::error_code ec;

@@ -223,7 +223,8 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("-o,--output", compare.output, "Write to FILE instead of stdout")->check(kNonEmptyPath);
   auto* fail_on_regression = compare_cmd->add_option(
       "--fail-on-regression", fail_on_regression_pct,
-      "Exit 1 when a job is significantly slower by at least PCT percent, or went pass->fail");
+      "Exit 1 when a job is significantly slower by at least PCT percent, or went pass->fail "
+      "(without it: the verdict at 10%, exit 0)");
   fail_on_regression->check(CLI::NonNegativeNumber);
   compare_cmd->add_option("--alpha", compare.alpha, "Family-wise significance level (Holm)")
       ->check(kAlpha)->capture_default_str();

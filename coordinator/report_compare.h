@@ -38,9 +38,14 @@ namespace am::coord {
 // Bumped only when a field of the JSON document is renamed or removed; fields may be added.
 inline constexpr int kCompareJsonSchema = 1;
 
+// The size from which a significant slowdown is called a regression when no gate names one:
+// DECISIONS.md's gate for `compare` (at 0%, any significant drift between two runs of the same
+// plan read "REGRESSION" while the exit code said none).
+inline constexpr double kDefaultRegressionThresholdPct = 10.0;
+
 struct CompareOptions {
   double alpha = 0.05;             // family-wise error rate over the compared pairs (Holm)
-  double threshold_pct = 0.0;      // a significant slowdown is a regression from this size on
+  double threshold_pct = kDefaultRegressionThresholdPct;   // a significant slowdown is a regression from this size on
   bool gate = false;               // --fail-on-regression given: the verdict sets the exit code
   std::size_t min_samples = 5;     // fewer raw samples on a side: latency not compared
   stats::BootstrapOptions bootstrap;

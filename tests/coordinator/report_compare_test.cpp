@@ -152,6 +152,25 @@ TEST(Compare, ASignificantSlowdownWhoseIntervalReachesBelowTheThresholdIsNotAReg
   EXPECT_TRUE(zero->regression);
 }
 
+TEST(Compare, WithoutAGateTheVerdictIsTakenAtTheDefaultThresholdNotAtZero) {
+  auto base = side("a", {row("1", "m", "f32", "pass", samples(10, 60, 1)),
+                         row("2", "m", "q8_0", "pass", samples(4, 60, 2))});
+  auto drift = side("b", {row("3", "m", "f32", "pass", samples(10.5, 60, 3)),   // 5% slower
+                          row("4", "m", "q8_0", "pass", samples(4, 60, 4))});
+  const CompareOptions plain;   // what `compare` without --fail-on-regression uses
+  EXPECT_FALSE(plain.gate);
+  EXPECT_EQ(plain.threshold_pct, kDefaultRegressionThresholdPct);
+  auto c = compare_runs(base, drift, plain);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(find(*c, "m", "f32").verdict, LatencyVerdict::kSlower);   // reported
+  EXPECT_FALSE(c->regression);                                         // not a regression
+  auto slow = side("c", {row("5", "m", "f32", "pass", samples(13, 60, 5)),
+                         row("6", "m", "q8_0", "pass", samples(4, 60, 6))});
+  auto r = compare_runs(base, slow, plain);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->regression);
+}
+
 TEST(Compare, ALargeRatioWithoutSignificanceIsNotARegression) {
   // Five wildly spread samples a side: the median ratio is 1.5 but the test cannot tell.
   auto base = side("a", {row("1", "m", "f32", "pass", {10, 30, 5, 20, 2})});
