@@ -294,18 +294,24 @@ uint64_t derive_seed(int64_t plan_seed, const std::string& model, const json& co
   return fnv1a64(identity) & kDerivedSeedMask;
 }
 
-bool check_settings(const ModelRequest& m, const json& config, ErrorList& errors) {
-  bool ok = true;
+// `check_positions`: whether seq_len is checked against the config's max_positions (not when
+// the plan tried to override max_positions and the override was refused: the limit checked would
+// be one the plan did not mean).
+// max_reps below min_reps, said at whichever of the two the file sets (the same text for the
+// defaults and every model that inherits them: ErrorList says it once).
+bool check_reps(const PlanSettings& s, ErrorList& errors) {
+  if (s.max_reps.value >= s.min_reps.value) return true;
+  const toml::source_region& where = s.max_reps.where.begin.line > 0 ? s.max_reps.where : s.min_reps.where;
+  errors.add(where, "max_reps (" + std::to_string(s.max_reps.value) + ") is below min_reps (" +
+                        std::to_string(s.min_reps.value) + ")");
+  return false;
+}
+
+bool check_settings(const ModelRequest& m, const json& config, ErrorList& errors, bool check_positions = true) {
   const PlanSettings& s = m.settings;
-  if (s.max_reps.value < s.min_reps.value) {
-    const toml::source_region& where =
-        s.max_reps.where.begin.line > 0 ? s.max_reps.where : s.min_reps.where;
-    errors.add(where, "max_reps (" + std::to_string(s.max_reps.value) + ") is below min_reps (" +
-                          std::to_string(s.min_reps.value) + ")");
-    ok = false;
-  }
+  bool ok = check_reps(s, errors);
   auto max_positions = config.find("max_positions");
-  if (max_positions != config.end() && max_positions->is_number_integer()) {
+  if (check_positions && max_positions != config.end() && max_positions->is_number_integer()) {
     const int64_t limit = max_positions->get<int64_t>();
     for (const Placed<int64_t>& len : s.seq_len.value) {
       if (len.value > limit) {
@@ -458,7 +464,10 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
     errors.add_unplaced("missing [plan] table (it needs at least name = \"...\")");
   }
   PlanSettings defaults = detail::builtin_settings();
-  if (const toml::table* t = root["defaults"].as_table()) defaults = read_defaults_table(*t, errors);
+  if (const toml::table* t = root["defaults"].as_table()) {
+    defaults = read_defaults_table(*t, errors);
+    check_reps(defaults, errors);   // also when no model gets as far as its own check
+  }
 
   std::vector<ModelRequest> requests;
   if (const toml::node* models = root.get("models")) {
@@ -510,8 +519,11 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
   Expander expander(header, run_id, errors);
   std::map<std::string, std::optional<ModelEntry>> loaded;  // by name; nullopt = failed to load
   for (const ModelRequest& m : requests) {
-    if (!m.ok) continue;
+    // An entry whose own settings did not read is still looked up and its overrides checked
+    // (every problem at once, docs/PLANS.md "Errors"); its settings are not checked further.
+    if (!m.ok && (m.name_node == nullptr || !m.name_node->is_string() || m.name.empty())) continue;
     if (is_selftest_model(m.name)) {
+      if (!m.ok) continue;
       // Diagnostic models are not catalog files (jobs/selftest_models.h).
       if (Status known = check_selftest_model(m.name); !known.ok()) {
         errors.add(*m.name_node, known.message());
@@ -547,8 +559,13 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
     const ModelEntry& entry = *it->second;
     json config;
     bool scaled = false;
-    if (!apply_overrides(m, entry, errors, config, scaled)) continue;
-    if (!check_settings(m, config, errors)) continue;
+    // The settings are checked even when an override was refused, so that every problem of the
+    // entry is reported at once (docs/PLANS.md "Errors").
+    const bool overrides_ok = apply_overrides(m, entry, errors, config, scaled);
+    if (!m.ok) continue;
+    const bool positions_meant = overrides_ok || m.overrides == nullptr || !m.overrides->contains("max_positions");
+    const bool settings_ok = check_settings(m, config, errors, positions_meant);
+    if (!overrides_ok || !settings_ok) continue;
     if (errors.empty()) expander.expand(m, entry, config, scaled);
   }
   if (errors.empty()) {

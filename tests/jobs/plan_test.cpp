@@ -794,6 +794,51 @@ name = "tiny-z"
   EXPECT_NE(msg.find(file_.string() + ":7:"), std::string::npos) << msg;
 }
 
+TEST_F(PlanLoader, AnEntrysOverrideAndSettingProblemsAreReportedTogether) {
+  // A refused override used to end the entry's checks: its seq_len and the reps showed up only
+  // once the override was fixed.
+  auto plan = load(R"(
+[plan]
+name = "x"
+[defaults]
+seq_len = [600]
+min_reps = 10
+max_reps = 5
+[[models]]
+name = "tiny-a"
+[models.overrides]
+layer = 1
+)");
+  ASSERT_FALSE(plan.ok());
+  const std::string& msg = plan.status().message();
+  EXPECT_NE(msg.find(":4:12: seq_len 600 exceeds max_positions 128"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(":6:12: max_reps (5) is below min_reps (10)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(":10:1: override 'layer' is not a config key"), std::string::npos) << msg;
+
+  // An entry whose own settings are wrong still has its name and overrides checked; a refused
+  // max_positions override is not replaced by the catalog's limit in the seq_len check.
+  auto broken = load(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-a"
+batch = [0]
+[models.overrides]
+layer = 1
+[[models]]
+name = "tiny-b"
+seq_len = [1000]
+[models.overrides]
+max_positions = "many"
+)");
+  ASSERT_FALSE(broken.ok());
+  const std::string& b = broken.status().message();
+  EXPECT_NE(b.find(":5:10: models[0].batch: must be at least 1"), std::string::npos) << b;
+  EXPECT_NE(b.find(":7:1: override 'layer' is not a config key"), std::string::npos) << b;
+  EXPECT_NE(b.find("override 'max_positions': expected"), std::string::npos) << b;
+  EXPECT_EQ(b.find("exceeds max_positions"), std::string::npos) << b;
+}
+
 TEST_F(PlanLoader, ReportsMissingPlanTableAndModels) {
   auto no_plan = load(R"(
 [[models]]
