@@ -10,6 +10,8 @@
 #include <iterator>
 #include <optional>
 #include <thread>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
@@ -433,7 +435,29 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   return verdict;
 }
 
+// The local workers' state directories (logs, scratch, their secrets) of `run`s that ended
+// without removing theirs (killed, or interrupted: the next run's workers have other ids and
+// never read them): those of this user whose process is gone. A directory whose pid is alive
+// again (reused) is left.
+static void remove_stale_run_dirs(const std::filesystem::path& temp_dir) {
+  std::error_code ec;
+  const std::string prefix = "accelmatrix-run-";
+  for (std::filesystem::directory_iterator it(temp_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) continue;
+    const std::string digits = name.substr(prefix.size());
+    if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 9) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    struct stat st {};
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code removed;
+    std::filesystem::remove_all(it->path(), removed);
+  }
+}
+
 int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
+  remove_stale_run_dirs(std::filesystem::temp_directory_path());
   ServeArgs serve = args.serve;
   serve.server.exit_when_done = true;
   serve.server.expect_workers = args.workers;

@@ -141,7 +141,8 @@ TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
   Process run({coordinator_binary().string(), "run", "--plan", plan.string(), "--db", (dir / "k.db").string(),
                "--catalog", catalog_dir(), "--workers", "1", "--heartbeat-ms", "100"},
               dir / "run.log");
-  const std::string worker_id = "local-" + std::to_string(run.pid()) + "-1";
+  const pid_t run_pid = run.pid();
+  const std::string worker_id = "local-" + std::to_string(run_pid) + "-1";
   pid_t worker = -1;
   ASSERT_TRUE(wait_until([&] { return (worker = pid_with_argument("--id " + worker_id + " ")) > 0; },
                          std::chrono::seconds(20)))
@@ -158,6 +159,25 @@ TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
       << "the worker's job (pid " << job << ") outlived it";
   if (!process_ended(worker)) ::kill(worker, SIGKILL);
   if (!process_ended(job)) ::kill(job, SIGKILL);
+
+  // Its workers' state (logs, scratch, their secrets) outlived it; the next `run` removes it,
+  // and leaves the directory of a process that is alive.
+  const auto temp = std::filesystem::temp_directory_path();
+  const auto killed_dir = temp / ("accelmatrix-run-" + std::to_string(run_pid));
+  const auto live_dir = temp / ("accelmatrix-run-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(live_dir);
+  ASSERT_TRUE(std::filesystem::exists(killed_dir)) << killed_dir;
+  const auto quick = write_file(dir / "quick.toml", "[plan]\nname = \"quick\"\nmode = \"accuracy\"\n\n[defaults]\n"
+                                                     "backends = [\"cpu\"]\nprecisions = [\"f32\"]\n\n"
+                                                     "[[models]]\nname = \"selftest:pass\"\n");
+  int code = -1;
+  run_capture({coordinator_binary().string(), "run", "--plan", quick.string(), "--db", (dir / "q.db").string(),
+               "--catalog", catalog_dir(), "--workers", "1", "-q"},
+              &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_FALSE(std::filesystem::exists(killed_dir)) << killed_dir;
+  EXPECT_TRUE(std::filesystem::exists(live_dir));
+  std::filesystem::remove_all(live_dir);
 }
 
 TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
