@@ -49,9 +49,10 @@ std::optional<double> metric(const ReportRow& r, const char* group, const char* 
   return metric_number(r.metrics, group, key);
 }
 
+// As the CSV and Markdown reports take it (report_csv.cpp peak_rss()): the job's own reading first.
 std::optional<double> peak_rss(const ReportRow& r) {
-  if (auto v = metric(r, "process", "peak_rss_bytes")) return v;
-  return metric(r, "memory", "peak_rss_bytes");
+  if (auto v = metric(r, "memory", "peak_rss_bytes")) return v;
+  return metric(r, "process", "peak_rss_bytes");
 }
 
 // Interned text: the job table repeats a few dozen strings 100k times.

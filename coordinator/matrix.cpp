@@ -219,9 +219,9 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
   }
   cell.rating = rate_cell(cell.status, is_base, cell.speedup_interval, cell.median_ms.has_value());
   if (!cell.status) cell.reason = "pending";
-  // Jobs still out may add a smaller shape (the one rated) or a failure: the cell is not rated
-  // until they end, unless it has failed already (a failure stays the cell's verdict).
-  if (cell.pending > 0 && cell.status && cell.rating != Rating::kFailed && cell.rating != Rating::kUnsupported) {
+  // Jobs still out (queued or leased) may add a smaller shape (the one rated) or a failure: the
+  // cell is not rated until they end, unless it has failed already (a failure stays its verdict).
+  if (cell.pending > 0 && cell.rating != Rating::kFailed && cell.rating != Rating::kUnsupported) {
     cell.rating = Rating::kPending;
   }
 }
@@ -258,7 +258,9 @@ OverviewCell summarize(const std::string& architecture, const MatrixColumn& colu
     }
   }
   const int finished = o.cells - o.not_run - o.pending;
-  if (finished == 0) {
+  if (finished == 0 && o.pending > 0) {
+    o.support = "pending";
+  } else if (finished == 0) {
     o.support = "not run";
   } else if (o.working == finished) {
     o.support = "full";

@@ -117,7 +117,7 @@ struct OverviewCell {
   int not_run = 0;
   int pending = 0;          // cells with jobs still out and no failure yet (Rating::kPending)
   // "full": every cell that finished works; "partial": some work, some ❌; "none": all ❌;
-  // "not run": nothing finished.
+  // "pending": nothing finished yet, jobs still out; "not run": nothing finished or out.
   std::string support;
   std::vector<jobs::Precision> working_precisions;
   std::optional<double> best_speedup;    // over the cells' speed-ups

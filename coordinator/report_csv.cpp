@@ -32,11 +32,12 @@ std::string metric(const ReportRow& r, std::string_view group, std::string_view 
   return json_number_text(metric_value(r.metrics, group, key));
 }
 
-// The job process's peak resident set: the executor's rusage of the child (present for every
-// status the worker reports, oom included), else the job's own reading.
+// The job's peak resident set as every format shows it (the Markdown memory table, the
+// dashboard): the job's own reading, taken before a paired f32 baseline's graph exists, else the
+// worker's view of the process (present for a job that crashed or ran out of memory).
 std::string peak_rss(const ReportRow& r, const MatrixCell*) {
-  if (const json* v = metric_value(r.metrics, "process", "peak_rss_bytes")) return json_number_text(v);
-  return metric(r, "memory", "peak_rss_bytes");
+  if (const json* v = metric_value(r.metrics, "memory", "peak_rss_bytes")) return json_number_text(v);
+  return metric(r, "process", "peak_rss_bytes");
 }
 
 std::string millis_or_empty(int64_t ms) { return ms == 0 ? std::string() : std::to_string(ms); }

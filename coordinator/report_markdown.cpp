@@ -147,8 +147,9 @@ std::string notes(const MatrixCell& cell) {
 
 std::string overview_text(const OverviewCell& o) {
   if (o.support == "not run") return "not run";
-  std::string emoji = o.support == "full" ? (o.degraded > 0 ? "⚠️" : "✅")
+  std::string emoji = o.support == "full"      ? (o.degraded > 0 ? "⚠️" : "✅")
                       : o.support == "partial" ? "⚠️"
+                      : o.support == "pending" ? "⏳"
                                                : "❌";
   std::string text = fmt::format("{} {}/{}", emoji, o.working, o.cells);
   if (o.best_speedup) {

@@ -148,7 +148,7 @@ TEST_F(MatrixFromStore, NothingMeasuredIsNotRun) {
   const Matrix m = matrix();
   const MatrixCell* pending = find_cell(m, "bert-tiny", "vulkan", precision_named("f32"));
   ASSERT_NE(pending, nullptr);
-  EXPECT_EQ(pending->rating, Rating::kNotRun);
+  EXPECT_EQ(pending->rating, Rating::kPending);   // queued: not run *yet*
   EXPECT_EQ(pending->status, std::nullopt);
   EXPECT_EQ(pending->reason, "pending");
   EXPECT_EQ(pending->pending, 1);
@@ -156,6 +156,7 @@ TEST_F(MatrixFromStore, NothingMeasuredIsNotRun) {
   EXPECT_EQ(sk->rating, Rating::kNotRun);
   EXPECT_EQ(sk->reason, "no eligible hardware");
   EXPECT_EQ(find_overview(m, "encoder-only", "cuda")->support, "not run");
+  EXPECT_EQ(find_overview(m, "encoder-only", "vulkan")->support, "pending");
 }
 
 TEST_F(MatrixFromStore, WithoutAMeasuredBaselineNoSpeedupIsClaimed) {

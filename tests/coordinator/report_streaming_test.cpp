@@ -202,7 +202,7 @@ TEST_F(StreamingReport, TheStreamedCsvIsTheCsvOfTheRowsInMemory) {
   ASSERT_NE(at, std::string::npos);
   const std::string record = streamed_csv.substr(at, streamed_csv.find("\r\n", at) - at);
   for (const char* value : {"3.5", "5.25", "4.1", "0.3", "250", "12.5", "9.75", "81", "0.002", "0.0625", "4567890",
-                            "223456789", "1.75", "3.2", "4.1", "1.3"}) {
+                            "123456789", "1.75", "3.2", "4.1", "1.3"}) {
     EXPECT_NE(record.find(std::string(",") + value + ","), std::string::npos) << value << " in " << record;
   }
 }

@@ -79,7 +79,7 @@ TEST_F(Reports, MarkdownHasProvenanceSummaryAndOverview) {
   EXPECT_NE(md.find("| encoder-only | ✅ 2/2 · best q8_0 2.50× | — | ❌ 0/2 · 1 unsupported · 1 failed | — |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| decoder-only | ✅ 1/1 | not run | — | not run |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| decoder-only | ✅ 1/1 | ⏳ 0/1 · 1 pending | — | not run |"), std::string::npos) << md;
 }
 
 TEST_F(Reports, MarkdownBackendTablesRateEveryCell) {
@@ -105,7 +105,7 @@ TEST_F(Reports, MarkdownBackendTablesRateEveryCell) {
                     "0.00e+00 | 1.000000 | scaled; batch 1, seq 64 |"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("| tinyllama-1.1b | decoder-only | q4_0 | ⏳ pending | not run | — | — | — | — | scaled |"),
+  EXPECT_NE(md.find("| tinyllama-1.1b | decoder-only | q4_0 | ⏳ pending | ⏳ pending | — | — | — | — | scaled |"),
             std::string::npos)
       << md;
   EXPECT_NE(md.find("| tinyllama-1.1b | decoder-only | f16 | ⏭️ skipped | not run | — | — | — | — | "
