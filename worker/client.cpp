@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/transport.h"
+#include "jobs/job_spec.h"
 #include "worker/credit_window.h"
 #include "worker/deliverable_result.h"
 #include "worker/device_selection.h"
@@ -277,12 +278,10 @@ struct WorkerClient::Impl {
     }
   }
 
-  void on_welcome(const proto::Welcome& w) {
-    if (!proto::version_compatible(w.version_major)) {
-      logger()->error("coordinator speaks protocol {}.{}; this worker speaks {}.{}",
-                      w.version_major, w.version_minor, proto::kVersionMajor, proto::kVersionMinor);
-      return;
-    }
+  // False for a WELCOME of another major version: PROTOCOL §4, the worker disconnects and says
+  // so (as for a REJECT without retry: waiting would never make them speak the same protocol).
+  bool on_welcome(const proto::Welcome& w) {
+    if (!proto::version_compatible(w.version_major)) return false;
     registered = true;
     awaiting_welcome = false;
     backoff_ms = opt.reconnect_initial_ms;
@@ -295,6 +294,7 @@ struct WorkerClient::Impl {
     credit_window.on_welcome();
     for (const auto& [key, result] : outbox) send(result);
     send_ready(true);
+    return true;
   }
 
   void on_assign(const proto::Assign& a) {
@@ -302,30 +302,40 @@ struct WorkerClient::Impl {
     credit_window.on_assign();   // every ASSIGN of the session counts, even one ignored here
     if (running.count(key) || outbox.count(key)) return;  // a duplicate delivery
     const bool our_device = std::find(device_keys.begin(), device_keys.end(), a.device) != device_keys.end();
-    if (draining || free_slots() <= 0 || !our_device) {
-      logger()->warn("ignoring ASSIGN of {} (device {}, {} free slot(s), draining {})", key,
-                     a.device, free_slots(), draining);
+    if (draining) {
+      // Leaving: the lease runs out and the job goes to another worker (PROTOCOL §5.7).
+      logger()->warn("ignoring ASSIGN of {} while draining", key);
       return;
+    }
+    if (!our_device || free_slots() <= 0) {
+      // PROTOCOL §5.2: answered at once, so the attempt closes instead of waiting for its lease.
+      const std::string why = !our_device ? "device '" + a.device.substr(0, 64) + "' is not one of this worker's"
+                                          : "no free slot (the coordinator assigned more than the window)";
+      logger()->warn("refusing ASSIGN of {}: {}", key, why);
+      return refuse(a, why);
     }
     if (a.spec.is_object() && a.spec.contains("command") && !opt.allow_commands) {
       // A coordinator should never send this (HELLO said no); refuse it as a result, so the
       // attempt closes at once instead of waiting for its lease.
       logger()->warn("refusing command job {}: this worker runs no commands (--allow-commands)", key);
-      ExecOutcome refused;
-      refused.status = ResultStatus::kError;
-      refused.reason = "this worker does not run command jobs (start it with --allow-commands)";
-      refused.started_at_ms = refused.finished_at_ms = now_epoch_ms();
-      std::lock_guard lock(finished_mu);
-      finished.push_back({a.job_id, a.attempt, std::move(refused)});
-      return;
+      return refuse(a, "this worker does not run command jobs (start it with --allow-commands)");
+    }
+    // The spec is read here, with the job process's own rules, before anything is spawned: a
+    // field of the wrong type or out of range (a NaN time limit) is the coordinator's error,
+    // answered at once with the reason, never a process started on it (nor a worker aborted
+    // by reading it).
+    Result<jobs::JobSpec> spec = jobs::job_spec_from_json(a.spec);
+    if (!spec.ok()) {
+      logger()->warn("refusing {}: invalid job spec: {}", key, spec.status().message());
+      return refuse(a, "invalid job spec: " + spec.status().message());
     }
     ExecRequest req;
     req.device = a.device;
     req.job_id = a.job_id;
     req.attempt = a.attempt;
     req.spec = a.spec;
-    req.timeout_s = a.spec.value("timeout_s", reliability::kDefaultJobTimeoutMs / 1000.0);
-    req.memory_limit_mb = a.spec.value("memory_limit_mb", int64_t{0});
+    req.timeout_s = spec->timeout_s;
+    req.memory_limit_mb = spec->memory_limit_mb;
     req.worker_binary = opt.worker_binary;
     req.scratch_dir = opt.scratch_dir;
     // The job opens the device it was leased for, not its backend's default choice.
@@ -340,8 +350,17 @@ struct WorkerClient::Impl {
     });
     running.emplace(key, std::move(job));
     send(proto::Progress{a.job_id, a.attempt, "started"});
-    logger()->info("running {} ({} {} {})", key, a.spec.value("model", "?"),
-                   a.spec.value("backend", "?"), a.spec.value("precision", "?"));
+    logger()->info("running {} ({} {} {})", key, spec->model, spec->backend, jobs::to_string(spec->precision));
+  }
+
+  // An attempt answered with an `error` result and `reason` without running anything.
+  void refuse(const proto::Assign& a, std::string reason) {
+    ExecOutcome refused;
+    refused.status = ResultStatus::kError;
+    refused.reason = std::move(reason);
+    refused.started_at_ms = refused.finished_at_ms = now_epoch_ms();
+    std::lock_guard lock(finished_mu);
+    finished.push_back({a.job_id, a.attempt, std::move(refused)});
   }
 
   // A job process that died of SIGTERM or SIGINT that this worker did not send (its own timeout
@@ -404,7 +423,11 @@ struct WorkerClient::Impl {
     last_heard_ms = steady_ms();
     const auto& body = msg.body;
     if (const auto* w = std::get_if<proto::Welcome>(&body)) {
-      on_welcome(*w);
+      if (!on_welcome(*w)) {
+        return failed_precondition("coordinator speaks protocol " + std::to_string(w->version_major) + "." +
+                                   std::to_string(w->version_minor) + "; this worker speaks " +
+                                   std::to_string(proto::kVersionMajor) + "." + std::to_string(proto::kVersionMinor));
+      }
     } else if (const auto* r = std::get_if<proto::Reject>(&body)) {
       if (!r->retry) return failed_precondition("coordinator rejected this worker: " + r->reason);
       // REJECTs answering messages sent before our HELLO need no second HELLO (PROTOCOL §5.1).

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/protocol.h"
 #include "common/proc_memory.h"
@@ -38,15 +39,32 @@ constexpr double kMaxTimeoutMs = 30.0 * 24 * 3600 * kMsPerSecond;
 
 std::shared_ptr<spdlog::logger> logger() { return get_logger("worker/executor"); }
 
-// Job ids are validated hex on the wire, but a file name must never escape scratch_dir.
+// The scratch files' name of an attempt: a file name that never leaves scratch_dir, and a
+// different one for every job id (ids are any printable ASCII on the wire, PROTOCOL §2: "k/1"
+// and "k_1" made the same files, and each attempt read and removed the other's). Letters, digits
+// and '-' stay; any other byte, '_' included, becomes "_XX". The few ids whose escaped form would
+// make too long a name use two 64-bit hashes of the id instead.
 std::string file_stem(const ExecRequest& req) {
-  std::string id = req.job_id.empty() ? std::string("job") : req.job_id;
-  for (char& c : id) {
-    const bool safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                      c == '-' || c == '_';
-    if (!safe) c = '_';
+  constexpr std::size_t kMaxEscapedBytes = 160;   // the stem's suffixes keep names under NAME_MAX
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string stem = "j";
+  for (unsigned char c : req.job_id) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-';
+    if (plain) {
+      stem += static_cast<char>(c);
+    } else {
+      stem += '_';
+      stem += kHex[c >> 4];
+      stem += kHex[c & 0xF];
+    }
   }
-  return id + "-" + std::to_string(req.attempt);
+  if (stem.size() > kMaxEscapedBytes) {
+    char hashed[40];
+    std::snprintf(hashed, sizeof hashed, "h%016llx%016llx", static_cast<unsigned long long>(fnv1a64(req.job_id)),
+                  static_cast<unsigned long long>(fnv1a64(req.job_id, 0x9e3779b97f4a7c15ull)));
+    stem = hashed;
+  }
+  return stem + "-" + std::to_string(req.attempt);
 }
 
 Status write_text_file(const std::filesystem::path& path, const std::string& text) {

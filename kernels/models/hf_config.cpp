@@ -18,6 +18,17 @@
 namespace am::kernels {
 namespace {
 
+// A config value in an error message. Numbers, booleans and null are shown; strings, arrays and
+// objects by their kind only: a checkpoint path is the coordinator's to choose, and quoting what
+// a file holds would hand any readable file's text back in the job's reason.
+std::string shown(const nlohmann::json& v) {
+  if (v.is_number() || v.is_boolean() || v.is_null()) return v.dump();
+  if (v.is_string()) return "a string";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+
 using json = nlohmann::json;
 
 // Reads one (sub-)object of config.json; errors name the file and the key path. JSON null is
@@ -50,7 +61,7 @@ class Hf {
   Result<int64_t> integer(const char* key, int64_t fallback) const {
     if (!has(key)) return fallback;
     const json& v = doc_.at(key);
-    if (!v.is_number_integer()) return invalid(key, "must be an integer, got " + v.dump());
+    if (!v.is_number_integer()) return invalid(key, "must be an integer, got " + shown(v));
     return v.get<int64_t>();
   }
   Result<int64_t> dim(const char* key, int64_t fallback) const {
@@ -62,7 +73,7 @@ class Hf {
     if (!has(key)) return fallback;
     const json& v = doc_.at(key);
     if (!v.is_number() || !std::isfinite(v.get<double>())) {
-      return invalid(key, "must be a finite number, got " + v.dump());
+      return invalid(key, "must be a finite number, got " + shown(v));
     }
     return v.get<double>();
   }
@@ -73,18 +84,18 @@ class Hf {
   }
   Result<std::string> text(const char* key, std::string fallback) const {
     if (!has(key)) return fallback;
-    if (!doc_.at(key).is_string()) return invalid(key, "must be a string, got " + doc_.at(key).dump());
+    if (!doc_.at(key).is_string()) return invalid(key, "must be a string, got " + shown(doc_.at(key)));
     return doc_.at(key).get<std::string>();
   }
   Result<bool> flag(const char* key, bool fallback) const {
     if (!has(key)) return fallback;
-    if (!doc_.at(key).is_boolean()) return invalid(key, "must be true or false, got " + doc_.at(key).dump());
+    if (!doc_.at(key).is_boolean()) return invalid(key, "must be true or false, got " + shown(doc_.at(key)));
     return doc_.at(key).get<bool>();
   }
   // An activation name our kernels run (activation_from_name()), refused naming the key otherwise.
   Result<std::string> activation(const char* key, std::string fallback) const {
     AM_ASSIGN_OR_RETURN(std::string a, text(key, std::move(fallback)));
-    if (!activation_from_name(a).ok()) return refuse(key, "= \"" + a + "\" is an activation our kernels do not run");
+    if (!activation_from_name(a).ok()) return refuse(key, "= \"" + a.substr(0, 32) + "\" is an activation our kernels do not run");
     return a;
   }
   Result<std::vector<int64_t>> dims(const char* key, std::vector<int64_t> fallback) const {
@@ -94,7 +105,7 @@ class Hf {
     std::vector<int64_t> out;
     for (const json& e : v) {
       if (!e.is_number_integer() || e.get<int64_t>() < 1) {
-        return invalid(key, "must hold positive integers, got " + v.dump());
+        return invalid(key, "must hold positive integers, got " + shown(e));
       }
       out.push_back(e.get<int64_t>());
     }
@@ -122,7 +133,7 @@ class Hf {
   // Refuses `key` unless it is unset or equal to `want`.
   Status require_value(const char* key, const json& want, const std::string& why) const {
     if (!has(key) || doc_.at(key) == want) return Status::Ok();
-    return refuse(key, "= " + doc_.at(key).dump() + " is not supported: " + why);
+    return refuse(key, "= " + shown(doc_.at(key)) + " is not supported: " + why);
   }
 
  private:

@@ -100,12 +100,14 @@ Status SafetensorsFile::parse() {
   }
   uint64_t header_len = 0;
   std::memcpy(&header_len, bytes_, sizeof header_len);
+  // The length itself is not quoted: it is the file's first 8 bytes, whatever file the path
+  // names (a checkpoint path is the coordinator's to choose).
   if (header_len > kMaxSafetensorsHeaderBytes) {
-    return error("header length " + std::to_string(header_len) + " exceeds the limit of " +
+    return error("not a safetensors file: its header length exceeds the limit of " +
                  std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   }
   if (header_len > size_ - kSafetensorsLengthBytes) {
-    return error("header length " + std::to_string(header_len) + " runs past the end of the file (" +
+    return error("not a safetensors file: its header length runs past the end of the file (" +
                  std::to_string(size_) + " bytes)");
   }
   const char* header = reinterpret_cast<const char*>(bytes_ + kSafetensorsLengthBytes);

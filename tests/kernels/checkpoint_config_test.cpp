@@ -289,6 +289,17 @@ TEST(HfConfig, BadValuesAndUnhonourableSettingsNameTheKey) {
   }
 }
 
+// A config.json's strings are not quoted back: the path is the coordinator's to choose, and a
+// worker must not hand what a file holds back in a job's reason.
+TEST(HfConfig, AValueOfTheWrongTypeIsNamedByItsKindNotQuoted) {
+  json config = tiny_config_json();
+  config["hidden_size"] = "CANARY-IN-JSON-VALUE";
+  const Status s = hf_config_to_catalog(config, "decoder-only", "ckpt/config.json").status();
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("'hidden_size' must be an integer, got a string"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("CANARY"), std::string::npos) << s.message();
+}
+
 // The published config.json of each key model's source, translated, gives the catalog's
 // architecture values: the translation and the catalog agree on what the model is.
 struct Published {

@@ -187,6 +187,19 @@ TEST(Safetensors, EveryMalformedHeaderGivesItsError) {
                "8 bytes after the last tensor");
 }
 
+// A checkpoint path is the coordinator's to choose: the error for a file that is no safetensors
+// file must not quote its first 8 bytes (the header length) back into the job's reason.
+TEST(Safetensors, AnotherKindOfFileIsRefusedWithoutQuotingItsBytes) {
+  const std::string text = "root:*:20000:0:99999:7:::\nsecret line\n";
+  std::vector<uint8_t> bytes(text.begin(), text.end());
+  uint64_t as_length = 0;
+  std::memcpy(&as_length, bytes.data(), sizeof as_length);
+  const Status s = parse_status(bytes);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("not a safetensors file"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find(std::to_string(as_length)), std::string::npos) << s.message();
+}
+
 TEST(Safetensors, AcceptsAnEmptyHeaderAndZeroSizedTensors) {
   EXPECT_TRUE(parse_status(raw_file("{}", 0)).ok());
   auto f = SafetensorsFile::from_bytes("mem", raw_file(R"({"e": {"dtype": "F32", "shape": [0, 3], "data_offsets": [0, 0]}})", 0));
