@@ -4,9 +4,24 @@
 #include <mutex>
 #include <string>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
+#include "common/utf8.h"
+
 namespace am {
+namespace {
+
+class InertMessage : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string safe = terminal_safe(std::string_view(msg.payload.data(), msg.payload.size()), true);
+    dest.append(safe.data(), safe.data() + safe.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<InertMessage>(); }
+};
+
+}  // namespace
 
 std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
   // The registry lookup and creation must be atomic: two threads asking for the same new
@@ -21,7 +36,11 @@ std::shared_ptr<spdlog::logger> get_logger(std::string_view component) {
     const char* no_color = std::getenv("NO_COLOR");
     const bool plain = no_color != nullptr && *no_color != '\0';
     auto logger = spdlog::stderr_color_mt(name, plain ? spdlog::color_mode::never : spdlog::color_mode::automatic);
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] %n: %v");
+    // %* is the message made inert for a terminal: log lines carry what peers sent (hostnames,
+    // reasons, device names), which must not move the cursor or retitle the window.
+    auto formatter = std::make_unique<spdlog::pattern_formatter>();
+    formatter->add_flag<InertMessage>('*').set_pattern("%Y-%m-%dT%H:%M:%S.%e [%^%l%$] %n: %*");
+    logger->set_formatter(std::move(formatter));
     logger->set_level(spdlog::get_level());
     return logger;
   } catch (const spdlog::spdlog_ex&) {

@@ -75,4 +75,25 @@ std::string utf8_tail(std::string_view text, std::size_t max_bytes, std::string_
   return out;
 }
 
+std::string terminal_safe(std::string_view text, bool keep_newlines) {
+  const std::string repaired = repair_utf8(text);
+  std::string out;
+  out.reserve(repaired.size());
+  for (std::size_t i = 0; i < repaired.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(repaired[i]);
+    if (byte == '\n' || byte == '\t') {
+      out += keep_newlines ? static_cast<char>(byte) : ' ';
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += kUtf8Replacement;
+    } else if (byte == 0xC2 && i + 1 < repaired.size() && static_cast<unsigned char>(repaired[i + 1]) <= 0x9F) {
+      // U+0080-U+009F, C2 80-C2 9F in (repaired, so well-formed) UTF-8: CSI, OSC, ... as one byte.
+      out += kUtf8Replacement;
+      ++i;
+    } else {
+      out += repaired[i];
+    }
+  }
+  return out;
+}
+
 }  // namespace am

@@ -28,4 +28,11 @@ std::string repair_utf8(std::string_view text);
 std::string utf8_tail(std::string_view text, std::size_t max_bytes,
                       std::string_view cut_marker = {});
 
+// repair_utf8(text) made inert for a terminal: every control character (C0, DEL, and the C1
+// controls U+0080-U+009F) becomes U+FFFD, so text from a peer (a job's reason, a model label of
+// a plan) cannot move the cursor, clear the screen, retitle the window or hide a line behind a
+// carriage return. `keep_newlines`: LF and TAB stay (a log message of several lines); otherwise
+// they become spaces (one line of a progress display).
+std::string terminal_safe(std::string_view text, bool keep_newlines = false);
+
 }  // namespace am

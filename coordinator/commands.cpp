@@ -18,6 +18,7 @@
 #include "common/background_writer.h"
 #include "common/build_id.h"
 #include "common/clock.h"
+#include "common/utf8.h"
 #include "common/protocol.h"
 #include "common/curve_files.h"
 #include "common/endpoint.h"
@@ -834,7 +835,9 @@ int cmd_plan(const PlanArgs& args) {
     std::cout << out.dump(2) << "\n";
     return kExitOk;
   }
-  std::printf("plan '%s' (%s): %zu job(s)", plan->name.c_str(), plan->source.c_str(), plan->jobs.size());
+  // Labels come from the plan file: printed inert (common/utf8.h terminal_safe()).
+  std::printf("plan '%s' (%s): %zu job(s)", terminal_safe(plan->name).c_str(), terminal_safe(plan->source.string()).c_str(),
+              plan->jobs.size());
   std::size_t placed = 0;
   for (const auto& j : plan->jobs) placed += j.spec.placement != jobs::Placement::kAny;
   // docs/PLANS.md "Placement": each-class/each-device jobs are made per class/device at run time.
@@ -849,7 +852,7 @@ int cmd_plan(const PlanArgs& args) {
   for (const auto& j : plan->jobs) {
     const auto& s = j.spec;
     std::printf("%-16s  %-18s  %-14s  %-7s  %-6s  %5d  %6d  %-8s  %-11s  %s\n", j.job_id.c_str(),
-                s.model.c_str(), std::string(jobs::shown_architecture(s.model, s.architecture)).c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
+                terminal_safe(s.model).c_str(), std::string(jobs::shown_architecture(s.model, s.architecture)).c_str(), s.backend.c_str(), std::string(jobs::to_string(s.precision)).c_str(),
                 s.batch, s.seq_len, s.mode.c_str(), std::string(jobs::to_string(s.placement)).c_str(),
                 s.scaled ? "scaled" : "");
   }

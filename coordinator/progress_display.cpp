@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/clock.h"
+#include "common/utf8.h"
 
 namespace am::coord {
 namespace {
@@ -89,18 +90,20 @@ void ProgressDisplay::update(const Progress& p) {
   const bool new_event = !p.last_event.empty() && p.last_event != last_event_;
   if (new_event) last_event_ = p.last_event;
   last_ = p;
+  // A job's line carries what its worker said (the reason): inert on a terminal, one line.
+  const std::string event = new_event ? terminal_safe(p.last_event) : std::string();
   if (!style_.tty) {
     // As before the status line existed: one plain line per finished job.
     if (new_event) {
       std::fprintf(out_, "[%*d/%d] %s\n", static_cast<int>(std::to_string(p.total).size()), p.done, p.total,
-                   p.last_event.c_str());
+                   event.c_str());
       std::fflush(out_);
     }
     return;
   }
   std::string text = kRewriteLine;
   if (new_event) {
-    text += fmt::format("[{:>{}}/{}] {}\n", p.done, std::to_string(p.total).size(), p.total, p.last_event);
+    text += fmt::format("[{:>{}}/{}] {}\n", p.done, std::to_string(p.total).size(), p.total, event);
   }
   // The cursor goes back to the start of the status line: a log line written meanwhile (a
   // warning) overwrites it from the first column instead of being glued to its end, and the

@@ -181,6 +181,7 @@ std::string status_text(const std::optional<ComparedSide>& s) {
 }
 
 std::string cell(std::string_view text) { return markdown_cell(text, kMaxCellChars); }
+std::string code(std::string_view text) { return markdown_code(text, kMaxCellChars); }
 
 std::string ms(std::optional<double> v) {
   if (!v) return std::string(kMissing);
@@ -224,8 +225,8 @@ std::string spec_change_text(const std::vector<SpecChange>& changes) {
 }
 
 std::string run_line(const std::string& db, const RunRecord& r, int jobs) {
-  return fmt::format("`{}` run `{}` (plan `{}`, {} jobs, started {}{})", cell(db), cell(r.run_id),
-                     cell(r.plan_name), jobs, format_utc(r.created_at_ms),
+  return fmt::format("{} run {} (plan {}, {} jobs, started {}{})", code(db), code(r.run_id),
+                     code(r.plan_name), jobs, format_utc(r.created_at_ms),
                      r.finished_at_ms ? ", finished " + format_utc(r.finished_at_ms) : std::string(", not finished"));
 }
 
@@ -459,7 +460,7 @@ std::string render_compare_markdown(const Comparison& c) {
     if (!j.base || !j.fresh) continue;
     const std::string ci = j.ci ? fmt::format("{:.3f}–{:.3f}", j.ci->low, j.ci->high) : std::string(kMissing);
     out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << jobs::to_string(j.key.precision)
-        << " | " << shape_text(j.key) << " | " << (j.key.hardware_class.empty() ? std::string(kMissing) : "`" + cell(j.key.hardware_class) + "`")
+        << " | " << shape_text(j.key) << " | " << (j.key.hardware_class.empty() ? std::string(kMissing) : code(j.key.hardware_class))
         << " | " << ms(j.base->median_ms) << " | " << ms(j.fresh->median_ms) << " | " << ratio_text(j.ratio)
         << " | " << ci << " | " << p_text(j.p_value) << " | " << p_text(j.p_holm) << " | "
         << cell(verdict_text(j)) << " | " << (j.spec_changes.empty() ? std::string(kMissing) : cell(spec_change_text(j.spec_changes)))

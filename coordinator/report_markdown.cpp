@@ -28,7 +28,7 @@ std::string cell_text(std::string_view raw) { return markdown_cell(raw, kMaxCell
 
 std::string code(std::string_view raw) {
   if (raw.empty()) return std::string(kMissing);
-  return "`" + cell_text(raw) + "`";
+  return markdown_code(raw, kMaxCellTextChars);
 }
 
 std::string fixed(std::optional<double> v, int decimals) {

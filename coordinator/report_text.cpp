@@ -9,14 +9,20 @@
 
 namespace am::coord {
 
-std::string markdown_cell(std::string_view raw, std::size_t max_chars) {
+namespace {
+
+// One table cell's text: repaired UTF-8, one line, '|' escaped, control characters inert,
+// HTML's markup characters as entities unless the text goes into a code span (where entities
+// are not decoded and markup is not interpreted anyway).
+std::string cell_body(std::string_view raw, std::size_t max_chars, bool html_entities) {
   const std::string text = repair_utf8(raw);
   std::string out;
   out.reserve(text.size());
   std::size_t kept = 0;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    const bool starts_char = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    const auto byte = static_cast<unsigned char>(c);
+    const bool starts_char = (byte & 0xC0) != 0x80;
     if (starts_char && kept == max_chars) {
       out += "…";
       break;
@@ -26,11 +32,40 @@ std::string markdown_cell(std::string_view raw, std::size_t max_chars) {
       out += "\\|";
     } else if (c == '\n' || c == '\r' || c == '\t') {
       out += ' ';
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += kUtf8Replacement;   // ESC and its kind: the report is often read in a terminal
+    } else if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
+      out += kUtf8Replacement;   // a C1 control (U+0080-U+009F)
+      ++i;
+    } else if (html_entities && c == '<') {
+      out += "&lt;";
+    } else if (html_entities && c == '>') {
+      out += "&gt;";
+    } else if (html_entities && c == '&') {
+      out += "&amp;";
     } else {
       out += c;
     }
   }
   return out;
+}
+
+}  // namespace
+
+std::string markdown_cell(std::string_view raw, std::size_t max_chars) { return cell_body(raw, max_chars, true); }
+
+std::string markdown_code(std::string_view raw, std::size_t max_chars) {
+  const std::string body = cell_body(raw, max_chars, false);
+  // A fence one backtick longer than the longest run inside, padded with a space where the
+  // text starts or ends with a backtick (CommonMark code spans).
+  std::size_t longest = 0;
+  for (std::size_t i = 0, run = 0; i < body.size(); ++i) {
+    run = body[i] == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  const std::string fence(longest + 1, '`');
+  const bool pad = !body.empty() && (body.front() == '`' || body.back() == '`');
+  return fence + (pad ? " " : "") + body + (pad ? " " : "") + fence;
 }
 
 std::string report_text(std::string_view text) {

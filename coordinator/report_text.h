@@ -14,7 +14,9 @@
 // - json_number_text(): a metrics value as a cell: integers as integers, other numbers through
 //   format_number(), "" for anything that is not a number (missing, null, string).
 // - markdown_cell(): text for one Markdown table cell: repaired UTF-8, one line (CR, LF, TAB
-//   become spaces), '|' escaped, cut after `max_chars` characters with a trailing "…".
+//   become spaces), '|' escaped, other control characters (C0, DEL, C1) as U+FFFD, '<', '>' and
+//   '&' as HTML entities (a renderer that allows inline HTML shows them as text), cut after
+//   `max_chars` characters with a trailing "…".
 // Pure functions; thread-safe.
 #pragma once
 
@@ -28,6 +30,9 @@ namespace am::coord {
 std::string report_text(std::string_view text);
 
 std::string markdown_cell(std::string_view text, std::size_t max_chars);
+// The same text as a complete code span: no entities, and a fence of backticks that the text's
+// own backticks cannot close.
+std::string markdown_code(std::string_view text, std::size_t max_chars);
 
 std::string format_number(double value);
 std::string format_fixed(double value, int decimals);

@@ -59,5 +59,25 @@ TEST(Utf8, TailStaysWithinTheLimitAfterRepair) {
   EXPECT_EQ(tail.size() % 3, 0u);
 }
 
+// Text from peers shown on a terminal: no escape sequence survives, whatever its kind.
+TEST(Utf8, TerminalSafeTextCarriesNoControlCharacter) {
+  const std::string hostile = "ok\x1b]0;pwned\x07\x1b[2J\rFAKE\x7f\xc2\x9b" "31m\tend\nnext";
+  const std::string one_line = terminal_safe(hostile);
+  const std::string lines = terminal_safe(hostile, true);
+  for (const std::string* s : {&one_line, &lines}) {
+    EXPECT_TRUE(is_valid_utf8(*s));
+    for (std::size_t i = 0; i < s->size(); ++i) {
+      const auto b = static_cast<unsigned char>((*s)[i]);
+      EXPECT_FALSE(b < 0x20 && b != '\n' && b != '\t') << "control byte " << int(b) << " at " << i;
+      EXPECT_NE(b, 0x7F);
+      if (b == 0xC2 && i + 1 < s->size()) EXPECT_GT(static_cast<unsigned char>((*s)[i + 1]), 0x9F);
+    }
+  }
+  EXPECT_EQ(one_line.find('\n'), std::string::npos);
+  EXPECT_NE(lines.find("end\nnext"), std::string::npos) << lines;
+  EXPECT_NE(one_line.find("]0;pwned"), std::string::npos);   // the text stays readable
+  EXPECT_EQ(terminal_safe("plain text é ✓"), "plain text é ✓");
+}
+
 }  // namespace
 }  // namespace am

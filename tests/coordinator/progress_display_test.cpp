@@ -2,6 +2,8 @@
 // recognises (item 3): pure functions.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "coordinator/local_workers.h"
 #include "coordinator/progress_display.h"
 
@@ -71,6 +73,27 @@ TEST(ProgressFormat, TheStatusLineCountsPassFailedAndOthersWithElapsedAndEta) {
   const std::string done = format_status_line(progress(2, 2, {{ResultStatus::kPass, 2}}), 3'000, true);
   EXPECT_EQ(done.find("ETA"), std::string::npos) << done;
   EXPECT_EQ(done.find("\033[31m"), std::string::npos) << done;
+}
+
+// A job's line carries what its worker said: the display writes it inert, piped or on a terminal.
+TEST(ProgressDisplay, AJobsLineCannotCarryTerminalControlSequences) {
+  for (bool tty : {false, true}) {
+    std::FILE* out = std::tmpfile();
+    ASSERT_NE(out, nullptr);
+    ProgressDisplay display(progress_style(tty, "xterm", "1"), out);
+    Progress p = progress(2, 1, {{ResultStatus::kFail, 1}});
+    p.last_event = "fail  m cpu f32  \x1b]0;pwned\x07\x1b[2J\x1b[1;31mFAKE ALL PASS\r";
+    display.update(p);
+    display.finish();
+    std::rewind(out);
+    std::string text;
+    for (int c = std::fgetc(out); c != EOF; c = std::fgetc(out)) text += static_cast<char>(c);
+    std::fclose(out);
+    EXPECT_NE(text.find("FAKE ALL PASS"), std::string::npos) << text;
+    EXPECT_EQ(text.find("\x1b]0;"), std::string::npos) << "tty " << tty;
+    EXPECT_EQ(text.find("\x1b[2J"), std::string::npos) << "tty " << tty;
+    EXPECT_EQ(text.find('\x07'), std::string::npos) << "tty " << tty;
+  }
 }
 
 TEST(LocalWorkerIds, TheRunPidIsReadBackOnlyFromALocalWorkersId) {
