@@ -60,6 +60,18 @@ const SpeedupEstimate* interval_of(const MatrixCell* c) {
   return c && c->speedup_interval ? &*c->speedup_interval : nullptr;
 }
 
+// A text column's value: report_text() (valid UTF-8, no XML-forbidden characters), and a text
+// that a spreadsheet would take for a formula (it starts with '=', '+', '-', '@', TAB or CR:
+// "=cmd|' /C calc'!A0" in a model label) gets a leading apostrophe, which spreadsheets show as
+// text and do not evaluate. Numeric columns are written as numbers and never start so.
+std::string text_column(std::string_view raw) {
+  std::string text = report_text(raw);
+  if (!text.empty() && std::string_view("=+-@\t\r").find(text.front()) != std::string_view::npos) {
+    text.insert(text.begin(), '\'');
+  }
+  return text;
+}
+
 struct Column {
   std::string_view name;
   std::string (*value)(const ReportRow&, const MatrixCell*);   // the job and its matrix cell
@@ -67,13 +79,13 @@ struct Column {
 
 // Schema 1. Append only (see report_csv.h); docs/REPORTS.md describes each column.
 const Column kColumns[] = {
-    {"run_id", [](const ReportRow& r, const MatrixCell*) { return report_text(r.run_id); }},
-    {"job_id", [](const ReportRow& r, const MatrixCell*) { return report_text(r.job_id); }},
-    {"model", [](const ReportRow& r, const MatrixCell*) { return report_text(r.model); }},
-    {"architecture", [](const ReportRow& r, const MatrixCell*) { return report_text(r.architecture); }},
-    {"backend", [](const ReportRow& r, const MatrixCell*) { return report_text(r.backend); }},
-    {"hardware_class", [](const ReportRow& r, const MatrixCell*) { return report_text(r.hardware_class); }},
-    {"device", [](const ReportRow& r, const MatrixCell*) { return report_text(r.device); }},
+    {"run_id", [](const ReportRow& r, const MatrixCell*) { return text_column(r.run_id); }},
+    {"job_id", [](const ReportRow& r, const MatrixCell*) { return text_column(r.job_id); }},
+    {"model", [](const ReportRow& r, const MatrixCell*) { return text_column(r.model); }},
+    {"architecture", [](const ReportRow& r, const MatrixCell*) { return text_column(r.architecture); }},
+    {"backend", [](const ReportRow& r, const MatrixCell*) { return text_column(r.backend); }},
+    {"hardware_class", [](const ReportRow& r, const MatrixCell*) { return text_column(r.hardware_class); }},
+    {"device", [](const ReportRow& r, const MatrixCell*) { return text_column(r.device); }},
     {"precision", [](const ReportRow& r, const MatrixCell*) { return std::string(jobs::to_string(r.precision)); }},
     {"batch", [](const ReportRow& r, const MatrixCell*) { return spec_number(r, "batch"); }},
     {"seq_len", [](const ReportRow& r, const MatrixCell*) { return spec_number(r, "seq_len"); }},
@@ -86,12 +98,12 @@ const Column kColumns[] = {
      }},
     {"state", [](const ReportRow& r, const MatrixCell*) { return std::string(to_string(r.state)); }},
     {"status", [](const ReportRow& r, const MatrixCell*) { return r.status ? std::string(to_string(*r.status)) : std::string(); }},
-    {"reason", [](const ReportRow& r, const MatrixCell*) { return report_text(r.reason); }},
+    {"reason", [](const ReportRow& r, const MatrixCell*) { return text_column(r.reason); }},
     {"attempt", [](const ReportRow& r, const MatrixCell*) { return r.attempt > 0 ? std::to_string(r.attempt) : std::string(); }},
     {"attempts", [](const ReportRow& r, const MatrixCell*) { return std::to_string(r.attempts); }},
-    {"worker", [](const ReportRow& r, const MatrixCell*) { return report_text(r.worker_id); }},
-    {"hostname", [](const ReportRow& r, const MatrixCell*) { return report_text(r.hostname); }},
-    {"build", [](const ReportRow& r, const MatrixCell*) { return report_text(r.build); }},
+    {"worker", [](const ReportRow& r, const MatrixCell*) { return text_column(r.worker_id); }},
+    {"hostname", [](const ReportRow& r, const MatrixCell*) { return text_column(r.hostname); }},
+    {"build", [](const ReportRow& r, const MatrixCell*) { return text_column(r.build); }},
     {"latency_median_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "median"); }},
     {"latency_p90_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "p90"); }},
     {"latency_min_ms", [](const ReportRow& r, const MatrixCell*) { return metric(r, "latency_ms", "min"); }},

@@ -345,6 +345,22 @@ TEST_F(Exports, CsvRoundTripsHostileTextFromWorkers) {
   EXPECT_TRUE(seen);
 }
 
+TEST_F(Exports, CsvTextThatASpreadsheetWouldEvaluateIsWrittenAsText) {
+  const std::string formula_model = "=cmd|' /C calc'!A0";
+  run_job(make_spec(formula_model, "encoder-only", "cpu", "f32"), "fail", "+SUM(1)|x", nlohmann::json::object());
+  auto table = read_csv(csv());
+  ASSERT_TRUE(table.has_value());
+  bool seen = false;
+  for (std::size_t i = 1; i < table->size(); ++i) {
+    auto r = by_name(*table, i);
+    if (r["model"] != "'" + formula_model) continue;
+    seen = true;
+    EXPECT_EQ(r["reason"], "'+SUM(1)|x");
+    EXPECT_EQ(r["latency_median_ms"], "");   // numbers are numbers, never prefixed
+  }
+  EXPECT_TRUE(seen) << csv();
+}
+
 TEST(CsvField, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(csv_field(""), "");
   EXPECT_EQ(csv_field("plain text"), "plain text");
