@@ -6,18 +6,23 @@
 #include "worker/command_job.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/proc_memory.h"
+#include "common/reliability.h"
 #include "common/unique_fd.h"
 #include "worker/command_output.h"
 #include "worker/executor.h"
@@ -117,7 +122,18 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   std::string captured;
   bool truncated = false;
   char buf[kReadChunkBytes];
+  // The command's own peak resident set, read from its address space while it runs (the
+  // executor sees only this runner's; ru_maxrss would carry this runner's over the exec:
+  // common/proc_memory.h). Read at every chunk of output and every tick without one.
+  std::optional<int64_t> command_peak;
+  const auto sample_peak = [&] {
+    if (std::optional<int64_t> hwm = vm_hwm_bytes(pid)) command_peak = std::max(command_peak.value_or(0), *hwm);
+  };
   while (true) {
+    sample_peak();
+    pollfd pfd{read_end.get(), POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(reliability::kPollTickMs));
+    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
@@ -129,10 +145,16 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
       truncated = true;
     }
   }
+  // The command may live on after closing its stdout: its peak is read until it ends.
   int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0) {
-    if (errno != EINTR) return error(std::string("waitpid: ") + std::strerror(errno));
+  for (;;) {
+    sample_peak();
+    const pid_t r = ::waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) break;
+    if (r < 0 && errno != EINTR) return error(std::string("waitpid: ") + std::strerror(errno));
+    if (r == 0) ::poll(nullptr, 0, static_cast<int>(reliability::kPollTickMs));
   }
+  if (command_peak) metrics["memory"]["peak_rss_bytes"] = *command_peak;
   if (WIFSIGNALED(wstatus)) die_like(WTERMSIG(wstatus));
   const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : kExitNoResult;
   metrics["command"]["exit_code"] = code;
@@ -158,6 +180,12 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   if (!parsed.ok()) return error("malformed command result: " + parsed.status().message());
   nlohmann::json out = std::move(parsed->metrics);
   out["command"] = metrics["command"];
+  // The command's resident peak as the worker measured it (a figure the command reports of its
+  // own is its device memory, `memory.peak_bytes`: docs/PLANS.md).
+  if (metrics.contains("memory")) {
+    if (!out.contains("memory") || !out["memory"].is_object()) out["memory"] = nlohmann::json::object();
+    out["memory"]["peak_rss_bytes"] = metrics["memory"]["peak_rss_bytes"];
+  }
   return write_result(result_file, parsed->status, parsed->reason, out).ok() ? 0 : kExitNoResult;
 }
 

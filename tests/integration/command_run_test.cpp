@@ -55,9 +55,13 @@ case "$ACCELMATRIX_JOB_ID" in ????????????????) ;; *) echo "bad job id"; exit 8 
 printf '{"status": "pass", "latency_ms": [2.5, 3.5, 3.0], "throughput": {"value": 120, "unit": "items/s"}, "notes": "device=%s"}\n' "$ACCELMATRIX_DEVICE" > "$ACCELMATRIX_RESULT_FILE"
 )sh";
 
-// The same schema printed on stdout by python3, after other output.
-constexpr const char* kStdoutScript = R"py(import json, sys
+// The same schema printed on stdout by python3, after other output, holding 160 MiB meanwhile
+// (its peak resident set is the command's, not the runner's: the worker reads it).
+constexpr const char* kStdoutScript = R"py(import json, sys, time
+ballast = b"\x01" * (160 << 20)
 print("warm-up done")
+sys.stdout.flush()
+time.sleep(0.3)
 print(json.dumps({"status": "pass", "latency_ms": [10.0, 12.0, 11.0], "accuracy": {"nmse": 1e-7, "cosine": 0.9999}}))
 )py";
 
@@ -132,6 +136,8 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   EXPECT_EQ(m["notes"], "device=cpu:0");
   EXPECT_EQ(m["command"]["name"], "sh-pass");
   EXPECT_DOUBLE_EQ(metrics_of("py-pass")["accuracy"]["nmse"].get<double>(), 1e-7);
+  EXPECT_GE(metrics_of("py-pass")["memory"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
+  EXPECT_GE(metrics_of("py-pass")["process"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
   const auto llama = metrics_of("TinyLlama-1.1B");
   EXPECT_DOUBLE_EQ(llama["throughput"]["tokens_per_s"].get<double>(), 18710.96);
   EXPECT_EQ(llama["latency_ms"]["count"].get<int>(), 5);
