@@ -91,9 +91,24 @@ int spec_int(const nlohmann::json& spec, const char* field) {
   return static_cast<int>(v);
 }
 
+// "NAME LABEL" of an external command's spec, "" for a model job.
+std::string command_of(const nlohmann::json& spec) {
+  if (!spec.is_object()) return "";
+  auto c = spec.find("command");
+  if (c == spec.end() || !c->is_object()) return "";
+  std::string out;
+  for (const char* field : {"name", "precision_label"}) {
+    auto v = c->find(field);
+    if (v == c->end() || !v->is_string() || v->get<std::string>().empty()) continue;
+    out += (out.empty() ? "" : " ") + v->get<std::string>();
+  }
+  return out;
+}
+
 JobKey key_of(const ReportRow& r) {
   JobKey k;
   k.model = r.model;
+  k.command = command_of(r.spec);
   k.backend = r.backend;
   k.hardware_class = r.hardware_class;
   k.precision = r.precision;
@@ -182,6 +197,11 @@ std::string status_text(const std::optional<ComparedSide>& s) {
 
 std::string cell(std::string_view text) { return markdown_cell(text, kMaxCellChars); }
 std::string code(std::string_view text) { return markdown_code(text, kMaxCellChars); }
+// The precision column: an external command's name and label beside "external".
+std::string precision_cell(const JobKey& k) {
+  const std::string p(jobs::to_string(k.precision));
+  return k.command.empty() ? p : p + " (" + cell(k.command) + ")";
+}
 
 std::string ms(std::optional<double> v) {
   if (!v) return std::string(kMissing);
@@ -251,8 +271,8 @@ nlohmann::json side_json(const std::optional<ComparedSide>& s) {
 }  // namespace
 
 bool JobKey::operator<(const JobKey& o) const {
-  return std::tie(model, backend, hardware_class, precision, batch, seq_len) <
-         std::tie(o.model, o.backend, o.hardware_class, o.precision, o.batch, o.seq_len);
+  return std::tie(model, backend, hardware_class, precision, command, batch, seq_len) <
+         std::tie(o.model, o.backend, o.hardware_class, o.precision, o.command, o.batch, o.seq_len);
 }
 bool JobKey::operator==(const JobKey& o) const { return !(*this < o) && !(o < *this); }
 
@@ -459,7 +479,7 @@ std::string render_compare_markdown(const Comparison& c) {
   for (const ComparedJob& j : c.jobs) {
     if (!j.base || !j.fresh) continue;
     const std::string ci = j.ci ? fmt::format("{:.3f}–{:.3f}", j.ci->low, j.ci->high) : std::string(kMissing);
-    out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << jobs::to_string(j.key.precision)
+    out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << precision_cell(j.key)
         << " | " << shape_text(j.key) << " | " << (j.key.hardware_class.empty() ? std::string(kMissing) : code(j.key.hardware_class))
         << " | " << ms(j.base->median_ms) << " | " << ms(j.fresh->median_ms) << " | " << ratio_text(j.ratio)
         << " | " << ci << " | " << p_text(j.p_value) << " | " << p_text(j.p_holm) << " | "
@@ -482,7 +502,7 @@ std::string render_compare_markdown(const Comparison& c) {
       if (j.status_change == StatusChange::kBroke) change = "**pass→fail: REGRESSION**";
       const std::string reason = j.fresh && !j.fresh->reason.empty() ? j.fresh->reason
                                  : j.base ? j.base->reason : std::string();
-      out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << jobs::to_string(j.key.precision)
+      out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << precision_cell(j.key)
           << " | " << shape_text(j.key) << " | " << status_text(j.base) << " | " << status_text(j.fresh) << " | "
           << change << " | " << (reason.empty() ? std::string(kMissing) : cell(reason)) << " |\n";
     }
@@ -501,7 +521,7 @@ std::string render_compare_markdown(const Comparison& c) {
       if (!j.base || !j.fresh) continue;
       if (!(j.base->nmse || j.fresh->nmse || j.base->cosine || j.fresh->cosine)) continue;
       auto fixed6 = [](std::optional<double> v) { return v ? fmt::format("{:.6f}", *v) : std::string(kMissing); };
-      out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << jobs::to_string(j.key.precision)
+      out << "| " << cell(j.key.model) << " | " << cell(j.key.backend) << " | " << precision_cell(j.key)
           << " | " << shape_text(j.key) << " | " << sci(j.base->nmse) << " | " << sci(j.fresh->nmse) << " | "
           << fixed6(j.base->cosine) << " | " << fixed6(j.fresh->cosine) << " | " << fixed6(j.base->top1_agreement)
           << " | " << fixed6(j.fresh->top1_agreement) << " |\n";
@@ -561,6 +581,7 @@ nlohmann::json compared_job_json(const ComparedJob& j) {
                         {"backend", j.key.backend},
                         {"hardware_class", j.key.hardware_class},
                         {"precision", std::string(jobs::to_string(j.key.precision))},
+                        {"command", j.key.command},
                         {"batch", j.key.batch},
                         {"seq_len", j.key.seq_len},
                         {"occurrence", j.occurrence},
@@ -604,7 +625,7 @@ std::string render_compare_json_text(const Comparison& c) {
 }
 
 ReportDocumentKeys compare_document_keys() {
-  static const std::vector<std::string_view> spec{"batch", "seq_len"};
+  static const std::vector<std::string_view> spec{"batch", "seq_len", "command"};
   static const std::vector<std::string_view> metrics{
       "latency_ms.samples", "accuracy.nmse",     "accuracy.cosine", "accuracy.top1_agreement",
       "process.cpu_user_s", "process.cpu_sys_s", "process.wall_s",  "threads"};

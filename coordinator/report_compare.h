@@ -70,6 +70,10 @@ struct CompareSide {
 
 struct JobKey {
   std::string model, backend, hardware_class;
+  // An external command's name and precision label ("llama-bench Q4_K_M"), "" for a model job:
+  // two commands of one model label, backend and shape are different jobs (docs/PLANS.md: a
+  // command's cell is its own), not a pair by job order.
+  std::string command;
   jobs::Precision precision = jobs::Precision::kF32;
   int batch = 0;
   int seq_len = 0;

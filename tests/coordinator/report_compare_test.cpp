@@ -171,6 +171,31 @@ TEST(Compare, WithoutAGateTheVerdictIsTakenAtTheDefaultThresholdNotAtZero) {
   EXPECT_TRUE(r->regression);
 }
 
+// Two external commands of one label, backend and shape differ by their precision label: they
+// pair by it, not by job order (a swapped order hid a 10x slowdown of one of them).
+TEST(Compare, ExternalCommandsPairByTheirNameAndPrecisionLabelNotByOrder) {
+  const auto command_row = [](const std::string& id, const std::string& label, double ms, uint64_t seed) {
+    ReportRow r = row(id, "llama", "f32", "pass", samples(ms, 60, seed));
+    r.precision = jobs::Precision::kExternal;
+    r.spec["precision"] = "external";
+    r.spec["command"] = {{"name", "llama-bench"}, {"argv", {"llama-bench"}}, {"output", "llama-bench"},
+                         {"precision_label", label}};
+    return r;
+  };
+  auto base = side("a", {command_row("1", "Q4_K_M", 1.0, 1), command_row("2", "int8-trt", 10.0, 2)});
+  auto fresh = side("b", {command_row("3", "int8-trt", 10.0, 3), command_row("4", "Q4_K_M", 10.0, 4)});
+  auto c = compare_runs(base, fresh, gate(10));
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_TRUE(c->regression);
+  EXPECT_EQ(c->summary.matched, 2);
+  for (const ComparedJob& j : c->jobs) {
+    ASSERT_TRUE(j.ratio.has_value());
+    if (j.key.command == "llama-bench Q4_K_M") EXPECT_NEAR(*j.ratio, 10.0, 0.5);
+    if (j.key.command == "llama-bench int8-trt") EXPECT_NEAR(*j.ratio, 1.0, 0.05);
+  }
+  EXPECT_NE(render_compare_markdown(*c).find("external (llama-bench Q4_K_M)"), std::string::npos);
+}
+
 TEST(Compare, ALargeRatioWithoutSignificanceIsNotARegression) {
   // Five wildly spread samples a side: the median ratio is 1.5 but the test cannot tell.
   auto base = side("a", {row("1", "m", "f32", "pass", {10, 30, 5, 20, 2})});
