@@ -6,6 +6,8 @@
 #include <tuple>
 #include <utility>
 
+#include "coordinator/report_common.h"
+
 namespace am::coord {
 namespace {
 
@@ -335,15 +337,14 @@ MatrixBuilder& MatrixBuilder::operator=(MatrixBuilder&&) noexcept = default;
 void MatrixBuilder::add(const ReportRow& row) {
   State& s = *state_;
   remember(s.m.architectures, row.architecture);
-  std::string command;
-  if (auto c = row.spec.find("command"); c != row.spec.end() && c->is_object()) {
-    command = c->value("name", std::string("?"));
-  }
+  // A command's cell is keyed by its name and precision label (command_key), shown by its name
+  // with the label beside it.
+  const std::string command = command_key(row.spec);
   // Rows come in plan order, so a row is mostly of the previous row's cell: checked first,
   // without making the key.
   const auto same_cell = [&](const MatrixCell& c) {
     return c.precision == row.precision && c.model == row.model && c.backend == row.backend &&
-           c.hardware_class == row.hardware_class && c.command == command;
+           c.hardware_class == row.hardware_class && c.command_key() == command;
   };
   if (!s.last_cell || !same_cell(s.builders[*s.last_cell].cell)) {
     auto key = std::make_tuple(row.model, row.backend, row.hardware_class, row.precision, command);
@@ -355,7 +356,10 @@ void MatrixBuilder::add(const ReportRow& row) {
       remember(s.m.precisions, row.precision);
       remember(s.columns, MatrixColumn{row.backend, row.hardware_class});
       CellBuilder b;
-      b.cell.command = command;
+      if (std::optional<CommandIdentity> id = command_identity(row.spec)) {
+        b.cell.command = id->name;
+        b.cell.command_precision_label = id->label;
+      }
       b.cell.model = row.model;
       b.cell.architecture = row.architecture;
       b.cell.backend = row.backend;

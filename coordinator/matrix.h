@@ -79,6 +79,11 @@ struct MatrixCell {
   // cell is never a baseline and never merges with a built-in job's cell; its speed-up is taken
   // against the built-in cpu f32 cell of the same model label and shape when that exists.
   std::string command;
+  std::string command_precision_label;   // the command's precision_label, "" when it gives none
+  // What keys a command's cell beside model, backend, class and precision: name and label.
+  std::string command_key() const {
+    return command_precision_label.empty() ? command : command + " " + command_precision_label;
+  }
   std::optional<ResultStatus> status;    // most severe terminal status; nullopt when none is
   std::map<ResultStatus, int> status_counts;   // per terminal job status
   int pending = 0;                       // jobs not terminal yet

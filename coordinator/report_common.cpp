@@ -121,4 +121,23 @@ std::string collect_text(const std::function<Status(const TextSink&)>& write) {
   return text;
 }
 
+std::optional<CommandIdentity> command_identity(const nlohmann::json& spec) {
+  if (!spec.is_object()) return std::nullopt;
+  auto c = spec.find("command");
+  if (c == spec.end() || !c->is_object()) return std::nullopt;
+  const auto text = [&](const char* field) {
+    auto v = c->find(field);
+    return v != c->end() && v->is_string() ? v->get<std::string>() : std::string();
+  };
+  CommandIdentity id{text("name"), text("precision_label")};
+  if (id.name.empty()) id.name = "?";
+  return id;
+}
+
+std::string command_key(const nlohmann::json& spec) {
+  const std::optional<CommandIdentity> id = command_identity(spec);
+  if (!id) return "";
+  return id->label.empty() ? id->name : id->name + " " + id->label;
+}
+
 }  // namespace am::coord

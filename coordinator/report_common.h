@@ -82,6 +82,17 @@ std::string column_heading(const std::string& backend, const std::string& hardwa
 // "2024-05-01T12:34:56.789Z" (UTC); "" for 0.
 std::string format_utc(int64_t epoch_ms);
 
+// An external command job's identity in reports: its spec's command name and precision_label
+// (docs/PLANS.md); both empty for a model job. Two commands of one model label and backend are
+// different cells, memory lines and compare pairs when either differs.
+struct CommandIdentity {
+  std::string name;    // "?" for a command spec without a name
+  std::string label;   // precision_label, "" when the command gives none
+};
+std::optional<CommandIdentity> command_identity(const nlohmann::json& spec);
+// "NAME LABEL" (or "NAME"), "" for a model job.
+std::string command_key(const nlohmann::json& spec);
+
 // Text from workers (log tails, reasons) goes through common/utf8.h (repair_utf8, utf8_tail)
 // before it is written into JSON and Markdown.
 

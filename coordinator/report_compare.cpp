@@ -91,24 +91,10 @@ int spec_int(const nlohmann::json& spec, const char* field) {
   return static_cast<int>(v);
 }
 
-// "NAME LABEL" of an external command's spec, "" for a model job.
-std::string command_of(const nlohmann::json& spec) {
-  if (!spec.is_object()) return "";
-  auto c = spec.find("command");
-  if (c == spec.end() || !c->is_object()) return "";
-  std::string out;
-  for (const char* field : {"name", "precision_label"}) {
-    auto v = c->find(field);
-    if (v == c->end() || !v->is_string() || v->get<std::string>().empty()) continue;
-    out += (out.empty() ? "" : " ") + v->get<std::string>();
-  }
-  return out;
-}
-
 JobKey key_of(const ReportRow& r) {
   JobKey k;
   k.model = r.model;
-  k.command = command_of(r.spec);
+  k.command = command_key(r.spec);
   k.backend = r.backend;
   k.hardware_class = r.hardware_class;
   k.precision = r.precision;

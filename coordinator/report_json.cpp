@@ -263,6 +263,8 @@ json matrix_cell_json(const MatrixCell& c, bool with_lists) {
           {"backend", repair_utf8(c.backend)},
           {"precision", std::string(jobs::to_string(c.precision))},
           {"command", c.command.empty() ? json(nullptr) : json(repair_utf8(c.command))},
+          {"command_precision_label",
+           c.command_precision_label.empty() ? json(nullptr) : json(repair_utf8(c.command_precision_label))},
           {"scaled", c.scaled},
           {"status", status_name(c.status)},
           {"status_counts", std::move(counts)},

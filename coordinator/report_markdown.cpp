@@ -92,7 +92,7 @@ std::string percent(double fraction) { return fmt::format("{:.0f}%", fraction * 
 
 std::string notes(const MatrixCell& cell) {
   std::vector<std::string> parts;
-  if (!cell.command.empty()) parts.push_back("command " + cell.command);   // [[commands]] name
+  if (!cell.command.empty()) parts.push_back("command " + cell.command_key());   // [[commands]] name and label
   if (cell.scaled) parts.push_back("scaled");
   if (cell.rating == Rating::kFailed || cell.rating == Rating::kUnsupported ||
       cell.status == ResultStatus::kSkipped) {
@@ -302,13 +302,16 @@ struct MemoryPeaks {
     std::optional<double> bytes = metric_number(r.metrics, "memory", "peak_rss_bytes");
     if (!bytes) bytes = metric_number(r.metrics, "process", "peak_rss_bytes");
     if (!bytes || *bytes <= 0) return;
-    const Key key{r.model, r.precision, r.backend, r.hardware_class};
+    // An external command's line names it: two commands of one model label are two lines.
+    const std::string command = command_key(r.spec);
+    const std::string label = command.empty() ? r.model : r.model + " · " + command;
+    const Key key{label, r.precision, r.backend, r.hardware_class};
     double& slot = peak[key];
     slot = std::max(slot, *bytes);
     if (auto w = metric_number(r.metrics, "memory", "weights_bytes"); w && *w > 0) {
       weights[key] = std::max(weights[key], *w);
     }
-    if (seen_lines.emplace(r.model, r.precision).second) lines.emplace_back(r.model, r.precision);
+    if (seen_lines.emplace(label, r.precision).second) lines.emplace_back(label, r.precision);
   }
 };
 

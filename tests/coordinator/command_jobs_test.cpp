@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "coordinator/matching.h"
 #include "coordinator/matrix.h"
 #include "coordinator/report_markdown.h"
@@ -132,6 +134,33 @@ TEST(CommandMatrix, WithoutABuiltInBaselineACommandShowsItsLatencyOnly) {
     EXPECT_EQ(c.rating, Rating::kNoBaseline) << c.backend;
     EXPECT_TRUE(c.median_ms.has_value());
   }
+}
+
+// Two runs of one command that differ by their precision label (llama-bench at Q4_K_M and at
+// Q8_0) are two cells and two memory lines, not one whose figures mix both.
+TEST(CommandMatrix, CommandsThatDifferByTheirPrecisionLabelAreCellsOfTheirOwn) {
+  auto q4 = command_spec("cpu", "tinyllama", jobs::Precision::kExternal);
+  q4.command->precision_label = "Q4_K_M";
+  auto q8 = q4;
+  q8.command->precision_label = "Q8_0";
+  ReportRow a = row("a", q4, {2, 2, 2}), b = row("b", q8, {4, 4, 4});
+  a.hardware_class = b.hardware_class = "cpu-x";
+  a.metrics["memory"] = {{"peak_rss_bytes", 100 << 20}};
+  b.metrics["memory"] = {{"peak_rss_bytes", 200 << 20}};
+  const Matrix m = build_matrix({a, b});
+  ASSERT_EQ(m.cells.size(), 2u);
+  std::set<std::string> labels;
+  for (const MatrixCell& c : m.cells) {
+    labels.insert(c.command_precision_label);
+    EXPECT_DOUBLE_EQ(*c.median_ms, c.command_precision_label == "Q4_K_M" ? 2.0 : 4.0);
+  }
+  EXPECT_EQ(labels, (std::set<std::string>{"Q4_K_M", "Q8_0"}));
+  RunRecord run;
+  run.run_id = "r";
+  const std::string md = render_markdown(run, {a, b});
+  EXPECT_NE(md.find("| tinyllama · bench Q4_K_M | external | 100.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| tinyllama · bench Q8_0 | external | 200.0 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("command bench Q8_0"), std::string::npos) << md;
 }
 
 TEST(CommandMatrix, TheMarkdownReportNamesTheCommandOfACell) {
