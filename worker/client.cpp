@@ -148,7 +148,9 @@ struct WorkerClient::Impl {
   int64_t last_heard_ms = 0;
   int64_t last_beat_ms = 0;
   bool draining = false;
-  int64_t drain_started_ms = 0;
+  // When the draining worker last had a job running: the wait for its last ACKs (drain_wait_ms)
+  // counts from there, not from the DRAIN (a job that ran longer than the wait left at once).
+  int64_t drain_idle_since_ms = 0;
   bool warned_unanswered = false;   // the "no session" diagnosis is logged once per connection
 
   std::map<std::string, RunningJob> running;         // attempt key -> job thread
@@ -450,7 +452,7 @@ struct WorkerClient::Impl {
       if (!draining) {
         logger()->info("draining: {}", d->reason);
         draining = true;
-        drain_started_ms = steady_ms();
+        drain_idle_since_ms = steady_ms();
       }
     } else if (std::holds_alternative<proto::Heartbeat>(body)) {
       answer_heartbeat();
@@ -480,8 +482,9 @@ struct WorkerClient::Impl {
         send_ready(false);
       }
       if (endpoint && t - last_heard_ms > interval_ms * liveness) schedule_reconnect();
+      if (draining && !running.empty()) drain_idle_since_ms = t;
       if (draining && running.empty() &&
-          (outbox.empty() || t - drain_started_ms > opt.drain_wait_ms)) {
+          (outbox.empty() || t - drain_idle_since_ms > opt.drain_wait_ms)) {
         if (!outbox.empty()) {
           logger()->warn("leaving with {} unacknowledged result(s)", outbox.size());
         }

@@ -1,11 +1,12 @@
 // The real worker facing a coordinator that sends what it should not: specs of the wrong type or
 // out of range, an ASSIGN for a device it does not have, job ids that differ only in characters
-// a file name cannot hold, and a WELCOME of another major version. A bare ROUTER plays the
-// coordinator, so the test sees every answer.
+// a file name cannot hold, and a WELCOME of another major version; and a drain whose last result
+// comes long after the DRAIN. A bare ROUTER plays the coordinator, so the test sees every answer.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -77,6 +78,22 @@ class FakeCoordinator {
       return got.size() >= count;
     }, timeout);
     return got;
+  }
+
+  // Feeds every message from the worker to `seen` until it returns true or `timeout` passes,
+  // beating meanwhile as a coordinator does (a silent one is taken for gone).
+  bool until(const std::function<bool(const proto::Message&)>& seen, std::chrono::milliseconds timeout) {
+    const int64_t deadline = steady_ms() + timeout.count();
+    int64_t next_beat = 0;
+    while (steady_ms() < deadline) {
+      if (steady_ms() >= next_beat) {
+        send(proto::Heartbeat{});
+        next_beat = steady_ms() + 300;
+      }
+      auto msg = router_->recv(50);
+      if (msg.ok() && msg->has_value() && seen((*msg)->message)) return true;
+    }
+    return false;
   }
 
   Process& worker() { return *worker_; }
@@ -175,6 +192,39 @@ TEST(HostileCoordinator, AWelcomeOfAnotherMajorVersionEndsTheWorkerWithExitTwo) 
   EXPECT_NE(c.worker().log().find("coordinator speaks protocol " + std::to_string(proto::kVersionMajor + 1)),
             std::string::npos)
       << c.worker().log();
+}
+
+// PROTOCOL §5.7: a drained worker leaves when it is idle and its RESULTs are ACKed (or after
+// drain_wait_ms, 10 s, counted from when it went idle). The wait was counted from the DRAIN: a
+// job running longer than that was followed by BYE in the same millisecond as its RESULT.
+TEST(HostileCoordinator, ADrainedWorkerWaitsForTheAckOfAResultThatCameLongAfterTheDrain) {
+  ScratchDir dir("drain-ack");
+  FakeCoordinator c(dir);
+  const std::string device = c.await_hello();
+  ASSERT_FALSE(device.empty()) << c.worker().log();
+  c.welcome();
+  nlohmann::json spec = selftest_spec("hang");
+  spec["timeout_s"] = 11.0;   // outlives the 10 s wait for ACKs
+  ASSERT_TRUE(c.send(assign("long", device, spec)));
+  ASSERT_TRUE(c.send(proto::Drain{"test drain"}));
+  // The RESULT arrives after the job's limit; it is not ACKed for a second, and no BYE may come
+  // meanwhile.
+  std::optional<proto::JobResult> result;
+  bool bye_before_ack = false;
+  ASSERT_TRUE(c.until([&](const proto::Message& m) {
+    if (auto* r = std::get_if<proto::JobResult>(&m.body)) result = *r;
+    return result.has_value();
+  }, 60s)) << c.worker().log();
+  EXPECT_EQ(result->status, ResultStatus::kTimeout);
+  c.until([&](const proto::Message& m) {
+    bye_before_ack = bye_before_ack || std::holds_alternative<proto::Bye>(m.body);
+    return false;
+  }, 1000ms);
+  EXPECT_FALSE(bye_before_ack) << c.worker().log();
+  ASSERT_TRUE(c.send(proto::Ack{result->job_id, result->attempt}));
+  EXPECT_TRUE(c.until([&](const proto::Message& m) { return std::holds_alternative<proto::Bye>(m.body); }, 10s))
+      << c.worker().log();
+  EXPECT_EQ(c.worker().wait(15s), 0) << c.worker().log();
 }
 
 }  // namespace

@@ -278,6 +278,8 @@ int64_t SimWorker::tick(int64_t now_ms) {
     return next_connect_ms_;
   }
   next = std::min(next, last_heard_ms_ + interval_ms_ * liveness_ + 1);
+  // As the real worker: the wait for the last ACKs counts from when the worker went idle.
+  if (draining_ && !running_.empty()) drain_started_ms_ = now_ms;
   if (draining_ && running_.empty() && (outbox_.empty() || now_ms - drain_started_ms_ > opt_.drain_wait_ms)) {
     send(proto::Bye{"drained"});
     counters_->byes.fetch_add(1, std::memory_order_relaxed);
