@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "common/atomic_file.h"
+#include "common/clock.h"
 #include "common/proc_memory.h"
 #include "common/reliability.h"
 #include "common/unique_fd.h"
@@ -125,8 +126,12 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   // The command's own peak resident set, read from its address space while it runs (the
   // executor sees only this runner's; ru_maxrss would carry this runner's over the exec:
   // common/proc_memory.h). Read at every chunk of output and every tick without one.
+  // Not in the first tick: right after the spawn the command's program is not loaded yet, and
+  // its few KiB then would be no measurement (a command that ends sooner has no figure).
   std::optional<int64_t> command_peak;
+  const int64_t first_sample_ms = steady_ms() + reliability::kPollTickMs;
   const auto sample_peak = [&] {
+    if (steady_ms() < first_sample_ms) return;
     if (std::optional<int64_t> hwm = vm_hwm_bytes(pid)) command_peak = std::max(command_peak.value_or(0), *hwm);
   };
   while (true) {

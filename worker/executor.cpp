@@ -156,7 +156,10 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
   };
 
   bool output_open = true;
-  int64_t next_rss_sample_ms = 0;
+  // The first reading waits a tick: right after the spawn the new program has not been loaded
+  // yet (VmHWM read 12-16 KiB), and a figure like that is no measurement. A job that ends
+  // before it has none.
+  int64_t next_rss_sample_ms = start + reliability::kPollTickMs;
   while (true) {
     const int64_t now = steady_ms();
     if (cause == StopCause::kNone) {
