@@ -344,6 +344,8 @@ struct Server::Impl {
   std::set<std::string> admin_keys;
   bool bound_to_ipc = false;                       // every peer is on this host
   std::map<std::string, int64_t> run_started_ms;   // epoch ms the run was submitted this session
+  // Epoch ms the run's last job ended this session (its "elapsed" stops there while it stays so).
+  std::map<std::string, int64_t> run_finished_ms;
   std::map<std::string, std::pair<int, int64_t>> run_measured;   // run -> (jobs, summed job ms)
   int64_t started_at_ms = 0;                       // epoch ms of create()
   bool runs_dirty = false;                         // a job became terminal since the last check
@@ -1913,6 +1915,7 @@ struct Server::Impl {
         return;
       }
       runs_to_finish.erase(run_id);
+      run_finished_ms[run_id] = now_epoch_ms();
       logger()->info("run {}: every job is terminal", run_id);
     }
   }
@@ -2371,8 +2374,13 @@ struct Server::Impl {
       const Counts& c = counts[run_id];
       nlohmann::json r{{"run_id", run_id}, {"total", c.total}, {"done", c.done}, {"running", c.leased},
                        {"queued", c.queued}, {"by_status", c.by_status}};
+      // Until its last job ended (when that happened in this session), not the coordinator's uptime.
       const auto started = run_started_ms.find(run_id);
-      if (started != run_started_ms.end()) r["elapsed_s"] = (now_epoch - started->second) / 1000.0;
+      if (started != run_started_ms.end()) {
+        const auto finished = run_finished_ms.find(run_id);
+        const int64_t end = c.done == c.total && finished != run_finished_ms.end() ? finished->second : now_epoch;
+        r["elapsed_s"] = std::max<int64_t>(0, end - started->second) / 1000.0;
+      }
       // ETA from the run's own jobs measured in this session: the jobs left, spread over the
       // slots. None before one has finished (another run's jobs say nothing of this one's: a run
       // of hour-long jobs showed an ETA of 339 ms from a smoke run's).
@@ -3288,6 +3296,7 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
             m.storage_fault("marking run " + run_id + " finished", st);
             return *m.fatal;
           }
+          m.run_finished_ms[run_id] = now_epoch_ms();
         }
         logger()->info("all {} job(s) terminal; draining workers", m.jobs.size());
       }

@@ -99,6 +99,13 @@ TEST(Control, StatusSubmitCancelDrainAndRunsSteerALiveCoordinator) {
     if (d["key"] == "cpu:0") cpu_healthy = d["condition"] == "healthy" && d["last_health_check_passed"] == true;
   }
   EXPECT_TRUE(cpu_healthy) << w.dump(2);
+  // A finished run's elapsed time ends with it; it does not grow with the coordinator's uptime.
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM runs WHERE run_id = 'first' AND finished_at > 0") == 1; }, 10s));
+  st = status_of(db);
+  const double elapsed = (*find_run(*st, "first"))["elapsed_s"].get<double>();
+  std::this_thread::sleep_for(1500ms);
+  st = status_of(db);
+  EXPECT_DOUBLE_EQ((*find_run(*st, "first"))["elapsed_s"].get<double>(), elapsed) << st->dump(2);
   // The health job ran on cpu:0 before its first run job was leased.
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM device_events WHERE worker_id = 'w1' AND device = 'cpu:0' "
                         "AND event = 'health_pass' AND at <= (SELECT MIN(leased_at) FROM attempts "
