@@ -186,7 +186,7 @@ void write_provenance(std::ostringstream& out, const RunRecord& run, const RunSu
       }
       workers += ")";
     }
-    workers += fmt::format(", {} jobs", w.jobs);
+    workers += fmt::format(", {} job{}", w.jobs, w.jobs == 1 ? "" : "s");
   }
   out << "| Workers | " << (workers.empty() ? std::string(kMissing) : workers) << " |\n";
   std::string classes;
@@ -256,7 +256,9 @@ void write_overview(std::ostringstream& out, const Matrix& m, const ClassLabels&
       "{4:.1f}×, **Poor** < {4:.1f}×, each only when the whole {5:.0f}% bootstrap interval of the "
       "speed-up (shown in brackets) lies in the band; **≈ LOW–HIGH×** (noisy) when the interval "
       "crosses a threshold or a side has fewer than {6} raw samples; ❌ failed or unsupported "
-      "(reason in the notes); *not run* where nothing was measured. A column is a backend on one "
+      "(reason in the notes); *⏳ pending* while some of a cell's jobs are still out; *not run* where "
+      "nothing was measured. A row's median and speed-up are at the shape its notes name (its "
+      "smallest with a baseline); its NMSE and cosine are the worst over all its jobs. A column is a backend on one "
       "hardware class; a cell's baseline is the {0} {1} run of the same model and shape timed by "
       "each job in blocks alternating with its own runs (paired), or else the {0} {1} cell on "
       "the CPU of the host it ran on.\n\n",
