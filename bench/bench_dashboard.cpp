@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/cli_parse.h"
 #include "common/atomic_file.h"
 #include "common/hash.h"
 #include "coordinator/report_html.h"
@@ -105,7 +106,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-mb", max_mb, "Fail above this page size (MB = 10^6 bytes)")->capture_default_str();
   app.add_option("--chromium", chromium, "Chromium binary: also time drawing the page");
   app.add_option("--out", out_dir, "Directory for the pages")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  AM_BENCH_PARSE(app, argc, argv);
 
   std::filesystem::create_directories(out_dir);
   const std::vector<ReportRow> rows = synthetic_rows(jobs);

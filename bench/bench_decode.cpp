@@ -36,6 +36,7 @@
 
 #include "common/clock.h"
 #include "bench/bench_util.h"
+#include "bench/cli_parse.h"
 #include "common/build_info.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/cpu_features.h"
@@ -336,6 +337,6 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", o.repeats, "measured runs per precision (median reported)")->check(CLI::Range(1, 100));
   app.add_flag("--scaled-plan", o.scaled_plan,
                "instead: f32 vs bf16 vs q8_0 latency of the default plan's scaled TinyLlama cpu b1 jobs");
-  CLI11_PARSE(app, argc, argv);
+  AM_BENCH_PARSE(app, argc, argv);
   return am::bench::run(o);
 }

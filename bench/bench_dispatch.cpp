@@ -38,9 +38,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/cli_parse.h"
 #include "bench/coordinator_process.h"
 #include "bench/process_stats.h"
 #include "bench/zmq_ceiling.h"
+#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/protocol.h"
 #include "common/reliability.h"
@@ -184,7 +186,7 @@ double window_rate(const std::vector<std::pair<double, uint64_t>>& samples, uint
       a_to = acks;
     }
   }
-  if (t_from < 0 || t_to <= t_from) return 0;
+  if (t_from < 0 || t_to <= t_from || a_to <= a_from) return 0;   // too few samples in the window
   return static_cast<double>(a_to - a_from) / (t_to - t_from);
 }
 
@@ -246,7 +248,12 @@ DispatchResult measure_dispatch(const Args& args, const std::filesystem::path& d
   row["wall_s"] = wall;
   row["first_assign_to_last_ack_s"] = active_s;
   row["durable_jobs_per_s"] = active_s > 0 ? static_cast<double>(st.acks) / active_s : 0;
-  row["steady_jobs_per_s"] = window_rate(samples, target / 10, target * 9 / 10);
+  // null when the 10-90% window holds too few samples to measure (a small --jobs): not a 0.
+  if (const double steady = window_rate(samples, target / 10, target * 9 / 10); steady > 0) {
+    row["steady_jobs_per_s"] = steady;
+  } else {
+    row["steady_jobs_per_s"] = nullptr;
+  }
   row["p50_ack_latency_us"] = am::sim::percentile(lat, 50);
   row["p99_ack_latency_us"] = am::sim::percentile(lat, 99);
   row["coordinator_cpu_pct"] = 100.0 * (c1.cpu_s - c0.cpu_s) / wall;
@@ -345,22 +352,24 @@ json measure_flood(const Args& args, const std::filesystem::path& dir, int worke
 int main(int argc, char** argv) {
   Args args;
   CLI::App app{"bench_dispatch: the real coordinator against N simulated workers, and the raw ZeroMQ ceiling"};
-  app.add_option("--workers", args.workers, "Fleet sizes, e.g. 8,64,1000")->delimiter(',');
-  app.add_option("--jobs", args.jobs, "Jobs per fleet size (at least; the plan rounds up)");
+  app.add_option("--workers", args.workers, "Fleet sizes, e.g. 8,64,1000")->delimiter(',')->check(CLI::Range(1, 100'000));
+  app.add_option("--jobs", args.jobs, "Jobs per fleet size (at least; the plan rounds up)")->check(CLI::Range(1, 100'000'000));
   app.add_option("--json", args.json_path, "Write the figures as JSON to this file");
   app.add_option("--accelmatrix", args.accelmatrix, "The coordinator binary (default: ../accelmatrix beside this one)");
   app.add_option("--dir", args.dir, "Scratch directory on a disk (default: the system temp dir)");
-  app.add_option("--threads", args.threads, "Threads driving the simulated workers and raw peers");
-  app.add_option("--credit", args.credit, "Jobs in flight per worker (default: 16 for <= 8 workers, 4 for <= 64, 2, 1)");
-  app.add_option("--raw-seconds", args.raw_seconds, "Measured seconds of each raw-ceiling loop");
-  app.add_option("--idle-seconds", args.idle_seconds, "Seconds of idle measurement with the largest fleet (0: none)");
-  app.add_option("--timeout-s", args.timeout_s, "Give up on a measurement after this long");
+  app.add_option("--threads", args.threads, "Threads driving the simulated workers and raw peers")->check(CLI::Range(1, 256));
+  app.add_option("--credit", args.credit, "Jobs in flight per worker (default: 16 for <= 8 workers, 4 for <= 64, 2, 1)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--raw-seconds", args.raw_seconds, "Measured seconds of each raw-ceiling loop")->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--idle-seconds", args.idle_seconds, "Seconds of idle measurement with the largest fleet (0: none)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--timeout-s", args.timeout_s, "Give up on a measurement after this long")->check(CLI::Range(1.0, 86400.0));
   app.add_flag("!--no-flood", args.flood, "Skip the reconnect flood");
   app.add_flag("--progress", args.progress, "Simulated workers send PROGRESS started per job, as the real worker");
   app.add_flag("--keep", args.keep, "Keep the scratch directory (databases, logs)");
   app.add_option("--raw-router", args.raw_router_file, "(internal) serve the raw ROUTER, endpoint to this file");
   app.add_option("--raw-assign-bytes", args.raw_assign_bytes, "(internal) ASSIGN body size of the raw ROUTER");
-  CLI11_PARSE(app, argc, argv);
+  AM_BENCH_PARSE(app, argc, argv);
   if (!args.raw_router_file.empty()) return am::bench::serve_ceiling_router(args.raw_router_file, args.raw_assign_bytes);
 
   if (args.accelmatrix.empty()) args.accelmatrix = (self_dir().parent_path() / "accelmatrix").string();
@@ -414,11 +423,14 @@ int main(int argc, char** argv) {
       row["raw_round_trips_per_s"] = {before->rate, after->rate};
       row["raw_server_cpu_pct"] = {before->server_cpu_pct, after->server_cpu_pct};
       row["raw_mean"] = raw;
-      row["ratio"] = raw > 0 ? row.value("steady_jobs_per_s", 0.0) / raw : 0.0;
+      const bool steady = row.contains("steady_jobs_per_s") && row["steady_jobs_per_s"].is_number();
+      row["ratio"] = raw > 0 && steady ? nlohmann::json(row["steady_jobs_per_s"].get<double>() / raw) : nlohmann::json();
       row["ratio_overall"] = raw > 0 ? row.value("durable_jobs_per_s", 0.0) / raw : 0.0;
-      std::cout << fmt::format("{:>6} {:>6} {:>11.0f} {:>11.0f} {:>11.0f} {:>7.3f} {:>9.2f} {:>9.2f} {:>8.0f}% {:>8.1f} {:>6.1f}\n", n,
-                               credit, row.value("durable_jobs_per_s", 0.0), row.value("steady_jobs_per_s", 0.0), raw,
-                               row["ratio"].get<double>(), row.value("p50_ack_latency_us", 0) / 1000.0,
+      std::cout << fmt::format("{:>6} {:>6} {:>11.0f} {:>11} {:>11.0f} {:>7} {:>9.2f} {:>9.2f} {:>8.0f}% {:>8.1f} {:>6.1f}\n", n,
+                               credit, row.value("durable_jobs_per_s", 0.0),
+                               steady ? fmt::format("{:.0f}", row["steady_jobs_per_s"].get<double>()) : std::string("n/a"), raw,
+                               steady && row["ratio"].is_number() ? fmt::format("{:.3f}", row["ratio"].get<double>()) : std::string("n/a"),
+                               row.value("p50_ack_latency_us", 0) / 1000.0,
                                row.value("p99_ack_latency_us", 0) / 1000.0, row.value("coordinator_cpu_pct", 0.0),
                                row.value("coordinator_peak_rss_mb", 0.0), row["load_1m"][1].get<double>());
     }
@@ -445,7 +457,12 @@ int main(int argc, char** argv) {
     all_ok = all_ok && flood.value("ok", false);
     doc["flood"] = flood;
   }
-  if (!args.json_path.empty()) std::ofstream(args.json_path) << doc.dump(2) << "\n";
+  if (!args.json_path.empty()) {
+    if (am::Status st = am::write_file_atomically(args.json_path, doc.dump(2) + "\n"); !st.ok()) {
+      std::cerr << "bench_dispatch: cannot write " << args.json_path << ": " << st.message() << "\n";
+      all_ok = false;
+    }
+  }
   if (!args.keep) {
     std::error_code ec;
     std::filesystem::remove_all(base, ec);

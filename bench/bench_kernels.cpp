@@ -56,6 +56,7 @@
 
 #include "common/clock.h"
 #include "bench/bench_util.h"
+#include "bench/cli_parse.h"
 #include "kernels/cpu/cpu_features.h"
 #include "kernels/cpu/gemm_f32.h"
 #include "kernels/cpu/matmul.h"
@@ -610,7 +611,7 @@ int main(int argc, char** argv) {
                  "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, f16 and bf16 strips64): "
                  "exec (the cpu backend's execution layout on this path), rows (GGUF rows), both (each, in one run)")
       ->check(CLI::IsMember({"exec", "rows", "both"}));
-  CLI11_PARSE(app, argc, argv);
+  AM_BENCH_PARSE(app, argc, argv);
   if (min_time_s <= 0) min_time_s = quick ? am::kernels::kQuickMinTimeS : am::kernels::kDefaultMinTimeS;
   return am::kernels::run(threads, json, quick, min_time_s, formats, kinds, layouts);
 }

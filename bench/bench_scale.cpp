@@ -34,8 +34,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/cli_parse.h"
 #include "bench/coordinator_process.h"
 #include "bench/process_stats.h"
+#include "common/atomic_file.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/protocol.h"
@@ -243,12 +245,25 @@ am::Result<double> ingest_ceiling(const fs::path& store_db, const fs::path& dir,
 
 }  // namespace
 
+// The figures as JSON when asked: 0, or 1 with a message when the file cannot be written.
+int write_json(const std::string& path, const nlohmann::json& doc) {
+  if (path.empty()) return 0;
+  if (am::Status st = am::write_file_atomically(path, doc.dump(2) + "\n"); !st.ok()) {
+    std::fprintf(stderr, "bench_scale: cannot write %s: %s\n", path.c_str(), st.message().c_str());
+    return 1;
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"bench_scale: coordinator expansion, RSS, ingest, restart, status and report at a million jobs"};
   Args args;
   app.add_option("--jobs", args.jobs, "Jobs in the plan (at least; the plan rounds up)")->check(CLI::Range(1000, 100'000'000));
-  app.add_option("--batch", args.batches, "Ingest batch sizes to measure, e.g. 64,256,1024")->delimiter(',');
-  app.add_option("--rows-per-batch-size", args.rows_per_batch_size, "Rows measured per batch size");
+  app.add_option("--batch", args.batches, "Ingest batch sizes to measure, e.g. 64,256,1024")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1'000'000));
+  app.add_option("--rows-per-batch-size", args.rows_per_batch_size, "Rows measured per batch size")
+      ->check(CLI::Range(1, 100'000'000));
   app.add_option("--json", args.json_path, "Write the figures as JSON to this file");
   app.add_option("--accelmatrix", args.accelmatrix, "The coordinator binary (default: ../accelmatrix beside this one)");
   app.add_option("--dir", args.dir, "Scratch directory on a disk (default: the system temp dir)");
@@ -257,7 +272,7 @@ int main(int argc, char** argv) {
   app.add_option("--report-formats", args.report_formats, "Report formats to time, e.g. json,md")
       ->delimiter(',')
       ->check(CLI::IsMember({"json", "md", "csv", "html", "junit"}));
-  CLI11_PARSE(app, argc, argv);
+  AM_BENCH_PARSE(app, argc, argv);
   if (args.accelmatrix.empty()) args.accelmatrix = (am::bench::self_dir().parent_path() / "accelmatrix").string();
   const fs::path base = args.dir.empty() ? fs::temp_directory_path() : fs::path(args.dir);
   if (am::Status disk = am::bench::require_disk_backed(base); !disk.ok()) {
@@ -404,9 +419,9 @@ int main(int argc, char** argv) {
 
   // 5. the rest ingested, then reports on every result
   if (!args.reports) {
-    if (!args.json_path.empty()) std::ofstream(args.json_path) << out.dump(2) << "\n";
+    const int written = write_json(args.json_path, out);
     if (!args.keep) fs::remove_all(dir);
-    return 0;
+    return written;
   }
   {
     auto store = am::coord::Store::open(first->db);
@@ -446,7 +461,7 @@ int main(int argc, char** argv) {
   std::error_code ec;
   out["db_mb"] = mib(static_cast<int64_t>(fs::file_size(first->db, ec)));
   std::printf("  database %.1f MB\n", out["db_mb"].get<double>());
-  if (!args.json_path.empty()) std::ofstream(args.json_path) << out.dump(2) << "\n";
+  const int written = write_json(args.json_path, out);
   if (!args.keep) fs::remove_all(dir);
-  return 0;
+  return written;
 }

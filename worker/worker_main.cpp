@@ -157,7 +157,12 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
       std::cerr << "--run-job needs --result-file\n";
       return am::kExitUsage;
     }
-    return am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb, command_ctx);
+    const int code = am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb, command_ctx);
+    // The job is complete, its result file closed and its output flushed: leave without the
+    // libraries' exit handlers. OpenBLAS's joins its threads, and past a memory limit one of
+    // them loops for ever on a malloc that fails: a job over its limit ran out its whole time
+    // limit and came back `timeout` instead of `oom`.
+    std::_Exit(code);
   }
 
   if (exit_with_parent > 0) {

@@ -111,6 +111,25 @@ TEST(RunCommand, RunsThePlanOnItsOwnLocalWorkersPrintsTheReportOnStdoutAndStores
                                        ("accelmatrix-run-" + std::to_string(run_pid))));
 }
 
+// A model job past its memory limit: the job process writes nothing, says "out of memory" and
+// used to hang at exit (OpenBLAS joining a thread that loops on a failing malloc), so it came back
+// `timeout` after its whole limit. It is `oom`, at once.
+TEST(RunCommand, AModelJobPastItsMemoryLimitIsOomAtOnceNotATimeout) {
+  ScratchDir dir("run-oom");
+  const auto plan = write_file(dir / "oom.toml", "[plan]\nname = \"oom\"\nmode = \"accuracy\"\n\n[defaults]\n"
+                                                 "backends = [\"cpu\"]\nprecisions = [\"f32\"]\ntimeout_s = 60\n"
+                                                 "memory_limit_mb = 1\n\n[[models]]\nname = \"bert-tiny\"\n");
+  const auto t0 = std::chrono::steady_clock::now();
+  int code = -1;
+  run_capture({coordinator_binary().string(), "run", "--plan", plan.string(), "--db", (dir / "o.db").string(),
+               "--catalog", catalog_dir(), "--workers", "1", "-q"},
+              &code, std::chrono::seconds(120));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(sql_rows(dir / "o.db", "SELECT status FROM jobs"), (std::vector<std::vector<std::string>>{{"oom"}}));
+  EXPECT_LT(took, 40.0) << "the job ran into its 60 s time limit";
+}
+
 // The pid of the process whose command line holds `needle` (a local worker's --id), or -1.
 pid_t pid_with_argument(const std::string& needle) {
   for (const auto& entry : std::filesystem::directory_iterator("/proc")) {

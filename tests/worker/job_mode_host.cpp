@@ -33,5 +33,5 @@ int main(int argc, char** argv) {
   }
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (parent > 0 && static_cast<long long>(getppid()) != parent) return 4;
-  return am::worker::run_job_mode(spec, result, memory_limit_mb);
+  std::_Exit(am::worker::run_job_mode(spec, result, memory_limit_mb));   // as accelmatrix-worker does
 }
