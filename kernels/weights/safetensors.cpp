@@ -205,9 +205,11 @@ const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {
 Result<Tensor> SafetensorsFile::read_f32(std::string_view name, const Shape& expected) const {
   const SafetensorsEntry* e = find(name);
   if (e == nullptr) return not_found("safetensors " + path_ + ": tensor '" + std::string(name) + "' is missing");
+  // A checkpoint this reader cannot load is an error of the job's input (docs/PLANS.md), not an
+  // op or format a backend lacks: `unsupported` is an accepted status, and the run exited 0.
   if (e->dtype == SafetensorsDtype::kOther) {
-    return unsupported("safetensors " + path_ + ": tensor '" + e->name + "' has dtype " + e->dtype_name +
-                       "; only F32, F16 and BF16 are supported");
+    return invalid_argument("safetensors " + path_ + ": tensor '" + e->name + "' has dtype " + e->dtype_name +
+                            "; only F32, F16 and BF16 are read");
   }
   bool same = static_cast<int>(e->shape.size()) == expected.rank();
   for (int i = 0; same && i < expected.rank(); ++i) same = e->shape[static_cast<std::size_t>(i)] == expected[i];
