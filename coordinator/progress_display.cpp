@@ -87,8 +87,11 @@ ProgressDisplay::ProgressDisplay(ProgressStyle style, std::FILE* out)
     : style_(style), out_(out), started_ms_(steady_ms()) {}
 
 void ProgressDisplay::update(const Progress& p) {
-  const bool new_event = !p.last_event.empty() && p.last_event != last_event_;
-  if (new_event) last_event_ = p.last_event;
+  const bool new_event = !p.last_event.empty() && (p.event_seq != last_event_seq_ || p.last_event != last_event_);
+  if (new_event) {
+    last_event_ = p.last_event;
+    last_event_seq_ = p.event_seq;
+  }
   last_ = p;
   // A job's line carries what its worker said (the reason): inert on a terminal, one line.
   const std::string event = new_event ? terminal_safe(p.last_event) : std::string();

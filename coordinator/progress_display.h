@@ -53,6 +53,7 @@ class ProgressDisplay {
   std::FILE* out_;
   int64_t started_ms_;
   std::string last_event_;
+  uint64_t last_event_seq_ = 0;
   bool line_shown_ = false;
   std::optional<Progress> last_;
 };

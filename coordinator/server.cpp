@@ -336,6 +336,8 @@ struct Server::Impl {
     std::string head, metrics_json, tail;
   };
   std::optional<LastResult> last_result;   // newer than last_event when set
+  // Counts events: two jobs that end with the same line are two lines of a progress display.
+  uint64_t event_seq = 0;
   std::function<void(const Progress&)> progress_cb;
 
   DeviceHealth health;
@@ -664,6 +666,7 @@ struct Server::Impl {
     p.slots = *slots_total;
     p.last_event = last_result ? last_result->head + summarize_metrics_text(last_result->metrics_json) + last_result->tail
                                : last_event;
+    p.event_seq = event_seq;
     p.measured_jobs = measured_jobs;
     p.measured_job_ms = measured_job_ms;
     return p;
@@ -727,6 +730,7 @@ struct Server::Impl {
     assign_dirty = true;   // a queued perf job settled no longer reserves its hardware
     last_event = std::string(to_string(status)) + "  " + describe(j) + "  (" + reason + ")";
     last_result.reset();
+    ++event_seq;
     logger()->info("job {} {}: {}", j.job_id, to_string(status), reason);
     notify();
   }
@@ -1374,6 +1378,7 @@ struct Server::Impl {
         set_state(j, JobState::kDone, rec.status);
         j.lease_mut().worker.clear();
         j.lease_mut().attempt = 0;
+        ++event_seq;
         last_result = LastResult{std::string(to_string(rec.status)) + "  " + describe(j), std::move(rec.metrics_json),
                                  rec.reason.empty() ? "" : "  (" + rec.reason + ")"};
         notify();   // per finished job: a display prints each one's line (progress_display.h)
@@ -1819,6 +1824,7 @@ struct Server::Impl {
       }
       last_event = e.event + "  " + e.worker_id + "/" + e.device + "  (" + e.reason + ")";
       last_result.reset();
+      ++event_seq;
     }
     if (!events.empty()) {
       assign_dirty = true;
@@ -2158,6 +2164,7 @@ struct Server::Impl {
     assign_dirty = true;
     last_event = "cancelled  " + describe(j) + "  (" + reason + ")";
     last_result.reset();
+    ++event_seq;
     notify();
     return true;
   }

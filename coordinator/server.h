@@ -129,6 +129,7 @@ struct Progress {
   int workers = 0;
   std::map<ResultStatus, int> by_status;  // jobs with a terminal status
   std::string last_event;                 // human-readable line for the latest terminal job
+  uint64_t event_seq = 0;                 // events so far: a new one is a new line even if its text repeats
   int slots = 0;                          // job slots of the registered workers, together
   // Results received in this session with both timestamps: their count and summed duration
   // (finished_at - started_at), for an ETA.

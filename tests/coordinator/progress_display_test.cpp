@@ -2,6 +2,7 @@
 // recognises (item 3): pure functions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "coordinator/local_workers.h"
@@ -94,6 +95,28 @@ TEST(ProgressDisplay, AJobsLineCannotCarryTerminalControlSequences) {
     EXPECT_EQ(text.find("\x1b[2J"), std::string::npos) << "tty " << tty;
     EXPECT_EQ(text.find('\x07'), std::string::npos) << "tty " << tty;
   }
+}
+
+// Two jobs that end with the same line are two events: the second used to go unprinted.
+TEST(ProgressDisplay, TwoEventsWithTheSameTextAreTwoLines) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  ProgressDisplay display(progress_style(false, "xterm", "1"), out);
+  Progress p = progress(3, 1, {{ResultStatus::kError, 1}});
+  p.last_event = "error  selftest:exit3 cpu f32 b1 s32  (exited with code 3)";
+  p.event_seq = 1;
+  display.update(p);
+  display.update(p);   // a snapshot without a new event prints nothing
+  p.done = 2;
+  p.event_seq = 2;
+  display.update(p);
+  std::rewind(out);
+  std::string text;
+  for (int c = std::fgetc(out); c != EOF; c = std::fgetc(out)) text += static_cast<char>(c);
+  std::fclose(out);
+  EXPECT_NE(text.find("[1/3] error"), std::string::npos) << text;
+  EXPECT_NE(text.find("[2/3] error"), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;
 }
 
 TEST(LocalWorkerIds, TheRunPidIsReadBackOnlyFromALocalWorkersId) {
