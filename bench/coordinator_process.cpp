@@ -1,5 +1,7 @@
 #include "bench/coordinator_process.h"
 
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include <csignal>
@@ -50,7 +52,9 @@ Result<Served> start_coordinator(const ServeOptions& o) {
   so.output_file = o.dir / "serve.log";
   std::vector<std::string> argv = {o.accelmatrix, "serve", "--plan", plan.string(), "--db", (o.dir / "c.db").string(),
                                    "--bind", "tcp://127.0.0.1:*", "--endpoint-file", endpoint_file.string(),
-                                   "--catalog", o.catalog.string()};
+                                   "--catalog", o.catalog.string(),
+                                   // it stops when the bench ends, however (a timeout, SIGKILL)
+                                   "--exit-with-parent", std::to_string(getpid())};
   argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   const auto t0 = SteadyClock::now();
   auto child = ChildProcess::spawn(argv, so);

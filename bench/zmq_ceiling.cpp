@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/prctl.h>
+
 #include <zmq.hpp>
 
 #include "bench/process_stats.h"
@@ -38,6 +40,7 @@ void common_options(zmq::socket_t& s) {
 int serve_ceiling_router(const std::filesystem::path& endpoint_file, std::size_t assign_bytes) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  prctl(PR_SET_PDEATHSIG, SIGTERM);   // ends with the bench that started it, however that ends
   zmq::context_t ctx;
   zmq::socket_t router(ctx, zmq::socket_type::router);
   common_options(router);

@@ -6,6 +6,9 @@
 #include <optional>
 #include <vector>
 
+#include <sys/prctl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include "common/build_info.h"
@@ -199,6 +202,10 @@ int main(int argc, char** argv) {
                         "no class took are settled only then (docs/PLANS.md \"Placement\")")
       ->check(CLI::Range(0, 100000))->capture_default_str();
   add_server_flags(serve_cmd, serve);
+  int64_t serve_exit_with_parent = 0;
+  serve_cmd->add_option("--exit-with-parent", serve_exit_with_parent,
+                        "(internal) stop cleanly when process PID, which started this one, ends")
+      ->group("");
   serve_cmd->footer(am::exit_code_help());
 
   am::coord::ReportArgs report;
@@ -328,7 +335,18 @@ int main(int argc, char** argv) {
   // no one foresaw) still ends with a message and an exit code, not an abort.
   try {
     if (*run_cmd) return am::coord::cmd_run(run, g_stop);
-    if (*serve_cmd) return am::coord::cmd_serve(serve, g_stop);
+    if (*serve_cmd) {
+      if (serve_exit_with_parent > 0) {
+        // Started by a bench or a script that must not leave it running: the kernel sends the
+        // clean-stop signal when that parent ends, however it ends (SIGKILL, a timeout).
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (static_cast<int64_t>(getppid()) != serve_exit_with_parent) {
+          std::cerr << "accelmatrix serve: parent " << serve_exit_with_parent << " is gone; not starting\n";
+          return am::kExitInfrastructure;
+        }
+      }
+      return am::coord::cmd_serve(serve, g_stop);
+    }
     if (*report_cmd) return am::coord::cmd_report(report);
     if (*compare_cmd) {
       if (fail_on_regression->count() > 0) compare.fail_on_regression_pct = fail_on_regression_pct;

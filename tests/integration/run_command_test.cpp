@@ -199,6 +199,23 @@ TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
   std::filesystem::remove_all(live_dir);
 }
 
+// `serve --exit-with-parent PID` (what the benches start): the coordinator stops when the process
+// that started it ends, however it ends, instead of serving on with nobody to stop it.
+TEST(RunCommand, AServeStartedWithExitWithParentStopsWhenItsParentEnds) {
+  ScratchDir dir("serve-parent");
+  const auto plan = write_small_plan(dir, "orphan");
+  const auto ep_file = dir / "endpoint";
+  const std::string serve = coordinator_binary().string() + " serve --plan " + plan.string() + " --db " +
+                            (dir / "o.db").string() + " --catalog " + catalog_dir() +
+                            " --bind tcp://127.0.0.1:* --endpoint-file " + ep_file.string() + " --exit-with-parent $$";
+  Process shell({"/bin/sh", "-c", serve + " & while [ ! -s " + ep_file.string() + " ]; do sleep 0.1; done; exit 0"},
+                dir / "sh.log");
+  ASSERT_EQ(shell.wait(60s), 0) << shell.log();
+  EXPECT_TRUE(wait_until([&] { return pid_with_argument("--endpoint-file " + ep_file.string()) < 0; }, 20s))
+      << "the coordinator outlived the process that started it";
+  if (const pid_t left = pid_with_argument("--endpoint-file " + ep_file.string()); left > 0) ::kill(left, SIGKILL);
+}
+
 TEST(PlanCommand, ListsEveryJobOfThePlanAndRunsNothing) {
   ScratchDir dir("plan-cmd");
   const auto plan = write_bert_plan(dir / "pc.toml", "pc", 0.05, "[16, 32]", "[\"f32\", \"q8_0\"]", "both");
