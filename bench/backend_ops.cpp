@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/process_stats.h"
 #include "kernels/backend.h"
 #include "kernels/cpu/fma_chain.h"
 #include "kernels/cpu/cpu_features.h"
@@ -146,7 +147,11 @@ int run(int argc, char** argv) {
   const OpCase copy_case = perf.front();
   for (std::size_t i = 1; i < perf.size(); ++i) cases.push_back(std::move(perf[i]));
   const int64_t fma_items = quick ? int64_t{1} << 16 : int64_t{1} << 20;
-  nlohmann::json doc = {{"min_time_s", min_s}, {"backends", nlohmann::json::array()}};
+  // The host's CPU with every table (DECISIONS.md): the cpu backend and, on PoCL and lavapipe,
+  // the device backends run on it.
+  const std::string cpu = am::bench::cpu_model_name();
+  std::printf("host CPU: %s\n", cpu.c_str());
+  nlohmann::json doc = {{"min_time_s", min_s}, {"cpu_model", cpu}, {"backends", nlohmann::json::array()}};
   int ran = 0;
   for (const char* name : {"cpu", "opencl", "vulkan"}) {
     if (!only.empty() && only != name) continue;

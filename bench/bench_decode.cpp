@@ -215,6 +215,7 @@ int run(const Options& o) {
 
   nlohmann::json doc = {{"bench", "bench_decode"},
                         {"build", build_string()},
+                        {"cpu_model", cpu_model_name()},
                         {"model", "TinyLlama-1.1B shape"},
                         {"config", tinyllama_config(o.layers)},
                         {"scaled", o.layers != kTinyLlamaLayers},

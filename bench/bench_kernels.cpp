@@ -602,10 +602,33 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--json", json, "write the results as JSON to this file");
   app.add_flag("--quick", quick, "small shapes and short timings (a smoke test)");
-  app.add_option("--min-time-s", min_time_s, "minimum measured time per figure");
+  app.add_option("--min-time-s", min_time_s, "minimum measured time per figure")->check(CLI::Range(0.001, 3600.0));
   std::string formats, kinds;
-  app.add_option("--formats", formats, "comma-separated formats to run (default: all)");
-  app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)");
+  // Every name must be one the bench knows: an unknown one was dropped and the tables came out
+  // empty or short, exit 0.
+  std::vector<std::string> format_names;
+  for (am::kernels::WeightFormat f : am::kernels::all_weight_formats()) format_names.emplace_back(am::kernels::weight_format_name(f));
+  const auto list_of = [](const std::vector<std::string>& known, const char* what) {
+    return CLI::Validator(
+        [known, what](const std::string& list) {
+          std::size_t pos = 0;
+          while (pos <= list.size()) {
+            const std::size_t end = std::min(list.find(',', pos), list.size());
+            const std::string item = list.substr(pos, end - pos);
+            if (std::find(known.begin(), known.end(), item) == known.end()) {
+              std::string names;
+              for (const std::string& k : known) names += (names.empty() ? "" : ", ") + k;
+              return "unknown " + std::string(what) + " '" + item + "' (known: " + names + ")";
+            }
+            pos = end + 1;
+          }
+          return std::string();
+        },
+        "LIST");
+  };
+  app.add_option("--formats", formats, "comma-separated formats to run (default: all)")->check(list_of(format_names, "format"));
+  app.add_option("--kinds", kinds, "comma-separated: gemm, gemv, smallm (f32 small-M vs OpenBLAS; default: all)")
+      ->check(list_of({"gemm", "gemv", "smallm"}, "kind"));
   std::string layouts = "exec";
   app.add_option("--layout", layouts,
                  "weight layout of the formats with an execution layout (q8_0/q4_0/q4_1 interleaved8, f16 and bf16 strips64): "

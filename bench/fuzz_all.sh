@@ -17,11 +17,19 @@ runs=10000000
 seconds=0
 seed=
 targets=()
+# The value of option $1 (given as $2): a positive integer, or a usage error (exit 2).
+positive() {
+  if [ $# -lt 2 ] || ! [[ $2 =~ ^[1-9][0-9]*$ ]]; then
+    echo "fuzz_all: $1 needs a positive integer${2:+ (got '$2')}" >&2
+    exit 2
+  fi
+  echo "$2"
+}
 while (($#)); do
   case "$1" in
-    --runs) runs=$2; shift 2 ;;
-    --seconds) seconds=$2; runs=-1; seed=${seed:-1}; shift 2 ;;
-    --seed) seed=$2; shift 2 ;;
+    --runs) runs=$(positive "$@"); shift 2 ;;
+    --seconds) seconds=$(positive "$@"); runs=-1; seed=${seed:-1}; shift 2 ;;
+    --seed) seed=$(positive "$@"); shift 2 ;;
     -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
