@@ -62,6 +62,17 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   metrics["kernel_path"] = std::string(kernel_path_name(*path));
   // The job runs on its backend; the f32 reference always runs on the cpu.
   Result<std::unique_ptr<Backend>> backend = make_backend(spec.backend, ctx);
+  const bool driver_backend = spec.backend == "opencl" || spec.backend == "vulkan";   // drivers loaded at run time
+  if (!backend.ok() && spec.memory_limit_mb > 0 && driver_backend) {
+    // Under the job's memory limit (an address-space limit) a device driver that reserves more
+    // address space than that fails to load, and says "no device": not a backend that lacks
+    // something (unsupported, an accepted status) but a limit to raise.
+    return outcome(ResultStatus::kError,
+                   backend.status().message() + " (under the job's memory limit of " +
+                       std::to_string(spec.memory_limit_mb) +
+                       " MiB: a device driver may need more address space than that; raise memory_limit_mb)",
+                   std::move(metrics));
+  }
   if (!backend.ok()) return from_status(backend.status(), std::move(metrics));
   metrics["device"] = (*backend)->device_name();
 
