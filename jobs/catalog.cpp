@@ -141,6 +141,21 @@ Status check_model_config(const json& config, std::string_view prefix) {
     return invalid_argument(p + ": hidden (" + hidden->dump() + ") is not divisible by heads (" +
                             heads->dump() + ")");
   }
+  // Grouped-query attention shares each key/value head among heads / kv_heads query heads.
+  auto kv_heads = config.find("kv_heads");
+  if (kv_heads != config.end() && heads != config.end() && is_positive_int(*kv_heads) && is_positive_int(*heads) &&
+      heads->get<int64_t>() % kv_heads->get<int64_t>() != 0) {
+    return invalid_argument(p + ": heads (" + heads->dump() + ") is not divisible by kv_heads (" + kv_heads->dump() +
+                            ")");
+  }
+  // A normalisation epsilon divides nothing by zero only when it is positive (the graphs take
+  // (0, 1]); refused here rather than by every job of the model at run time.
+  for (const auto& [key, value] : config.items()) {
+    if (key != "norm_eps" && !(key.size() > 9 && key.compare(key.size() - 9, 9, "_norm_eps") == 0)) continue;
+    if (!value.is_number() || !(value.get<double>() > 0.0 && value.get<double>() <= 1.0)) {
+      return invalid_argument(p + "." + key + ": must be a number above 0 and at most 1, got " + value.dump());
+    }
+  }
   // A token id names a row of the embedding table: a vocabulary scaled down below it (an
   // override) must move the id too, or every job of the model fails at run time.
   auto vocab = config.find("vocab");

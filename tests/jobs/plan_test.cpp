@@ -839,6 +839,25 @@ max_positions = "many"
   EXPECT_EQ(b.find("exceeds max_positions"), std::string::npos) << b;
 }
 
+// What every job of a model would fail at run time is refused when the plan is read: heads that
+// kv_heads does not divide, a normalisation epsilon of 0.
+TEST_F(PlanLoader, OverridesThatEveryJobWouldFailOnAreRefusedWhenThePlanIsRead) {
+  expect_error_at(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-b"
+overrides = { kv_heads = 3, heads = 4, hidden = 32 }
+)", 5, "heads (4) is not divisible by kv_heads (3)");
+  expect_error_at(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-a"
+overrides = { norm_eps = 0.0 }
+)", 5, "norm_eps: must be a number above 0 and at most 1, got 0.0");
+}
+
 TEST_F(PlanLoader, ReportsMissingPlanTableAndModels) {
   auto no_plan = load(R"(
 [[models]]
