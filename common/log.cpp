@@ -12,11 +12,18 @@
 namespace am {
 namespace {
 
+constexpr std::string_view kContinuation = "    ";
+
 class InertMessage : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    // Every line after the first is indented: a peer's text with a line feed cannot pass for a
+    // log line of its own.
     const std::string safe = terminal_safe(std::string_view(msg.payload.data(), msg.payload.size()), true);
-    dest.append(safe.data(), safe.data() + safe.size());
+    for (char c : safe) {
+      dest.push_back(c);
+      if (c == '\n') dest.append(kContinuation.data(), kContinuation.data() + kContinuation.size());
+    }
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<InertMessage>(); }
 };

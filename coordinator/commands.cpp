@@ -10,6 +10,7 @@
 #include <iterator>
 #include <optional>
 #include <thread>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include "common/background_writer.h"
 #include "common/build_id.h"
 #include "common/clock.h"
+#include "common/unique_fd.h"
 #include "common/utf8.h"
 #include "common/protocol.h"
 #include "common/curve_files.h"
@@ -436,13 +438,42 @@ int cmd_serve(const ServeArgs& args, const std::atomic<bool>& stop) {
   return verdict;
 }
 
+// This machine as a `run`'s state directory records it (`<dir>/host`): its hostname and boot id,
+// so a temp directory shared between hosts (an NFS TMPDIR, containers sharing /tmp) never has
+// another machine's live run taken for a dead one of this machine.
+static std::string this_machine() {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  std::string boot;
+  std::ifstream("/proc/sys/kernel/random/boot_id") >> boot;
+  return std::string(host) + " " + boot;
+}
+
+// Whether a process holds the lock of any worker in `dir` (worker/worker_id_lock.cpp).
+static bool a_worker_holds(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.rfind("worker-", 0) != 0 || name.size() < 5 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
+    UniqueFd fd(::open(it->path().c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd.valid()) continue;
+    struct flock probe {};
+    probe.l_type = F_RDLCK;
+    probe.l_whence = SEEK_SET;
+    if (fcntl(fd.get(), F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK) return true;
+  }
+  return false;
+}
+
 // The local workers' state directories (logs, scratch, their secrets) of `run`s that ended
 // without removing theirs (killed, or interrupted: the next run's workers have other ids and
-// never read them): those of this user whose process is gone. A directory whose pid is alive
-// again (reused) is left.
+// never read them): those of this user and this machine whose process is gone and none of whose
+// workers still runs. A directory whose pid is alive again (reused) is left, and so is one the run
+// kept for its logs (`KEEP`, said when it ended).
 static void remove_stale_run_dirs(const std::filesystem::path& temp_dir) {
   std::error_code ec;
   const std::string prefix = "accelmatrix-run-";
+  const std::string machine = this_machine();
   for (std::filesystem::directory_iterator it(temp_dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind(prefix, 0) != 0 || name.size() == prefix.size()) continue;
@@ -452,6 +483,11 @@ static void remove_stale_run_dirs(const std::filesystem::path& temp_dir) {
     struct stat st {};
     if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
     if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code exists;
+    if (std::filesystem::exists(it->path() / "KEEP", exists)) continue;
+    std::string recorded;
+    if (std::ifstream host(it->path() / "host"); host) std::getline(host, recorded);
+    if (recorded != machine || a_worker_holds(it->path())) continue;
     std::error_code removed;
     std::filesystem::remove_all(it->path(), removed);
   }
@@ -512,6 +548,12 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
   lw.log_level = args.worker_log_level;
   lw.heartbeat_interval_ms = serve.server.heartbeat_interval_ms;
   lw.allow_commands = args.allow_commands;
+  {
+    // Which machine this directory is of, for the sweep of a later run (remove_stale_run_dirs).
+    std::error_code made;
+    std::filesystem::create_directories(lw.state_dir, made);
+    std::ofstream(lw.state_dir / "host") << this_machine() << "\n";
+  }
   auto workers = LocalWorkers::start(lw);
   if (!workers.ok()) return fail(workers.status().message(), kExitInfrastructure);
 
@@ -528,6 +570,7 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
     std::cerr << "warning: local workers did not exit in time and were stopped; logs in "
               << lw.state_dir.string() << "\n";
     keep_logs = true;
+    std::ofstream(lw.state_dir / "KEEP") << "logs kept: the local workers did not exit in time\n";
   }
   c.server.reset();
   if (!st.ok()) return fail(st.message(), kExitInfrastructure);

@@ -37,6 +37,11 @@ std::string cell_body(std::string_view raw, std::size_t max_chars, bool html_ent
     } else if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
       out += kUtf8Replacement;   // a C1 control (U+0080-U+009F)
       ++i;
+    } else if (html_entities && (c == '\\' || c == '[' || c == ']' || c == '`')) {
+      // Backslash first (a text "a\\|b" must not unescape its pipe), brackets (no link or image
+      // a renderer would fetch), backticks (no code span of the text's own).
+      out += '\\';
+      out += c;
     } else if (html_entities && c == '<') {
       out += "&lt;";
     } else if (html_entities && c == '>') {

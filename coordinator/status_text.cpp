@@ -6,15 +6,19 @@
 
 #include <fmt/format.h>
 
+#include "common/utf8.h"
+
 namespace am::coord {
 namespace {
 
 using nlohmann::json;
 
+// Workers choose much of this text (hostnames, device names and reasons): inert on a terminal
+// (`status --watch` redraws one), one line each.
 std::string str(const json& doc, const char* key) {
   auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return "?";
-  if (it->is_string()) return it->get<std::string>();
+  if (it->is_string()) return terminal_safe(it->get<std::string>());
   return it->dump();
 }
 

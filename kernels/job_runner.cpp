@@ -62,8 +62,11 @@ JobOutcome run_graph_job(const jobs::JobSpec& spec, nlohmann::json metrics) {
   metrics["kernel_path"] = std::string(kernel_path_name(*path));
   // The job runs on its backend; the f32 reference always runs on the cpu.
   Result<std::unique_ptr<Backend>> backend = make_backend(spec.backend, ctx);
-  const bool driver_backend = spec.backend == "opencl" || spec.backend == "vulkan";   // drivers loaded at run time
-  if (!backend.ok() && spec.memory_limit_mb > 0 && driver_backend) {
+  // Only the "no device" of a driver that did not load: a backend missing from the build, or an
+  // ICD loader missing from the host, is what it says.
+  const bool no_device = !backend.ok() && (backend.status().message().rfind("no OpenCL device found", 0) == 0 ||
+                                           backend.status().message().rfind("no Vulkan device found", 0) == 0);
+  if (no_device && spec.memory_limit_mb > 0) {
     // Under the job's memory limit (an address-space limit) a device driver that reserves more
     // address space than that fails to load, and says "no device": not a backend that lacks
     // something (unsupported, an accepted status) but a limit to raise.

@@ -172,7 +172,7 @@ Status bert_keys(const Hf& c, bool roberta, const std::string& p, json& out) {
 Status decoder_keys(const Hf& c, const std::string& model_type, json& out) {
   const bool mistral = model_type == "mistral", qwen2 = model_type == "qwen2", mixtral = model_type == "mixtral";
   if (!mistral && !qwen2 && !mixtral && model_type != "llama") {
-    return c.refuse("model_type", "= \"" + model_type + "\" is not a LLaMA-family decoder our loader reads");
+    return c.refuse("model_type", "= \"" + model_type.substr(0, 32) + "\" is not a LLaMA-family decoder our loader reads");
   }
   out["style"] = "llama";
   out["rope_layout"] = "neox";  // transformers stores q/k for rotate-half RoPE
@@ -650,14 +650,14 @@ Result<json> hf_config_to_catalog(const json& config, const std::string& archite
   for (const Reader& r : readers()) {
     if (r.model_type != type) continue;
     if (r.architecture != architecture) {
-      return invalid_argument(where + ": 'model_type' = \"" + type + "\" is a " + std::string(r.architecture) +
+      return invalid_argument(where + ": 'model_type' = \"" + type.substr(0, 32) + "\" is a " + std::string(r.architecture) +
                               " model, but the job's architecture is " + architecture);
     }
     json out = json::object();
     AM_RETURN_IF_ERROR(r.read(c, out));
     return out;
   }
-  return unsupported(where + ": 'model_type' = \"" + type +
+  return unsupported(where + ": 'model_type' = \"" + type.substr(0, 32) +
                      "\" has no config.json reader here; name the .safetensors file itself to use the plan's config");
 }
 

@@ -9,8 +9,12 @@ namespace {
 
 TEST(MarkdownText, ACellIsOneInertLineWhoseMarkupCharactersAreEntities) {
   const std::string cell = markdown_cell("<img src=x onerror=alert(3)> R&D | x\n\x1b[2Jy\x07\xc2\x9bz", 160);
-  EXPECT_EQ(cell, "&lt;img src=x onerror=alert(3)&gt; R&amp;D \\| x \xEF\xBF\xBD[2Jy\xEF\xBF\xBD\xEF\xBF\xBDz");
+  EXPECT_EQ(cell, "&lt;img src=x onerror=alert(3)&gt; R&amp;D \\| x \xEF\xBF\xBD\\[2Jy\xEF\xBF\xBD\xEF\xBF\xBDz");
   EXPECT_TRUE(is_valid_utf8(cell));
+  // No link or image a renderer would fetch, no code span, and a backslash cannot undo the
+  // pipe's escape.
+  EXPECT_EQ(markdown_cell("![](https://x/p.png) [go](https://e) `c` a\\|b", 160),
+            "!\\[\\](https://x/p.png) \\[go\\](https://e) \\`c\\` a\\\\\\|b");
 }
 
 TEST(MarkdownText, ACodeSpanIsFencedBeyondTheBackticksOfItsText) {

@@ -78,6 +78,9 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
       "model = \"ext-model\"\nprecision = \"f16\"\ntimeout_s = 30\n\n"
       "[[commands]]\nname = \"py-pass\"\nargv = [\"python3\", \"" + py_script.string() + "\"]\nbackend = \"cpu\"\n"
       "timeout_s = 30\n\n"
+      // The same behind a shell: the 160 MiB are the shell's child's, not the command process's.
+      "[[commands]]\nname = \"wrapped\"\nargv = [\"sh\", \"-c\", \"python3 " + py_script.string() + "; true\"]\n"
+      "backend = \"cpu\"\ntimeout_s = 30\n\n"
       "[[commands]]\nname = \"segv\"\nargv = [\"sh\", \"-c\", \"kill -SEGV $$\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
       "[[commands]]\nname = \"hang\"\nargv = [\"sleep\", \"60\"]\nbackend = \"cpu\"\ntimeout_s = 1\n\n"
       "[[commands]]\nname = \"garbage\"\nargv = [\"sh\", \"-c\", \"echo all good, no JSON here\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
@@ -101,7 +104,7 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   for (auto& r : sql_rows(db, "SELECT model, status, reason, backend, precision, job_id FROM jobs")) {
     by_model[r[0]] = r;
   }
-  ASSERT_EQ(by_model.size(), 9u) << serve.log();
+  ASSERT_EQ(by_model.size(), 10u) << serve.log();
   EXPECT_EQ(by_model["ext-model"][1], "pass") << by_model["ext-model"][2] << "\n" << worker.log();
   EXPECT_EQ(by_model["ext-model"][3], "cpu");
   EXPECT_EQ(by_model["ext-model"][4], "f16");
@@ -138,6 +141,8 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   EXPECT_DOUBLE_EQ(metrics_of("py-pass")["accuracy"]["nmse"].get<double>(), 1e-7);
   EXPECT_GE(metrics_of("py-pass")["memory"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
   EXPECT_GE(metrics_of("py-pass")["process"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
+  EXPECT_EQ(by_model["wrapped"][1], "pass") << by_model["wrapped"][2];
+  EXPECT_GE(metrics_of("wrapped")["memory"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
   const auto llama = metrics_of("TinyLlama-1.1B");
   EXPECT_DOUBLE_EQ(llama["throughput"]["tokens_per_s"].get<double>(), 18710.96);
   EXPECT_EQ(llama["latency_ms"]["count"].get<int>(), 5);
