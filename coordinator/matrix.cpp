@@ -223,7 +223,11 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
   if (!cell.status) cell.reason = "pending";
   // Jobs still out (queued or leased) may add a smaller shape (the one rated) or a failure: the
   // cell is not rated until they end, unless it has failed already (a failure stays its verdict).
-  if (cell.pending > 0 && cell.rating != Rating::kFailed && cell.rating != Rating::kUnsupported) {
+  // So are the jobs of the baseline cell it is rated against, when it is not paired: one still
+  // out may be the smaller shape the cell would be rated at.
+  const bool baseline_out = !is_base && !cell.speedup_paired && cell.median_ms.has_value() && baseline != nullptr &&
+                            baseline->pending > 0;
+  if ((cell.pending > 0 || baseline_out) && cell.rating != Rating::kFailed && cell.rating != Rating::kUnsupported) {
     cell.rating = Rating::kPending;
   }
 }

@@ -245,6 +245,18 @@ TEST_F(MatrixFromStore, ACellWithJobsStillOutIsPendingNotRatedUnlessItFailedAlre
   EXPECT_EQ(find_overview(m, "encoder-only", "cpu")->pending, 0);
 }
 
+TEST_F(MatrixFromStore, AnUnpairedCellWaitsForItsBaselinesJobsStillOut) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 32), "pass", "", latency_only(2 * base_ms_));
+  lease(add(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16)), 1);   // the smaller shape, still out
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 1, 16), "pass", "", latency_only(base_ms_ / 2));
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0", 1, 32), "pass", "", latency_only(base_ms_));
+  const Matrix m = matrix();
+  const MatrixCell* q8 = find_cell(m, "bert-tiny", "cpu", precision_named("q8_0"));
+  ASSERT_NE(q8, nullptr);
+  EXPECT_EQ(q8->pending, 0);
+  EXPECT_EQ(q8->rating, Rating::kPending);   // rated at s32 now, at s16 once the baseline's s16 ends
+}
+
 TEST_F(MatrixFromStore, SameShapeJobsCombineByMedianAndTheSmallestSharedShapeRepresents) {
   std::mt19937 rng(99);
   std::uniform_real_distribution<double> dist(1.0, 9.0);

@@ -153,9 +153,13 @@ TEST(HostilePeers, PeersHoldingTheRoutersNextGeneratedNamesDoNotTakeItDown) {
     ASSERT_TRUE(s.send(zmq::str_buffer("\x80"), zmq::send_flags::none));
     squatters.push_back(std::move(s));
   }
-  // Each squatter is named once its frames arrive; then honest peers (no routing id) connect.
-  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT 1") == 1 && serve.running(); }, 5s));
-  std::this_thread::sleep_for(300ms);
+  // Each squatter is named once its frames arrive, and answered (a REJECT: no HELLO yet): only
+  // then do honest peers (no routing id) connect.
+  for (std::size_t i = 0; i < squatters.size(); ++i) {
+    zmq::pollitem_t item{squatters[i].handle(), 0, ZMQ_POLLIN, 0};
+    ASSERT_EQ(zmq::poll(&item, 1, std::chrono::milliseconds(10000)), 1) << "squatter " << i << " got no answer\n"
+                                                                      << serve.log();
+  }
   for (int k = 0; k < 8; ++k) {
     auto d = DealerEndpoint::connect(ep);
     ASSERT_TRUE(d.ok());
