@@ -127,10 +127,9 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   char buf[kReadChunkBytes];
   // The command's own peak resident set, read from its address space while it runs (the
   // executor sees only this runner's; ru_maxrss would carry this runner's over the exec:
-  // common/proc_memory.h). Read at every chunk of output and every tick without one.
-  // Not in the first tick: right after the spawn the command's program is not loaded yet, and
-  // its few KiB then would be no measurement (a command that ends sooner has no figure).
-  // At most one reading a tick: a command that prints fast is not slowed by /proc reads.
+  // common/proc_memory.h). At most one reading a tick, whether output arrives or not (a command
+  // that prints fast is not slowed by /proc reads), and none in the first tick: right after the
+  // spawn the command's program is not loaded yet, and its few KiB then would be no measurement.
   std::optional<int64_t> command_peak;
   int64_t next_sample_ms = steady_ms() + reliability::kPollTickMs;
   const auto sample_peak = [&] {
