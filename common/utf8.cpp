@@ -83,6 +83,8 @@ std::string terminal_safe(std::string_view text, bool keep_newlines) {
     const auto byte = static_cast<unsigned char>(repaired[i]);
     if (byte == '\n' || byte == '\t') {
       out += keep_newlines ? static_cast<char>(byte) : ' ';
+    } else if (byte == '\r' && !keep_newlines) {
+      out += ' ';
     } else if (byte < 0x20 || byte == 0x7F) {
       out += kUtf8Replacement;
     } else if (byte == 0xC2 && i + 1 < repaired.size() && static_cast<unsigned char>(repaired[i + 1]) <= 0x9F) {

@@ -32,7 +32,7 @@ std::string utf8_tail(std::string_view text, std::size_t max_bytes,
 // controls U+0080-U+009F) becomes U+FFFD, so text from a peer (a job's reason, a model label of
 // a plan) cannot move the cursor, clear the screen, retitle the window or hide a line behind a
 // carriage return. `keep_newlines`: LF and TAB stay (a log message of several lines); otherwise
-// they become spaces (one line of a progress display).
+// LF, CR and TAB become spaces (one line: a progress display, a table cell).
 std::string terminal_safe(std::string_view text, bool keep_newlines = false);
 
 }  // namespace am

@@ -15,7 +15,7 @@ namespace {
 // HTML's markup characters as entities unless the text goes into a code span (where entities
 // are not decoded and markup is not interpreted anyway).
 std::string cell_body(std::string_view raw, std::size_t max_chars, bool html_entities) {
-  const std::string text = repair_utf8(raw);
+  const std::string text = terminal_safe(raw);   // one line, no control character (common/utf8.h)
   std::string out;
   out.reserve(text.size());
   std::size_t kept = 0;
@@ -30,13 +30,6 @@ std::string cell_body(std::string_view raw, std::size_t max_chars, bool html_ent
     if (starts_char) ++kept;
     if (c == '|') {
       out += "\\|";
-    } else if (c == '\n' || c == '\r' || c == '\t') {
-      out += ' ';
-    } else if (byte < 0x20 || byte == 0x7F) {
-      out += kUtf8Replacement;   // ESC and its kind: the report is often read in a terminal
-    } else if (byte == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
-      out += kUtf8Replacement;   // a C1 control (U+0080-U+009F)
-      ++i;
     } else if (html_entities && (c == '\\' || c == '[' || c == ']' || c == '`')) {
       // Backslash first (a text "a\\|b" must not unescape its pipe), brackets (no link or image
       // a renderer would fetch), backticks (no code span of the text's own).

@@ -3,6 +3,7 @@
 // REJECTs where the protocol says so, store nothing forged, and still finish the run.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <thread>
 
 #include <zmq.hpp>
@@ -115,28 +116,40 @@ TEST(HostilePeers, CoordinatorRejectsAndSurvivesThenFinishesTheRun) {
 }
 
 
+// A coordinator serving a one-job bert-tiny plan (`name`) that waits for no worker, logging at
+// info level, with its endpoint.
+struct ServedPlan {
+  std::filesystem::path db;
+  std::unique_ptr<Process> serve;
+  std::string endpoint;
+};
+
+ServedPlan serve_one_job(const ScratchDir& dir, const std::string& name) {
+  ServedPlan p;
+  p.db = dir / "h.db";
+  const auto ep_file = dir / "endpoint";
+  const auto plan = write_file(dir / (name + ".toml"),
+                               "[plan]\nname = \"" + name + "\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                               "precisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n[[models]]\nname = \"bert-tiny\"\n");
+  p.serve = std::make_unique<Process>(
+      std::vector<std::string>{coordinator_binary().string(), "--log-level", "info", "serve", "--plan", plan.string(),
+                               "--db", p.db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog", catalog_dir(),
+                               "--endpoint-file", ep_file.string(), "--expect-workers", "0"},
+      dir / "serve.log");
+  p.endpoint = wait_for_endpoint(ep_file);
+  return p;
+}
+
 // libzmq names a peer that brings no routing id "\0" + a 32-bit counter and aborts the process
 // when that name is already held by a peer that chose it. Unseeded, the counter started at
 // rand()'s first value (0x6b8b4567) in every process: peers holding the next names, then any
 // honest connection, aborted the coordinator (common/transport.cpp seeds it).
 TEST(HostilePeers, PeersHoldingTheRoutersNextGeneratedNamesDoNotTakeItDown) {
   ScratchDir dir("hostile-names");
-  const auto db = dir / "h.db";
-  const auto ep_file = dir / "endpoint";
-  const auto plan = write_file(dir / "names.toml",
-                               "[plan]\nname = \"names\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
-                               "precisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n"
-                               "[[models]]\nname = \"bert-tiny\"\n");
-  Process serve({coordinator_binary().string(), "serve", "--plan", plan.string(), "--db", db.string(),
-                 "--bind", "tcp://127.0.0.1:*", "--catalog", (source_dir() / "jobs/models").string(),
-                 "--endpoint-file", ep_file.string(), "--expect-workers", "0"},
-                dir / "serve.log");
-  std::string ep;
-  ASSERT_TRUE(wait_until([&] {
-    ep = read_file(ep_file);
-    if (!ep.empty() && ep.back() == '\n') ep.pop_back();
-    return !ep.empty();
-  }, 20s));
+  ServedPlan served = serve_one_job(dir, "names");
+  ASSERT_FALSE(served.endpoint.empty()) << served.serve->log();
+  Process& serve = *served.serve;
+  const std::string& ep = served.endpoint;
 
   // The names an unseeded counter hands out next (and a few around them).
   constexpr uint32_t kUnseededFirst = 0x6b8b4567u;
@@ -177,22 +190,11 @@ TEST(HostilePeers, PeersHoldingTheRoutersNextGeneratedNamesDoNotTakeItDown) {
 // a line each; the lines name the peer by routing identity and address.
 TEST(HostilePeers, WhatPeersProvokeIsCountedInFullAndLoggedRateLimited) {
   ScratchDir dir("hostile-log");
-  const auto db = dir / "h.db";
-  const auto ep_file = dir / "endpoint";
-  const auto plan = write_file(dir / "log.toml",
-                               "[plan]\nname = \"log\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
-                               "precisions = [\"f32\"]\nbatch = [1]\nseq_len = [16]\n\n"
-                               "[[models]]\nname = \"bert-tiny\"\n");
-  Process serve({coordinator_binary().string(), "--log-level", "info", "serve", "--plan", plan.string(), "--db",
-                 db.string(), "--bind", "tcp://127.0.0.1:*", "--catalog", (source_dir() / "jobs/models").string(),
-                 "--endpoint-file", ep_file.string(), "--expect-workers", "0"},
-                dir / "serve.log");
-  std::string ep;
-  ASSERT_TRUE(wait_until([&] {
-    ep = read_file(ep_file);
-    if (!ep.empty() && ep.back() == '\n') ep.pop_back();
-    return !ep.empty();
-  }, 20s));
+  ServedPlan served = serve_one_job(dir, "log");
+  ASSERT_FALSE(served.endpoint.empty()) << served.serve->log();
+  Process& serve = *served.serve;
+  const std::string& ep = served.endpoint;
+  const std::filesystem::path& db = served.db;
   const auto count_lines = [&](const std::string& needle) {
     const std::string log = serve.log();
     int n = 0;

@@ -12,17 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/under_asan.h"
 #include "tests/integration/run_helpers.h"
-
-// The sanitizer build's binaries reserve terabytes of address space for AddressSanitizer's
-// shadow: a job's memory limit (RLIMIT_AS) cannot be tested under it.
-#if defined(__SANITIZE_ADDRESS__)
-#define AM_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AM_TEST_UNDER_ASAN 1
-#endif
-#endif
 
 namespace am::testing {
 namespace {

@@ -21,16 +21,7 @@
 #include "kernels/formats/interleaved_layout.h"
 #include "kernels/formats/weight_matrix.h"
 #include "test_util.h"
-
-// AddressSanitizer keeps freed memory in its quarantine, still resident, so resident-set growth
-// does not measure what a layer holds under it (the sanitizer build skips that one test).
-#if defined(__SANITIZE_ADDRESS__)
-#define AM_TEST_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AM_TEST_UNDER_ASAN 1
-#endif
-#endif
+#include "tests/common/under_asan.h"
 
 namespace am::kernels {
 namespace {
