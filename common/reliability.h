@@ -71,6 +71,10 @@ inline constexpr int64_t kFullSchedulingPassMs = 100;
 inline constexpr int kStoreBatchMax = 64;
 inline constexpr int64_t kStoreBatchMaxDelayMs = 20;
 
+// How long a worker leaving (BYE after a drain or a stop) lets ZeroMQ try to put its last
+// messages on the wire before the process exits anyway.
+inline constexpr int64_t kLastMessagesFlushMs = 2000;
+
 // Bytes of a job process's output kept as its log tail.
 inline constexpr std::size_t kLogTailBytes = 16u << 10;
 

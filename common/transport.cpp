@@ -4,6 +4,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <future>
+#include <memory>
+#include <thread>
 #include <utility>
 
 #include <sys/random.h>
@@ -224,6 +227,18 @@ zmq::context_t& zmq_context() {
   return *ctx;
 }
 
+bool finish_pending_sends(int64_t max_wait_ms) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::future<void> finished = done->get_future();
+  // Detached: zmq_ctx_term blocks for as long as any socket is open, and the caller is about
+  // to exit, which ends the thread whatever it is doing.
+  std::thread([done] {
+    zmq_context().close();
+    done->set_value();
+  }).detach();
+  return finished.wait_for(std::chrono::milliseconds(max_wait_ms)) == std::future_status::ready;
+}
+
 // ---------------------------------------------------------------------------------------------
 // RouterEndpoint
 
@@ -432,6 +447,15 @@ Result<std::optional<proto::Message>> DealerEndpoint::recv(int timeout_ms) {
   }));
   if (!got) return std::optional<proto::Message>();
   return out;
+}
+
+void DealerEndpoint::flush_on_close(int64_t linger_ms) {
+  if (!impl_) return;
+  try {
+    impl_->socket.set(zmq::sockopt::linger, static_cast<int>(linger_ms));
+  } catch (const zmq::error_t&) {
+    // Only a closed context refuses this; then there is nothing left to flush.
+  }
 }
 
 void* DealerEndpoint::pollable() const { return impl_ ? impl_->socket.handle() : nullptr; }

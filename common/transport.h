@@ -49,6 +49,14 @@ struct CurveClientConfig {
 // they are spawned with exec, not forked.
 zmq::context_t& zmq_context();
 
+// At process end, once every endpoint is closed: gives what endpoints closed with
+// `DealerEndpoint::flush_on_close` still queue (a worker's last BYE) up to `max_wait_ms` to
+// reach the wire, by terminating the shared context on a helper thread (zmq_ctx_term waits for
+// lingering messages). Returns false when that did not finish in time, e.g. because a thread
+// still holds a socket. Without this, the process exits with the messages still in ZeroMQ's
+// queues and they are lost. No ZeroMQ use may follow.
+bool finish_pending_sends(int64_t max_wait_ms);
+
 struct Envelope {
   std::string peer;             // ROUTER routing identity (opaque bytes)
   proto::Message message;
@@ -104,6 +112,9 @@ class DealerEndpoint {
   Status send(const proto::Message& msg);
   Result<std::optional<proto::Message>> recv(int timeout_ms);
   const RejectionCounters& rejections() const;
+  // Endpoints close with linger 0, dropping what is still queued. After this, closing keeps
+  // queued messages for up to `linger_ms` so they can still be sent (see finish_pending_sends).
+  void flush_on_close(int64_t linger_ms);
   // The underlying ZeroMQ socket (a `void*` for zmq_poll), so one thread can wait on many
   // endpoints at once (tests/sim_fleet drives hundreds of simulated workers that way). Only for
   // polling: reading or writing it directly would bypass the checks above.

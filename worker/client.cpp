@@ -489,6 +489,7 @@ struct WorkerClient::Impl {
           logger()->warn("leaving with {} unacknowledged result(s)", outbox.size());
         }
         send(proto::Bye{"drained"});
+        endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
         return Status::Ok();
       }
     }
@@ -498,6 +499,7 @@ struct WorkerClient::Impl {
     collect_finished();
     for (auto& [key, job] : running) job.cancel->store(true);
     send(proto::Bye{"stopped"});
+    if (endpoint) endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
     return Status::Ok();
   }
 };

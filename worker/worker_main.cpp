@@ -13,6 +13,8 @@
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
+#include "common/reliability.h"
+#include "common/transport.h"
 #include "jobs/usage_error_cli11.h"
 #include "worker/capability.h"
 #include "worker/client.h"
@@ -263,8 +265,16 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   sigaction(SIGTERM, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
-  am::worker::WorkerClient client(std::move(opt));
-  am::Status st = client.run(g_stop);
+  am::Status st;
+  {
+    am::worker::WorkerClient client(std::move(opt));
+    st = client.run(g_stop);
+  }
+  // The BYE that ends a session was only queued; without this the process could exit before
+  // ZeroMQ sent it, and the coordinator would wait out the worker's liveness instead.
+  if (!am::finish_pending_sends(am::reliability::kLastMessagesFlushMs + 500)) {
+    am::get_logger("worker")->warn("the last messages to the coordinator may not have been sent");
+  }
   if (!st.ok()) {
     am::get_logger("worker")->error("{}", st.to_string());
     return am::exit_code_for_error(st);   // refused by the coordinator (retry false): 2
