@@ -29,6 +29,7 @@
 #include "common/log.h"
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
+#include "coordinator/output_guard.h"
 #include "coordinator/progress_display.h"
 #include "coordinator/report_compare.h"
 #include "coordinator/report_csv.h"
@@ -207,6 +208,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   Coordinator c;
   AM_RETURN_IF_ERROR(validate_endpoint(a.server.bind, EndpointUse::kBind).with_context("--bind"));
   AM_RETURN_IF_ERROR(check_run_id(a.run_id));
+  AM_RETURN_IF_ERROR(refuse_output_over_database(a.endpoint_file, a.server.db_path, "--endpoint-file"));
   c.fail_on = default_fail_on();
   if (!a.fail_on.empty()) {
     AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
@@ -734,6 +736,7 @@ int cmd_keys(const KeysArgs& args) {
 }
 
 int cmd_report(const ReportArgs& args) {
+  if (Status st = refuse_output_over_database(args.output, args.db, "-o"); !st.ok()) return fail(st);
   // The report is made on this thread and written on another (BackgroundWriter): at a million
   // results the write system calls are a seventh of the work (docs/SCALE.md).
   if (args.output.empty()) {
@@ -854,15 +857,19 @@ Result<RenderedComparison> render_comparison(const CompareArgs& a) {
 }  // namespace
 
 int cmd_compare(const CompareArgs& args) {
+  for (const std::string& db : {args.base_db, args.new_db}) {
+    if (Status st = refuse_output_over_database(args.output, db, "-o"); !st.ok()) return fail(st);
+  }
   auto rendered = render_comparison(args);
   if (!rendered.ok()) return fail(rendered.status());
   const int code = rendered->fails_gate ? kExitJobsFailed : kExitOk;
   if (args.output.empty()) {
     std::cout << rendered->text;
   } else {
-    std::ofstream out(args.output);
-    out << rendered->text;
-    if (!out) return fail("cannot write " + args.output, kExitInfrastructure);
+    // Renamed over the output only when complete, as `report -o` does.
+    if (Status st = write_file_atomically(args.output, rendered->text); !st.ok()) {
+      return fail(st.message(), kExitInfrastructure);
+    }
   }
   if (code != kExitOk) std::cerr << "compare: regression found (exit 1)\n";
   return code;

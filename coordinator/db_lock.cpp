@@ -17,6 +17,10 @@
 namespace am::coord {
 namespace {
 
+// The byte of the database file locked by inode. SQLite's own locks are on the bytes from 1 GiB
+// (its pending byte) to 1 GiB + 512; this one is far past them and past any real file size.
+constexpr off_t kInodeLockOffset = off_t{1} << 62;
+
 // A record is a few hundred bytes; anything larger is not ours.
 constexpr std::size_t kMaxRecordBytes = 64 * 1024;
 
@@ -115,6 +119,28 @@ Result<DbLock> DbLock::acquire(const std::filesystem::path& db_path, std::string
   lock.held_ = true;
   lock.previous_ = read_record(fd);
 
+  // The same file under another name (a hard link) has another lock file: lock the file itself.
+  const std::filesystem::path db_file = canonical_db(db_path);
+  if (const int dfd = ::open(db_file.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW); dfd >= 0) {
+    lock.db_fd_.reset(dfd);
+    struct flock inode_lock {};
+    inode_lock.l_type = F_WRLCK;
+    inode_lock.l_whence = SEEK_SET;
+    inode_lock.l_start = kInodeLockOffset;
+    inode_lock.l_len = 1;
+    if (fcntl(dfd, F_OFD_SETLK, &inode_lock) != 0) {
+      const int err = errno;
+      if (err == EAGAIN || err == EACCES) {
+        return unavailable("database " + db_path.string() +
+                           " is in use by another coordinator that opened it under another name (a hard link "
+                           "to the same file); stop it, or use another --db");
+      }
+      return io_error("cannot lock " + db_file.string() + ": " + errno_text(err));
+    }
+  }
+  // A database that cannot be opened for writing (or does not exist yet) is left to the store,
+  // which says what is wrong with it.
+
   lock.self_.host = this_host();
   lock.self_.pid = static_cast<int64_t>(getpid());
   lock.self_.command = std::string(command);
@@ -150,6 +176,7 @@ Status DbLock::set_endpoint(const std::string& endpoint) {
 
 DbLock::DbLock(DbLock&& other) noexcept
     : fd_(std::move(other.fd_)),
+      db_fd_(std::move(other.db_fd_)),
       held_(std::exchange(other.held_, false)),
       path_(std::move(other.path_)),
       self_(std::move(other.self_)),
@@ -159,6 +186,7 @@ DbLock& DbLock::operator=(DbLock&& other) noexcept {
   if (this != &other) {
     release();
     fd_ = std::move(other.fd_);
+    db_fd_ = std::move(other.db_fd_);
     held_ = std::exchange(other.held_, false);
     path_ = std::move(other.path_);
     self_ = std::move(other.self_);

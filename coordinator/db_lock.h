@@ -13,7 +13,12 @@
 // - The lock file is never unlinked (unlinking a lock file lets two processes lock two different
 //   inodes under one name). Deleting it by hand while a coordinator runs defeats the lock.
 // - The database path is made canonical first (symlinks resolved), so `x.db`, `./x.db` and a
-//   symlink to it share one lock. Two hard links to one database do not.
+//   symlink to it share one lock file. Hard links to one database have lock files of their own,
+//   so an existing database file is also locked itself, by inode: an OFD write lock on one byte
+//   far past anything SQLite locks (kInodeLockOffset), which conflicts with no SQLite lock. That
+//   descriptor must outlive the process's SQLite connections to the file (closing any descriptor
+//   of a file drops the process's POSIX locks on it, SQLite's included): the CLI destroys its
+//   Server before its DbLock.
 // - NFS: the lock is an fcntl lock, which Linux forwards to the server (NLM for NFSv3, NFSv4
 //   locks), so two coordinators on different hosts exclude each other when the mount supports
 //   locking. With `nolock` mounts it is local to each host and does not protect the database.
@@ -77,6 +82,7 @@ class DbLock {
   void release();
 
   UniqueFd fd_;
+  UniqueFd db_fd_;              // the database file, for the lock by inode (absent for a new database)
   bool held_ = false;           // the lock was taken through fd_ (a refused attempt must not erase the record)
   std::filesystem::path path_;
   DbHolder self_;

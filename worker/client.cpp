@@ -489,7 +489,8 @@ struct WorkerClient::Impl {
           logger()->warn("leaving with {} unacknowledged result(s)", outbox.size());
         }
         send(proto::Bye{"drained"});
-        endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
+        // No endpoint while a reconnect waits out its backoff: then there is nothing to flush.
+        if (endpoint) endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
         return Status::Ok();
       }
     }

@@ -62,6 +62,22 @@ TEST_F(DbLockTest, OtherSpellingsOfThePathShareTheLock) {
   EXPECT_FALSE(DbLock::acquire(dir_ / "link.db", "serve").ok());
 }
 
+// A hard link is another name with a lock file of its own; the database file is locked too.
+TEST_F(DbLockTest, AHardLinkToAHeldDatabaseIsRefusedAndFreedWithTheHolder) {
+  const auto db = dir_ / "h.db";
+  std::ofstream(db) << "not empty";
+  std::filesystem::create_hard_link(db, dir_ / "other-name.db");
+  {
+    auto first = DbLock::acquire(db, "serve");
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    auto second = DbLock::acquire(dir_ / "other-name.db", "run");
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.status().code(), StatusCode::kUnavailable);
+    EXPECT_NE(second.status().message().find("hard link"), std::string::npos) << second.status().message();
+  }
+  EXPECT_TRUE(DbLock::acquire(dir_ / "other-name.db", "run").ok());
+}
+
 TEST_F(DbLockTest, AReleasedLockIsFreeAndLeavesNoRecord) {
   const auto db = dir_ / "c.db";
   {

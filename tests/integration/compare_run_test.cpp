@@ -284,6 +284,43 @@ TEST(CompareRuns, BadInputExitsTwo) {
       << log;
 }
 
+// `report -o` and `compare -o` renamed their output over its target: pointed at the database
+// (by its name, another spelling, a hard link, or its -wal) they wiped every stored run, exit 0.
+TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabaseKept) {
+  ScratchDir dir("output-over-db");
+  const auto db = dir / "keep.db";
+  const auto plan = write_bert_plan(dir / "tiny.toml", "tiny", 0.01, "[16]", "[\"f32\"]", "accuracy");
+  run_plan(dir, plan, db, "one");
+  run_plan(dir, plan, db, "two");
+  const std::string am = coordinator_binary().string();
+  const std::string before = read_file(db);
+  ASSERT_FALSE(before.empty());
+  std::filesystem::create_hard_link(db, dir / "hard.db");
+  std::string log;
+  int n = 0;
+  for (const std::filesystem::path& target :
+       {db, dir / "." / "keep.db", dir / "hard.db", std::filesystem::path(db.string() + "-wal")}) {
+    for (const std::string format : {"json", "html"}) {
+      const std::string name = "report-" + std::to_string(n++);
+      EXPECT_EQ(run_logged(dir, name, {am, "report", "--db", db.string(), "--format", format, "-o", target.string()},
+                           &log),
+                2)
+          << target << log;
+      EXPECT_TRUE(has(log, "destroy the stored runs")) << log;
+    }
+    EXPECT_EQ(run_logged(dir, "compare-" + std::to_string(n++),
+                         {am, "compare", db.string(), db.string(), "-o", target.string()}, &log),
+              2)
+        << target << log;
+  }
+  EXPECT_EQ(read_file(db), before);
+  EXPECT_EQ(run_logged(dir, "runs", {am, "runs", "--db", db.string()}, &log), 0) << log;
+  EXPECT_TRUE(has(log, "one") && has(log, "two")) << log;
+  // Beside the database is fine.
+  EXPECT_EQ(run_logged(dir, "beside", {am, "report", "--db", db.string(), "-o", (dir / "keep.md").string()}, &log), 0)
+      << log;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Item 5: reports from a live run and from a database this process cannot write
 

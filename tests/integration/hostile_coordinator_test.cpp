@@ -67,7 +67,14 @@ class FakeCoordinator {
   // The RESULTs that arrive within `timeout`, by job id, until `count` have come.
   std::map<std::string, proto::JobResult> results(std::size_t count, std::chrono::milliseconds timeout) {
     std::map<std::string, proto::JobResult> got;
+    int64_t next_beat = 0;
     wait_until([&] {
+      // Beating as a coordinator does: a worker that hears nothing for its liveness (5 s) takes
+      // the coordinator for gone, and a job that slow on a loaded machine would end the test.
+      if (steady_ms() >= next_beat) {
+        send(proto::Heartbeat{});
+        next_beat = steady_ms() + 300;
+      }
       auto msg = router_->recv(100);
       if (msg.ok() && msg->has_value()) {
         if (auto* r = std::get_if<proto::JobResult>(&(*msg)->message.body)) {

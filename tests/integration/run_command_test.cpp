@@ -175,6 +175,10 @@ TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
   ASSERT_TRUE(wait_until([&] { return (job = pid_with_argument("--exit-with-parent " + std::to_string(worker))) > 0; },
                          std::chrono::seconds(30)))
       << run.log();
+  // Checked while the run lives: once its worker is dead, any test's `run` may sweep it away.
+  const auto temp = std::filesystem::temp_directory_path();
+  const auto killed_dir = temp / ("accelmatrix-run-" + std::to_string(run_pid));
+  ASSERT_TRUE(std::filesystem::exists(killed_dir)) << killed_dir;
   run.kill_hard();
   EXPECT_TRUE(wait_until([&] { return process_ended(worker); }, std::chrono::seconds(15)))
       << "worker " << worker_id << " (pid " << worker << ") outlived its run";
@@ -185,11 +189,8 @@ TEST(RunCommand, LocalWorkersStopWhenTheRunIsKilled) {
 
   // Its workers' state (logs, scratch, their secrets) outlived it; the next `run` removes it,
   // and leaves the directory of a process that is alive.
-  const auto temp = std::filesystem::temp_directory_path();
-  const auto killed_dir = temp / ("accelmatrix-run-" + std::to_string(run_pid));
   const auto live_dir = temp / ("accelmatrix-run-" + std::to_string(::getpid()));
   std::filesystem::create_directories(live_dir);
-  ASSERT_TRUE(std::filesystem::exists(killed_dir)) << killed_dir;
   const auto quick = write_file(dir / "quick.toml", "[plan]\nname = \"quick\"\nmode = \"accuracy\"\n\n[defaults]\n"
                                                      "backends = [\"cpu\"]\nprecisions = [\"f32\"]\n\n"
                                                      "[[models]]\nname = \"selftest:pass\"\n");

@@ -1,0 +1,21 @@
+// A file a command writes (`report -o`, `compare -o`, `serve --endpoint-file`) must never be the
+// database it reads or one of the files SQLite and the coordinator keep beside it: the output
+// replaces its target by renaming over it, so such a path wiped every stored run with exit 0.
+//
+// Contract: refuse_output_over_database() returns kInvalidArgument (exit 2) naming the option,
+// the output and the database when `output` is `db`, `db`-wal, -shm, -journal or .lock, whether
+// by the same path, another spelling of it, a symlink or a hard link (same device and inode);
+// OK otherwise, including when `output` does not exist yet and names none of them.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace am::coord {
+
+Status refuse_output_over_database(const std::filesystem::path& output, const std::filesystem::path& db,
+                                   std::string_view option);
+
+}  // namespace am::coord
