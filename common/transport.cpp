@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <zmq.hpp>
@@ -227,6 +228,33 @@ zmq::context_t& zmq_context() {
   return *ctx;
 }
 
+// libzmq aborts (an assertion, not an error) when it cannot make a descriptor it needs for
+// itself: its I/O thread's epoll, a socket's mailbox, a resolver's socket. Checked before the
+// first socket of the process: the soft limit is raised to the hard one, and a process still
+// allowed fewer than this many open files is refused with an error instead of aborting later.
+namespace {
+constexpr rlim_t kMinOpenFiles = 64;
+}  // namespace
+
+Status check_descriptor_limit() {
+  static const Status checked = [] {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return Status::Ok();
+    if (limit.rlim_cur < limit.rlim_max) {
+      rlimit raised = limit;
+      raised.rlim_cur = limit.rlim_max;
+      if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+    }
+    if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < kMinOpenFiles) {
+      return resource_exhausted("this process may open only " + std::to_string(limit.rlim_cur) +
+                                " files (ulimit -n); ZeroMQ needs at least " + std::to_string(kMinOpenFiles) +
+                                " to run without aborting");
+    }
+    return Status::Ok();
+  }();
+  return checked;
+}
+
 bool finish_pending_sends(int64_t max_wait_ms) {
   auto done = std::make_shared<std::promise<void>>();
   std::future<void> finished = done->get_future();
@@ -260,6 +288,7 @@ RouterEndpoint::~RouterEndpoint() = default;
 
 Result<RouterEndpoint> RouterEndpoint::bind(const std::string& endpoint,
                                             const CurveServerConfig* curve) {
+  AM_RETURN_IF_ERROR(check_descriptor_limit());
   auto impl = std::make_unique<Impl>();
   if (curve != nullptr) {
     if (!curve_available()) return unsupported("CURVE requested but libzmq lacks CURVE support");
@@ -391,6 +420,7 @@ Result<DealerEndpoint> DealerEndpoint::connect(const std::string& endpoint,
       return invalid_argument("curve.public_key does not belong to curve.secret_key");
     }
   }
+  AM_RETURN_IF_ERROR(check_descriptor_limit());
   auto impl = std::make_unique<Impl>();
   impl->endpoint = endpoint;
   try {

@@ -49,6 +49,12 @@ struct CurveClientConfig {
 // they are spawned with exec, not forked.
 zmq::context_t& zmq_context();
 
+// Before the first socket (bind() and connect() call it too): raises the soft open-file limit to
+// the hard one, and returns kResourceExhausted when the process may still open too few files
+// for libzmq, which aborts instead of failing when it runs out of descriptors for itself. The
+// verdict is taken once per process.
+Status check_descriptor_limit();
+
 // At process end, once every endpoint is closed: gives what endpoints closed with
 // `DealerEndpoint::flush_on_close` still queue (a worker's last BYE) up to `max_wait_ms` to
 // reach the wire, by terminating the shared context on a helper thread (zmq_ctx_term waits for

@@ -197,6 +197,12 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
     return am::kExitUsage;
   }
 
+  // Said now, once: the connection would otherwise fail the same way every reconnect for good.
+  if (am::Status fds = am::check_descriptor_limit(); !fds.ok()) {
+    std::cerr << "error: " << fds.message() << "\n";
+    return am::kExitInfrastructure;
+  }
+
   am::worker::ClientOptions opt;
   opt.coordinator = coordinator;
   opt.slots = slots;

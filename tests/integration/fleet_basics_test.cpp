@@ -233,6 +233,27 @@ TEST(Endpoints, APortInUseExitsFourAndLeavesNoNewDatabaseBehind) {
   EXPECT_FALSE(std::filesystem::exists(dir / "ep")) << log;
 }
 
+// libzmq aborts when it cannot make a descriptor for itself: with `ulimit -n 12`, `run` died of
+// SIGABRT (exit 134). Now the coordinator and the worker say so and exit 4, before any socket.
+TEST(Endpoints, TooFewOpenFilesAllowedExitsFourSayingSoInsteadOfAborting) {
+  ScratchDir dir("few-fds");
+  const auto plan = write_failing_plan(dir, "fds");
+  const std::string limit = "ulimit -n 12 && exec \"$0\" \"$@\"";
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "run", {"/bin/sh", "-c", limit, coordinator_binary().string(), "run", "--plan",
+                                    plan.string(), "--db", (dir / "a.db").string(), "--catalog", catalog_dir(), "-q"},
+                       &log),
+            4)
+      << log;
+  EXPECT_TRUE(has(log, "may open only 12 files")) << log;
+  EXPECT_EQ(run_logged(dir, "worker", {"/bin/sh", "-c", limit, worker_binary().string(), "--coordinator",
+                                       "tcp://127.0.0.1:9", "--state-dir", (dir / "state").string()},
+                       &log),
+            4)
+      << log;
+  EXPECT_TRUE(has(log, "may open only 12 files")) << log;
+}
+
 // Two workers on one state dir took one id and replaced each other's session over and over
 // (jobs ran twice). Started together on a new dir they end with one id, and one of them stops.
 TEST(WorkerIdentity, TwoWorkersOfOneStateDirMakeOneIdAndTheSecondStops) {
