@@ -5,8 +5,10 @@
 #include <cctype>
 #include <cstddef>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <optional>
 #include <fstream>
 #include <system_error>
 #include <thread>
@@ -366,17 +368,49 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path
 Store::Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino)
     : db_(db), path_(std::move(path)), dev_(dev), ino_(ino) {}
 
+namespace {
+
+// Whether this process holds a descriptor of the file at `p`: SQLite keeps its connection's
+// -wal and -shm open, so a sidecar that is ours is one we hold, whatever the path now names.
+bool held_by_this_process(const std::filesystem::path& p) {
+  struct stat at {};
+  if (::lstat(p.c_str(), &at) != 0 || !S_ISREG(at.st_mode)) return false;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    struct stat held {};
+    if (::stat(entry.path().c_str(), &held) == 0 && held.st_dev == at.st_dev && held.st_ino == at.st_ino) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Status Store::check_file_identity() const {
   struct stat st {};
-  if (::stat(path_.c_str(), &st) != 0) {
-    return io_error("database file " + path_.string() +
-                    " was removed while open; writes since then are not in it");
+  const bool present = ::stat(path_.c_str(), &st) == 0;
+  if (present && static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_) {
+    return Status::Ok();
   }
-  if (static_cast<uint64_t>(st.st_dev) != dev_ || static_cast<uint64_t>(st.st_ino) != ino_) {
-    return io_error("database file " + path_.string() +
-                    " was replaced by another file while open; writes since then are not in it");
+  set_sidecars_aside();
+  return io_error("database file " + path_.string() +
+                  (present ? " was replaced by another file while open" : " was removed while open") +
+                  "; writes since then are not in it" + sidecars_moved_);
+}
+
+void Store::set_sidecars_aside() const {
+  if (!sidecars_moved_.empty() || read_only_) return;
+  std::vector<std::string> moved;
+  for (const char* suffix : {"-wal", "-shm"}) {
+    const std::filesystem::path at = path_.string() + suffix;
+    if (!held_by_this_process(at)) continue;
+    std::filesystem::path aside = at;
+    aside += ".stale-" + std::to_string(::getpid());
+    if (::rename(at.c_str(), aside.c_str()) == 0) moved.push_back(aside.string());
   }
-  return Status::Ok();
+  if (moved.empty()) return;
+  sidecars_moved_ = "; its write-ahead log and shared-memory index were moved aside to ";
+  for (std::size_t i = 0; i < moved.size(); ++i) sidecars_moved_ += (i ? " and " : "") + moved[i];
+  sidecars_moved_ += " so that they are not replayed onto the file now at that path";
 }
 
 Store::~Store() {

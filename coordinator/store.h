@@ -432,6 +432,11 @@ class Store {
   std::filesystem::path path_;
   uint64_t dev_ = 0;
   uint64_t ino_ = 0;
+  // When the file at the path was replaced or removed, this connection's -wal and -shm are
+  // moved aside (once): left at the path, SQLite would replay the old file's pages onto whatever
+  // database is put there next. What was moved is said in every identity error after.
+  mutable std::string sidecars_moved_;
+  void set_sidecars_aside() const;
   bool read_only_ = false;
   bool immutable_ = false;
 };

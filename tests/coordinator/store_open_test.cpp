@@ -252,6 +252,51 @@ TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToTheCurrentSchemaWithEveryRowKept) 
   raw_exec(path, "UPDATE attempts SET state = 'interrupted' WHERE attempt = 1");
 }
 
+// A database replaced under its writer: the writer's -wal and -shm were left at the path, and
+// the next opener (a `report`, the restart the error asks for) replayed the old file's pages
+// onto the replacement. They are moved aside; the replacement reads back as it was.
+TEST(StoreOpen, AReplacedDatabasesWalIsMovedAsideAndTheReplacementReadsAsItWas) {
+  TempDir dir;
+  const auto path = dir.path() / "live.db";
+  const auto other = dir.path() / "other.db";
+  auto writer = Store::open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status().to_string();
+  RunRecord run;
+  run.run_id = "old-run";
+  ASSERT_TRUE((*writer)->upsert_run(run).ok());
+  {
+    auto replacement = Store::open(other);
+    ASSERT_TRUE(replacement.ok());
+    run.run_id = "replacement-run";
+    ASSERT_TRUE((*replacement)->upsert_run(run).ok());
+  }
+  ASSERT_TRUE(std::filesystem::exists(path.string() + "-wal"));
+  ASSERT_EQ(::rename(other.c_str(), path.c_str()), 0);
+
+  // Every write checks the file before or after (here the check itself).
+  const Status st = (*writer)->check_file_identity();
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kIoError);
+  EXPECT_NE(st.message().find("replaced by another file"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("moved aside"), std::string::npos) << st.message();
+  EXPECT_FALSE(std::filesystem::exists(path.string() + "-wal"));
+  EXPECT_TRUE(std::filesystem::exists(path.string() + "-wal.stale-" + std::to_string(::getpid())));
+
+  auto reader = Store::open_read_only(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().to_string();
+  auto runs = (*reader)->list_runs();
+  ASSERT_TRUE(runs.ok());
+  ASSERT_EQ(runs->size(), 1u);
+  EXPECT_EQ(runs->front().run_id, "replacement-run");
+  writer->reset();   // the old connection's close touches nothing at the path
+  auto again = Store::open_read_only(path);
+  ASSERT_TRUE(again.ok());
+  auto runs_again = (*again)->list_runs();
+  ASSERT_TRUE(runs_again.ok());
+  ASSERT_EQ(runs_again->size(), 1u);
+  EXPECT_EQ(runs_again->front().run_id, "replacement-run");
+}
+
 TEST(StoreOpen, ReaderConnectionSeesWritesOfAnotherConnection) {
   TempDir dir;
   const auto path = dir.path() / "shared.db";
