@@ -332,6 +332,23 @@ Result<std::unique_ptr<Store>> Store::open_read_only(const std::filesystem::path
     AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_existing(db_path));
     sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);
     AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA query_only = ON"));
+    const int rc = probe_read(db.get());
+    const int primary = rc & 0xff;
+    if (rc != SQLITE_OK && (primary == SQLITE_IOERR || primary == SQLITE_FULL)) {
+      // A full file system: the -shm a WAL reader needs cannot be made. As for a directory we
+      // cannot write: with no -wal holding data, no writer is mid-way and the file alone is the
+      // database, so it is read as immutable.
+      std::error_code size_ec;
+      const auto wal_bytes = std::filesystem::file_size(db_path.string() + "-wal", size_ec);
+      if (!size_ec && wal_bytes > 0) {
+        return io_error(db_path.string() + ": cannot read the database: the write-ahead log beside it needs a "
+                        "shared-memory index that cannot be written (" + std::string(sqlite3_errstr(rc)) +
+                        "; is the file system full?)");
+      }
+      db = sqlite::SqliteDb();
+      AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, true));
+      immutable = true;
+    }
   } else {
     AM_ASSIGN_OR_RETURN(db, sqlite::SqliteDb::open_read_only(db_path, false));
     sqlite3_busy_timeout(db.get(), kBusyTimeoutMs);

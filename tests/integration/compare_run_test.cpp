@@ -361,6 +361,33 @@ TEST(LiveReports, ReportReadsWhileTheCoordinatorWritesResults) {
   expect_exactly_one_terminal_result_per_job(db, 6);
 }
 
+// On a full file system a reader cannot make the -shm a WAL database needs: `report`, `runs`
+// and `compare` failed with "disk I/O error" on an intact database. With no -wal holding data
+// the file alone is the database, and it is read as on a read-only mount. The file system is a
+// 1 MiB tmpfs in a mount namespace of the command's own (root only).
+TEST(LiveReports, ReportReadsADatabaseOnAFullFileSystem) {
+  if (geteuid() != 0 || !std::filesystem::exists("/usr/bin/unshare")) GTEST_SKIP() << "needs root and unshare";
+  ScratchDir dir("report-full");
+  const auto db = dir / "src.db";
+  const auto plan = write_bert_plan(dir / "full.toml", "full", 0.01, "[16]", "[\"f32\"]", "accuracy");
+  run_plan(dir, plan, db, "full");
+  ASSERT_FALSE(std::filesystem::exists(db.string() + "-wal"));
+  const auto mnt = dir / "mnt";
+  std::filesystem::create_directories(mnt);
+  const std::string script =
+      "mount -t tmpfs -o size=1m tmpfs \"$1\" || exit 97; cp \"$2\" \"$1/r.db\" || exit 98; "
+      "dd if=/dev/zero of=\"$1/filler\" bs=4k 2>/dev/null; df \"$1\" | tail -1; "
+      "\"$3\" report --db \"$1/r.db\" --format json || exit $?; \"$3\" runs --db \"$1/r.db\"";
+  int code = -1;
+  const std::string out = run_capture({"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
+                                       script, "sh", mnt.string(), db.string(), coordinator_binary().string()},
+                                      &code);
+  if (code == 97) GTEST_SKIP() << "cannot mount a tmpfs here: " << out;
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_TRUE(has(out, "\"run_id\": \"full\"")) << out;
+  EXPECT_FALSE(has(out, "disk I/O error")) << out;
+}
+
 TEST(LiveReports, ReportReadsADatabaseInAReadOnlyDirectory) {
   ScratchDir dir("report-ro");
   const auto db = dir / "src.db";
