@@ -5,6 +5,7 @@
 #include "kernels/models/hf_config.h"
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string_view>
@@ -62,6 +63,10 @@ class Hf {
     if (!has(key)) return fallback;
     const json& v = doc_.at(key);
     if (!v.is_number_integer()) return invalid(key, "must be an integer, got " + shown(v));
+    // Above int64's range nlohmann keeps it unsigned; get<int64_t>() would wrap it negative.
+    if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return invalid(key, "is out of range, got " + shown(v));
+    }
     return v.get<int64_t>();
   }
   Result<int64_t> dim(const char* key, int64_t fallback) const {

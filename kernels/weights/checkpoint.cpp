@@ -1,8 +1,9 @@
 #include "kernels/weights/checkpoint.h"
 
+#include "kernels/weights/mapped_file.h"
+
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <utility>
 
@@ -15,12 +16,21 @@ namespace fs = std::filesystem;
 constexpr const char* kDiffusersIndexFile = "diffusion_pytorch_model.safetensors.index.json";
 constexpr const char* kDiffusersWeightsFile = "diffusion_pytorch_model.safetensors";
 
+// The largest config.json or index file read. Real ones are kilobytes (the index of a model with
+// thousands of tensors, a few hundred KiB); a parsed document takes tens of times its text, so
+// an unbounded file could take gigabytes before any check ran.
+constexpr std::size_t kMaxCheckpointJsonBytes = 8u << 20;
+
 // A JSON document from a file, without exceptions; InvalidArgument naming the file when it is
-// not JSON or not an object.
+// not JSON, not an object or larger than kMaxCheckpointJsonBytes.
 Result<nlohmann::json> read_json_object(const fs::path& file) {
-  std::ifstream in(file);
-  if (!in) return io_error("cannot read " + file.string());
-  nlohmann::json doc = nlohmann::json::parse(in, nullptr, false);
+  // Mapped, not streamed: MappedFile refuses what is not a regular file (a FIFO would block).
+  AM_ASSIGN_OR_RETURN(MappedFile text, MappedFile::open(file.string()));
+  if (text.size() > kMaxCheckpointJsonBytes) {
+    return invalid_argument(file.string() + " is " + std::to_string(text.size()) + " bytes; a checkpoint's JSON "
+                            "files are read up to " + std::to_string(kMaxCheckpointJsonBytes) + " bytes");
+  }
+  nlohmann::json doc = nlohmann::json::parse(text.data(), text.data() + text.size(), nullptr, false);
   if (doc.is_discarded()) return invalid_argument(file.string() + " is not valid JSON");
   if (!doc.is_object()) return invalid_argument(file.string() + " is not a JSON object");
   return doc;

@@ -43,7 +43,10 @@ void MappedFile::release() {
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
-  FdCloser fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO without a writer would otherwise wait for one for ever (until the
+  // job's time limit); it is refused below as not a regular file. Reads of a regular file and
+  // its mapping do not see the flag.
+  FdCloser fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (fd.fd < 0) {
     const int err = errno;
     if (err == ENOENT) return not_found("cannot open " + path + ": " + std::strerror(err));

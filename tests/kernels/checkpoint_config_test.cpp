@@ -4,6 +4,10 @@
 // the key or tensor at fault. The loaders' arithmetic is held to PyTorch by tests/reference/.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <cstdint>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -203,7 +207,24 @@ TEST(CheckpointDirectory, IndexProblemsNameTheShardAndTensor) {
   expect_error(json{{"metadata", {}}}, StatusCode::kInvalidArgument, {"weight_map"});
   write_text(index, "{not json");
   EXPECT_EQ(Checkpoint::open(ckpt).status().code(), StatusCode::kInvalidArgument);
+  // Parsed, a document takes tens of times its text: an index past the cap is refused unread
+  // (an 80 MB one took 3 GB before its error).
+  write_text(index, std::string(9u << 20, '['));
+  const Status big = Checkpoint::open(ckpt).status();
+  EXPECT_EQ(big.code(), StatusCode::kInvalidArgument) << big.to_string();
+  EXPECT_NE(big.message().find("bytes; a checkpoint's JSON files are read up to"), std::string::npos) << big.message();
+  // A FIFO with no writer is no file of a checkpoint: passed over, never opened (opening one
+  // blocks until a writer comes).
   fs::remove(index);
+  ASSERT_EQ(::mkfifo(index.c_str(), 0644), 0);
+  EXPECT_EQ(Checkpoint::open(ckpt).status().code(), StatusCode::kNotFound);
+  fs::remove(index);
+  fs::remove(ckpt + "/config.json");
+  ASSERT_EQ(::mkfifo((ckpt + "/config.json").c_str(), 0644), 0);
+  auto config = read_checkpoint_config(ckpt);
+  ASSERT_TRUE(config.ok()) << config.status().to_string();
+  EXPECT_FALSE(config->has_value());
+  fs::remove(ckpt + "/config.json");
   const Status none = Checkpoint::open(ckpt).status();
   EXPECT_EQ(none.code(), StatusCode::kNotFound);
   EXPECT_NE(none.message().find("model.safetensors"), std::string::npos) << none.message();
@@ -251,6 +272,8 @@ TEST(HfConfig, BadValuesAndUnhonourableSettingsNameTheKey) {
   };
   json wrong_type = tiny_config_json();
   wrong_type["num_hidden_layers"] = "two";
+  json huge_layers = tiny_config_json();
+  huge_layers["num_hidden_layers"] = UINT64_MAX;
   json scaled = tiny_config_json();
   scaled["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}};
   json bias = tiny_config_json();
@@ -259,6 +282,8 @@ TEST(HfConfig, BadValuesAndUnhonourableSettingsNameTheKey) {
                        {"text_config", {{"model_type", "llama"}, {"rope_scaling", {{"type", "linear"}}}}}};
   const std::vector<Case> cases = {
       {"decoder-only", wrong_type, StatusCode::kInvalidArgument, "'num_hidden_layers'"},
+      // 2^64 - 1 read as int64 was "-1": said as the value it is.
+      {"decoder-only", huge_layers, StatusCode::kInvalidArgument, "'num_hidden_layers' is out of range"},
       {"decoder-only", scaled, StatusCode::kUnsupported, "'rope_scaling'"},
       {"decoder-only", bias, StatusCode::kUnsupported, "'attention_bias'"},
       {"multimodal", llava_scaled, StatusCode::kUnsupported, "'text_config.rope_scaling'"},

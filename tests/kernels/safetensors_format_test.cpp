@@ -2,6 +2,13 @@
 // case with its error, and fuzzing with truncated and mutated files (never a crash).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -120,6 +127,26 @@ TEST(Safetensors, OpensAMappedFileFromDisk) {
   const Status missing = SafetensorsFile::open(path).status();
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
   EXPECT_NE(missing.message().find(path), std::string::npos);
+}
+
+// A FIFO as the weights file blocked in open() until the job's time limit (no writer ever came).
+TEST(Safetensors, AFifoIsRefusedAtOnceAsNotARegularFile) {
+  const std::string path = ::testing::TempDir() + "safetensors_fifo_" + std::to_string(::getpid());
+  std::remove(path.c_str());
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  auto opened = std::async(std::launch::async, [&] { return SafetensorsFile::open(path).status(); });
+  if (opened.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Unblock the open with a writer so the test can end, then fail.
+    const int w = ::open(path.c_str(), O_WRONLY);
+    ADD_FAILURE() << "open() of a FIFO blocked";
+    opened.wait();
+    ::close(w);
+  } else {
+    const Status st = opened.get();
+    EXPECT_FALSE(st.ok());
+    EXPECT_NE(st.message().find("is not a regular file"), std::string::npos) << st.to_string();
+  }
+  std::remove(path.c_str());
 }
 
 TEST(Safetensors, ReadingReportsMissingTensorsWrongShapesAndUnsupportedDtypes) {
