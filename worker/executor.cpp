@@ -211,6 +211,21 @@ Result<ExitInfo> supervise(ChildProcess& child, const ExecRequest& req,
   return child.wait();
 }
 
+// The job process's own words for a mapped file that changed under it: its last line of output
+// (kernels/weights/mapped_file.h writes it in its SIGBUS handler), without the program prefix.
+std::string mapped_file_fault_reason(const std::string& log_tail) {
+  static constexpr std::string_view kPrefix = "accelmatrix-worker --run-job: ";
+  std::string_view text = log_tail;
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.remove_suffix(1);
+  const std::size_t nl = text.rfind('\n');
+  std::string_view last = nl == std::string_view::npos ? text : text.substr(nl + 1);
+  if (last.substr(0, kPrefix.size()) != kPrefix) {
+    return "a file the job had mapped (its weights) was truncated or replaced while it read it (SIGBUS)";
+  }
+  last.remove_prefix(kPrefix.size());
+  return std::string(last);
+}
+
 // Turns how the child ended into the outcome's status and reason.
 void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
               const std::filesystem::path& result_file, ExecOutcome& out) {
@@ -235,6 +250,9 @@ void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
                        ? "allocation failed under the " + std::to_string(req.memory_limit_mb) +
                              " MiB memory limit"
                        : "allocation failed";
+    } else if (exit.code == kExitMappedFileChanged) {
+      out.status = ResultStatus::kError;
+      out.reason = mapped_file_fault_reason(out.log_tail);
     } else {
       out.status = ResultStatus::kError;
       out.reason = "exited with code " + std::to_string(exit.code);

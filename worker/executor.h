@@ -71,6 +71,9 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel 
 // Returns the process exit code: 0 when a result was written, kExitOutOfMemory when an
 // allocation failed, 2 for a bad spec file.
 inline constexpr int kExitOutOfMemory = 75;
+// A file the job had mapped (its weights) was truncated or replaced while it read it: the
+// process said which on its last line of output (kernels/weights/mapped_file.h).
+inline constexpr int kExitMappedFileChanged = 76;
 // `command` (job id, attempt, device, working directory) is read by command jobs only.
 int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
                  int64_t memory_limit_mb, const CommandContext& command = {});

@@ -13,6 +13,7 @@
 #include <system_error>
 
 #include "common/atomic_file.h"
+#include "kernels/weights/mapped_file.h"
 #include "jobs/job_spec.h"
 #include "kernels/job_runner.h"
 #include "worker/command_job.h"
@@ -100,6 +101,7 @@ int run(const std::filesystem::path& spec_file, const std::filesystem::path& res
 int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
                  int64_t memory_limit_mb, const CommandContext& command) {
   int code = kExitNoResult;
+  kernels::install_mapped_file_fault_handler(kExitMappedFileChanged);
   try {
     code = run(spec_file, result_file, memory_limit_mb, command);
   } catch (const std::bad_alloc&) {

@@ -4,6 +4,13 @@
 // destroyed or moved from; an empty file is valid and has size() 0 and data() null. Errors are
 // NotFound (no such file) or IoError naming the path and the system's reason. Move-only; the
 // mapping is immutable, so concurrent reads from any number of threads are safe.
+//
+// A file truncated after it was mapped raises SIGBUS on a read past its new end. With
+// install_mapped_file_fault_handler() (job processes), such a fault in a live mapping writes
+// "<path> was truncated or replaced while the job read it (SIGBUS)" to stderr and exits with
+// `exit_code`, so the job's reason names the file instead of a bare signal; a SIGBUS anywhere
+// else ends the process as before. Up to kFaultNamedMappings mappings (paths up to
+// kFaultPathBytes - 1 bytes) are named; beyond that the fault is reported without the name.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +20,10 @@
 #include "common/status.h"
 
 namespace am::kernels {
+
+inline constexpr std::size_t kFaultNamedMappings = 64;
+inline constexpr std::size_t kFaultPathBytes = 512;
+void install_mapped_file_fault_handler(int exit_code);
 
 class MappedFile {
  public:

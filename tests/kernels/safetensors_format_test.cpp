@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <future>
+#include <fstream>
 
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "kernels/exec_context.h"
 #include "kernels/formats/fp16.h"
 #include "kernels/rng.h"
+#include "kernels/weights/mapped_file.h"
 #include "kernels/weights/safetensors.h"
 #include "kernels/weights/safetensors_writer.h"
 
@@ -127,6 +129,30 @@ TEST(Safetensors, OpensAMappedFileFromDisk) {
   const Status missing = SafetensorsFile::open(path).status();
   EXPECT_EQ(missing.code(), StatusCode::kNotFound);
   EXPECT_NE(missing.message().find(path), std::string::npos);
+}
+
+// A weights file truncated while a job read it ended the job with a bare SIGBUS ("crash", no
+// log). With the job process's handler the fault names the file and exits with the given code.
+TEST(MappedFileDeathTest, AFileTruncatedUnderItsMappingIsNamedWhenReadPastItsNewEnd) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // Not named after the pid: the threadsafe death test runs the body again in a new process.
+  const std::string path = ::testing::TempDir() + "mapped_truncated_under_its_mapping";
+  {
+    std::ofstream out(path, std::ios::binary);
+    const std::vector<float> values = seeded(1 << 16, 9);
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+  }
+  EXPECT_EXIT(
+      {
+        install_mapped_file_fault_handler(76);
+        auto f = MappedFile::open(path);
+        if (!f.ok() || ::truncate(path.c_str(), 0) != 0) ::_exit(1);
+        volatile uint8_t last = f->data()[f->size() - 1];
+        (void)last;
+        ::_exit(0);
+      },
+      ::testing::ExitedWithCode(76), path + " was truncated or replaced while the job read it \\(SIGBUS\\)");
+  std::remove(path.c_str());
 }
 
 // A FIFO as the weights file blocked in open() until the job's time limit (no writer ever came).
