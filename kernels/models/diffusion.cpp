@@ -728,15 +728,28 @@ Result<std::unique_ptr<ModelGraph>> build_diffusion_graph_on(const jobs::JobSpec
   }
   const FormatPlan f = format_plan_for(precision);
   AM_RETURN_IF_ERROR(check_weight_budget("diffusion", estimate_unet_bytes(c, f)));
-  auto graph = std::make_unique<UnetGraph>(std::move(c), f, spec.seed, ctx, spec.batch);
   // model_config "weights_path" names a diffusers UNet2DConditionModel checkpoint (a .safetensors
   // file, or its directory: diffusion_pytorch_model.safetensors); its values replace the seeded
-  // ones. The scheduler and the sampling settings stay the plan's.
+  // ones. The scheduler and the sampling settings stay the plan's. It is opened before the
+  // seeded graph is built (gigabytes at SD's size, most of a minute): a checkpoint too small for
+  // the configuration (a config.json that is not its own) is refused before that, not after.
   AM_ASSIGN_OR_RETURN(std::optional<std::string> checkpoint, checkpoint_path_from(spec.model_config, "diffusion"));
+  std::optional<Checkpoint> file;
   if (checkpoint) {
-    AM_ASSIGN_OR_RETURN(Checkpoint file, Checkpoint::open(*checkpoint));
-    AM_RETURN_IF_ERROR(graph->load(file, ctx));
+    AM_ASSIGN_OR_RETURN(file, Checkpoint::open(*checkpoint));
+    // The estimate with every weight f32 is 4 bytes a parameter; it leaves out the norms and
+    // counts some skip inputs high, so half of it is a floor no real checkpoint falls below.
+    const uint64_t needed = estimate_unet_bytes(c, format_plan_for(Precision::kF32)) / 4;
+    uint64_t held = 0;
+    for (const std::string& name : file->names()) held += static_cast<uint64_t>(file->find(name)->numel());
+    if (held < needed / 2) {
+      return invalid_argument("checkpoint " + *checkpoint + " holds " + std::to_string(held) +
+                              " parameters; a UNet of this configuration has about " + std::to_string(needed) +
+                              ": it is not this configuration's checkpoint");
+    }
   }
+  auto graph = std::make_unique<UnetGraph>(std::move(c), f, spec.seed, ctx, spec.batch);
+  if (file) AM_RETURN_IF_ERROR(graph->load(*file, ctx));
   if (given) AM_RETURN_IF_ERROR(graph->set_inputs(*given));
   return std::unique_ptr<ModelGraph>(std::move(graph));
 }
