@@ -88,7 +88,15 @@ const nlohmann::json& member_or_null(const nlohmann::json& object, const char* k
 
 // metrics.paired_baseline.latency_ms (job_runner.cpp): a positive median and samples.
 void add_paired_baseline(const nlohmann::json& metrics, ShapeSamples& samples) {
-  const nlohmann::json& latency = member_or_null(member_or_null(metrics, "paired_baseline"), "latency_ms");
+  const nlohmann::json& paired = member_or_null(metrics, "paired_baseline");
+  // Only a record of the cpu f32 baseline backs a "vs cpu f32" speed-up.
+  const nlohmann::json& backend = member_or_null(paired, "backend");
+  const nlohmann::json& precision = member_or_null(paired, "precision");
+  if (!backend.is_string() || backend.get<std::string>() != kBaselineBackend || !precision.is_string() ||
+      precision.get<std::string>() != jobs::to_string(kBaselinePrecision)) {
+    return;
+  }
+  const nlohmann::json& latency = member_or_null(paired, "latency_ms");
   const nlohmann::json& median = member_or_null(latency, "median");
   if (!median.is_number() || !(median.get<double>() > 0) || !std::isfinite(median.get<double>())) return;
   const std::size_t before = samples.paired_baseline_raw.size();
@@ -193,8 +201,12 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
         }
       }
       if (shape.baseline_ms) {
-        shape.speedup = *shape.baseline_ms / shape.median_ms;
-        if (!representative) representative = &shape;
+        // Stored medians of a few denormal milliseconds overflow the ratio: no speed-up then.
+        const double ratio = *shape.baseline_ms / shape.median_ms;
+        if (std::isfinite(ratio) && ratio > 0.0) {
+          shape.speedup = ratio;
+          if (!representative) representative = &shape;
+        }
       }
     }
   }
@@ -216,7 +228,11 @@ void compare_with_baseline(CellBuilder& b, const CellBuilder* baseline_builder) 
         cell.speedup_interval = estimate_speedup(theirs.raw, mine.raw, *representative->speedup);
         cell.baseline_host_busy = theirs.busy_jobs > 0;
       }
-      cell.speedup = cell.speedup_interval->estimate;
+      if (std::isfinite(cell.speedup_interval->estimate) && cell.speedup_interval->estimate > 0.0) {
+        cell.speedup = cell.speedup_interval->estimate;
+      } else {
+        cell.speedup_interval.reset();   // the raw samples' ratio overflowed: nothing backs a band
+      }
     }
   }
   cell.rating = rate_cell(cell.status, is_base, cell.speedup_interval, cell.median_ms.has_value());
@@ -314,7 +330,8 @@ const std::vector<std::string_view>& matrix_metrics_keys() {
   static const std::vector<std::string_view> keys{
       "latency_ms.median", "latency_ms.p90",          "latency_ms.samples",
       "throughput.tokens_per_s", "accuracy.nmse",      "accuracy.cosine",
-      "accuracy.top1_agreement", "host",               "paired_baseline.latency_ms"};
+      "accuracy.top1_agreement", "host",               "paired_baseline.latency_ms",
+      "paired_baseline.backend", "paired_baseline.precision"};
   return keys;
 }
 

@@ -45,7 +45,7 @@ SpeedupEstimate estimate_speedup(std::span<const double> baseline_samples, std::
   options.seed = kSpeedupBootstrapSeed;
   // median(fresh) / median(base) with fresh = the baseline's samples: the speed-up itself.
   auto interval = stats::bootstrap_median_ratio(cell_samples, baseline_samples, options);
-  if (interval.ok()) {
+  if (interval.ok() && std::isfinite(interval->low) && std::isfinite(interval->high)) {
     out.low = interval->low;
     out.high = interval->high;
   }
@@ -96,7 +96,9 @@ Rating rate_cell(std::optional<ResultStatus> cell_status, bool baseline_cell,
   if (!is_measured_status(cell_status)) return Rating::kFailed;   // fail, crash, ..., lost
   if (baseline_cell) return Rating::kBaseline;
   if (!has_latency) return Rating::kAccuracyOnly;
-  if (!speedup) return Rating::kNoBaseline;
+  // A speed-up that overflowed or is undefined (samples of a few denormal milliseconds) backs no
+  // band: rated as having no usable baseline.
+  if (!speedup || !std::isfinite(speedup->estimate) || speedup->estimate <= 0.0) return Rating::kNoBaseline;
   if (!speedup->has_interval()) return Rating::kNoisy;
   return rating_for_interval(*speedup->low, *speedup->high);
 }

@@ -156,6 +156,13 @@ void compare_latency(ComparedJob& j, const std::string& base_note, const std::st
     return;
   }
   j.ratio = *n.median_ms / *b.median_ms;
+  // Samples of a few denormals (a hand-edited database) overflow the ratio: no verdict rests on
+  // an infinite or undefined one.
+  if (!std::isfinite(*j.ratio) || *j.ratio <= 0.0) {
+    j.latency_note = fmt::format("the medians ({} ms base, {} ms new) give no finite ratio", *b.median_ms, *n.median_ms);
+    j.ratio.reset();
+    return;
+  }
   if (b.samples_ms.size() < o.min_samples || n.samples_ms.size() < o.min_samples) {
     j.latency_note = fmt::format("too few samples ({} base, {} new; at least {} each)", b.samples_ms.size(),
                                  n.samples_ms.size(), o.min_samples);
@@ -169,7 +176,7 @@ void compare_latency(ComparedJob& j, const std::string& base_note, const std::st
   j.p_value = u->p_value;
   j.effect = u->effect();
   auto ci = stats::bootstrap_median_ratio(b.samples_ms, n.samples_ms, o.bootstrap);
-  if (ci.ok()) j.ci = *ci;
+  if (ci.ok() && std::isfinite(ci->low) && std::isfinite(ci->high)) j.ci = *ci;
   j.verdict = LatencyVerdict::kSame;   // until Holm says otherwise
 }
 

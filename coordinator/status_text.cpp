@@ -138,7 +138,10 @@ std::string render_runs_text(const std::vector<RunRecord>& runs, const std::vect
       if (c->queued > c->unplaced) detail += (detail.empty() ? "" : ", ") + std::to_string(c->queued - c->unplaced) + " queued";
       if (c->unplaced > 0) detail += (detail.empty() ? "" : ", ") + std::to_string(c->unplaced) + " not placed yet";
     }
-    out += fmt::format("{:<24} {:<24} {:<19} {:<19} {:>6}  {}\n", r.run_id, r.plan_name, when(r.created_at_ms),
+    // Names from the database, which anyone who can write the file may have edited: one line
+    // each, nothing a terminal acts on.
+    out += fmt::format("{:<24} {:<24} {:<19} {:<19} {:>6}  {}\n", terminal_safe(r.run_id), terminal_safe(r.plan_name),
+                       when(r.created_at_ms),
                        r.finished_at_ms > 0 ? when(r.finished_at_ms) : std::string("open"), c ? c->total : 0,
                        detail.empty() ? "no jobs" : detail);
   }

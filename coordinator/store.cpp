@@ -1720,7 +1720,11 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
         r.exclusive = raw.exclusive;
         r.device.swap(raw.device);
         bool metrics_damaged = false;
-        if (Result<nlohmann::json> metrics = reader.decode(raw.metrics, keys.metrics); metrics.ok()) {
+        Result<nlohmann::json> metrics = reader.decode(raw.metrics, keys.metrics);
+        if (metrics.ok() && !metrics->is_object()) {
+          metrics = internal_error(std::string("a JSON ") + metrics->type_name() + ", not an object");
+        }
+        if (metrics.ok()) {
           r.metrics = std::move(metrics).value();
         } else {
           r.metrics = nlohmann::json::object();

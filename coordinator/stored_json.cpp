@@ -9,20 +9,25 @@ using nlohmann::json;
 
 // simdjson bounds the nesting (DEFAULT_MAX_DEPTH, 1024), so this recursion is bounded too.
 // Integers keep nlohmann's own types: unsigned when not negative, as its parser makes them.
-json to_nlohmann(simdjson::dom::element e) {
+// `too_long` takes the size of the first array above kMaxStoredArrayElements (then left empty).
+json to_nlohmann(simdjson::dom::element e, std::size_t& too_long) {
   switch (e.type()) {
     case simdjson::dom::element_type::OBJECT: {
       json out = json::object();
       for (simdjson::dom::key_value_pair field : simdjson::dom::object(e)) {
-        out[std::string(field.key)] = to_nlohmann(field.value);   // a repeated key: the last wins
+        out[std::string(field.key)] = to_nlohmann(field.value, too_long);   // a repeated key: the last wins
       }
       return out;
     }
     case simdjson::dom::element_type::ARRAY: {
       json out = json::array();
       const simdjson::dom::array array(e);
+      if (array.size() > kMaxStoredArrayElements) {
+        if (too_long == 0) too_long = array.size();
+        return out;
+      }
       out.get_ref<json::array_t&>().reserve(array.size());
-      for (simdjson::dom::element v : array) out.push_back(to_nlohmann(v));
+      for (simdjson::dom::element v : array) out.push_back(to_nlohmann(v, too_long));
       return out;
     }
     case simdjson::dom::element_type::INT64: {
@@ -87,29 +92,39 @@ Result<json> StoredJsonReader::decode(std::string_view text, const std::vector<s
   if (auto error = impl_->parser.parse(padded.data(), text.size(), false).get(doc); error) {
     return internal_error(simdjson::error_message(error));
   }
-  if (only == nullptr || doc.type() != simdjson::dom::element_type::OBJECT) return to_nlohmann(doc);
+  std::size_t too_long = 0;
+  const auto checked = [&too_long](json value) -> Result<json> {
+    if (too_long != 0) {
+      return internal_error("an array of " + std::to_string(too_long) + " elements (stored documents hold at most " +
+                            std::to_string(kMaxStoredArrayElements) + ")");
+    }
+    return value;
+  };
+  if (only == nullptr || doc.type() != simdjson::dom::element_type::OBJECT) return checked(to_nlohmann(doc, too_long));
   json out = json::object();
   for (simdjson::dom::key_value_pair field : simdjson::dom::object(doc)) {
     switch (wanted(*only, field.key)) {
       case Wanted::kNo:
         break;
       case Wanted::kWhole:
-        out[std::string(field.key)] = to_nlohmann(field.value);
+        out[std::string(field.key)] = to_nlohmann(field.value, too_long);
         break;
       case Wanted::kSomeMembers: {
         if (field.value.type() != simdjson::dom::element_type::OBJECT) {
-          out[std::string(field.key)] = to_nlohmann(field.value);
+          out[std::string(field.key)] = to_nlohmann(field.value, too_long);
           break;
         }
         json& part = out[std::string(field.key)] = json::object();
         for (simdjson::dom::key_value_pair member : simdjson::dom::object(field.value)) {
-          if (wanted_member(*only, field.key, member.key)) part[std::string(member.key)] = to_nlohmann(member.value);
+          if (wanted_member(*only, field.key, member.key)) {
+            part[std::string(member.key)] = to_nlohmann(member.value, too_long);
+          }
         }
         break;
       }
     }
   }
-  return out;
+  return checked(std::move(out));
 }
 
 }  // namespace am::coord

@@ -12,7 +12,11 @@
 // simdjson's 1024). An empty text is an empty object (columns default to ''). With `only`,
 // a top-level object keeps just those members: "name" keeps a member whole, "name.inner" keeps
 // only that member of an object member (a member that is not an object is kept whole). Any
-// other top-level value is returned whole.
+// other top-level value is returned whole. A document with an array of more than
+// kMaxStoredArrayElements elements anywhere in what is decoded is kInternal too, naming the
+// size: no document the coordinator stores has one (raw latency samples are at most 1024 a job),
+// and decoding one took about 70 bytes an element (a hand-edited row of 10 million samples:
+// 1.5 GB for one report).
 // A reader reuses its buffers across calls; one per thread.
 #pragma once
 
@@ -26,6 +30,8 @@
 #include "common/status.h"
 
 namespace am::coord {
+
+inline constexpr std::size_t kMaxStoredArrayElements = 65536;
 
 class StoredJsonReader {
  public:

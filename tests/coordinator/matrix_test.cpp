@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
+#include "coordinator/stored_json.h"
 #include "store_fixture.h"
 
 namespace am::coord {
@@ -355,6 +357,66 @@ TEST_F(MatrixFromStore, ColumnsAreHardwareClassesAndBaselinesComeFromTheSameHost
   EXPECT_TRUE(find_overview(m, "encoder-only", MatrixColumn{"cpu", "cpu-bbbb"}));
   EXPECT_TRUE(find_overview(m, "encoder-only", MatrixColumn{"opencl", "opencl-pppp"}));
   EXPECT_EQ(m.overview.size(), 3u);
+}
+
+// Hand-edited rows (anyone who can write the database file): samples of a few denormal
+// milliseconds overflowed the speed-up to infinity, and the NaN interval fell through to "Poor".
+TEST_F(MatrixFromStore, ASpeedUpThatOverflowsBacksNoBand) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32"), "pass", "", latency_only(base_ms_));
+  const double tiny = 5e-324;
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"), "pass", "",
+          {{"latency_ms", {{"median", tiny}, {"samples", std::vector<double>(8, tiny)}}}});
+  const MatrixCell* cell = find_cell(matrix(), "bert-tiny", "cpu", precision_named("q8_0"));
+  ASSERT_NE(cell, nullptr);
+  EXPECT_EQ(cell->rating, Rating::kNoBaseline);
+  EXPECT_FALSE(cell->speedup.has_value());
+  EXPECT_FALSE(cell->speedup_interval.has_value());
+  // And the interval alone non-finite (finite medians): no band either.
+  SpeedupEstimate nan_interval = exact(1.5);
+  nan_interval.low = std::nan("");
+  EXPECT_EQ(rating_for_interval(*nan_interval.low, *nan_interval.high), Rating::kNoisy);
+}
+
+// A paired-baseline record is the cpu f32 baseline only when it says so: one claiming another
+// backend or precision backed a "vs cpu f32 … timed alongside" speed-up.
+TEST_F(MatrixFromStore, APairedRecordOfAnotherBackendOrPrecisionIsNoBaseline) {
+  // One model per record (no cpu f32 cell of any of them: only the record could back a speed-up).
+  const std::vector<std::tuple<std::string, std::string, std::string, bool>> cases = {
+      {"bert-a", "vulkan", "f32", false}, {"bert-b", "cpu", "q2_k", false}, {"bert-c", "cpu", "f32", true}};
+  for (const auto& [model, backend, precision, backs] : cases) {
+    nlohmann::json m = latency_only(base_ms_ / 2);
+    m["paired_baseline"] = {{"backend", backend}, {"precision", precision}, {"blocks", 4},
+                            {"latency_ms", {{"median", base_ms_}, {"samples", testing::steady_samples(base_ms_)}}}};
+    run_job(make_spec(model, "encoder-only", "cpu", "q8_0"), "pass", "", m);
+  }
+  const Matrix m = matrix();
+  for (const auto& [model, backend, precision, backs] : cases) {
+    const MatrixCell* cell = find_cell(m, model, "cpu", precision_named("q8_0"));
+    ASSERT_NE(cell, nullptr) << model;
+    EXPECT_EQ(cell->speedup_paired, backs) << backend << " " << precision;
+    EXPECT_EQ(cell->rating, backs ? Rating::kExcellent : Rating::kNoBaseline) << backend << " " << precision;
+  }
+}
+
+// Metrics that are JSON but not an object, or that hold an array far longer than any the
+// coordinator stores, are reported as corrupt (a warning and the job's reason), not dropped in
+// silence or decoded into gigabytes.
+TEST_F(MatrixFromStore, MetricsThatAreNoObjectOrHoldAHugeArrayAreNamedCorrupt) {
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "f32"), "pass", "", nlohmann::json::array({1, 2, 3}));
+  run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"), "pass", "",
+          {{"latency_ms", {{"median", 1.0}, {"samples", std::vector<double>(kMaxStoredArrayElements + 1, 1.0)}}}});
+  const std::vector<ReportRow> got = rows();
+  ASSERT_EQ(got.size(), 2u);
+  for (const ReportRow& r : got) {
+    EXPECT_NE(r.reason.find("corrupt metrics"), std::string::npos) << r.reason;
+    EXPECT_TRUE(r.metrics.is_object() && r.metrics.empty()) << r.metrics.dump().substr(0, 200);
+  }
+  const bool array_named = got[0].reason.find("a JSON array, not an object") != std::string::npos ||
+                           got[1].reason.find("a JSON array, not an object") != std::string::npos;
+  EXPECT_TRUE(array_named) << got[0].reason << " / " << got[1].reason;
+  const bool size_named = got[0].reason.find("an array of 65537 elements") != std::string::npos ||
+                          got[1].reason.find("an array of 65537 elements") != std::string::npos;
+  EXPECT_TRUE(size_named) << got[0].reason << " / " << got[1].reason;
 }
 
 }  // namespace

@@ -98,6 +98,21 @@ TEST(Compare, SameDistributionsAreNotARegression) {
   }
 }
 
+// A hand-edited base of denormal samples made the ratio infinite and its interval NaN: the job
+// read "slower" with an inf× ratio and no verdict could stand on it. It is not compared, and
+// says why.
+TEST(Compare, ARatioThatOverflowsIsNotComparedAndSaysWhy) {
+  auto base = side("a", {row("1", "m", "f32", "pass", std::vector<double>(60, 5e-324))});
+  auto fresh = side("b", {row("2", "m", "f32", "pass", samples(10, 60, 2))});
+  auto c = compare_runs(base, fresh, gate(10));
+  ASSERT_TRUE(c.ok());
+  const ComparedJob& j = find(*c, "m", "f32");
+  EXPECT_EQ(j.verdict, LatencyVerdict::kNotCompared);
+  EXPECT_FALSE(j.ratio.has_value());
+  EXPECT_NE(j.latency_note.find("give no finite ratio"), std::string::npos) << j.latency_note;
+  EXPECT_EQ(c->summary.slower, 0);
+}
+
 TEST(Compare, SignificantSlowdownBeyondThresholdIsARegression) {
   auto base = side("a", {row("1", "m", "f32", "pass", samples(10, 60, 1)),
                          row("2", "m", "q8_0", "pass", samples(4, 60, 2))});

@@ -3,6 +3,9 @@
 
 #include "common/utf8.h"
 #include "coordinator/report_text.h"
+#include "coordinator/status_text.h"
+
+#include <algorithm>
 
 namespace am::coord {
 namespace {
@@ -22,6 +25,30 @@ TEST(MarkdownText, ACodeSpanIsFencedBeyondTheBackticksOfItsText) {
   EXPECT_EQ(markdown_code("fn`p`q|r <i>x.toml", 160), "``fn`p`q\\|r <i>x.toml``");   // no entities in code
   EXPECT_EQ(markdown_code("`a``", 160), "``` `a`` ```");
   EXPECT_EQ(markdown_code("esc\x1b]0;t\x07", 160), "`esc\xEF\xBF\xBD]0;t\xEF\xBF\xBD`");
+}
+
+}  // namespace
+}  // namespace am::coord
+
+namespace am::coord {
+namespace {
+
+// `runs` printed the run id and plan name as stored: a database edited to hold ESC sequences
+// retitled the terminal and cleared it, and a newline forged a table row.
+TEST(RunsText, StoredNamesAreOneInertLineEach) {
+  RunRecord r;
+  r.run_id = "r\n1";
+  r.plan_name = "p\x1b]0;PWNED\x07\x1b[2J\nfake-run  fake";
+  r.created_at_ms = 1'700'000'000'000;
+  RunCounts c;
+  c.run_id = r.run_id;
+  c.total = 1;
+  c.by_status["pass"] = 1;
+  const std::string text = render_runs_text({r}, {c});
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;   // the header and one run
+  EXPECT_NE(text.find("1 pass"), std::string::npos) << text;
 }
 
 }  // namespace
