@@ -137,10 +137,33 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     next_sample_ms = steady_ms() + reliability::kPollTickMs;
     if (std::optional<int64_t> hwm = vm_hwm_bytes(pid)) command_peak = std::max(command_peak.value_or(0), *hwm);
   };
+  // Output is read until its end or, once the command has exited, for kOutputAfterExitMs more:
+  // a background child the command left holding its stdout (`server &`) would otherwise keep
+  // the job waiting for end-of-file until its time limit, and a finished job would end `timeout`.
+  int wstatus = 0;
+  rusage usage{};
+  bool exited = false;
+  int64_t stop_reading_at_ms = 0;
+  const auto reap = [&]() -> bool {
+    const pid_t r = ::wait4(pid, &wstatus, WNOHANG, &usage);
+    if (r == pid) {
+      exited = true;
+      stop_reading_at_ms = steady_ms() + kOutputAfterExitMs;
+    }
+    return r >= 0 || errno == EINTR;
+  };
   while (true) {
-    sample_peak();
+    if (!exited) {
+      sample_peak();
+      if (!reap()) return error(std::string("waitpid: ") + std::strerror(errno));
+    }
+    int64_t wait_ms = reliability::kPollTickMs;
+    if (exited) {
+      wait_ms = std::min<int64_t>(wait_ms, stop_reading_at_ms - steady_ms());
+      if (wait_ms <= 0) break;
+    }
     pollfd pfd{read_end.get(), POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, static_cast<int>(reliability::kPollTickMs));
+    const int ready = ::poll(&pfd, 1, static_cast<int>(wait_ms));
     if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     const ssize_t n = ::read(read_end.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
@@ -154,14 +177,10 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     }
   }
   // The command may live on after closing its stdout: its peak is read until it ends.
-  int wstatus = 0;
-  rusage usage{};
-  for (;;) {
+  while (!exited) {
     sample_peak();
-    const pid_t r = ::wait4(pid, &wstatus, WNOHANG, &usage);
-    if (r == pid) break;
-    if (r < 0 && errno != EINTR) return error(std::string("waitpid: ") + std::strerror(errno));
-    if (r == 0) ::poll(nullptr, 0, static_cast<int>(reliability::kPollTickMs));
+    if (!reap()) return error(std::string("waitpid: ") + std::strerror(errno));
+    if (!exited) ::poll(nullptr, 0, static_cast<int>(reliability::kPollTickMs));
   }
   // A command that wraps its workload (a shell script, a launcher) holds little itself; wait4's
   // figure covers the processes it waited for too. It also carries this runner's own peak over
@@ -174,10 +193,14 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   metrics["command"]["exit_code"] = code;
   if (code == kExitOutOfMemory) return kExitOutOfMemory;
   if (code != 0) return error("command exited with code " + std::to_string(code));
-  if (truncated) return error("command stdout exceeded 16 MiB");
+  // Only a reader of stdout needs all of it: a result written to $ACCELMATRIX_RESULT_FILE stands
+  // however much the command printed.
+  const std::string too_much = "command stdout exceeded " + std::to_string(kMaxCommandStdoutBytes >> 20) +
+                               " MiB, the most a result is read from";
 
   Result<CommandResult> parsed = invalid_argument("no reader");
   if (cmd.output == jobs::kOutputLlamaBench) {
+    if (truncated) return error(too_much);
     parsed = read_llama_bench(captured);
     if (!parsed.ok()) parsed = parsed.status().with_context("llama-bench reader");
   } else {
@@ -188,6 +211,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
       parsed = read_result_document(*file_text);
       if (!parsed.ok()) parsed = parsed.status().with_context("$ACCELMATRIX_RESULT_FILE");
     } else {
+      if (truncated) return error(too_much);
       parsed = read_result_from_stdout(captured);
     }
   }

@@ -5,7 +5,9 @@
 // it starts spec.command->argv with posix_spawnp (PATH searched, no shell) in `work_dir` with
 // ACCELMATRIX_JOB_ID, ACCELMATRIX_ATTEMPT, ACCELMATRIX_DEVICE and ACCELMATRIX_RESULT_FILE set,
 // copies the command's stdout to its own (the log tail keeps it) while keeping up to
-// kMaxCommandStdoutBytes for the reader, and waits for it. Then:
+// kMaxCommandStdoutBytes for the reader (a result file is read whatever the command printed),
+// and waits for it; once it has exited, its stdout is read for kOutputAfterExitMs more at most
+// (a background child holding the pipe does not hold the job). Then:
 //   - killed by signal S: re-raises S on itself, so the executor classifies it exactly as a
 //     model job's death (crash, or oom for SIGKILL);
 //   - exited kExitOutOfMemory: exits with it too (oom);
@@ -16,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -24,6 +27,9 @@
 namespace am::worker {
 
 inline constexpr std::size_t kMaxCommandStdoutBytes = 16u << 20;
+// Once the command has exited, how long its stdout is still read: what it printed last arrives,
+// and a background child it left holding the pipe does not hold the job.
+inline constexpr int64_t kOutputAfterExitMs = 500;
 
 struct CommandContext {
   std::string job_id;

@@ -226,6 +226,25 @@ std::string mapped_file_fault_reason(const std::string& log_tail) {
   return std::string(last);
 }
 
+// Every command job's result carries metrics.command (docs/PLANS.md): the runner writes it, and
+// where it could not (the job's time limit, a crash or an out-of-memory exit passed through),
+// it is made here from the spec and how the process ended.
+void note_command(const nlohmann::json& spec, const ExitInfo& exit, StopCause cause, nlohmann::json& metrics) {
+  const auto c = spec.find("command");
+  if (c == spec.end() || !c->is_object()) return;
+  if (!metrics.is_object()) metrics = nlohmann::json::object();
+  if (metrics.contains("command")) return;
+  nlohmann::json command = nlohmann::json::object();
+  for (const char* key : {"name", "output"}) {
+    if (auto v = c->find(key); v != c->end() && v->is_string()) command[key] = *v;
+  }
+  if (cause == StopCause::kNone) {
+    if (exit.exited) command["exit_code"] = exit.code;   // passed through (kExitOutOfMemory)
+    if (exit.signal != 0) command["signal"] = exit.signal;
+  }
+  metrics["command"] = std::move(command);
+}
+
 // Turns how the child ended into the outcome's status and reason.
 void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
               const std::filesystem::path& result_file, ExecOutcome& out) {
@@ -361,6 +380,7 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     const double wall_s = static_cast<double>(steady_ms() - started_steady) / kMsPerSecond;
     const std::optional<HostSample> host_end = host_start ? read_host_sample() : std::nullopt;
     classify(*ended, cause, req, result_file, out);
+    note_command(req.spec, *ended, cause, out.metrics);
     const double cpu_user_s = timeval_seconds(ended->usage.ru_utime);
     const double cpu_sys_s = timeval_seconds(ended->usage.ru_stime);
     if (host_start && host_end) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
+
 #include <map>
 #include <string>
 
@@ -89,7 +91,23 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
       "[[commands]]\nname = \"exit3\"\nargv = [\"sh\", \"-c\", \"exit 3\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
       "[[commands]]\nname = \"missing\"\nargv = [\"/nonexistent/accelmatrix-bench\"]\nbackend = \"cpu\"\ntimeout_s = 30\n\n"
       "[[commands]]\nname = \"llama\"\nargv = [\"cat\", \"" + llama_sample + "\"]\nbackend = \"cpu\"\n"
-      "output = \"llama-bench\"\nmodel = \"TinyLlama-1.1B\"\nprecision = \"q4_0\"\ntimeout_s = 30\n");
+      "output = \"llama-bench\"\nmodel = \"TinyLlama-1.1B\"\nprecision = \"q4_0\"\ntimeout_s = 30\n\n"
+      // Exits at once with its result, leaving a child that holds its stdout: a pass at once,
+      // not a timeout waiting for the pipe's end.
+      R"toml([[commands]]
+name = "bg-holds-stdout"
+argv = ['sh', '-c', 'sleep 30 & echo "{\"status\": \"pass\", \"latency_ms\": [1.0]}"']
+backend = "cpu"
+timeout_s = 20
+
+)toml"
+      // 17 MiB of output and its result in the result file: the file stands.
+      R"toml([[commands]]
+name = "loud-file"
+argv = ['sh', '-c', 'head -c 17000000 /dev/zero | tr "\0" x; echo "{\"status\": \"pass\", \"latency_ms\": [2.0]}" > "$ACCELMATRIX_RESULT_FILE"']
+backend = "cpu"
+timeout_s = 30
+)toml");
 
   Process serve = start_serve(dir, plan, db);
   const std::string ep = wait_endpoint(dir / "endpoint", serve);
@@ -104,7 +122,7 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   for (auto& r : sql_rows(db, "SELECT model, status, reason, backend, precision, job_id FROM jobs")) {
     by_model[r[0]] = r;
   }
-  ASSERT_EQ(by_model.size(), 10u) << serve.log();
+  ASSERT_EQ(by_model.size(), 12u) << serve.log();
   EXPECT_EQ(by_model["ext-model"][1], "pass") << by_model["ext-model"][2] << "\n" << worker.log();
   EXPECT_EQ(by_model["ext-model"][3], "cpu");
   EXPECT_EQ(by_model["ext-model"][4], "f16");
@@ -124,6 +142,8 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   EXPECT_EQ(by_model["missing"][1], "error");
   EXPECT_NE(by_model["missing"][2].find("cannot start"), std::string::npos) << by_model["missing"][2];
   EXPECT_EQ(by_model["TinyLlama-1.1B"][1], "pass") << by_model["TinyLlama-1.1B"][2];
+  EXPECT_EQ(by_model["bg-holds-stdout"][1], "pass") << by_model["bg-holds-stdout"][2];
+  EXPECT_EQ(by_model["loud-file"][1], "pass") << by_model["loud-file"][2];
 
   // The stored metrics: the pass script's latency, throughput and what it saw of its device.
   const auto metrics_of = [&](const std::string& model) {
@@ -143,6 +163,11 @@ TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   EXPECT_GE(metrics_of("py-pass")["process"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
   EXPECT_EQ(by_model["wrapped"][1], "pass") << by_model["wrapped"][2];
   EXPECT_GE(metrics_of("wrapped")["memory"]["peak_rss_bytes"].get<int64_t>(), int64_t{160} << 20);
+  // metrics.command on every command result, those the runner could not write included.
+  EXPECT_EQ(metrics_of("hang")["command"]["name"], "hang") << metrics_of("hang").dump();
+  EXPECT_FALSE(metrics_of("hang")["command"].contains("exit_code"));
+  EXPECT_EQ(metrics_of("segv")["command"]["signal"], SIGSEGV) << metrics_of("segv").dump();
+  EXPECT_LT(metrics_of("bg-holds-stdout")["process"]["wall_s"].get<double>(), 10.0);
   const auto llama = metrics_of("TinyLlama-1.1B");
   EXPECT_DOUBLE_EQ(llama["throughput"]["tokens_per_s"].get<double>(), 18710.96);
   EXPECT_EQ(llama["latency_ms"]["count"].get<int>(), 5);
