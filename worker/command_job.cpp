@@ -2,7 +2,8 @@
 // sees one output stream (stdout and stderr together, for the log tail), but a reader needs the
 // command's stdout alone. Everything else (limits, kills) passes through it unchanged: the
 // memory limit set on this process is inherited across exec, the command stays in this process
-// group, and its death by a signal is repeated on this process.
+// group, and its death by a signal is repeated on this process. It also ends what the command
+// leaves behind, in any process group (worker/descendants.h).
 #include "worker/command_job.h"
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -28,6 +30,7 @@
 #include "common/reliability.h"
 #include "common/unique_fd.h"
 #include "worker/command_output.h"
+#include "worker/descendants.h"
 #include "worker/executor.h"
 
 extern char** environ;
@@ -75,6 +78,11 @@ std::optional<std::string> read_if_present(const std::filesystem::path& path, st
   return text.str();
 }
 
+// The executor's SIGTERM at the job's time limit (or a cancel): set here, acted on by the loops
+// below, which end the command's whole tree first (worker/descendants.h).
+volatile sig_atomic_t g_terminate = 0;
+void on_terminate(int) { g_terminate = 1; }
+
 [[noreturn]] void die_like(int sig) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -98,6 +106,19 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     return write_result(result_file, ResultStatus::kError, reason, metrics).ok() ? 0 : kExitNoResult;
   };
   const std::filesystem::path result_path = std::filesystem::absolute(ctx.work_dir / "accelmatrix-result.json");
+
+  // Orphans of the command's tree become this process's children, whatever group or session
+  // they moved to, so that none outlives the job.
+  become_subreaper();
+  struct sigaction term {};
+  term.sa_handler = on_terminate;   // no SA_RESTART: a waiting poll() returns at once
+  sigemptyset(&term.sa_mask);
+  ::sigaction(SIGTERM, &term, nullptr);
+  const auto stop_if_told = [] {
+    if (!g_terminate) return;
+    end_all_children();
+    die_like(SIGTERM);
+  };
 
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return error(std::string("pipe: ") + std::strerror(errno));
@@ -153,6 +174,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     return r >= 0 || errno == EINTR;
   };
   while (true) {
+    stop_if_told();
     if (!exited) {
       sample_peak();
       if (!reap()) return error(std::string("waitpid: ") + std::strerror(errno));
@@ -178,6 +200,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   }
   // The command may live on after closing its stdout: its peak is read until it ends.
   while (!exited) {
+    stop_if_told();
     sample_peak();
     if (!reap()) return error(std::string("waitpid: ") + std::strerror(errno));
     if (!exited) ::poll(nullptr, 0, static_cast<int>(reliability::kPollTickMs));
@@ -188,6 +211,11 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   const int64_t tree_peak = static_cast<int64_t>(usage.ru_maxrss) * 1024;
   if (tree_peak > vm_hwm_bytes().value_or(INT64_MAX)) command_peak = std::max(command_peak.value_or(0), tree_peak);
   if (command_peak) metrics["memory"]["peak_rss_bytes"] = *command_peak;
+  // What the command left behind (a background child, a daemon in a session of its own) ends
+  // with it.
+  if (const int left = end_all_children(); left > 0) {
+    std::fprintf(stderr, "accelmatrix-worker --run-job: ended %d process(es) the command left running\n", left);
+  }
   if (WIFSIGNALED(wstatus)) die_like(WTERMSIG(wstatus));
   const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : kExitNoResult;
   metrics["command"]["exit_code"] = code;

@@ -8,6 +8,9 @@
 // kMaxCommandStdoutBytes for the reader (a result file is read whatever the command printed),
 // and waits for it; once it has exited, its stdout is read for kOutputAfterExitMs more at most
 // (a background child holding the pipe does not hold the job). Then:
+// The runner is the subreaper of the command's tree (worker/descendants.h): once the command has
+// ended, and when the executor's SIGTERM arrives, every process the command left running is
+// ended, those that moved to a process group or session of their own included. Then:
 //   - killed by signal S: re-raises S on itself, so the executor classifies it exactly as a
 //     model job's death (crash, or oom for SIGKILL);
 //   - exited kExitOutOfMemory: exits with it too (oom);

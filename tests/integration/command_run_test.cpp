@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
+#include <iterator>
+#include <fstream>
 
 #include <map>
 #include <string>
@@ -67,6 +70,19 @@ time.sleep(0.3)
 print(json.dumps({"status": "pass", "latency_ms": [10.0, 12.0, 11.0], "accuracy": {"nmse": 1e-7, "cosine": 0.9999}}))
 )py";
 
+// Whether a process runs whose command line is exactly `args`.
+bool process_with_arguments(const std::vector<std::string>& args) {
+  std::string wanted;
+  for (const std::string& a : args) wanted += a + '\0';
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmdline == wanted) return true;
+  }
+  return false;
+}
+
 TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   ScratchDir dir("command-run");
   const auto db = dir / "d.db";
@@ -101,6 +117,21 @@ backend = "cpu"
 timeout_s = 20
 
 )toml"
+      // Children that left the job's process group (a new session): they end with the job,
+      // whether it passed or ran out of time.
+      R"toml([[commands]]
+name = "escape-pass"
+argv = ['sh', '-c', 'setsid sleep 31415 >/dev/null 2>&1 </dev/null & echo "{\"status\": \"pass\", \"latency_ms\": [1.0]}"']
+backend = "cpu"
+timeout_s = 20
+
+[[commands]]
+name = "escape-timeout"
+argv = ['sh', '-c', 'setsid sleep 31416 >/dev/null 2>&1 </dev/null & sleep 60']
+backend = "cpu"
+timeout_s = 1
+
+)toml"
       // 17 MiB of output and its result in the result file: the file stands.
       R"toml([[commands]]
 name = "loud-file"
@@ -122,7 +153,7 @@ timeout_s = 30
   for (auto& r : sql_rows(db, "SELECT model, status, reason, backend, precision, job_id FROM jobs")) {
     by_model[r[0]] = r;
   }
-  ASSERT_EQ(by_model.size(), 12u) << serve.log();
+  ASSERT_EQ(by_model.size(), 14u) << serve.log();
   EXPECT_EQ(by_model["ext-model"][1], "pass") << by_model["ext-model"][2] << "\n" << worker.log();
   EXPECT_EQ(by_model["ext-model"][3], "cpu");
   EXPECT_EQ(by_model["ext-model"][4], "f16");
@@ -144,6 +175,11 @@ timeout_s = 30
   EXPECT_EQ(by_model["TinyLlama-1.1B"][1], "pass") << by_model["TinyLlama-1.1B"][2];
   EXPECT_EQ(by_model["bg-holds-stdout"][1], "pass") << by_model["bg-holds-stdout"][2];
   EXPECT_EQ(by_model["loud-file"][1], "pass") << by_model["loud-file"][2];
+  EXPECT_EQ(by_model["escape-pass"][1], "pass") << by_model["escape-pass"][2];
+  EXPECT_EQ(by_model["escape-timeout"][1], "timeout") << by_model["escape-timeout"][2];
+  for (const char* leftover : {"31415", "31416"}) {
+    EXPECT_FALSE(process_with_arguments({"sleep", leftover})) << "sleep " << leftover << " outlived its job";
+  }
 
   // The stored metrics: the pass script's latency, throughput and what it saw of its device.
   const auto metrics_of = [&](const std::string& model) {

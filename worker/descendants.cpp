@@ -1,0 +1,67 @@
+#include "worker/descendants.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace am::worker {
+namespace {
+
+// The parent pid in /proc/<pid>/stat: the field after the state, past the last ')' (a command
+// name may hold spaces and parentheses).
+pid_t parent_of(const std::string& pid) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return -1;
+  const std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(stat.substr(close + 1));
+  std::string state;
+  long ppid = -1;
+  rest >> state >> ppid;
+  return static_cast<pid_t>(ppid);
+}
+
+std::vector<pid_t> children() {
+  std::vector<pid_t> out;
+  const pid_t self = ::getpid();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (parent_of(name) == self) out.push_back(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+
+int end_all_children() {
+  int ended = 0;
+  for (int round = 0; round < kMaxEndRounds; ++round) {
+    const std::vector<pid_t> found = children();
+    if (found.empty()) break;
+    for (pid_t pid : found) {
+      if (::kill(pid, SIGKILL) == 0) ++ended;
+    }
+    for (pid_t pid : found) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  return ended;
+}
+
+}  // namespace am::worker

@@ -1,0 +1,22 @@
+// Processes a command job started and that left its process group (`setsid`, a new session,
+// `set -m` in a shell, Python's start_new_session) escape the executor's kill of the job's
+// group and would outlive the job, its run and the worker. The command runner makes itself their
+// subreaper, so every orphan of the command's tree becomes its child, and ends them all before
+// it leaves: after the command, and when its time limit's SIGTERM reaches it.
+//
+// Contract:
+// - become_subreaper(): PR_SET_CHILD_SUBREAPER on this process; false where the kernel refuses.
+// - end_all_children(): SIGKILLs and reaps every child of this process, and again every process
+//   that became its child meanwhile (ending one reparents its orphans here), until none is left
+//   or kMaxEndRounds rounds have passed. Returns how many it ended. Reads /proc; only for a
+//   process whose children are all to go (the runner, once its command is done).
+#pragma once
+
+namespace am::worker {
+
+inline constexpr int kMaxEndRounds = 64;
+
+bool become_subreaper();
+int end_all_children();
+
+}  // namespace am::worker
