@@ -2036,16 +2036,26 @@ struct Server::Impl {
     const std::size_t before = jobs.size();
     SubmitOptions options;
     options.extend = extend;   // no digest: a plan sent here is not a file of this host's
-    AM_RETURN_IF_ERROR(submit(plan, run_id, options));
-    // Kept for a restart (resume_submitted_runs): the plan file is the client's, not this host's.
-    SubmissionRecord record;
-    record.run_id = run_id;
-    record.plan_text = text;
-    record.plan_name = name;
-    record.extend = extend;
-    record.submitted_at_ms = now_epoch_ms();
-    if (Status st = store->record_submission(record); !st.ok()) {
-      storage_fault("recording the plan submitted for run " + run_id, st);
+    // The run, its jobs and the plan's text (kept for a restart, resume_submitted_runs: the plan
+    // file is the client's, not this host's) are committed together: a coordinator killed in
+    // between left a run with no jobs and no plan to serve it again, which also refused every
+    // other plan under its id.
+    bool submitted = false;
+    const Status stored = store->atomically([&]() -> Status {
+      AM_RETURN_IF_ERROR(submit(plan, run_id, options));
+      submitted = true;
+      SubmissionRecord record;
+      record.run_id = run_id;
+      record.plan_text = text;
+      record.plan_name = name;
+      record.extend = extend;
+      record.submitted_at_ms = now_epoch_ms();
+      return store->record_submission(record);
+    });
+    if (!stored.ok()) {
+      if (!submitted) return stored;   // refused (or failed) before anything was kept
+      // The jobs are in memory but not stored: this coordinator cannot go on.
+      storage_fault("storing the plan submitted for run " + run_id, stored);
       return *fatal;
     }
     settle_ineligible_jobs();

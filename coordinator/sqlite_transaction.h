@@ -4,7 +4,9 @@
 // waits (busy timeout) at the start rather than failing half-way when another connection
 // writes. The destructor rolls back a transaction that was not committed, so every early
 // return leaves the database as it was. Move-only; not thread-safe; must not outlive its
-// connection. Transactions do not nest.
+// connection. Begun while the connection is already in a transaction (Store::atomically), it is
+// a SAVEPOINT inside it instead: commit() releases it into the outer transaction, which alone
+// makes it durable, and an uncommitted one rolls back to where it began.
 #pragma once
 
 #include "common/status.h"
@@ -26,8 +28,9 @@ class Transaction {
   Status commit();
 
  private:
-  explicit Transaction(sqlite3* db) : db_(db) {}
+  Transaction(sqlite3* db, bool nested) : db_(db), nested_(nested) {}
   sqlite3* db_ = nullptr;   // null once committed, rolled back or moved from
+  bool nested_ = false;     // a savepoint in an outer transaction
 };
 
 }  // namespace am::coord::sqlite

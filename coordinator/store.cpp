@@ -1485,6 +1485,13 @@ Result<std::vector<ReportRow>> Store::report_rows(const std::string& run_id) {
   return rows;
 }
 
+Status Store::atomically(const std::function<Status()>& body) {
+  AM_ASSIGN_OR_RETURN(auto tx, Transaction::begin(db_));
+  AM_RETURN_IF_ERROR(body());
+  AM_RETURN_IF_ERROR(tx.commit());
+  return check_file_identity();
+}
+
 Status Store::in_read_snapshot(const std::function<Status()>& body) {
   // BEGIN (deferred) takes no lock until the first read, which then pins the WAL snapshot.
   AM_RETURN_IF_ERROR(sqlite::exec(db_, "BEGIN"));

@@ -413,6 +413,11 @@ class Store {
   // Runs `body` in one read transaction: every read in it sees the same state of the database
   // (WAL snapshot), whatever a coordinator commits meanwhile. Not nested.
   Status in_read_snapshot(const std::function<Status()>& body);
+  // Runs `body` in one write transaction: what it stores is committed together when it returns
+  // OK, and nothing of it when it fails or the process dies first. The store's own transactions
+  // inside become savepoints (sqlite_transaction.h). Not for long bodies: it holds the write
+  // lock throughout. The file's identity is checked after the commit.
+  Status atomically(const std::function<Status()>& body);
 
  private:
   Store(sqlite3* db, std::filesystem::path path, uint64_t dev, uint64_t ino);

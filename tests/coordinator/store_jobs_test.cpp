@@ -80,6 +80,38 @@ TEST_F(StoreJobs, AddingJobsToAnUnknownRunIsRefused) {
   EXPECT_NE(added.status().message().find("no-such-run"), std::string::npos);
 }
 
+// A submit stores its run, jobs and plan text in one Store::atomically: what the store's own
+// transactions inside did is kept together or not at all (a coordinator killed in between left
+// a run with no jobs and no plan). Inside, a failing store call undoes only its own part.
+TEST_F(StoreJobs, AtomicallyKeepsAllOfItsBodyOrNothing) {
+  auto spec = make_spec("bert-tiny", "encoder-only", "cpu", "f32");
+  RunRecord other;
+  other.run_id = "all-or-nothing";
+  other.created_at_ms = 7;
+  const Status failed = store_->atomically([&]() -> Status {
+    AM_RETURN_IF_ERROR(store_->upsert_run(other));
+    AM_RETURN_IF_ERROR(store_->add_jobs(other.run_id, {{"0123456789abcdef", spec, std::string()}}).status());
+    return internal_error("the process died here");
+  });
+  EXPECT_FALSE(failed.ok());
+  auto gone = store_->get_run(other.run_id);
+  ASSERT_TRUE(gone.ok());
+  EXPECT_FALSE(gone->has_value());
+
+  const Status kept = store_->atomically([&]() -> Status {
+    AM_RETURN_IF_ERROR(store_->upsert_run(other));
+    // Refused inside (no such run): only that call's part is undone, and the body goes on.
+    EXPECT_FALSE(store_->add_jobs("no-such-run", {{"fedcba9876543210", spec, std::string()}}).ok());
+    return store_->add_jobs(other.run_id, {{"0123456789abcdef", spec, std::string()}}).status();
+  });
+  ASSERT_TRUE(kept.ok()) << kept.to_string();
+  auto there = store_->get_run(other.run_id);
+  ASSERT_TRUE(there.ok() && there->has_value());
+  int jobs = 0;
+  ASSERT_TRUE(store_->for_each_job(other.run_id, false, [&](JobRow&) { ++jobs; return Status::Ok(); }).ok());
+  EXPECT_EQ(jobs, 1);
+}
+
 TEST_F(StoreJobs, LeaseThenResultMakesTheJobTerminal) {
   const std::string id = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32"));
   lease(id, 1);
