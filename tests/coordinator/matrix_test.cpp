@@ -366,7 +366,8 @@ TEST_F(MatrixFromStore, ASpeedUpThatOverflowsBacksNoBand) {
   const double tiny = 5e-324;
   run_job(make_spec("bert-tiny", "encoder-only", "cpu", "q8_0"), "pass", "",
           {{"latency_ms", {{"median", tiny}, {"samples", std::vector<double>(8, tiny)}}}});
-  const MatrixCell* cell = find_cell(matrix(), "bert-tiny", "cpu", precision_named("q8_0"));
+  const Matrix m = matrix();
+  const MatrixCell* cell = find_cell(m, "bert-tiny", "cpu", precision_named("q8_0"));
   ASSERT_NE(cell, nullptr);
   EXPECT_EQ(cell->rating, Rating::kNoBaseline);
   EXPECT_FALSE(cell->speedup.has_value());
