@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <string>
+#include <vector>
 
 namespace am::coord {
 namespace {
@@ -26,12 +27,20 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 Status refuse_output_over_database(const std::filesystem::path& output, const std::filesystem::path& db,
                                    std::string_view option) {
   if (output.empty() || db.empty()) return Status::Ok();
-  for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock"}) {
-    const std::filesystem::path guarded = db.string() + suffix;
-    if (same_file(output, guarded)) {
-      return invalid_argument(std::string(option) + " " + output.string() + " is " +
-                              (*suffix == '\0' ? "the database" : "a file of the database") + " " +
-                              guarded.string() + "; writing there would destroy the stored runs");
+  // SQLite names the -wal and -shm after the database's resolved path, and DbLock its .lock: a
+  // --db that is a symlink has its files beside its target.
+  std::error_code ec;
+  std::vector<std::filesystem::path> bases = {db};
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(std::filesystem::absolute(db), ec);
+  if (!ec && resolved != db) bases.push_back(resolved);
+  for (const std::filesystem::path& base : bases) {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock"}) {
+      const std::filesystem::path guarded = base.string() + suffix;
+      if (same_file(output, guarded)) {
+        return invalid_argument(std::string(option) + " " + output.string() + " is " +
+                                (*suffix == '\0' ? "the database" : "a file of the database") + " " +
+                                guarded.string() + "; writing there would destroy the stored runs");
+      }
     }
   }
   return Status::Ok();

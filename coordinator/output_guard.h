@@ -5,7 +5,8 @@
 // Contract: refuse_output_over_database() returns kInvalidArgument (exit 2) naming the option,
 // the output and the database when `output` is `db`, `db`-wal, -shm, -journal or .lock, whether
 // by the same path, another spelling of it, a symlink or a hard link (same device and inode);
-// OK otherwise, including when `output` does not exist yet and names none of them.
+// OK otherwise, including when `output` does not exist yet and names none of them. A `db` that
+// is a symlink guards the files beside its target too (where SQLite and DbLock put them).
 #pragma once
 
 #include <filesystem>

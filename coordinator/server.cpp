@@ -2041,9 +2041,9 @@ struct Server::Impl {
     // between left a run with no jobs and no plan to serve it again, which also refused every
     // other plan under its id.
     bool submitted = false;
+    options.memory_changed = &submitted;
     const Status stored = store->atomically([&]() -> Status {
       AM_RETURN_IF_ERROR(submit(plan, run_id, options));
-      submitted = true;
       SubmissionRecord record;
       record.run_id = run_id;
       record.plan_text = text;
@@ -2053,8 +2053,8 @@ struct Server::Impl {
       return store->record_submission(record);
     });
     if (!stored.ok()) {
-      if (!submitted) return stored;   // refused (or failed) before anything was kept
-      // The jobs are in memory but not stored: this coordinator cannot go on.
+      if (!submitted) return stored;   // refused before anything changed, here or in the store
+      // The plan is (partly) in memory but none of it is stored: this coordinator cannot go on.
       storage_fault("storing the plan submitted for run " + run_id, stored);
       return *fatal;
     }
@@ -2592,6 +2592,7 @@ struct Server::Impl {
     static const std::vector<jobs::PlannedJob> kNone;
     const std::vector<jobs::PlannedJob>& any_jobs = all_any ? plan.jobs : none_any ? kNone : any_split;
     const std::vector<jobs::PlannedJob>& placed_jobs = none_any ? plan.jobs : all_any ? kNone : placed_split;
+    if (submit.memory_changed != nullptr) *submit.memory_changed = true;
     for (const jobs::PlannedJob& job : plan.jobs) m.backends_planned.insert(job.spec.backend);
     // The plan's families by their expansion ordinal: a job of a family met before is not
     // compared with it again (a million comparisons of model configs were a seventh of a restart).

@@ -155,6 +155,10 @@ struct SubmitOptions {
   // Store no digest for the run ("" instead): a resume of it found a doubt (resume()), and the
   // next start expands the plan again rather than meet the same doubt.
   bool forget_digest = false;
+  // Set once submit() has changed what the server holds in memory (plan jobs, jobs, the run):
+  // a failure after that leaves memory and the store apart, which a caller undoing the store's
+  // side (Store::atomically) must treat as a storage fault. May be null.
+  bool* memory_changed = nullptr;
 };
 
 // A resume (Server::resume) parses each stored plan job's spec whole (plan_jobs keeps them as

@@ -405,6 +405,11 @@ bool held_by_this_process(const std::filesystem::path& p) {
 Status Store::check_file_identity() const {
   struct stat st {};
   const bool present = ::stat(path_.c_str(), &st) == 0;
+  if (!present && errno != ENOENT) {
+    // Not a verdict on the file (an NFS hiccup, EIO): the -wal may hold committed transactions,
+    // so nothing is moved; the caller stops, and a restart replays it.
+    return io_error("cannot check database file " + path_.string() + ": " + std::strerror(errno));
+  }
   if (present && static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_) {
     return Status::Ok();
   }

@@ -114,8 +114,17 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   term.sa_handler = on_terminate;   // no SA_RESTART: a waiting poll() returns at once
   sigemptyset(&term.sa_mask);
   ::sigaction(SIGTERM, &term, nullptr);
-  const auto stop_if_told = [] {
+  // The SIGTERM reached the command too (it is in this group); it gets most of the executor's
+  // grace to finish (flush, shut a server down), and whatever is left is ended before the
+  // executor's SIGKILL, which this process would not survive to act on.
+  int64_t end_tree_at_ms = 0;
+  const auto stop_if_told = [&end_tree_at_ms] {
     if (!g_terminate) return;
+    if (end_tree_at_ms == 0) {
+      end_tree_at_ms = steady_ms() + kTreeGraceAfterTermMs;
+      signal_all_children(SIGTERM);   // those that left the group did not get it
+    }
+    if (steady_ms() < end_tree_at_ms) return;
     end_all_children();
     die_like(SIGTERM);
   };
@@ -204,6 +213,11 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     sample_peak();
     if (!reap()) return error(std::string("waitpid: ") + std::strerror(errno));
     if (!exited) ::poll(nullptr, 0, static_cast<int>(reliability::kPollTickMs));
+  }
+  if (g_terminate) {
+    // The command ended within the grace: its time is up all the same.
+    end_all_children();
+    die_like(SIGTERM);
   }
   // A command that wraps its workload (a shell script, a launcher) holds little itself; wait4's
   // figure covers the processes it waited for too. It also carries this runner's own peak over

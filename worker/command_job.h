@@ -9,8 +9,9 @@
 // and waits for it; once it has exited, its stdout is read for kOutputAfterExitMs more at most
 // (a background child holding the pipe does not hold the job). Then:
 // The runner is the subreaper of the command's tree (worker/descendants.h): once the command has
-// ended, and when the executor's SIGTERM arrives, every process the command left running is
-// ended, those that moved to a process group or session of their own included. Then:
+// ended, and kTreeGraceAfterTermMs after the executor's SIGTERM (which the command gets too, and
+// the processes that left its group get from the runner), every process the command left
+// running is ended, those that moved to a process group or session of their own included. Then:
 //   - killed by signal S: re-raises S on itself, so the executor classifies it exactly as a
 //     model job's death (crash, or oom for SIGKILL);
 //   - exited kExitOutOfMemory: exits with it too (oom);
@@ -33,6 +34,10 @@ inline constexpr std::size_t kMaxCommandStdoutBytes = 16u << 20;
 // Once the command has exited, how long its stdout is still read: what it printed last arrives,
 // and a background child it left holding the pipe does not hold the job.
 inline constexpr int64_t kOutputAfterExitMs = 500;
+// After the executor's SIGTERM (time limit, cancel), how long the command may take to finish
+// before the runner ends its whole tree: within the executor's 2 s before SIGKILL, with room
+// for the runner to act.
+inline constexpr int64_t kTreeGraceAfterTermMs = 1500;
 
 struct CommandContext {
   std::string job_id;

@@ -48,6 +48,10 @@ std::vector<pid_t> children() {
 
 bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
 
+void signal_all_children(int sig) {
+  for (pid_t pid : children()) ::kill(pid, sig);
+}
+
 int end_all_children() {
   int ended = 0;
   for (int round = 0; round < kMaxEndRounds; ++round) {

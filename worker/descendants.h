@@ -18,5 +18,8 @@ inline constexpr int kMaxEndRounds = 64;
 
 bool become_subreaper();
 int end_all_children();
+// Sends `sig` once to every child of this process (no waiting): the SIGTERM a command's time
+// limit brings, for the processes that left the command's group and so did not get it.
+void signal_all_children(int sig);
 
 }  // namespace am::worker

@@ -9,8 +9,8 @@
 // install_mapped_file_fault_handler() (job processes), such a fault in a live mapping writes
 // "<path> was truncated or replaced while the job read it (SIGBUS)" to stderr and exits with
 // `exit_code`, so the job's reason names the file instead of a bare signal; a SIGBUS anywhere
-// else ends the process as before. Up to kFaultNamedMappings mappings (paths up to
-// kFaultPathBytes - 1 bytes) are named; beyond that the fault is reported without the name.
+// else ends the process as before. Up to kFaultNamedMappings mappings at once (paths up to
+// kFaultPathBytes - 1 bytes) can be named; a fault in one mapped beyond that is a bare SIGBUS.
 #pragma once
 
 #include <cstddef>
@@ -21,7 +21,7 @@
 
 namespace am::kernels {
 
-inline constexpr std::size_t kFaultNamedMappings = 64;
+inline constexpr std::size_t kFaultNamedMappings = 256;   // shards of a big checkpoint
 inline constexpr std::size_t kFaultPathBytes = 512;
 void install_mapped_file_fault_handler(int exit_code);
 

@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < count; ++i) {
       if (!dealer->send(am::proto::Message{am::proto::Heartbeat{}}).ok()) return 4;
     }
-    if (mode == "flush") dealer->flush_on_close(5000);
+    // Long enough for the reconnect backoff (up to 8 s between tries) to meet a late bind.
+    if (mode == "flush") dealer->flush_on_close(25'000);
   }
-  return am::finish_pending_sends(8000) ? 0 : 1;
+  return am::finish_pending_sends(30'000) ? 0 : 1;
 }

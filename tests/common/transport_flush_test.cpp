@@ -49,7 +49,7 @@ TEST(TransportFlush, MessagesQueuedBeforeExitReachAPeerThatBindsLater) {
   // The helper has queued and closed by now; it waits in finish_pending_sends.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_FALSE(helper->exited()) << "the helper left without waiting for its messages to go";
-  EXPECT_EQ(received_at(endpoint, 10'000), kMessages);
+  EXPECT_EQ(received_at(endpoint, 30'000), kMessages);
   auto exit = helper->wait();
   ASSERT_TRUE(exit.ok()) << exit.status().to_string();
   EXPECT_EQ(exit->shell_code(), 0);

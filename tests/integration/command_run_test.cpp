@@ -121,13 +121,19 @@ timeout_s = 20
       // whether it passed or ran out of time.
       R"toml([[commands]]
 name = "escape-pass"
-argv = ['sh', '-c', 'setsid sleep 31415 >/dev/null 2>&1 </dev/null & echo "{\"status\": \"pass\", \"latency_ms\": [1.0]}"']
+argv = ['sh', '-c', 'setsid sleep @ESCAPE_PASS@ >/dev/null 2>&1 </dev/null & echo "{\"status\": \"pass\", \"latency_ms\": [1.0]}"']
 backend = "cpu"
 timeout_s = 20
 
 [[commands]]
 name = "escape-timeout"
-argv = ['sh', '-c', 'setsid sleep 31416 >/dev/null 2>&1 </dev/null & sleep 60']
+argv = ['sh', '-c', 'setsid sleep @ESCAPE_TIMEOUT@ >/dev/null 2>&1 </dev/null & sleep 60']
+backend = "cpu"
+timeout_s = 1
+
+[[commands]]
+name = "term-flushes"
+argv = ['sh', '-c', 'trap "echo flushed > @FLUSH_MARK@; exit 0" TERM; sleep 60 & wait']
 backend = "cpu"
 timeout_s = 1
 
@@ -140,6 +146,22 @@ backend = "cpu"
 timeout_s = 30
 )toml");
 
+  // Numbers of this test process for the escaping sleeps (a concurrent run of this test by
+  // another build has its own), and where the trapping command says it was let finish.
+  const std::string escape_pass = std::to_string(40000 + (::getpid() % 20000) * 2);
+  const std::string escape_timeout = std::to_string(40001 + (::getpid() % 20000) * 2);
+  const auto flush_mark = dir / "flushed";
+  {
+    std::string text = read_file(plan);
+    for (const auto& [from, to] : {std::pair<std::string, std::string>{"@ESCAPE_PASS@", escape_pass},
+                                   {"@ESCAPE_TIMEOUT@", escape_timeout},
+                                   {"@FLUSH_MARK@", flush_mark.string()}}) {
+      for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+        text.replace(at, from.size(), to);
+      }
+    }
+    write_file(plan, text);
+  }
   Process serve = start_serve(dir, plan, db);
   const std::string ep = wait_endpoint(dir / "endpoint", serve);
   ASSERT_FALSE(ep.empty());
@@ -153,7 +175,7 @@ timeout_s = 30
   for (auto& r : sql_rows(db, "SELECT model, status, reason, backend, precision, job_id FROM jobs")) {
     by_model[r[0]] = r;
   }
-  ASSERT_EQ(by_model.size(), 14u) << serve.log();
+  ASSERT_EQ(by_model.size(), 15u) << serve.log();
   EXPECT_EQ(by_model["ext-model"][1], "pass") << by_model["ext-model"][2] << "\n" << worker.log();
   EXPECT_EQ(by_model["ext-model"][3], "cpu");
   EXPECT_EQ(by_model["ext-model"][4], "f16");
@@ -177,9 +199,12 @@ timeout_s = 30
   EXPECT_EQ(by_model["loud-file"][1], "pass") << by_model["loud-file"][2];
   EXPECT_EQ(by_model["escape-pass"][1], "pass") << by_model["escape-pass"][2];
   EXPECT_EQ(by_model["escape-timeout"][1], "timeout") << by_model["escape-timeout"][2];
-  for (const char* leftover : {"31415", "31416"}) {
+  for (const std::string& leftover : {escape_pass, escape_timeout}) {
     EXPECT_FALSE(process_with_arguments({"sleep", leftover})) << "sleep " << leftover << " outlived its job";
   }
+  // The time limit's SIGTERM reaches the command, which gets its grace to finish.
+  EXPECT_EQ(by_model["term-flushes"][1], "timeout") << by_model["term-flushes"][2];
+  EXPECT_EQ(read_file(flush_mark), "flushed\n");
 
   // The stored metrics: the pass script's latency, throughput and what it saw of its device.
   const auto metrics_of = [&](const std::string& model) {

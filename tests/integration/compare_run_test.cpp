@@ -313,6 +313,14 @@ TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabas
               2)
         << target << log;
   }
+  // --db through a symlink: the files SQLite and the lock keep beside its target are guarded.
+  std::filesystem::create_symlink(db, dir / "link.db");
+  for (const char* suffix : {"-wal", ".lock"}) {
+    EXPECT_EQ(run_logged(dir, std::string("link") + suffix,
+                         {am, "report", "--db", (dir / "link.db").string(), "-o", db.string() + suffix}, &log),
+              2)
+        << log;
+  }
   EXPECT_EQ(read_file(db), before);
   EXPECT_EQ(run_logged(dir, "runs", {am, "runs", "--db", db.string()}, &log), 0) << log;
   EXPECT_TRUE(has(log, "one") && has(log, "two")) << log;

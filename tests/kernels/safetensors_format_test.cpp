@@ -135,8 +135,9 @@ TEST(Safetensors, OpensAMappedFileFromDisk) {
 // log). With the job process's handler the fault names the file and exits with the given code.
 TEST(MappedFileDeathTest, AFileTruncatedUnderItsMappingIsNamedWhenReadPastItsNewEnd) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  // Not named after the pid: the threadsafe death test runs the body again in a new process.
-  const std::string path = ::testing::TempDir() + "mapped_truncated_under_its_mapping";
+  // Named after the test process: the threadsafe death test runs the body again in a child.
+  const pid_t owner = ::testing::internal::InDeathTestChild() ? ::getppid() : ::getpid();
+  const std::string path = ::testing::TempDir() + "mapped_truncated_" + std::to_string(owner);
   {
     std::ofstream out(path, std::ios::binary);
     const std::vector<float> values = seeded(1 << 16, 9);
