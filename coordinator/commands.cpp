@@ -27,6 +27,7 @@
 #include "common/exit_codes.h"
 #include "common/heap_trim.h"
 #include "common/log.h"
+#include "common/proc_stat.h"
 #include "coordinator/db_lock.h"
 #include "coordinator/local_workers.h"
 #include "coordinator/output_guard.h"
@@ -98,11 +99,8 @@ int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::str
 // killed a moment ago that its parent has not reaped yet), which is no process that runs.
 bool process_runs(int64_t pid) {
   if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) != 0) return false;
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return true;   // no procfs: kill() said it exists
-  const auto close = line.rfind(')');            // the state follows "(comm) "
-  return close == std::string::npos || close + 2 >= line.size() || line[close + 2] != 'Z';
+  const std::optional<ProcStat> stat = read_proc_stat(static_cast<pid_t>(pid));
+  return !stat || stat->state != 'Z';   // no procfs: kill() said it exists
 }
 
 // A coordinator's hold on its database: taken before the store is opened, kept until the

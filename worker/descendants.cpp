@@ -1,5 +1,7 @@
 #include "worker/descendants.h"
 
+#include "common/proc_stat.h"
+
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/types.h>
@@ -9,28 +11,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace am::worker {
 namespace {
-
-// The parent pid in /proc/<pid>/stat: the field after the state, past the last ')' (a command
-// name may hold spaces and parentheses).
-pid_t parent_of(const std::string& pid) {
-  std::ifstream in("/proc/" + pid + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return -1;
-  const std::size_t close = stat.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::istringstream rest(stat.substr(close + 1));
-  std::string state;
-  long ppid = -1;
-  rest >> state >> ppid;
-  return static_cast<pid_t>(ppid);
-}
 
 std::vector<pid_t> children() {
   std::vector<pid_t> out;
@@ -39,7 +24,8 @@ std::vector<pid_t> children() {
   for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = entry.path().filename().string();
     if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    if (parent_of(name) == self) out.push_back(static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10)));
+    const auto pid = static_cast<pid_t>(std::strtol(name.c_str(), nullptr, 10));
+    if (auto stat = read_proc_stat(pid); stat && stat->parent == self) out.push_back(pid);
   }
   return out;
 }

@@ -8,8 +8,6 @@
 
 #include <csignal>
 #include <filesystem>
-#include <iterator>
-#include <fstream>
 
 #include <map>
 #include <string>
@@ -69,19 +67,6 @@ sys.stdout.flush()
 time.sleep(0.3)
 print(json.dumps({"status": "pass", "latency_ms": [10.0, 12.0, 11.0], "accuracy": {"nmse": 1e-7, "cosine": 0.9999}}))
 )py";
-
-// Whether a process runs whose command line is exactly `args`.
-bool process_with_arguments(const std::vector<std::string>& args) {
-  std::string wanted;
-  for (const std::string& a : args) wanted += a + '\0';
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
-    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (cmdline == wanted) return true;
-  }
-  return false;
-}
 
 TEST(CommandRun, CommandJobsBecomeStoredResultsWithTheirStatus) {
   ScratchDir dir("command-run");
@@ -200,7 +185,7 @@ timeout_s = 30
   EXPECT_EQ(by_model["escape-pass"][1], "pass") << by_model["escape-pass"][2];
   EXPECT_EQ(by_model["escape-timeout"][1], "timeout") << by_model["escape-timeout"][2];
   for (const std::string& leftover : {escape_pass, escape_timeout}) {
-    EXPECT_FALSE(process_with_arguments({"sleep", leftover})) << "sleep " << leftover << " outlived its job";
+    EXPECT_EQ(pid_with_argument("sleep " + leftover + " "), -1) << "sleep " << leftover << " outlived its job";
   }
   // The time limit's SIGTERM reaches the command, which gets its grace to finish.
   EXPECT_EQ(by_model["term-flushes"][1], "timeout") << by_model["term-flushes"][2];

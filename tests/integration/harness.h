@@ -72,6 +72,9 @@ std::vector<std::vector<std::string>> sql_rows(const std::filesystem::path& db,
 // Writes a plan for bert-tiny with the given body appended to a [plan] header.
 std::filesystem::path write_file(const std::filesystem::path& path, const std::string& text);
 std::string read_file(const std::filesystem::path& path);
+// The pid of a process whose command line (arguments joined by spaces, with one after the last)
+// holds `needle`, or -1.
+pid_t pid_with_argument(const std::string& needle);
 
 // Runs a command to completion and returns its stdout; exit code in *exit_code.
 std::string run_capture(const std::vector<std::string>& argv, int* exit_code,

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/proc_stat.h"
 #include "tests/common/under_asan.h"
 #include "tests/integration/run_helpers.h"
 
@@ -134,24 +135,10 @@ TEST(RunCommand, AModelJobPastItsMemoryLimitIsOomAtOnceNotATimeout) {
   EXPECT_LT(took, 40.0) << "the job ran into its 60 s time limit";
 }
 
-// The pid of the process whose command line holds `needle` (a local worker's --id), or -1.
-pid_t pid_with_argument(const std::string& needle) {
-  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string cmdline = read_file(entry.path() / "cmdline");
-    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
-    if (cmdline.find(needle) != std::string::npos) return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
 // Gone, or a zombie nobody reaps (a reparented child in a container without an init that reaps).
 bool process_ended(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  if (stat.empty()) return true;
-  const std::size_t close = stat.rfind(')');
-  return close != std::string::npos && close + 2 < stat.size() && stat[close + 2] == 'Z';
+  const std::optional<ProcStat> stat = read_proc_stat(pid);
+  return !stat || stat->state == 'Z';
 }
 
 // `run` killed with SIGKILL (no handler runs) takes its local workers with it: they stop on
