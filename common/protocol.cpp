@@ -210,6 +210,8 @@ std::string describe_range(int64_t lo, int64_t hi) {
   return "integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
 }
 
+}  // namespace
+
 // Printable ASCII without whitespace, as promised for every id on the wire.
 std::string id_problem(std::string_view s) {
   if (s.empty()) return "must not be empty";
@@ -222,6 +224,8 @@ std::string id_problem(std::string_view s) {
   }
   return {};
 }
+
+namespace {
 
 enum class Need { kRequired, kOptional };
 

@@ -40,6 +40,10 @@ inline constexpr std::size_t kMinSecretBytes = 32;            // HELLO.secret, w
 inline constexpr std::size_t kMaxMapEntries = 4096;           // any map or array
 inline constexpr int kMaxNestingDepth = 16;                   // nested documents
 
+// What is wrong with `s` as an id on the wire (a worker id, a job id, a tag key): "" when it is
+// 1..kMaxIdBytes bytes of printable ASCII without whitespace, else the reason.
+std::string id_problem(std::string_view s);
+
 enum class MsgType {
   kHello,      // worker -> coordinator
   kWelcome,    // coordinator -> worker

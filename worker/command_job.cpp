@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -98,6 +99,10 @@ void on_terminate(int) { g_terminate = 1; }
 
 }  // namespace
 
+std::filesystem::path command_result_path(const std::filesystem::path& work_dir) {
+  return std::filesystem::absolute(work_dir / "accelmatrix-result.json");
+}
+
 int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
                     const std::filesystem::path& result_file) {
   const jobs::CommandSpec& cmd = *spec.command;
@@ -105,7 +110,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   auto error = [&](const std::string& reason) {
     return write_result(result_file, ResultStatus::kError, reason, metrics).ok() ? 0 : kExitNoResult;
   };
-  const std::filesystem::path result_path = std::filesystem::absolute(ctx.work_dir / "accelmatrix-result.json");
+  const std::filesystem::path result_path = command_result_path(ctx.work_dir);
 
   // Orphans of the command's tree become this process's children, whatever group or session
   // they moved to, so that none outlives the job.
@@ -114,14 +119,23 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   term.sa_handler = on_terminate;   // no SA_RESTART: a waiting poll() returns at once
   sigemptyset(&term.sa_mask);
   ::sigaction(SIGTERM, &term, nullptr);
+  // A worker that dies, however, makes this runner end the command's tree as a time limit does
+  // (the job process's SIGKILL on the parent's death would orphan the tree instead). A parent
+  // gone before this line is seen by its pid.
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const auto parent_gone = [&ctx] { return ctx.parent_pid > 0 && static_cast<int64_t>(::getppid()) != ctx.parent_pid; };
+  if (parent_gone()) g_terminate = 1;
   // The SIGTERM reached the command too (it is in this group); it gets most of the executor's
   // grace to finish (flush, shut a server down), and whatever is left is ended before the
   // executor's SIGKILL, which this process would not survive to act on.
   int64_t end_tree_at_ms = 0;
-  const auto stop_if_told = [&end_tree_at_ms] {
+  const auto stop_if_told = [&end_tree_at_ms, &parent_gone] {
     if (!g_terminate) return;
     if (end_tree_at_ms == 0) {
       end_tree_at_ms = steady_ms() + kTreeGraceAfterTermMs;
+      // The executor's SIGTERM went to the whole group; the parent-death one only to this
+      // runner, so it goes on to the group here (this runner's handler only sets the flag again).
+      if (parent_gone()) ::kill(0, SIGTERM);
       signal_all_children(SIGTERM);   // those that left the group did not get it
     }
     if (steady_ms() < end_tree_at_ms) return;

@@ -11,7 +11,9 @@
 // The runner is the subreaper of the command's tree (worker/descendants.h): once the command has
 // ended, and kTreeGraceAfterTermMs after the executor's SIGTERM (which the command gets too, and
 // the processes that left its group get from the runner), every process the command left
-// running is ended, those that moved to a process group or session of their own included. Then:
+// running is ended, those that moved to a process group or session of their own included. A
+// worker that dies (even by SIGKILL) sends the runner SIGTERM (PR_SET_PDEATHSIG), which then sends
+// it to its whole group and ends the tree the same way. Then:
 //   - killed by signal S: re-raises S on itself, so the executor classifies it exactly as a
 //     model job's death (crash, or oom for SIGKILL);
 //   - exited kExitOutOfMemory: exits with it too (oom);
@@ -44,7 +46,13 @@ struct CommandContext {
   int attempt = 0;
   std::string device;
   std::filesystem::path work_dir;      // fresh and empty; the command's working directory
+  int64_t parent_pid = 0;              // the worker that spawned this runner (0: not checked)
 };
+
+// Where the command writes its result ($ACCELMATRIX_RESULT_FILE) for a job run in `work_dir`.
+// The variable also marks every process of the command's tree that kept its environment: the
+// worker ends those left behind by a runner that died (end_children_with_env).
+std::filesystem::path command_result_path(const std::filesystem::path& work_dir);
 
 int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
                     const std::filesystem::path& result_file);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,18 @@ std::vector<pid_t> children() {
   return out;
 }
 
+// Whether /proc/PID/environ holds `entry` as one of its NUL-separated items. False when it
+// cannot be read (gone, a zombie, another user's).
+bool environ_holds(pid_t pid, const std::string& entry) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  if (!in) return false;
+  std::string item;
+  while (std::getline(in, item, '\0')) {
+    if (item == entry) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 bool become_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
@@ -42,6 +55,25 @@ int end_all_children() {
   int ended = 0;
   for (int round = 0; round < kMaxEndRounds; ++round) {
     const std::vector<pid_t> found = children();
+    if (found.empty()) break;
+    for (pid_t pid : found) {
+      if (::kill(pid, SIGKILL) == 0) ++ended;
+    }
+    for (pid_t pid : found) {
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  return ended;
+}
+
+int end_children_with_env(const std::string& entry) {
+  int ended = 0;
+  for (int round = 0; round < kMaxEndRounds; ++round) {
+    std::vector<pid_t> found;
+    for (pid_t pid : children()) {
+      if (environ_holds(pid, entry)) found.push_back(pid);
+    }
     if (found.empty()) break;
     for (pid_t pid : found) {
       if (::kill(pid, SIGKILL) == 0) ++ended;

@@ -20,6 +20,8 @@
 #include "common/reliability.h"
 #include "common/spawn.h"
 #include "jobs/job_spec.h"
+#include "worker/command_job.h"
+#include "worker/descendants.h"
 #include "worker/host_load.h"
 #include "worker/log_tail.h"
 
@@ -345,7 +347,8 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
       argv.push_back("--memory-limit-mb");
       argv.push_back(std::to_string(req.memory_limit_mb));
     }
-    if (req.spec.is_object() && req.spec.contains("command")) {
+    const bool is_command = req.spec.is_object() && req.spec.contains("command");
+    if (is_command) {
       // A command gets a fresh, empty working directory: nothing of an earlier attempt is left.
       std::filesystem::remove_all(work_dir, ec);
       std::filesystem::create_directories(work_dir, ec);
@@ -373,6 +376,14 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     StopCause cause = StopCause::kNone;
     std::optional<int64_t> peak_rss_seen;
     auto ended = supervise(child, req, cancel, tail, cause, peak_rss_seen);
+    if (is_command) {
+      // A runner that died without ending its command's tree (SIGKILLed) left it to this worker.
+      if (const int left = end_children_with_env("ACCELMATRIX_RESULT_FILE=" + command_result_path(work_dir).string());
+          left > 0) {
+        logger()->warn("job {} attempt {}: ended {} process(es) its command left behind a dead runner", req.job_id,
+                       req.attempt, left);
+      }
+    }
     out.finished_at_ms = now_epoch_ms();
     out.log_tail = tail.str();
     if (!ended.ok()) return fail("lost track of the job process: " + ended.status().message());

@@ -13,11 +13,14 @@
 #include "common/endpoint.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
+#include "common/protocol.h"
 #include "common/reliability.h"
 #include "common/transport.h"
+#include "common/utf8.h"
 #include "jobs/usage_error_cli11.h"
 #include "worker/capability.h"
 #include "worker/client.h"
+#include "worker/descendants.h"
 #include "worker/executor.h"
 #include "worker/probe.h"
 #include "worker/recording.h"
@@ -159,6 +162,7 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
       std::cerr << "--run-job needs --result-file\n";
       return am::kExitUsage;
     }
+    command_ctx.parent_pid = exit_with_parent;
     const int code = am::worker::run_job_mode(run_job_spec, result_file, memory_limit_mb, command_ctx);
     // The job is complete, its result file closed and its output flushed: leave without the
     // libraries' exit handlers. OpenBLAS's joins its threads, and past a memory limit one of
@@ -203,6 +207,10 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
     return am::kExitInfrastructure;
   }
 
+  // What a command job's tree leaves when its runner is SIGKILLed (the OOM killer) becomes this
+  // worker's, which ends it when the job ends (executor.cpp). Model jobs start no processes.
+  if (allow_commands) am::worker::become_subreaper();
+
   am::worker::ClientOptions opt;
   opt.coordinator = coordinator;
   opt.slots = slots;
@@ -210,13 +218,37 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   opt.heartbeat_interval_ms = heartbeat_ms;
   opt.heartbeat_liveness = liveness;
   opt.reconnect_max_ms = reconnect_max_ms;
+  // What the coordinator would refuse in HELLO is refused here, as a usage error: a worker
+  // would otherwise reconnect for ever with a HELLO dropped as malformed.
   for (const auto& t : tags) {
     auto eq = t.find('=');
     if (eq == std::string::npos || eq == 0) {
-      std::cerr << "error: --tag '" << t << "': expected KEY=VALUE\n";
+      std::cerr << "error: --tag '" << am::terminal_safe(t) << "': expected KEY=VALUE\n";
       return am::kExitUsage;
     }
-    opt.tags[t.substr(0, eq)] = t.substr(eq + 1);
+    const std::string key = t.substr(0, eq);
+    std::string problem;
+    if (std::string key_problem = am::proto::id_problem(key); !key_problem.empty()) {
+      problem = "its key " + key_problem;
+    } else if (t.size() - eq - 1 > am::proto::kMaxStringBytes) {
+      problem = "its value exceeds " + std::to_string(am::proto::kMaxStringBytes) + " bytes";
+    } else if (!am::is_valid_utf8(t.substr(eq + 1))) {
+      problem = "its value is not valid UTF-8";
+    }
+    if (!problem.empty()) {
+      std::cerr << "error: --tag '" << am::terminal_safe(t.substr(0, 200)) << "': " << problem << "\n";
+      return am::kExitUsage;
+    }
+    opt.tags[key] = t.substr(eq + 1);
+  }
+  if (!worker_id.empty()) {
+    std::string problem = am::proto::id_problem(worker_id);
+    // The id also names files in the state dir (its lock, its secret).
+    if (problem.empty() && worker_id.find('/') != std::string::npos) problem = "must not contain '/'";
+    if (!problem.empty()) {
+      std::cerr << "error: --id '" << am::terminal_safe(worker_id.substr(0, 200)) << "': " << problem << "\n";
+      return am::kExitUsage;
+    }
   }
   if (worker_id.empty()) {
     auto id = am::worker::load_or_create_worker_id(state_dir);

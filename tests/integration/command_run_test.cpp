@@ -244,6 +244,59 @@ timeout_s = 30
   EXPECT_TRUE(found) << report.dump(1);
 }
 
+// A command job whose tree includes a process in a session of its own (setsid), run by a real
+// worker; `kill_what` kills the worker or the job's runner in the middle of it. Neither the
+// command's own process nor the escaped one may outlive that: the killed worker's runner gets
+// SIGTERM from the kernel and ends the tree; a killed runner's orphans go to the worker, which
+// ends them when it sees the job end.
+void expect_no_command_process_outlives(const char* name, bool kill_runner) {
+  ScratchDir dir(name);
+  const auto db = dir / "d.db";
+  // Numbers of this test process's sleeps, so that another build's run of the test has its own.
+  const int base = 20000 + (((::getpid() % 5000) * 4) + (kill_runner ? 2 : 0));
+  const std::string escaped = std::to_string(base);
+  const std::string own = std::to_string(base + 1);
+  const auto plan = write_file(dir / "cmd.toml",
+      "[plan]\nname = \"cmd-killed\"\nmode = \"accuracy\"\n\n"
+      "[[commands]]\nname = \"escapes\"\nargv = ['sh', '-c', 'setsid sleep " + escaped +
+      " >/dev/null 2>&1 </dev/null & sleep " + own + "']\nbackend = \"cpu\"\ntimeout_s = 120\n");
+  Process serve = start_serve(dir, plan, db);
+  const std::string ep = wait_endpoint(dir / "endpoint", serve);
+  ASSERT_FALSE(ep.empty());
+  Process worker(worker_argv(ep, dir, /*allow_commands=*/true), dir / "worker.log");
+  ASSERT_TRUE(wait_until([&] {
+    return pid_with_argument("sleep " + escaped + " ") > 0 && pid_with_argument("sleep " + own + " ") > 0;
+  }, 30s)) << worker.log();
+
+  if (kill_runner) {
+    const pid_t runner = pid_with_argument("--run-job " + (dir / "state").string());
+    ASSERT_GT(runner, 0) << worker.log();
+    ASSERT_EQ(::kill(runner, SIGKILL), 0);
+  } else {
+    worker.kill_hard();
+  }
+  EXPECT_TRUE(wait_until([&] {
+    return pid_with_argument("sleep " + escaped + " ") < 0 && pid_with_argument("sleep " + own + " ") < 0;
+  }, 10s)) << "still running: escaped " << pid_with_argument("sleep " + escaped + " ") << ", the command's own "
+           << pid_with_argument("sleep " + own + " ") << "\n" << worker.log();
+  if (kill_runner) {
+    // The job ended as a killed process does, and the worker went on to stop cleanly with the run.
+    EXPECT_TRUE(wait_until([&] { return !sql_rows(db, "SELECT 1 FROM attempts WHERE status = 'oom'").empty(); }, 10s))
+        << worker.log();
+    EXPECT_EQ(worker.wait(20s), 0) << worker.log();
+  }
+  serve.kill_hard();
+  worker.kill_hard();
+}
+
+TEST(CommandRun, AWorkerKilledMidJobLeavesNoProcessOfItsCommandRunning) {
+  expect_no_command_process_outlives("command-worker-killed", /*kill_runner=*/false);
+}
+
+TEST(CommandRun, ARunnerKilledMidJobLeavesNoProcessOfItsCommandRunning) {
+  expect_no_command_process_outlives("command-runner-killed", /*kill_runner=*/true);
+}
+
 TEST(CommandRun, AWorkerWithoutAllowCommandsNeverGetsOne) {
   ScratchDir dir("command-refused");
   const auto db = dir / "d.db";

@@ -291,6 +291,32 @@ TEST(WorkerIdentity, TwoWorkersOfOneStateDirMakeOneIdAndTheSecondStops) {
   EXPECT_EQ(kept.wait(10s), 0) << kept.log();
 }
 
+// An id or tag the coordinator drops as malformed made the worker reconnect for ever (and name
+// files after it in its state dir); an id with '/' exited 4 as if the state dir were unusable.
+TEST(WorkerIdentity, AnIdOrTagTheProtocolRefusesIsAUsageErrorNamingTheFlag) {
+  ScratchDir dir("worker-bad-id");
+  const std::vector<std::string> base = {worker_binary().string(), "--coordinator", "tcp://127.0.0.1:9",
+                                         "--state-dir", (dir / "state").string()};
+  const std::pair<std::vector<std::string>, std::string> cases[] = {
+      {{"--id", " "}, "--id ' ': must be printable ASCII without whitespace"},
+      {{"--id", "\xc3\xa9"}, "must be printable ASCII without whitespace"},
+      {{"--id", std::string(200, 'y')}, "id of 200 bytes exceeds the limit of 128"},
+      {{"--id", "a/b"}, "--id 'a/b': must not contain '/'"},
+      {{"--tag", "a b=c"}, "--tag 'a b=c': its key must be printable ASCII without whitespace"},
+      {{"--tag", "k=\xff"}, "its value is not valid UTF-8"},
+  };
+  for (const auto& [flags, expected] : cases) {
+    std::string log;
+    EXPECT_EQ(run_logged(dir, "w", with(base, flags), &log, 20s), 2) << flags[1] << "\n" << log;
+    EXPECT_TRUE(has(log, expected)) << log;
+  }
+  // Nothing was named after a refused id.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "state", ec)) {
+    ADD_FAILURE() << "left in the state dir: " << entry.path();
+  }
+}
+
 TEST(Endpoints, AWorkerGivenAnEndpointThatCanNeverWorkExitsTwoInsteadOfRetrying) {
   ScratchDir dir("ep-worker");
   for (const std::string bad : {"tcp://127.0.0.1:99999", "garbage", "tcp://:80", "tcp://host:0"}) {
