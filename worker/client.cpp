@@ -135,6 +135,7 @@ constexpr int64_t kStopSignalGraceMs = 500;
 struct WorkerClient::Impl {
   ClientOptions opt;
   const std::atomic<bool>* stop_flag = nullptr;   // run()'s, for stopped_with_us()
+  std::string worker_fault;   // why this worker cannot run jobs: it stops (run()), exit 4
   std::vector<std::string> device_keys;
   std::map<std::string, std::vector<std::string>> device_env;   // device key -> job process env
   CreditWindow credit_window{{}};                    // our window as the coordinator knows it
@@ -394,6 +395,14 @@ struct WorkerClient::Impl {
         if (it->second.thread.joinable()) it->second.thread.join();
         running.erase(it);
       }
+      if (f.outcome.worker_fault) {
+        // Not the job's outcome either: this worker could not run it or keep its result (its
+        // state dir). It stops (run() below) and the BYE hands the lease back, so the job runs
+        // again elsewhere instead of every queued job being stored `error` here.
+        logger()->error("{}: {}; not reported", key, f.outcome.reason);
+        if (worker_fault.empty()) worker_fault = f.outcome.reason;
+        continue;
+      }
       if (stopped_with_us(f.outcome)) {
         // Not the job's outcome: the signal that stops this worker (Ctrl-C on the terminal,
         // `systemctl stop`, Slurm's scancel) reached its process group too. Not reported; the
@@ -475,6 +484,7 @@ struct WorkerClient::Impl {
         std::this_thread::sleep_for(Millis(reliability::kPollTickMs));
       }
       collect_finished();
+      if (!worker_fault.empty()) break;
       const int64_t t = steady_ms();
       if (endpoint && registered && t - last_beat_ms >= interval_ms) {
         last_beat_ms = t;
@@ -499,8 +509,9 @@ struct WorkerClient::Impl {
     // BYE hands their leases back and the coordinator runs them again).
     collect_finished();
     for (auto& [key, job] : running) job.cancel->store(true);
-    send(proto::Bye{"stopped"});
+    send(proto::Bye{worker_fault.empty() ? "stopped" : "worker fault"});
     if (endpoint) endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
+    if (!worker_fault.empty()) return io_error("stopping: " + worker_fault + " (the state dir is unusable)");
     return Status::Ok();
   }
 };

@@ -108,7 +108,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
   const jobs::CommandSpec& cmd = *spec.command;
   nlohmann::json metrics = {{"command", {{"name", cmd.name}, {"output", cmd.output}}}};
   auto error = [&](const std::string& reason) {
-    return write_result(result_file, ResultStatus::kError, reason, metrics).ok() ? 0 : kExitNoResult;
+    return write_result(result_file, ResultStatus::kError, reason, metrics).ok() ? 0 : kExitResultUnwritable;
   };
   const std::filesystem::path result_path = command_result_path(ctx.work_dir);
 
@@ -280,7 +280,7 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
     if (!out.contains("memory") || !out["memory"].is_object()) out["memory"] = nlohmann::json::object();
     out["memory"]["peak_rss_bytes"] = metrics["memory"]["peak_rss_bytes"];
   }
-  return write_result(result_file, parsed->status, parsed->reason, out).ok() ? 0 : kExitNoResult;
+  return write_result(result_file, parsed->status, parsed->reason, out).ok() ? 0 : kExitResultUnwritable;
 }
 
 }  // namespace am::worker

@@ -241,7 +241,8 @@ void note_command(const nlohmann::json& spec, const ExitInfo& exit, StopCause ca
     if (auto v = c->find(key); v != c->end() && v->is_string()) command[key] = *v;
   }
   if (cause == StopCause::kNone) {
-    if (exit.exited) command["exit_code"] = exit.code;   // passed through (kExitOutOfMemory)
+    // The runner's own code for a result it could not write is not the command's.
+    if (exit.exited && exit.code != kExitResultUnwritable) command["exit_code"] = exit.code;   // passed through (kExitOutOfMemory)
     if (exit.signal != 0) command["signal"] = exit.signal;
   }
   metrics["command"] = std::move(command);
@@ -271,6 +272,11 @@ void classify(const ExitInfo& exit, StopCause cause, const ExecRequest& req,
                        ? "allocation failed under the " + std::to_string(req.memory_limit_mb) +
                              " MiB memory limit"
                        : "allocation failed";
+    } else if (exit.code == kExitResultUnwritable) {
+      out.status = ResultStatus::kError;
+      out.reason = "the job process could not write its result into the worker's state dir (" +
+                   result_file.parent_path().string() + ")";
+      out.worker_fault = true;
     } else if (exit.code == kExitMappedFileChanged) {
       out.status = ResultStatus::kError;
       out.reason = mapped_file_fault_reason(out.log_tail);
@@ -310,6 +316,7 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
   auto fail = [&out](std::string reason) -> ExecOutcome {
     out.status = ResultStatus::kError;
     out.reason = std::move(reason);
+    out.worker_fault = true;   // nothing of the job ran: every failure below is the worker's
     out.finished_at_ms = now_epoch_ms();
     logger()->warn("job could not run: {}", out.reason);
     return std::move(out);
@@ -419,7 +426,9 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     return out;
   } catch (const std::exception& e) {
     // Allocation failure while building the outcome, or a filesystem exception: still a result.
-    return fail(std::string("executor: ") + e.what());
+    ExecOutcome failed = fail(std::string("executor: ") + e.what());
+    failed.worker_fault = false;
+    return failed;
   }
 }
 

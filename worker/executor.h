@@ -62,6 +62,9 @@ struct ExecOutcome {
   int64_t finished_at_ms = 0;
   int exit_code = -1;                       // when it exited
   int signal = 0;                           // when it was killed by a signal
+  // The worker could not run the job or keep its result (its state dir unusable): no outcome of
+  // the job. The client reports no result for it and stops (exit 4); the lease goes back.
+  bool worker_fault = false;
 };
 
 ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel = nullptr);
@@ -74,6 +77,9 @@ inline constexpr int kExitOutOfMemory = 75;
 // A file the job had mapped (its weights) was truncated or replaced while it read it: the
 // process said which on its last line of output (kernels/weights/mapped_file.h).
 inline constexpr int kExitMappedFileChanged = 76;
+// The job ran but its result file could not be written (the worker's state dir is full, gone or
+// read-only): the worker's fault, not the job's (ExecOutcome::worker_fault).
+inline constexpr int kExitResultUnwritable = 77;
 // `command` (job id, attempt, device, working directory) is read by command jobs only.
 int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::path& result_file,
                  int64_t memory_limit_mb, const CommandContext& command = {});

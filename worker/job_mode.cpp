@@ -91,7 +91,7 @@ int run(const std::filesystem::path& spec_file, const std::filesystem::path& res
 
   if (Status s = write_result(result_file, outcome); !s.ok()) {
     std::cerr << "accelmatrix-worker --run-job: " << s.to_string() << '\n';
-    return kExitNoResult;
+    return kExitResultUnwritable;
   }
   return 0;
 }
@@ -117,9 +117,9 @@ int run_job_mode(const std::filesystem::path& spec_file, const std::filesystem::
     outcome.status = ResultStatus::kError;
     outcome.reason = std::string("uncaught exception: ") + e.what();
     try {
-      code = write_result(result_file, outcome).ok() ? 0 : kExitNoResult;
+      code = write_result(result_file, outcome).ok() ? 0 : kExitResultUnwritable;
     } catch (const std::exception&) {
-      code = kExitNoResult;
+      code = kExitResultUnwritable;
     }
   }
   std::fflush(stdout);

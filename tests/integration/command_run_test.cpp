@@ -297,6 +297,36 @@ TEST(CommandRun, ARunnerKilledMidJobLeavesNoProcessOfItsCommandRunning) {
   expect_no_command_process_outlives("command-runner-killed", /*kill_runner=*/true);
 }
 
+// A worker whose state dir cannot hold a job (here its scratch dir is a file; a full, read-only
+// or deleted dir alike) stored every job it was given as `error`, for good, at the speed of the
+// queue. It now reports none of them, stops with exit 4, and the job runs on another worker.
+TEST(CommandRun, AStateDirThatCannotHoldAJobStopsTheWorkerAndTheJobRunsElsewhere) {
+  ScratchDir dir("command-state-broken");
+  const auto db = dir / "d.db";
+  const auto plan = write_file(dir / "cmd.toml",
+      "[plan]\nname = \"cmd-state\"\nmode = \"accuracy\"\n\n"
+      "[[commands]]\nname = \"quick\"\nargv = ['sh', '-c', 'echo \"{\\\"status\\\": \\\"pass\\\"}\"']\n"
+      "backend = \"cpu\"\ntimeout_s = 30\n");
+  Process serve = start_serve(dir, plan, db);
+  const std::string ep = wait_endpoint(dir / "endpoint", serve);
+  ASSERT_FALSE(ep.empty());
+  std::filesystem::create_directories(dir / "state");
+  write_file(dir / "state" / "scratch-cmd-w", "a file where the worker keeps its jobs' files\n");
+  Process broken(worker_argv(ep, dir, /*allow_commands=*/true), dir / "broken.log");
+  EXPECT_EQ(broken.wait(30s), 4) << broken.log();
+  EXPECT_NE(broken.log().find("cannot create scratch dir"), std::string::npos) << broken.log();
+  EXPECT_EQ(sql_rows(db, "SELECT 1 FROM attempts WHERE status = 'error'").size(), 0u) << serve.log();
+
+  Process good({worker_binary().string(), "--coordinator", ep, "--id", "good-w", "--state-dir",
+                (dir / "good").string(), "--heartbeat-ms", "100", "--liveness", "5", "--allow-commands"},
+               dir / "good.log");
+  EXPECT_EQ(serve.wait(60s), 0) << serve.log() << good.log();
+  const auto rows = sql_rows(db, "SELECT status FROM jobs WHERE model = 'quick'");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0][0], "pass") << serve.log();
+  good.kill_hard();
+}
+
 TEST(CommandRun, AWorkerWithoutAllowCommandsNeverGetsOne) {
   ScratchDir dir("command-refused");
   const auto db = dir / "d.db";

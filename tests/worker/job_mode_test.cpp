@@ -91,9 +91,10 @@ TEST_F(JobModeTest, BadSpecFilesExitWithCode2) {
   EXPECT_FALSE(std::filesystem::exists(result_));
 }
 
-TEST_F(JobModeTest, UnwritableResultLocationExitsNonZero) {
+// Its own code, which the executor reads as the worker's fault (its state dir), not the job's.
+TEST_F(JobModeTest, UnwritableResultLocationExitsWithTheResultUnwritableCode) {
   result_ = dir_ / "no-such-dir" / "out.json";
-  EXPECT_EQ(run_job_mode(write_spec(spec_doc("selftest:pass")), result_, 0), 1);
+  EXPECT_EQ(run_job_mode(write_spec(spec_doc("selftest:pass")), result_, 0), kExitResultUnwritable);
 }
 
 }  // namespace
