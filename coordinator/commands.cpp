@@ -74,6 +74,19 @@ std::string fail_on_text(const FailOnSet& set) {
   return out;
 }
 
+// One line saying why a run's verdict is not 0 (nothing when it is).
+void say_verdict(const std::string& which, const std::map<ResultStatus, int>& by_status, int code,
+                 const FailOnSet& fail_on) {
+  if (code == kExitJobsFailed) {
+    std::cerr << which << ": " << status_counts(by_status) << "; exit 1: a job ended in a --fail-on status ("
+              << fail_on_text(fail_on) << ")\n";
+  } else if (code == kExitInfrastructure) {
+    std::cerr << which << ": " << status_counts(by_status) << "; exit 4: a job was lost\n";
+  } else if (code != kExitOk) {
+    std::cerr << which << ": " << status_counts(by_status) << "; exit " << code << "\n";
+  }
+}
+
 // The verdict of a run that ended without a storage fault, with one line saying why when it is
 // not 0.
 int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::string& run_id) {
@@ -86,12 +99,7 @@ int run_exit_code(const Server& server, const FailOnSet& fail_on, const std::str
     which = "runs";
     for (const std::string& r : runs) which += (which == "runs" ? " '" : ", '") + r + "'";
   }
-  if (code == kExitJobsFailed) {
-    std::cerr << which << ": " << status_counts(p.by_status) << "; exit 1: a job ended in a --fail-on status ("
-              << fail_on_text(fail_on) << ")\n";
-  } else if (code == kExitInfrastructure) {
-    std::cerr << which << ": " << status_counts(p.by_status) << "; exit 4: a job was lost\n";
-  }
+  say_verdict(which, p.by_status, code, fail_on);
   return code;
 }
 
@@ -206,7 +214,7 @@ Result<Coordinator> start_server(const ServeArgs& a, const char* command, int* e
   Coordinator c;
   AM_RETURN_IF_ERROR(validate_endpoint(a.server.bind, EndpointUse::kBind).with_context("--bind"));
   AM_RETURN_IF_ERROR(check_run_id(a.run_id));
-  AM_RETURN_IF_ERROR(refuse_output_over_database(a.endpoint_file, a.server.db_path, "--endpoint-file"));
+  AM_RETURN_IF_ERROR(check_output_path(a.endpoint_file, a.server.db_path, "--endpoint-file"));
   c.fail_on = default_fail_on();
   if (!a.fail_on.empty()) {
     AM_ASSIGN_OR_RETURN(c.fail_on, parse_fail_on(a.fail_on));
@@ -530,9 +538,15 @@ int cmd_run(const RunArgs& args, const std::atomic<bool>& stop) {
     std::cout << *md;
     write_dashboard(serve.server.db_path, run_id);
     const int verdict = exit_code_for_statuses(progress.by_status, c.fail_on);
-    if (verdict != kExitOk) {
-      std::cerr << "run '" << run_id << "': " << status_counts(progress.by_status) << "; exit " << verdict << "\n";
+    if (auto skipped = progress.by_status.find(ResultStatus::kSkipped);
+        skipped != progress.by_status.end() && skipped->second > 0) {
+      // A skip is the run's final word on that job (no eligible hardware when it ran): flags
+      // that would make hardware eligible now (--allow-commands) change nothing here.
+      std::cerr << "run '" << run_id << "': " << skipped->second
+                << " job(s) stay skipped; to run them with other workers or flags, start a new run (--run NAME)"
+                   " or use another --db\n";
     }
+    say_verdict("run '" + run_id + "'", progress.by_status, verdict, c.fail_on);
     return verdict;
   }
   std::cerr << "run '" << run_id << "': " << progress.total << " job(s), " << progress.done
@@ -734,7 +748,7 @@ int cmd_keys(const KeysArgs& args) {
 }
 
 int cmd_report(const ReportArgs& args) {
-  if (Status st = refuse_output_over_database(args.output, args.db, "-o"); !st.ok()) return fail(st);
+  if (Status st = check_output_path(args.output, args.db, "-o"); !st.ok()) return fail(st);
   // The report is made on this thread and written on another (BackgroundWriter): at a million
   // results the write system calls are a seventh of the work (docs/SCALE.md).
   if (args.output.empty()) {
@@ -856,7 +870,7 @@ Result<RenderedComparison> render_comparison(const CompareArgs& a) {
 
 int cmd_compare(const CompareArgs& args) {
   for (const std::string& db : {args.base_db, args.new_db}) {
-    if (Status st = refuse_output_over_database(args.output, db, "-o"); !st.ok()) return fail(st);
+    if (Status st = check_output_path(args.output, db, "-o"); !st.ok()) return fail(st);
   }
   auto rendered = render_comparison(args);
   if (!rendered.ok()) return fail(rendered.status());

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -24,9 +26,20 @@ bool same_file(const std::filesystem::path& a, const std::filesystem::path& b) {
 
 }  // namespace
 
-Status refuse_output_over_database(const std::filesystem::path& output, const std::filesystem::path& db,
+Status check_output_path(const std::filesystem::path& output, const std::filesystem::path& db,
                                    std::string_view option) {
-  if (output.empty() || db.empty()) return Status::Ok();
+  if (output.empty()) return Status::Ok();
+  // Where the output cannot be made, said now and in the user's words (the atomic write would
+  // name its temporary file, as an I/O fault).
+  std::error_code dir_ec;
+  const std::filesystem::path parent = output.has_parent_path() ? output.parent_path() : std::filesystem::path(".");
+  if (!std::filesystem::is_directory(parent, dir_ec)) {
+    return invalid_argument(std::string(option) + " " + output.string() + ": no directory " + parent.string());
+  }
+  if (std::filesystem::is_directory(output, dir_ec)) {
+    return invalid_argument(std::string(option) + " " + output.string() + " is a directory; name a file");
+  }
+  if (db.empty()) return Status::Ok();
   // SQLite names the -wal and -shm after the database's resolved path, and DbLock its .lock: a
   // --db that is a symlink has its files beside its target.
   std::error_code ec;
@@ -37,10 +50,22 @@ Status refuse_output_over_database(const std::filesystem::path& output, const st
     for (const char* suffix : {"", "-wal", "-shm", "-journal", ".lock"}) {
       const std::filesystem::path guarded = base.string() + suffix;
       if (same_file(output, guarded)) {
-        return invalid_argument(std::string(option) + " " + output.string() + " is " +
-                                (*suffix == '\0' ? "the database" : "a file of the database") + " " +
-                                guarded.string() + "; writing there would destroy the stored runs");
+        const std::string what = *suffix == '\0' ? "the database " + guarded.string()
+                                                 : guarded.string() + ", a file of the database " + db.string();
+        return invalid_argument(std::string(option) + " " + output.string() + " is " + what +
+                                "; writing there would destroy the stored runs");
       }
+    }
+  }
+  // Any other SQLite database (another run's store, a copy kept aside) is no place for a report
+  // either: it would be replaced whole.
+  if (std::ifstream in(output, std::ios::binary); in) {
+    char head[16] = {};
+    in.read(head, sizeof head);
+    static constexpr char kSqliteMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f', 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
+    if (in.gcount() == sizeof head && std::memcmp(head, kSqliteMagic, sizeof head) == 0) {
+      return invalid_argument(std::string(option) + " " + output.string() +
+                              " is an SQLite database; it is not overwritten (choose another file)");
     }
   }
   return Status::Ok();

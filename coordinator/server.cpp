@@ -56,6 +56,10 @@ constexpr int64_t kTimerScanMs = 100;
 // How often the serving loop looks for health jobs that fell due.
 constexpr int64_t kHealthWakeMs = 1000;
 
+// How often an idle coordinator checks that its database file is still the one it opened (a
+// busy one learns it at its next write; an idle one went on serving a deleted file).
+constexpr int64_t kDbFileCheckMs = 1000;
+
 // How long a built status document is reused (PROTOCOL §5.10: "status may be this much old").
 constexpr int64_t kStatusCacheMs = 250;
 
@@ -314,6 +318,7 @@ struct Server::Impl {
   int64_t pending_since_ms = 0;
   int64_t last_heartbeat_ms = 0;
   int64_t last_scan_ms = 0;                        // steady ms of the last silent-worker/lease scan
+  int64_t last_db_check_ms = 0;                    // steady ms of the last database file check
   // What the next scheduling pass walks (assign_jobs): every session when assign_dirty, else only
   // the sessions in assign_ready, whose own state changed (a credit granted, a result of theirs
   // received or stored). Everything that can let another session take work (a job queued again
@@ -3112,6 +3117,10 @@ struct Server::Impl {
         (static_cast<int>(pending.size()) >= reliability::kStoreBatchMax ||
          now - pending_since_ms >= reliability::kStoreBatchMaxDelayMs)) {
       flush_results();
+    }
+    if (now - last_db_check_ms >= kDbFileCheckMs) {
+      last_db_check_ms = now;
+      if (Status st = store->check_file_identity(); !st.ok()) return storage_fault("checking the database file", st);
     }
     enforce_time_budgets(now);
     run_health_timers();

@@ -327,6 +327,30 @@ TEST(CommandRun, AStateDirThatCannotHoldAJobStopsTheWorkerAndTheJobRunsElsewhere
   good.kill_hard();
 }
 
+// A command job skipped for want of a worker that runs commands stays skipped in that run; the
+// rerun with --allow-commands said only "already done", and the skip's own advice seemed to do
+// nothing. It now says how to run them.
+TEST(CommandRun, ARerunOfARunWithSkippedCommandsSaysHowToRunThem) {
+  ScratchDir dir("command-skipped-rerun");
+  const auto db = dir / "d.db";
+  const auto plan = write_file(dir / "cmd.toml",
+      "[plan]\nname = \"cmd-skip\"\nmode = \"accuracy\"\n\n"
+      "[[commands]]\nname = \"quick\"\nargv = ['true']\nbackend = \"cpu\"\ntimeout_s = 30\n");
+  const std::vector<std::string> run = {coordinator_binary().string(), "run", "--plan", plan.string(), "--db",
+                                        db.string(), "--heartbeat-ms", "100"};
+  int code = -1;
+  std::string out = run_capture(run, &code, 120s);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("--allow-commands"), std::string::npos) << out;
+  std::vector<std::string> again = run;
+  again.push_back("--allow-commands");
+  out = run_capture(again, &code, 120s);
+  EXPECT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("1 job(s) stay skipped; to run them with other workers or flags, start a new run (--run NAME)"),
+            std::string::npos)
+      << out;
+}
+
 TEST(CommandRun, AWorkerWithoutAllowCommandsNeverGetsOne) {
   ScratchDir dir("command-refused");
   const auto db = dir / "d.db";

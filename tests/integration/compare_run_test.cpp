@@ -321,6 +321,29 @@ TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabas
               2)
         << log;
   }
+  // The message names the database a side file belongs to.
+  EXPECT_EQ(run_logged(dir, "wal-named", {am, "report", "--db", db.string(), "-o", db.string() + "-wal"}, &log), 2);
+  EXPECT_TRUE(has(log, db.string() + "-wal, a file of the database " + db.string() + ";")) << log;
+  // Another database (a copy kept aside, another run's store) is not overwritten either.
+  std::filesystem::copy_file(db, dir / "aside.db");
+  const std::string aside = read_file(dir / "aside.db");
+  EXPECT_EQ(run_logged(dir, "aside", {am, "report", "--db", db.string(), "-o", (dir / "aside.db").string()}, &log), 2)
+      << log;
+  EXPECT_TRUE(has(log, "is an SQLite database; it is not overwritten")) << log;
+  EXPECT_EQ(run_logged(dir, "aside-c", {am, "compare", db.string(), db.string(), "-o", (dir / "aside.db").string()},
+                       &log),
+            2)
+      << log;
+  EXPECT_EQ(read_file(dir / "aside.db"), aside);
+  // An output where none can be made is a usage error naming it, not an I/O fault naming a
+  // temporary file.
+  const std::string nowhere = (dir / "nodir" / "r.md").string();
+  EXPECT_EQ(run_logged(dir, "nodir", {am, "report", "--db", db.string(), "-o", nowhere}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "-o " + nowhere + ": no directory")) << log;
+  EXPECT_FALSE(has(log, ".tmp")) << log;
+  EXPECT_EQ(run_logged(dir, "nodir-c", {am, "compare", db.string(), db.string(), "-o", nowhere}, &log), 2) << log;
+  EXPECT_EQ(run_logged(dir, "isdir", {am, "report", "--db", db.string(), "-o", dir.path().string()}, &log), 2) << log;
+  EXPECT_TRUE(has(log, "is a directory")) << log;
   EXPECT_EQ(read_file(db), before);
   EXPECT_EQ(run_logged(dir, "runs", {am, "runs", "--db", db.string()}, &log), 0) << log;
   EXPECT_TRUE(has(log, "one") && has(log, "two")) << log;

@@ -65,6 +65,8 @@ TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
   // The same finished run judged by another rule: nothing runs again, only the verdict changes.
   EXPECT_EQ(run_logged(dir, "run2", with(run, {"--fail-on", "fail"}), &log, 120s), 0) << log;
   EXPECT_EQ(run_logged(dir, "run3", with(run, {"--fail-on", "timeout"}), &log, 120s), 1) << log;
+  // ... and says why, as the first run did.
+  EXPECT_TRUE(has(log, "2 timeout; exit 1: a job ended in a --fail-on status (timeout)")) << log;
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts"), 2);
 
   // A reader that stops early (`| head`, here `| true`, gone before the first write) is no

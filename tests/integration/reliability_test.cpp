@@ -136,6 +136,19 @@ TEST(Reliability, DeletedDatabaseStopsTheCoordinatorWithExit4AndTheUnackedResult
   }
 }
 
+// With no worker, nothing is written: the coordinator went on serving a deleted database until
+// something made it write (README: "stops at once with exit code 4").
+TEST(Reliability, AnIdleCoordinatorWhoseDatabaseIsDeletedStopsWithExit4) {
+  ScratchDir dir("dbloss-idle");
+  const auto db = dir / "d.db";
+  const auto plan = write_bert_plan(dir / "idle.toml", "idle", 0.1, "[16]", "[\"f32\"]");
+  Process serve(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), dir / "serve.log");
+  ASSERT_FALSE(wait_for_endpoint(dir / "ep").empty()) << serve.log();
+  std::filesystem::remove(db);
+  EXPECT_EQ(serve.wait(15s), 4) << serve.log();
+  EXPECT_TRUE(log_has(dir / "serve.log", "was removed while open")) << serve.log();
+}
+
 TEST(Reliability, HelloReusingAnotherWorkersIdWithoutItsSecretIsRefusedAndForgesNothing) {
   ScratchDir dir("impersonate");
   const auto db = dir / "i.db";
