@@ -1,6 +1,7 @@
 #include "coordinator/report_markdown.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -101,7 +102,11 @@ std::string notes(const MatrixCell& cell) {
   if (cell.status == ResultStatus::kDegraded) {
     parts.push_back("degraded accuracy" + (cell.reason.empty() ? "" : ": " + cell.reason));
   }
-  if (cell.rating == Rating::kNoBaseline) parts.push_back("no cpu f32 latency for this shape");
+  if (cell.rating == Rating::kNoBaseline) {
+    // A baseline that was there but gave no finite, positive ratio is not a missing one.
+    parts.push_back(cell.baseline_ms.has_value() ? "the speed-up over the cpu f32 latency is no finite number (a latency too small or too large)"
+                                   : "no cpu f32 latency for this shape");
+  }
   if (cell.rating == Rating::kNoisy && cell.speedup_interval) {
     const SpeedupEstimate& s = *cell.speedup_interval;
     if (s.has_interval()) {

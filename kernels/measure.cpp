@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "common/clock.h"
@@ -20,18 +21,30 @@ LatencyStats summarize_latency(std::vector<double> samples_ms) {
   std::sort(sorted.begin(), sorted.end());
   s.min_ms = sorted.front();
   s.max_ms = sorted.back();
-  s.median_ms = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  // Midpoint without the sum (two samples near the largest double would overflow it).
+  s.median_ms = n % 2 == 1 ? sorted[n / 2] : sorted[n / 2 - 1] + 0.5 * (sorted[n / 2] - sorted[n / 2 - 1]);
   // Nearest rank: the smallest sample with at least 90% of samples at or below it.
   const std::size_t rank = static_cast<std::size_t>(std::ceil(0.9 * static_cast<double>(n)));
   s.p90_ms = sorted[std::max<std::size_t>(rank, 1) - 1];
-  double sum = 0.0;
-  for (double v : sorted) sum += v;
-  s.mean_ms = sum / static_cast<double>(n);
-  if (n > 1) {
+  const auto moments = [&](double scale) {
+    double sum = 0.0;
+    for (double v : sorted) sum += v / scale;
+    const double mean = sum / static_cast<double>(n);
     double sq = 0.0;
-    for (double v : sorted) sq += (v - s.mean_ms) * (v - s.mean_ms);
-    s.stddev_ms = std::sqrt(sq / static_cast<double>(n - 1));
+    for (double v : sorted) sq += (v / scale - mean) * (v / scale - mean);
+    return std::pair<double, double>(mean, n > 1 ? std::sqrt(sq / static_cast<double>(n - 1)) : 0.0);
+  };
+  auto [mean, stddev] = moments(1.0);
+  // Finite samples whose sum or squares overflow (a command may report any latency > 0): the
+  // same moments of the samples scaled by the largest magnitude, scaled back.
+  const double largest = std::max(std::fabs(s.min_ms), std::fabs(s.max_ms));
+  if ((!std::isfinite(mean) || !std::isfinite(stddev)) && std::isfinite(largest) && largest > 0.0) {
+    std::tie(mean, stddev) = moments(largest);
+    mean *= largest;
+    stddev *= largest;
   }
+  s.mean_ms = mean;
+  if (n > 1) s.stddev_ms = stddev;
   return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include "coordinator/matrix.h"
 #include "coordinator/ratings.h"
+#include "coordinator/report_markdown.h"
 #include "coordinator/stored_json.h"
 #include "store_fixture.h"
 
@@ -372,6 +373,11 @@ TEST_F(MatrixFromStore, ASpeedUpThatOverflowsBacksNoBand) {
   EXPECT_EQ(cell->rating, Rating::kNoBaseline);
   EXPECT_FALSE(cell->speedup.has_value());
   EXPECT_FALSE(cell->speedup_interval.has_value());
+  // The baseline was there: the report says the ratio is unusable, not that it is missing.
+  EXPECT_TRUE(cell->baseline_ms.has_value());
+  const std::string md = render_markdown(run_record(), rows());
+  EXPECT_NE(md.find("the speed-up over the cpu f32 latency is no finite number"), std::string::npos) << md;
+  EXPECT_EQ(md.find("no cpu f32 latency for this shape"), std::string::npos) << md;
   // And the interval alone non-finite (finite medians): no band either.
   SpeedupEstimate nan_interval = exact(1.5);
   nan_interval.low = std::nan("");

@@ -122,6 +122,22 @@ TEST(Latency, SummarizesSamples) {
   EXPECT_EQ(j.at("samples").size(), 10u);
 }
 
+// A command may report any finite latency > 0: samples near the largest double overflowed the
+// median's and the mean's sums to infinity, stored as "not measured".
+TEST(Latency, SamplesNearTheLargestDoubleKeepFiniteMedianMeanAndSpread) {
+  const double big = 1.7e308;
+  const LatencyStats same = summarize_latency(std::vector<double>(6, big));
+  EXPECT_DOUBLE_EQ(same.median_ms, big);
+  EXPECT_DOUBLE_EQ(same.mean_ms, big);
+  EXPECT_DOUBLE_EQ(same.stddev_ms, 0.0);
+  const LatencyStats spread = summarize_latency({big, 0.5 * big, big, 0.5 * big});
+  EXPECT_DOUBLE_EQ(spread.median_ms, 0.75 * big);
+  EXPECT_DOUBLE_EQ(spread.mean_ms, 0.75 * big);
+  // Sample stddev of {1, .5, 1, .5} is sqrt(1/12), scaled by big.
+  EXPECT_NEAR(spread.stddev_ms / big, std::sqrt(1.0 / 12.0), 1e-12);
+  EXPECT_TRUE(std::isfinite(spread.stddev_ms));
+}
+
 TEST(Latency, RunsWarmupThenUntilMinRepsAndMinTime) {
   int calls = 0;
   MeasureOptions o;
