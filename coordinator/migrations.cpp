@@ -1,5 +1,6 @@
 #include "coordinator/migrations.h"
 
+#include <cstring>
 #include <string>
 
 #include "common/clock.h"
@@ -268,6 +269,55 @@ CREATE TRIGGER runs_plan_hash_updated AFTER UPDATE OF plan_hash ON runs WHEN NEW
 END;
 )sql";
 
+// Version 9: the state CHECKs of jobs and attempts without IN lists. SQLite evaluates a CHECK
+// `x IN ('a', 'b', 'c')` by building an ephemeral index of the list on every row written (a
+// B-tree opened and closed per statement), which was a tenth of storing a lease and a result
+// (docs/SCALE.md "Ingest"); the same test written as `x = 'a' OR x = 'b' OR ...` is plain
+// comparisons. The constraint is unchanged in meaning and every stored row satisfies both, so
+// the table's text is edited in place (SQLite's documented procedure for changing a CHECK:
+// writable_schema, then a new schema cookie) instead of rebuilding a million-row table.
+struct CheckRewrite {
+  const char* table;
+  const char* from;
+  const char* to;
+};
+constexpr CheckRewrite kV9Checks[] = {
+    {"jobs", "CHECK (state IN ('queued', 'leased', 'done'))",
+     "CHECK (state = 'queued' OR state = 'leased' OR state = 'done')"},
+    {"attempts", "CHECK (state IN ('leased', 'done', 'expired', 'interrupted'))",
+     "CHECK (state = 'leased' OR state = 'done' OR state = 'expired' OR state = 'interrupted')"},
+};
+
+Result<int64_t> single_int(sqlite3* db, const char* sql);
+
+Status rewrite_state_checks(sqlite3* db) {
+  AM_ASSIGN_OR_RETURN(int64_t cookie, single_int(db, "PRAGMA schema_version"));
+  AM_RETURN_IF_ERROR(sqlite::exec(db, "PRAGMA writable_schema = ON"));
+  Status done = [&]() -> Status {
+    for (const CheckRewrite& r : kV9Checks) {
+      AM_ASSIGN_OR_RETURN(auto sql, sqlite::Statement::prepare(
+                                        db, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?"));
+      sql.bind(1, r.table);
+      AM_ASSIGN_OR_RETURN(bool row, sql.step());
+      const std::string text = row ? sql.column_text(0) : std::string();
+      // Exactly one occurrence of the old text, or the table is not what this build made.
+      const std::size_t at = text.find(r.from);
+      if (at == std::string::npos || text.find(r.from, at + 1) != std::string::npos) {
+        return failed_precondition(std::string("table ") + r.table + " does not have the state CHECK of schema 8");
+      }
+      AM_ASSIGN_OR_RETURN(auto update, sqlite::Statement::prepare(
+                                           db, "UPDATE sqlite_master SET sql = ? WHERE type = 'table' AND name = ?"));
+      update.bind(1, text.substr(0, at) + r.to + text.substr(at + std::strlen(r.from))).bind(2, r.table);
+      AM_RETURN_IF_ERROR(update.run());
+    }
+    return sqlite::exec(db, "PRAGMA schema_version = " + std::to_string(cookie + 1));
+  }();
+  // RESET also makes this connection read the edited schema back.
+  Status reset = sqlite::exec(db, "PRAGMA writable_schema = RESET");
+  AM_RETURN_IF_ERROR(done);
+  return reset;
+}
+
 constexpr Migration kAll[] = {
     {1, kSchemaV1},
     {2, kSchemaV2},
@@ -277,6 +327,7 @@ constexpr Migration kAll[] = {
     {6, kSchemaV6},
     {7, kSchemaV7},
     {8, kSchemaV8},
+    {9, nullptr, rewrite_state_checks},
 };
 
 static_assert(kApplicationId == 1095587889, "keep the PRAGMA in kSchemaV1 in step");
@@ -350,7 +401,8 @@ Status migrate(sqlite3* db, int target_version) {
       current = locked_version;
       continue;   // tx rolls back: nothing to do
     }
-    Status applied = sqlite::exec(db, m.sql);
+    Status applied = m.sql != nullptr ? sqlite::exec(db, m.sql) : Status::Ok();
+    if (applied.ok() && m.apply != nullptr) applied = m.apply(db);
     if (!applied.ok()) {
       return applied.with_context(path + ": migration to schema version " +
                                   std::to_string(m.version) + " failed");

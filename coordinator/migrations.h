@@ -1,6 +1,6 @@
 // The store's schema and its migrations.
 //
-// Contract: kMigrations is the ordered list of (version, SQL); version N turns a version N-1
+// Contract: kMigrations is the ordered list of (version, SQL and/or a function); version N turns a version N-1
 // database into a version N one. migrate() checks that the file is an accelmatrix database
 // (or empty) and not newer than this build, then applies each missing migration in its own
 // transaction, recording it in `schema_version`. A refused database is left untouched: the
@@ -25,7 +25,8 @@ inline constexpr int32_t kApplicationId = 0x414D5831;
 
 struct Migration {
   int version;
-  const char* sql;
+  const char* sql;                      // run first, when not null
+  Status (*apply)(sqlite3* db) = nullptr;   // then this, when not null (inside the same transaction)
 };
 
 std::span<const Migration> migrations();

@@ -60,10 +60,10 @@ namespace sqlite {
 class Statement;
 }
 
-inline constexpr int kSchemaVersion = 8;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
+inline constexpr int kSchemaVersion = 9;   // 2: worker_credentials, counters; 3: interrupted attempts, runs.plan_hash;
                                           // 4: device_events; 5: placement targets, exclusive attempts, host ids;
                                           // 6: specs stored once per family (spec_families.h); 7: runs.plan_digest;
-                                          // 8: run_submissions, plan_jobs.cancelled
+                                          // 8: run_submissions, plan_jobs.cancelled; 9: state CHECKs without IN lists
 // The oldest schema open_read_only() reads without migrating: runs, jobs, attempts and workers
 // (everything report_rows(), list_runs() and list_workers() read) have not changed since
 // version 1, except runs.plan_hash (3), which is read only where the column exists, and

@@ -50,10 +50,10 @@ TEST(StoreOpen, CreatesCurrentSchemaVersionInWalMode) {
   auto store = Store::open(path);
   ASSERT_TRUE(store.ok()) << store.status().to_string();
   EXPECT_EQ((*store)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(kSchemaVersion, 8);
+  EXPECT_EQ(kSchemaVersion, 9);
   EXPECT_EQ(raw_query(path, "PRAGMA journal_mode"), "wal");
   EXPECT_EQ(raw_query(path, "PRAGMA application_id"), std::to_string(kApplicationId));
-  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4,5,6,7,8");
+  EXPECT_EQ(raw_query(path, "SELECT group_concat(version) FROM schema_version"), "1,2,3,4,5,6,7,8,9");
   for (const char* table : {"runs", "jobs", "attempts", "workers", "schema_version",
                             "worker_credentials", "counters"}) {
     EXPECT_EQ(raw_query(path, std::string("SELECT count(*) FROM sqlite_master WHERE type='table' AND name='") +
@@ -109,7 +109,7 @@ TEST(StoreOpen, ReopeningAppliesNoMigrationAgain) {
   auto again = Store::open(path);
   ASSERT_TRUE(again.ok()) << again.status().to_string();
   EXPECT_EQ((*again)->schema_version(), kSchemaVersion);
-  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "8");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM schema_version"), "9");
   EXPECT_EQ(raw_query(path, "SELECT applied_at FROM schema_version"), applied_at);
 }
 
@@ -250,6 +250,74 @@ TEST(StoreOpen, ASchemaTwoDatabaseIsMigratedToTheCurrentSchemaWithEveryRowKept) 
             "1");
   // The new state is accepted by the rebuilt table.
   raw_exec(path, "UPDATE attempts SET state = 'interrupted' WHERE attempt = 1");
+}
+
+// Schema 9 rewrites the state CHECKs of jobs and attempts without IN lists (each written row
+// paid an ephemeral index for the list). A schema-8 database keeps its rows, passes the
+// integrity check, still refuses a state outside the list, and writes a state without an
+// ephemeral table.
+TEST(StoreOpen, SchemaNineStateChecksRefuseTheSameStatesWithoutAnEphemeralTablePerRow) {
+  TempDir dir;
+  const auto path = dir.path() / "v8.db";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    Status migrated = migrate(db, 8);
+    sqlite3_close(db);
+    ASSERT_TRUE(migrated.ok()) << migrated.to_string();
+  }
+  raw_exec(path, R"sql(
+    INSERT INTO runs(run_id) VALUES ('r');
+    INSERT INTO jobs(run_id, job_id, seq, spec_json, model, architecture, backend, precision, batch, seq_len, state)
+      VALUES ('r', 'j1', 1, '{}', 'bert-tiny', 'encoder-only', 'cpu', 'f32', 1, 32, 'leased');
+    INSERT INTO attempts(run_id, job_id, attempt, worker_id, state) VALUES ('r', 'j1', 1, 'w', 'interrupted');
+  )sql");
+  // Whether SQLite's program for `sql` opens an ephemeral table (the IN list's index).
+  const auto explain_has_ephemeral = [&](const std::string& sql) {
+    sqlite3* db = nullptr;
+    if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) return false;
+    sqlite3_stmt* stmt = nullptr;
+    bool found = false;
+    if (sqlite3_prepare_v2(db, ("EXPLAIN " + sql).c_str(), -1, &stmt, nullptr) == SQLITE_OK) {
+      while (sqlite3_step(stmt) == SQLITE_ROW) {
+        const auto* op = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1));
+        found = found || (op != nullptr && std::string(op) == "OpenEphemeral");
+      }
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return found;
+  };
+  const std::string write_job = "UPDATE jobs SET state = 'done' WHERE run_id = 'r' AND job_id = 'j1'";
+  const std::string write_attempt = "UPDATE attempts SET state = 'done' WHERE run_id = 'r' AND job_id = 'j1'";
+  ASSERT_TRUE(explain_has_ephemeral(write_job)) << "the schema-8 CHECK this test is about";
+  ASSERT_TRUE(explain_has_ephemeral(write_attempt));
+
+  auto store = Store::open(path);
+  ASSERT_TRUE(store.ok()) << store.status().to_string();
+  EXPECT_EQ((*store)->schema_version(), 9);
+  store->reset();
+  EXPECT_FALSE(explain_has_ephemeral(write_job));
+  EXPECT_FALSE(explain_has_ephemeral(write_attempt));
+  EXPECT_EQ(raw_query(path, "PRAGMA integrity_check"), "ok");
+  EXPECT_EQ(raw_query(path, "SELECT state FROM jobs"), "leased");
+  EXPECT_EQ(raw_query(path, "SELECT state FROM attempts"), "interrupted");
+  EXPECT_EQ(raw_query(path, "SELECT count(*) FROM sqlite_master WHERE sql LIKE '%state IN (%'"), "0");
+  // The same states are refused, by a connection that never saw the old text.
+  for (const std::string& bad : {std::string("UPDATE jobs SET state = 'bogus'"),
+                                 std::string("UPDATE attempts SET state = 'queued'")}) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    char* err = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, bad.c_str(), nullptr, nullptr, &err), SQLITE_CONSTRAINT) << bad;
+    EXPECT_NE(std::string(err ? err : "").find("CHECK constraint failed"), std::string::npos) << (err ? err : "");
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  for (const char* good : {"done", "queued"}) {
+    raw_exec(path, std::string("UPDATE jobs SET state = '") + good + "'");
+  }
+  raw_exec(path, "UPDATE attempts SET state = 'expired'");
 }
 
 // A database replaced under its writer: the writer's -wal and -shm were left at the path, and
