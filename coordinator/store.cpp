@@ -281,20 +281,30 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
   // last transactions, which workers re-send until acknowledged anyway.
   AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;"));
   AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA cache_size = " + std::to_string(-kWriterCacheKib)));
+  int64_t checkpoint_pages = 0;
   {
     AM_ASSIGN_OR_RETURN(auto page, Statement::prepare(db.get(), "PRAGMA page_size"));
     AM_ASSIGN_OR_RETURN(bool row, page.step());
     const int64_t page_bytes = row ? std::max<int64_t>(512, page.column_int64(0)) : 4096;
-    AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA wal_autocheckpoint = " +
-                                                  std::to_string(kWalAutocheckpointBytes / page_bytes)));
+    checkpoint_pages = kWalAutocheckpointBytes / page_bytes;
+    AM_RETURN_IF_ERROR(sqlite::exec(db.get(), "PRAGMA wal_autocheckpoint = " + std::to_string(checkpoint_pages)));
   }
   AM_RETURN_IF_ERROR(migrate(db.get(), kSchemaVersion));
   struct stat st {};
   if (::stat(db_path.c_str(), &st) != 0) {
     return io_error(db_path.string() + ": cannot stat the database file just opened");
   }
-  return std::unique_ptr<Store>(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
-                                          static_cast<uint64_t>(st.st_ino)));
+  std::unique_ptr<Store> store(new Store(db.release(), db_path, static_cast<uint64_t>(st.st_dev),
+                                         static_cast<uint64_t>(st.st_ino)));
+  // The WAL is copied back on a thread of its own (coordinator/wal_checkpointer.h); without it
+  // (no second connection), SQLite's automatic checkpoint set above stays.
+  if (auto checkpointer = WalCheckpointer::start(store->db_, db_path, checkpoint_pages); checkpointer.ok()) {
+    store->checkpointer_ = std::move(*checkpointer);
+  } else {
+    get_logger("coordinator/store")
+        ->warn("{}: checkpoints stay in the writer's commits: {}", db_path.string(), checkpointer.status().to_string());
+  }
+  return store;
 }
 
 namespace {
@@ -436,6 +446,7 @@ void Store::set_sidecars_aside() const {
 }
 
 Store::~Store() {
+  checkpointer_.reset();   // its connection closes first: the writer, last, checkpoints and removes the WAL
   statements_.clear();   // finalized before the connection closes
   sqlite::SqliteDb closer(db_);
 }

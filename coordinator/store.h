@@ -51,6 +51,7 @@
 #include "common/status.h"
 #include "coordinator/spec_families.h"
 #include "coordinator/job_state.h"
+#include "coordinator/wal_checkpointer.h"
 #include "jobs/plan.h"
 
 struct sqlite3;
@@ -443,6 +444,7 @@ class Store {
   mutable std::string sidecars_moved_;
   void set_sidecars_aside() const;
   bool read_only_ = false;
+  std::unique_ptr<WalCheckpointer> checkpointer_;   // writers only; reset first in ~Store
   bool immutable_ = false;
 };
 
