@@ -52,7 +52,9 @@ constexpr int64_t kLocalWorkerExitWaitMs = 15'000;
 
 // Prints "error: <what>" and returns `exit_code`.
 int fail(const std::string& what, int exit_code) {
-  std::cerr << "error: " << what << "\n";
+  // Messages quote what users and peers wrote (a plan's names, a file path): made inert, so a
+  // plan cannot clear or rewrite the screen of whoever checks it.
+  std::cerr << "error: " << terminal_safe(what, /*keep_newlines=*/true) << "\n";
   return exit_code;
 }
 int fail(const Status& st) { return fail(st.message(), exit_code_for_error(st)); }

@@ -14,6 +14,7 @@
 #include "common/build_info.h"
 #include "common/exit_codes.h"
 #include "common/log.h"
+#include "common/utf8.h"
 #include "coordinator/commands.h"
 #include "jobs/plan.h"
 #include "jobs/suggest.h"
@@ -309,11 +310,11 @@ int main(int argc, char** argv) {
                                                    plan_cmd,   keys_cmd,   status_cmd, submit_cmd,
                                                    cancel_cmd, drain_cmd,  release_cmd, runs_cmd};
     if (auto unknown = unknown_subcommand(app, subcommands)) {
-      std::cerr << "error: " << *unknown << "\n";
+      std::cerr << "error: " << am::terminal_safe(*unknown, true) << "\n";
       return am::kExitUsage;
     }
     const auto [command, words] = failed_command(app, subcommands, argc, argv);
-    std::cerr << am::jobs::usage_error_text(e.what(), command, words) << "\n";
+    std::cerr << am::terminal_safe(am::jobs::usage_error_text(e.what(), command, words), true) << "\n";
     return am::kExitUsage;
   }
   const auto [log_level, quiet] = combine(verbosity);

@@ -3139,7 +3139,9 @@ struct Server::Impl {
     if (budget_s.empty() || serve_started_ms == 0 || first_worker_ms == 0) return;
     for (const auto& [run_id, budget] : budget_s) {
       const int64_t from = std::max({serve_started_ms, first_worker_ms, budget_from_ms[run_id]});
-      if (now - from < static_cast<int64_t>(budget * 1000.0)) continue;
+      // Compared as doubles: a budget of 1e19 s cast to int64 ms overflowed (undefined; here it
+      // came out negative) and every job of the run was skipped at once.
+      if (static_cast<double>(now - from) < budget * 1000.0) continue;
       const std::string reason = fmt::format("time budget: the plan's time_budget_s = {:g} ran out before it started", budget);
       if (budget_spent.insert(run_id).second) {
         const int queued = unplaced_plan_jobs(&run_id) + queued_by_run[run_id];

@@ -3,6 +3,7 @@
 #include "jobs/spec_limits.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -502,6 +503,31 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
       errors.add(*commands, "commands: empty list (name at least one command, or leave the key out)");
     } else {
       command_specs = detail::read_command_tables(*command_tables, header.mode, defaults, errors);
+    }
+  }
+
+  // The plan's size is known before anything is expanded: the product of each entry's lists,
+  // summed (duplicates run once, so this bounds it from above). Past the cap the plan is refused
+  // here, before a single job is made: expanding first took gigabytes and seconds (the
+  // coordinator's whole loop, for a `submit`) to find the same answer.
+  {
+    double bound = static_cast<double>(command_specs.size());
+    for (const ModelRequest& m : requests) {
+      if (!m.ok) continue;
+      const PlanSettings& s = m.settings;
+      bound += static_cast<double>(s.backends.value.size()) * static_cast<double>(s.precisions.value.size()) *
+               static_cast<double>(s.batch.value.size()) * static_cast<double>(s.seq_len.value.size());
+    }
+    if (bound > static_cast<double>(header.max_jobs)) {
+      char count[64];
+      std::snprintf(count, sizeof count, "%.0f", bound);
+      errors.add_unplaced(std::string("plan expands to up to ") + count +
+                          " jobs (each entry's backends × precisions × batch × seq_len, summed): more than " +
+                          std::to_string(header.max_jobs) + " jobs (plan.max_jobs" +
+                          (header.max_jobs == kDefaultMaxJobsPerPlan ? ", the default" : "") +
+                          "); raise [plan] max_jobs (at most " + std::to_string(kMaxJobsLimit) +
+                          ") or split it into smaller plans");
+      return errors.status();
     }
   }
 

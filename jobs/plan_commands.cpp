@@ -203,16 +203,18 @@ std::vector<JobSpec> read_command_tables(const toml::array& commands, const std:
       continue;
     }
     Entry e = read_entry(*t, i, mode, defaults, errors);
-    if (!e.ok) continue;
-    const std::string& name = e.spec.command->name;
-    auto [it, inserted] = first_line.emplace(name, t->source().begin.line);
-    if (!inserted) {
-      const toml::node* name_node = t->get("name");
-      errors.add(name_node != nullptr ? name_node->source() : t->source(),
-                 "commands[" + std::to_string(i) + "].name: duplicate command name '" + name +
-                     "' (first used at line " + std::to_string(it->second) + ")");
-      continue;
+    // Names are compared whether or not the rest of the entry read (every problem at once).
+    const toml::node* name_node = t->get("name");
+    if (const std::optional<std::string> name = name_node != nullptr ? name_node->value<std::string>() : std::nullopt;
+        name && !name->empty()) {
+      auto [it, inserted] = first_line.emplace(*name, t->source().begin.line);
+      if (!inserted) {
+        errors.add(name_node->source(), "commands[" + std::to_string(i) + "].name: duplicate command name '" + *name +
+                                            "' (first used at line " + std::to_string(it->second) + ")");
+        continue;
+      }
     }
+    if (!e.ok) continue;
     out.push_back(std::move(e.spec));
   }
   return out;

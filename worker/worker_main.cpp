@@ -146,8 +146,9 @@ int worker_main(int argc, char** argv, const WorkerMainHooks& hooks) {
   } catch (const CLI::ParseError& e) {
     // --help/--version exit 0; every parse error is a usage error, not CLI11's own code.
     if (e.get_exit_code() == 0) return app.exit(e) == 0 ? am::kExitOk : am::kExitUsage;
-    std::cerr << am::jobs::usage_error_text(e.what(), am::jobs::usage_command_of(app, "accelmatrix-worker"),
-                                            std::vector<std::string>(argv + 1, argv + argc))
+    std::cerr << am::terminal_safe(am::jobs::usage_error_text(e.what(), am::jobs::usage_command_of(app, "accelmatrix-worker"),
+                                                              std::vector<std::string>(argv + 1, argv + argc)),
+                                  true)
               << "\n";
     return am::kExitUsage;
   }

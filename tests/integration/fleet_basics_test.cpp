@@ -319,6 +319,24 @@ TEST(WorkerIdentity, AnIdOrTagTheProtocolRefusesIsAUsageErrorNamingTheFlag) {
   }
 }
 
+// A plan's names are quoted in its errors: an escape sequence in one reached the terminal of
+// whoever checked the plan (clear the screen, recolour, retitle).
+TEST(RunExitCodes, APlansEscapeSequencesReachNoTerminalThroughItsErrors) {
+  ScratchDir dir("plan-escapes");
+  const auto plan = write_file(dir / "esc.toml",
+                               "[plan]\nname = \"esc\"\n[[models]]\nname = \"bert-tiny\\u001b[2J\"\n"
+                               "tags = { \"gpu\\u001b[31m\" = \"a\" }\n");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "plan", {coordinator_binary().string(), "plan", plan.string(), "--catalog", catalog_dir()},
+                       &log),
+            2)
+      << log;
+  EXPECT_TRUE(has(log, "unknown model 'bert-tiny")) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+  EXPECT_EQ(run_logged(dir, "arg", {coordinator_binary().string(), "plan", "--frob\x1b[2J"}, &log), 2) << log;
+  EXPECT_EQ(log.find('\x1b'), std::string::npos) << log;
+}
+
 TEST(Endpoints, AWorkerGivenAnEndpointThatCanNeverWorkExitsTwoInsteadOfRetrying) {
   ScratchDir dir("ep-worker");
   for (const std::string bad : {"tcp://127.0.0.1:99999", "garbage", "tcp://:80", "tcp://host:0"}) {

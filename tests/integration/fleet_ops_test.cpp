@@ -507,6 +507,20 @@ TEST(TimeBudget, WhenItRunsOutNoNewJobStartsAndTheRestIsSkippedWithTheReportPrin
   EXPECT_GT(sql_int(db, "SELECT finished_at FROM runs WHERE run_id = 'budget'"), 0);
 }
 
+// Any number >= 0 is a budget (docs/PLANS.md); one too large for milliseconds in 64 bits skipped
+// every job at once.
+TEST(TimeBudget, AHugeBudgetNeverRunsOut) {
+  ScratchDir dir("budget-huge");
+  const auto db = dir / "h.db";
+  const auto plan = write_file(dir / "huge.toml",
+                               "[plan]\nname = \"huge\"\nmode = \"accuracy\"\ntime_budget_s = 1e19\n\n"
+                               "[[models]]\nname = \"selftest:pass\"\nbatch = [1, 2]\n");
+  std::string log;
+  EXPECT_EQ(run_logged(dir, "huge", run_args(plan, db), &log), 0) << log;
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM jobs WHERE status = 'pass'"), 2) << log;
+  EXPECT_FALSE(has(log, "ran out")) << log;
+}
+
 TEST(TimeBudget, ItCountsFromTheFirstWorkerSoACoordinatorWaitingForItsFleetSkipsNothing) {
   ScratchDir dir("budget-wait");
   const auto db = dir / "w.db";

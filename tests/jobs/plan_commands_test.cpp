@@ -183,6 +183,16 @@ TEST_F(CommandPlan, CommandsMustBeAnArrayOfTables) {
   EXPECT_NE(empty.find("commands: empty list"), std::string::npos) << empty;
 }
 
+// Every problem at once: a duplicate name was only reported once the first entry's own error
+// was fixed.
+TEST_F(CommandPlan, ADuplicateNameIsReportedBesideTheFirstEntrysOwnError) {
+  const std::string error = error_of(std::string(kHeader) +
+                                     "[[commands]]\nname = \"c1\"\nargv = []\nbackend = \"cpu\"\n"
+                                     "[[commands]]\nname = \"c1\"\nargv = [\"true\"]\nbackend = \"cpu\"\n");
+  EXPECT_NE(error.find("commands[0].argv: empty"), std::string::npos) << error;
+  EXPECT_NE(error.find("commands[1].name: duplicate command name 'c1'"), std::string::npos) << error;
+}
+
 TEST_F(CommandPlan, APlanNeedsAModelOrACommand) {
   EXPECT_NE(error_of(kHeader).find("no [[models]] or [[commands]] entries"), std::string::npos);
 }

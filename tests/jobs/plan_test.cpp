@@ -302,6 +302,19 @@ name = "tiny-a"
   EXPECT_NE(refused.status().message().find("more than 5 jobs (plan.max_jobs)"), std::string::npos)
       << refused.status().message();
   EXPECT_NE(refused.status().message().find("raise [plan] max_jobs"), std::string::npos);
+  // Refused from the lists' lengths, before a job is made: 1000 batches × 1000 lengths × 9
+  // precisions × 7 backends is 63 million jobs, which expanded first took gigabytes to refuse.
+  std::string huge = "[plan]\nname = \"huge\"\n[defaults]\nbackends = [\"cpu\", \"opencl\", \"vulkan\", \"cuda\", "
+                     "\"rocm\", \"openvino\", \"qnn\"]\nprecisions = [\"f32\", \"f16\", \"bf16\", \"q8_0\", \"q4_0\", "
+                     "\"q4_1\", \"q3_k\", \"q2_k\", \"mixed\"]\nbatch = [";
+  for (int i = 1; i <= 1000; ++i) huge += std::to_string(i) + (i < 1000 ? ", " : "]\nseq_len = [");
+  for (int i = 1; i <= 1000; ++i) huge += std::to_string(i) + (i < 1000 ? ", " : "]\n[[models]]\nname = \"tiny-a\"\n");
+  auto too_big = load(huge.c_str());
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_NE(too_big.status().message().find("plan expands to up to 63000000 jobs"), std::string::npos)
+      << too_big.status().message();
+  EXPECT_NE(too_big.status().message().find("more than 1000000 jobs (plan.max_jobs, the default)"), std::string::npos)
+      << too_big.status().message();
   expect_error_at(R"(
 [plan]
 name = "capped"
