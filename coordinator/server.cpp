@@ -2037,6 +2037,7 @@ struct Server::Impl {
     }
     if (std::string problem = jobs::run_id_problem(run_id); !problem.empty()) return invalid_argument(problem);
     AM_ASSIGN_OR_RETURN(jobs::Plan plan, opt.plan_parser(text, name.empty() ? "submitted plan" : name, run_id));
+    keep_peers_alive();   // the expansion of a large plan takes a while; its storing calls this too
     if (run_id.empty()) run_id = plan.name;
     const std::size_t before = jobs.size();
     SubmitOptions options;
@@ -3079,6 +3080,27 @@ struct Server::Impl {
   }
 
   // ---- timers ------------------------------------------------------------------------------
+  // Heartbeats to every worker when one is due, from inside a long operation of the loop (a
+  // large submit's store writes): workers that hear nothing for their liveness reconnect.
+  void keep_peers_alive() {
+    const int64_t now = steady_ms();
+    if (now - last_heartbeat_ms < opt.heartbeat_interval_ms) return;
+    last_heartbeat_ms = now;
+    for (const auto& [identity, s] : sessions) send(identity, proto::Heartbeat{});
+  }
+
+  // After a message whose handling kept the loop from reading for longer than a heartbeat
+  // interval (a large submit), the workers' own heartbeats of that time are still queued: their
+  // liveness restarts now rather than ending them for the coordinator's pause.
+  void after_handling(int64_t started_ms) {
+    const int64_t now = steady_ms();
+    if (now - started_ms <= opt.heartbeat_interval_ms) return;
+    logger()->info("the loop was busy for {} ms; the liveness of {} worker(s) restarts", now - started_ms,
+                   sessions.size());
+    for (auto& [identity, s] : sessions) s.last_seen_ms = std::max(s.last_seen_ms, now);
+    keep_peers_alive();
+  }
+
   void run_timers() {
     if (fatal) return;
     const int64_t now = steady_ms();
@@ -3196,6 +3218,7 @@ Result<std::unique_ptr<Server>> Server::create(const ServerOptions& options) {
   auto store = Store::open(options.db_path);
   if (!store.ok()) return store.status().with_context("opening " + options.db_path.string());
   auto impl = std::make_unique<Impl>(options, std::move(store).value(), std::move(router).value());
+  impl->store->set_busy_hook([raw = impl.get()] { raw->keep_peers_alive(); });
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
@@ -3304,12 +3327,16 @@ Status Server::serve_loop(const std::atomic<bool>& stop) {
     auto first = m.router.recv(static_cast<int>(reliability::kPollTickMs));
     if (!first.ok()) return first.status().with_context("coordinator receive");
     if (first->has_value()) {
+      int64_t started = steady_ms();
       m.handle(**first);
+      m.after_handling(started);
       for (int i = 1; i < kMaxMessagesPerTick; ++i) {
         auto more = m.router.recv(0);
         if (!more.ok()) return more.status().with_context("coordinator receive");
         if (!more->has_value()) break;
+        started = steady_ms();
         m.handle(**more);
+        m.after_handling(started);
       }
     }
     m.run_timers();

@@ -697,6 +697,7 @@ Result<int> Store::add_jobs(const std::string& run_id, const std::vector<jobs::P
   // A family's row is written with its first job (or found, when an earlier submit wrote it).
   SpecFamilyWriter specs(db_, run_id);
   for (std::size_t i = 0; i < jobs.size(); ++i) {
+    busy_tick(i);
     const jobs::PlannedJob& job = jobs[i];
     if (job.job_id.empty()) return invalid_argument("empty job id in run '" + run_id + "'");
     AM_ASSIGN_OR_RETURN(SpecFamilyWriter::Stored spec, specs.stored(job.spec));
@@ -745,7 +746,9 @@ Result<int> Store::add_plan_jobs(const std::string& run_id, const std::vector<jo
   const int64_t now = now_epoch_ms();
   int inserted = 0;
   SpecDumps dumps;
+  std::size_t row = 0;
   for (const jobs::PlannedJob& job : plan_jobs) {
+    busy_tick(row++);
     if (job.job_id.empty()) return invalid_argument("empty plan job id in run '" + run_id + "'");
     insert.reset();
     insert.bind(1, run_id)

@@ -395,6 +395,12 @@ class Store {
   Status save_counters(const std::map<std::string, uint64_t>& counters, int64_t at_ms);
   Result<std::map<std::string, uint64_t>> load_counters();
 
+  // Called every kBusyHookRows rows of a bulk write (add_jobs, add_plan_jobs), on the caller's
+  // thread: a coordinator storing a large submitted plan keeps its workers' heartbeats going
+  // (Server) instead of going silent for seconds. Empty: none.
+  static constexpr std::size_t kBusyHookRows = 4096;
+  void set_busy_hook(std::function<void()> hook) { busy_hook_ = std::move(hook); }
+
   // OK while the database path still names the opened file (see the contract above).
   Status check_file_identity() const;
   const std::filesystem::path& path() const { return path_; }
@@ -445,6 +451,10 @@ class Store {
   void set_sidecars_aside() const;
   bool read_only_ = false;
   std::unique_ptr<WalCheckpointer> checkpointer_;   // writers only; reset first in ~Store
+  std::function<void()> busy_hook_;
+  void busy_tick(std::size_t row) const {
+    if (busy_hook_ && row > 0 && row % kBusyHookRows == 0) busy_hook_();
+  }
   bool immutable_ = false;
 };
 
