@@ -19,6 +19,14 @@ std::string errno_text() { return std::strerror(errno); }
 }  // namespace
 
 Result<AtomicFileWriter> AtomicFileWriter::create(const std::filesystem::path& path, mode_t mode) {
+  struct stat existing {};
+  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) && !S_ISDIR(existing.st_mode)) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd.valid()) return io_error("cannot open " + path.string() + " for writing: " + errno_text());
+    AtomicFileWriter writer(path, path, fd.release());
+    writer.direct_ = true;
+    return writer;
+  }
   std::filesystem::path tmp = path;
   tmp += ".tmp";
   // A leftover temporary keeps its old permissions under O_TRUNC: start from nothing.
@@ -37,6 +45,7 @@ AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
     : path_(std::move(other.path_)),
       tmp_(std::move(other.tmp_)),
       fd_(std::exchange(other.fd_, -1)),
+      direct_(other.direct_),
       failed_(other.failed_),
       synced_to_(other.synced_to_),
       unsynced_(other.unsynced_) {}
@@ -44,7 +53,7 @@ AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
 AtomicFileWriter::~AtomicFileWriter() {
   if (fd_ < 0) return;
   ::close(fd_);
-  ::unlink(tmp_.c_str());
+  if (!direct_) ::unlink(tmp_.c_str());
 }
 
 Status AtomicFileWriter::fail(const std::string& what) {
@@ -52,7 +61,7 @@ Status AtomicFileWriter::fail(const std::string& what) {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   failed_ = true;
-  ::unlink(tmp_.c_str());
+  if (!direct_) ::unlink(tmp_.c_str());
   return io_error(message);
 }
 
@@ -68,7 +77,7 @@ Status AtomicFileWriter::append(std::string_view content) {
   // Start writing back what is written so far without waiting for it, so that commit()'s fsync
   // does not find gigabytes of a large report still dirty. Advisory: its failure changes nothing.
   unsynced_ += content.size();
-  if (unsynced_ >= kWritebackBytes) {
+  if (!direct_ && unsynced_ >= kWritebackBytes) {
     ::sync_file_range(fd_, static_cast<off64_t>(synced_to_), static_cast<off64_t>(unsynced_), SYNC_FILE_RANGE_WRITE);
     synced_to_ += unsynced_;
     unsynced_ = 0;
@@ -78,6 +87,14 @@ Status AtomicFileWriter::append(std::string_view content) {
 
 Status AtomicFileWriter::commit() {
   if (fd_ < 0) return failed_precondition(tmp_.string() + ": " + (failed_ ? "an earlier write failed" : "already committed"));
+  if (direct_) {
+    // A pipe or a device has nothing to flush or rename; its close may still report an error.
+    if (::close(std::exchange(fd_, -1)) != 0) {
+      failed_ = true;
+      return io_error("cannot close " + path_.string() + ": " + errno_text());
+    }
+    return Status::Ok();
+  }
   if (::fsync(fd_) != 0) return fail("cannot flush");
   const int fd = std::exchange(fd_, -1);
   if (::close(fd) != 0) {

@@ -28,6 +28,10 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
 // "<path>.tmp" as above, append() writes through to it, commit() flushes, closes and renames it
 // over `path`. Destroyed without a successful commit() (an error on the way), it removes the
 // temporary and `path` stays as it was. append() and commit() after a failure fail again.
+// A `path` that exists and is no regular file or directory (a FIFO, a character device, a pipe
+// through /dev/stdout or /dev/fd/N) is written straight through instead: nothing is made beside
+// it and nothing renamed over it (a temporary in /dev renamed over /dev/stdout replaced the
+// system's link with a file); commit() then only closes, and nothing of it is atomic.
 class AtomicFileWriter {
  public:
   static Result<AtomicFileWriter> create(const std::filesystem::path& path, mode_t mode = kPublicFileMode);
@@ -48,8 +52,9 @@ class AtomicFileWriter {
   static constexpr std::size_t kWritebackBytes = 64u << 20;
 
   std::filesystem::path path_;
-  std::filesystem::path tmp_;
+  std::filesystem::path tmp_;   // where the writes go: "<path>.tmp", or path itself when direct_
   int fd_ = -1;           // -1 once committed or failed
+  bool direct_ = false;   // written straight to path (not a regular file)
   bool failed_ = false;
   std::size_t synced_to_ = 0;   // offset up to which write-back was started
   std::size_t unsynced_ = 0;    // bytes written after it

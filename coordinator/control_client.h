@@ -24,6 +24,11 @@ namespace am::coord {
 
 // How long a control client waits for the REPLY.
 inline constexpr int kControlReplyTimeoutMs = 5000;
+// How long `submit` waits: the coordinator expands and stores the plan before it answers, and a
+// plan of a million jobs takes it tens of seconds (docs/SCALE.md); five seconds made such a
+// submit exit 4 while the coordinator went on and stored it. A dead coordinator found through
+// --db is still reported at once (no live holder of the database).
+inline constexpr int kSubmitReplyTimeoutMs = 300'000;
 
 struct ControlTarget {
   std::string coordinator;             // explicit endpoint; empty: from db's lock file

@@ -269,6 +269,7 @@ int main(int argc, char** argv) {
   submit_cmd->add_option("plan", submit.plan_file, "Plan file (read here, expanded by the coordinator)")->required();
   submit_cmd->add_option("--run", submit.run_id, "Run id (default: the plan's name)")->check(kNonEmptyRunId);
   submit_cmd->add_flag("--extend", submit.extend, "Add the plan's jobs to an existing run made from another plan");
+  submit.target.timeout_ms = am::coord::kSubmitReplyTimeoutMs;   // it answers once the plan is stored
   add_target_flags(submit_cmd, submit.target);
   submit_cmd->footer(control_footer);
 

@@ -59,6 +59,9 @@ Status check_output_path(const std::filesystem::path& output, const std::filesys
   }
   // Any other SQLite database (another run's store, a copy kept aside) is no place for a report
   // either: it would be replaced whole.
+  // Only a regular file is read: a FIFO or a pipe (-o /dev/stdout) would block on its reader.
+  struct stat out_stat {};
+  if (::stat(output.c_str(), &out_stat) != 0 || !S_ISREG(out_stat.st_mode)) return Status::Ok();
   if (std::ifstream in(output, std::ios::binary); in) {
     char head[16] = {};
     in.read(head, sizeof head);

@@ -2049,7 +2049,9 @@ struct Server::Impl {
     bool submitted = false;
     options.memory_changed = &submitted;
     const Status stored = store->atomically([&]() -> Status {
+      keep_peers_alive();
       AM_RETURN_IF_ERROR(submit(plan, run_id, options));
+      keep_peers_alive();
       SubmissionRecord record;
       record.run_id = run_id;
       record.plan_text = text;
@@ -2058,6 +2060,7 @@ struct Server::Impl {
       record.submitted_at_ms = now_epoch_ms();
       return store->record_submission(record);
     });
+    keep_peers_alive();   // the commit of a large plan's rows is itself a pause
     if (!stored.ok()) {
       if (!submitted) return stored;   // refused before anything changed, here or in the store
       // The plan is (partly) in memory but none of it is stored: this coordinator cannot go on.
@@ -2610,7 +2613,9 @@ struct Server::Impl {
       if (!plan_families[k]) plan_families[k] = m.intern_family(job.spec);
       return plan_families[k];
     };
+    std::size_t made = 0;
     for (const jobs::PlannedJob& job : placed_jobs) {
+      if ((++made & 255) == 0) m.keep_peers_alive();
       if (job.spec.placement == jobs::Placement::kEachDevice) m.runs_with_each_device.insert(run_id);
       if (!m.plan_jobs.count(job.job_id)) {
         m.unplaced_dirty = true;
@@ -3090,14 +3095,17 @@ struct Server::Impl {
   }
 
   // After a message whose handling kept the loop from reading for longer than a heartbeat
-  // interval (a large submit), the workers' own heartbeats of that time are still queued: their
-  // liveness restarts now rather than ending them for the coordinator's pause.
+  // interval (a large submit), the workers' own heartbeats of that time are still queued: the
+  // pause does not count against their liveness (each one's silence is moved on by its length).
+  // Only the pause: a worker that is silent outside pauses is dropped as ever, however often the
+  // loop pauses.
   void after_handling(int64_t started_ms) {
     const int64_t now = steady_ms();
-    if (now - started_ms <= opt.heartbeat_interval_ms) return;
-    logger()->info("the loop was busy for {} ms; the liveness of {} worker(s) restarts", now - started_ms,
-                   sessions.size());
-    for (auto& [identity, s] : sessions) s.last_seen_ms = std::max(s.last_seen_ms, now);
+    const int64_t paused = now - started_ms;
+    if (paused <= opt.heartbeat_interval_ms) return;
+    for (auto& [identity, s] : sessions) s.last_seen_ms = std::min(now, s.last_seen_ms + paused);
+    logger()->info("the loop was busy for {} ms; that time does not count against the liveness of {} worker(s)",
+                   paused, sessions.size());
     keep_peers_alive();
   }
 

@@ -298,7 +298,11 @@ Result<std::unique_ptr<Store>> Store::open(const std::filesystem::path& db_path)
                                          static_cast<uint64_t>(st.st_ino)));
   // The WAL is copied back on a thread of its own (coordinator/wal_checkpointer.h); without it
   // (no second connection), SQLite's automatic checkpoint set above stays.
-  if (auto checkpointer = WalCheckpointer::start(store->db_, db_path, checkpoint_pages); checkpointer.ok()) {
+  // The thread starts at half the threshold and the writer helps at the threshold itself
+  // (kWriterCheckpointFactor): the WAL keeps the bound it had with SQLite's own checkpoints.
+  if (auto checkpointer = WalCheckpointer::start(store->db_, db_path,
+                                                 checkpoint_pages / WalCheckpointer::kWriterCheckpointFactor);
+      checkpointer.ok()) {
     store->checkpointer_ = std::move(*checkpointer);
   } else {
     get_logger("coordinator/store")
@@ -884,7 +888,9 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
   std::string spec_scratch;
   stmt.bind(1, run_id);
   JobRow job;
+  std::size_t walked = 0;
   while (true) {
+    busy_tick(walked++);
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
     job = JobRow{};
@@ -980,7 +986,9 @@ Status Store::for_each_plan_job(const std::string& run_id,
   if (schema_version() < 5) return Status::Ok();   // no plan_jobs table before placements
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, "SELECT job_id, spec_json FROM plan_jobs WHERE run_id = ?1 ORDER BY seq"));
   stmt.bind(1, run_id);
+  std::size_t walked = 0;
   while (true) {
+    busy_tick(walked++);
     AM_ASSIGN_OR_RETURN(bool row, stmt.step());
     if (!row) break;
     const std::string job_id = stmt.column_text(0);

@@ -395,10 +395,11 @@ class Store {
   Status save_counters(const std::map<std::string, uint64_t>& counters, int64_t at_ms);
   Result<std::map<std::string, uint64_t>> load_counters();
 
-  // Called every kBusyHookRows rows of a bulk write (add_jobs, add_plan_jobs), on the caller's
-  // thread: a coordinator storing a large submitted plan keeps its workers' heartbeats going
+  // Called every kBusyHookRows rows of a bulk write or walk (add_jobs, add_plan_jobs, for_each_job,
+  // for_each_plan_job), on the caller's
+  // thread (the hook must not use the store): a coordinator storing a large submitted plan keeps its workers' heartbeats going
   // (Server) instead of going silent for seconds. Empty: none.
-  static constexpr std::size_t kBusyHookRows = 4096;
+  static constexpr std::size_t kBusyHookRows = 256;
   void set_busy_hook(std::function<void()> hook) { busy_hook_ = std::move(hook); }
 
   // OK while the database path still names the opened file (see the contract above).

@@ -40,9 +40,25 @@ WalCheckpointer::~WalCheckpointer() {
   if (thread_.joinable()) thread_.join();
 }
 
-int WalCheckpointer::on_commit(void* self, sqlite3*, const char*, int wal_pages) {
+int WalCheckpointer::on_commit(void* self, sqlite3* writer, const char*, int wal_pages) {
   auto* c = static_cast<WalCheckpointer*>(self);
   if (wal_pages < c->threshold_pages_) return SQLITE_OK;
+  if (wal_pages >= kWriterCheckpointFactor * c->threshold_pages_) {
+    // A writer that never pauses keeps the thread's checkpoints from ever reaching the WAL's end,
+    // and the WAL starts over only once one has: here, between two of its commits, the writer
+    // waits for a checkpoint of the thread's under way (only one runs at a time) and copies what
+    // is left itself, so the WAL stays bounded. The writer waits only when the thread falls behind.
+    {
+      std::unique_lock lock(c->mu_);
+      c->idle_.wait(lock, [c] { return !c->running_; });
+      c->due_ = false;
+    }
+    int log = 0, copied = 0;
+    if (sqlite3_wal_checkpoint_v2(writer, nullptr, SQLITE_CHECKPOINT_PASSIVE, &log, &copied) == SQLITE_OK) {
+      c->writer_checkpoints_.fetch_add(1);
+    }
+    return SQLITE_OK;
+  }
   {
     std::lock_guard lock(c->mu_);
     c->due_ = true;
@@ -57,6 +73,7 @@ void WalCheckpointer::run() {
     wake_.wait(lock, [this] { return due_ || stop_; });
     if (stop_) return;
     due_ = false;
+    running_ = true;
     lock.unlock();
     int wal_pages = 0, copied = 0;
     const int rc = sqlite3_wal_checkpoint_v2(db_.get(), nullptr, SQLITE_CHECKPOINT_PASSIVE, &wal_pages, &copied);
@@ -67,6 +84,8 @@ void WalCheckpointer::run() {
       logger()->warn("{}: checkpoint failed: {}", path_.string(), sqlite3_errmsg(db_.get()));
     }
     lock.lock();
+    running_ = false;
+    idle_.notify_all();
   }
 }
 

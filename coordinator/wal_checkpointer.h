@@ -19,6 +19,12 @@
 //   connection, still checkpoints and removes the WAL at its close.
 // - checkpoints() counts the checkpoints that copied pages; failures are logged, never fatal (the next commit
 //   past the threshold tries again, and the writer's close checkpoints whatever is left).
+// - The WAL stays bounded: a PASSIVE checkpoint copies only what was committed when it began, and
+//   the WAL starts over only after one copied everything, which a writer that never pauses never
+//   lets the thread do. Past kWriterCheckpointFactor × threshold the hook itself checkpoints on
+//   the writer, between two of its commits, after waiting for a checkpoint of the thread's under
+//   way (SQLite's own automatic checkpoint does the same, at the threshold): the WAL then starts
+//   over at the next commit. writer_checkpoints() counts those.
 #pragma once
 
 #include <atomic>
@@ -45,6 +51,8 @@ class WalCheckpointer {
   WalCheckpointer& operator=(const WalCheckpointer&) = delete;
 
   int64_t checkpoints() const { return checkpoints_.load(); }
+  int64_t writer_checkpoints() const { return writer_checkpoints_.load(); }
+  static constexpr int64_t kWriterCheckpointFactor = 2;
 
  private:
   WalCheckpointer(sqlite::SqliteDb db, std::filesystem::path path, int64_t threshold_pages);
@@ -57,9 +65,12 @@ class WalCheckpointer {
   sqlite3* writer_ = nullptr;
   std::mutex mu_;
   std::condition_variable wake_;
+  std::condition_variable idle_;   // a checkpoint of the thread's ended
   bool due_ = false;
+  bool running_ = false;           // the thread is checkpointing
   bool stop_ = false;
   std::atomic<int64_t> checkpoints_{0};
+  std::atomic<int64_t> writer_checkpoints_{0};
   std::thread thread_;
 };
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "common/hash.h"
@@ -506,23 +507,33 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
     }
   }
 
-  // The plan's size is known before anything is expanded: the product of each entry's lists,
-  // summed (duplicates run once, so this bounds it from above). Past the cap the plan is refused
-  // here, before a single job is made: expanding first took gigabytes and seconds (the
-  // coordinator's whole loop, for a `submit`) to find the same answer.
+  // A plan certainly past its cap is refused before anything is expanded: expanding first took
+  // gigabytes and seconds (the coordinator's whole loop, for a `submit`) to find the same answer.
+  // What is certain: each entry makes the product of its lists' distinct values, and entries of
+  // different models never make the same job; entries of one model may overlap (the same job
+  // listed twice runs once), so a model counts for its largest entry only. Plans between this
+  // bound and the cap are counted exactly while they expand (add_checked).
   {
-    double bound = static_cast<double>(command_specs.size());
+    std::map<std::string, double> largest_entry;   // model name -> its largest entry's job count
     for (const ModelRequest& m : requests) {
       if (!m.ok) continue;
       const PlanSettings& s = m.settings;
-      bound += static_cast<double>(s.backends.value.size()) * static_cast<double>(s.precisions.value.size()) *
-               static_cast<double>(s.batch.value.size()) * static_cast<double>(s.seq_len.value.size());
+      const auto distinct = [](const auto& list) {
+        std::set<decltype(list.value.front().value)> values;
+        for (const auto& v : list.value) values.insert(v.value);
+        return static_cast<double>(values.size());
+      };
+      const double n = distinct(s.backends) * distinct(s.precisions) * distinct(s.batch) * distinct(s.seq_len);
+      double& largest = largest_entry[m.name];
+      largest = std::max(largest, n);
     }
-    if (bound > static_cast<double>(header.max_jobs)) {
+    double certain = static_cast<double>(command_specs.size());   // command names are distinct
+    for (const auto& [name, n] : largest_entry) certain += n;
+    if (certain > static_cast<double>(header.max_jobs)) {
       char count[64];
-      std::snprintf(count, sizeof count, "%.0f", bound);
-      errors.add_unplaced(std::string("plan expands to up to ") + count +
-                          " jobs (each entry's backends × precisions × batch × seq_len, summed): more than " +
+      std::snprintf(count, sizeof count, "%.0f", certain);
+      errors.add_unplaced(std::string("plan expands to at least ") + count +
+                          " jobs (each model's largest entry: its backends × precisions × batch × seq_len): more than " +
                           std::to_string(header.max_jobs) + " jobs (plan.max_jobs" +
                           (header.max_jobs == kDefaultMaxJobsPerPlan ? ", the default" : "") +
                           "); raise [plan] max_jobs (at most " + std::to_string(kMaxJobsLimit) +

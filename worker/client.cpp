@@ -395,6 +395,12 @@ struct WorkerClient::Impl {
         if (it->second.thread.joinable()) it->second.thread.join();
         running.erase(it);
       }
+      if (f.outcome.worker_fault && scratch_dir_usable(opt.scratch_dir)) {
+        // The state dir takes files again: what failed was this job's doing (it filled the disk
+        // and its files are gone now) or a moment's (a fork refused): the job's result.
+        f.outcome.worker_fault = false;
+        f.outcome.reason += " (the state dir took a write afterwards)";
+      }
       if (f.outcome.worker_fault) {
         // Not the job's outcome either: this worker could not run it or keep its result (its
         // state dir). It stops (run() below) and the BYE hands the lease back, so the job runs

@@ -310,6 +310,16 @@ double timeval_seconds(const timeval& tv) {
 
 }  // namespace
 
+bool scratch_dir_usable(const std::filesystem::path& scratch_dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(scratch_dir, ec);
+  if (ec) return false;
+  const auto probe = scratch_dir / ("probe-" + std::to_string(::getpid()) + ".tmp");
+  const bool written = write_text_file(probe, std::string(4096, 'p')).ok();
+  std::filesystem::remove(probe, ec);
+  return written;
+}
+
 ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel) {
   ExecOutcome out;
   out.started_at_ms = now_epoch_ms();

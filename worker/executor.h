@@ -69,6 +69,12 @@ struct ExecOutcome {
 
 ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel = nullptr);
 
+// Whether `scratch_dir` takes a job's files now: it is made when missing, and a small file is
+// written there and removed. A worker_fault outcome counts as the worker's only when this fails
+// afterwards: a job that filled the disk (its own files are gone once it ended) or a fork that
+// failed for a moment is the job's `error`, not a reason to stop a healthy worker.
+bool scratch_dir_usable(const std::filesystem::path& scratch_dir);
+
 // Job mode: the child side. Reads the spec, applies the memory limit (RLIMIT_AS), runs
 // kernels::run_job(), writes the result document {"status","reason","metrics"} to result_file.
 // Returns the process exit code: 0 when a result was written, kExitOutOfMemory when an

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 
 #include "common/atomic_file.h"
 
@@ -87,6 +88,46 @@ TEST_F(AtomicFileTest, APlaceThatCannotTakeTheFileIsAnErrorNamingTheTemporary) {
   ASSERT_FALSE(writer.ok());
   EXPECT_NE(writer.status().message().find("out.json.tmp"), std::string::npos) << writer.status().message();
   EXPECT_FALSE(fs::exists(dir_ / "no-such-dir"));
+}
+
+}  // namespace
+}  // namespace am
+
+namespace am {
+namespace {
+
+// `report -o /dev/stdout` (or a FIFO, /dev/fd/N): nothing is made beside the target and nothing
+// renamed over it; the content goes straight through.
+TEST(AtomicFileSpecialTargets, AFifoIsWrittenThroughAndStaysAFifo) {
+  std::mt19937_64 rng(std::random_device{}());
+  const auto dir = std::filesystem::temp_directory_path() / ("am-atomic-fifo-" + std::to_string(rng()));
+  std::filesystem::create_directories(dir);
+  const auto fifo = dir / "out.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::string payload(200000, '\0');
+  for (char& c : payload) c = static_cast<char>('a' + rng() % 26);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  const Status st = write_file_atomically(fifo, payload);
+  reader.join();
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(got, payload);
+  struct stat after {};
+  ASSERT_EQ(::stat(fifo.c_str(), &after), 0);
+  EXPECT_TRUE(S_ISFIFO(after.st_mode));
+  EXPECT_FALSE(std::filesystem::exists(fifo.string() + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AtomicFileSpecialTargets, ACharacterDeviceIsWrittenThroughAndNothingIsMadeBesideIt) {
+  ASSERT_TRUE(write_file_atomically("/dev/null", "discarded\n").ok());
+  struct stat after {};
+  ASSERT_EQ(::stat("/dev/null", &after), 0);
+  EXPECT_TRUE(S_ISCHR(after.st_mode));
+  EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
 }
 
 }  // namespace

@@ -311,10 +311,35 @@ name = "tiny-a"
   for (int i = 1; i <= 1000; ++i) huge += std::to_string(i) + (i < 1000 ? ", " : "]\n[[models]]\nname = \"tiny-a\"\n");
   auto too_big = load(huge.c_str());
   ASSERT_FALSE(too_big.ok());
-  EXPECT_NE(too_big.status().message().find("plan expands to up to 63000000 jobs"), std::string::npos)
+  EXPECT_NE(too_big.status().message().find("plan expands to at least 63000000 jobs"), std::string::npos)
       << too_big.status().message();
   EXPECT_NE(too_big.status().message().find("more than 1000000 jobs (plan.max_jobs, the default)"), std::string::npos)
       << too_big.status().message();
+  // Within the cap once duplicates run once: a repeated value, or two entries of one model
+  // that overlap, are not counted twice.
+  EXPECT_EQ(load_ok(R"(
+[plan]
+name = "dups"
+max_jobs = 2
+[defaults]
+batch = [1, 1]
+seq_len = [32, 32]
+[[models]]
+name = "tiny-a"
+)").jobs.size(), 1u);
+  EXPECT_EQ(load_ok(R"(
+[plan]
+name = "overlap"
+max_jobs = 4
+[defaults]
+precisions = ["f32", "q8_0"]
+seq_len = [32, 128]
+[[models]]
+name = "tiny-a"
+[[models]]
+name = "tiny-a"
+seq_len = [32]
+)").jobs.size(), 4u);
   expect_error_at(R"(
 [plan]
 name = "capped"

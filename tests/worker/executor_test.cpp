@@ -63,6 +63,25 @@ class ExecutorTest : public ::testing::Test {
   std::filesystem::path scratch_;
 };
 
+// A job that cannot be prepared in its scratch dir is the worker's fault, and the probe the
+// client makes afterwards says whether the dir is still unusable (then the worker stops) or was
+// so only for a moment (then it is the job's error).
+TEST_F(ExecutorTest, AScratchDirThatIsAFileIsAWorkerFaultAndTheProbeSeesIt) {
+  std::filesystem::create_directories(scratch_.parent_path());
+  {
+    std::ofstream blocker(scratch_);
+    blocker << "a file where the scratch dir should be\n";
+  }
+  const ExecOutcome out = execute_job(request("selftest:pass"));
+  EXPECT_EQ(out.status, ResultStatus::kError);
+  EXPECT_TRUE(out.worker_fault) << out.reason;
+  EXPECT_NE(out.reason.find("cannot create scratch dir"), std::string::npos) << out.reason;
+  EXPECT_FALSE(scratch_dir_usable(scratch_));
+  std::filesystem::remove(scratch_);
+  EXPECT_TRUE(scratch_dir_usable(scratch_));
+  EXPECT_TRUE(std::filesystem::is_empty(scratch_)) << "the probe leaves nothing behind";
+}
+
 TEST_F(ExecutorTest, PassingJobReturnsItsOwnResultAndMetrics) {
   const ExecOutcome out = execute_job(request("selftest:pass"));
   EXPECT_EQ(out.status, am::ResultStatus::kPass) << out.reason << "\n" << out.log_tail;
