@@ -16,12 +16,35 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// Whether `path` names an open descriptor of some process (/dev/stdout, /dev/fd/N, /proc/PID/fd/N,
+// directly or through symlinks): whatever it resolves to, it is written where the descriptor
+// points. Renaming a temporary over such a name replaced the link (/dev/stdout, as root) and the
+// output went nowhere.
+bool names_a_descriptor(std::filesystem::path path) {
+  const auto through_fd = [](const std::string& s) {
+    return s.rfind("/dev/fd/", 0) == 0 || s.rfind("/dev/std", 0) == 0 ||
+           (s.rfind("/proc/", 0) == 0 && s.find("/fd/") != std::string::npos);
+  };
+  for (int hop = 0; hop < 16; ++hop) {
+    if (through_fd(path.string())) return true;
+    std::error_code ec;
+    if (!std::filesystem::is_symlink(path, ec)) return false;
+    const std::filesystem::path target = std::filesystem::read_symlink(path, ec);
+    if (ec) return false;
+    path = target.is_absolute() ? target : path.parent_path() / target;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<AtomicFileWriter> AtomicFileWriter::create(const std::filesystem::path& path, mode_t mode) {
   struct stat existing {};
-  if (::stat(path.c_str(), &existing) == 0 && !S_ISREG(existing.st_mode) && !S_ISDIR(existing.st_mode)) {
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  const bool exists = ::stat(path.c_str(), &existing) == 0;
+  const bool descriptor = exists && names_a_descriptor(path);
+  if (exists && (descriptor || (!S_ISREG(existing.st_mode) && !S_ISDIR(existing.st_mode)))) {
+    // Appending: a descriptor's file (`> out`, `>> log`) keeps what its opener put there.
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | (descriptor ? O_APPEND : 0)));
     if (!fd.valid()) return io_error("cannot open " + path.string() + " for writing: " + errno_text());
     AtomicFileWriter writer(path, path, fd.release());
     writer.direct_ = true;

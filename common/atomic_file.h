@@ -28,8 +28,9 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
 // "<path>.tmp" as above, append() writes through to it, commit() flushes, closes and renames it
 // over `path`. Destroyed without a successful commit() (an error on the way), it removes the
 // temporary and `path` stays as it was. append() and commit() after a failure fail again.
-// A `path` that exists and is no regular file or directory (a FIFO, a character device, a pipe
-// through /dev/stdout or /dev/fd/N) is written straight through instead: nothing is made beside
+// A `path` that exists and is no regular file or directory (a FIFO, a character device), or that
+// names a descriptor (/dev/stdout, /dev/fd/N, /proc/PID/fd/N, also through symlinks; appended to,
+// whatever it points at) is written straight through instead: nothing is made beside
 // it and nothing renamed over it (a temporary in /dev renamed over /dev/stdout replaced the
 // system's link with a file); commit() then only closes, and nothing of it is atomic.
 class AtomicFileWriter {

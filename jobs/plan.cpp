@@ -39,6 +39,9 @@ using nlohmann::json;
 // limit up to kMaxJobsLimit.
 constexpr int64_t kDefaultMaxJobsPerPlan = 1'000'000;
 constexpr int64_t kMaxJobsLimit = 100'000'000;
+// How many combinations a plan's entries may list in all, against its cap: entries of one model
+// may overlap (a job listed twice runs once), but not without bound (plan.cpp, load_plan_impl).
+constexpr int64_t kOverlapFactor = 4;
 
 // Derived seeds keep to 53 bits so they survive every JSON reader (doubles) and SQLite (int64).
 constexpr int kDerivedSeedBits = 53;
@@ -333,7 +336,20 @@ class Expander {
       : header_(header), run_id_(run_id.empty() ? header.name : std::string(run_id)), errors_(errors) {}
 
   void expand(const ModelRequest& m, const ModelEntry& entry, const json& config, bool scaled) {
-    const PlanSettings& s = m.settings;
+    // Each list's distinct values, in the order first listed: a value listed again makes only
+    // jobs already made, and a plan of 250 copies of one value per list looped 15 million times
+    // (0.6 µs each) to make one job.
+    PlanSettings distinct = m.settings;
+    const auto dedupe = [](auto& list) {
+      std::set<decltype(list.value.front().value)> seen;
+      auto& v = list.value;
+      v.erase(std::remove_if(v.begin(), v.end(), [&](const auto& x) { return !seen.insert(x.value).second; }), v.end());
+    };
+    dedupe(distinct.backends);
+    dedupe(distinct.precisions);
+    dedupe(distinct.batch);
+    dedupe(distinct.seq_len);
+    const PlanSettings& s = distinct;
     const uint64_t seed = derive_seed(header_.seed, entry.name, config);
     // Room for this model's jobs at once (a JobSpec moved per doubling was a tenth of a million-job
     // expansion), within the plan's cap.
@@ -538,6 +554,28 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
                           (header.max_jobs == kDefaultMaxJobsPerPlan ? ", the default" : "") +
                           "); raise [plan] max_jobs (at most " + std::to_string(kMaxJobsLimit) +
                           ") or split it into smaller plans");
+      return errors.status();
+    }
+    // And what expanding would walk: every entry's combinations, overlapping ones included. Many
+    // copies of one entry, each within the cap, made one job each at the price of all of them.
+    double walked = static_cast<double>(command_specs.size());
+    for (const ModelRequest& m : requests) {
+      if (!m.ok) continue;
+      const PlanSettings& s = m.settings;
+      const auto distinct = [](const auto& list) {
+        std::set<decltype(list.value.front().value)> values;
+        for (const auto& v : list.value) values.insert(v.value);
+        return static_cast<double>(values.size());
+      };
+      walked += distinct(s.backends) * distinct(s.precisions) * distinct(s.batch) * distinct(s.seq_len);
+    }
+    if (walked > kOverlapFactor * static_cast<double>(header.max_jobs)) {
+      char count[64];
+      std::snprintf(count, sizeof count, "%.0f", walked);
+      errors.add_unplaced(std::string("plan's entries list ") + count +
+                          " combinations in all (each entry's backends × precisions × batch × seq_len, summed), more "
+                          "than " + std::to_string(kOverlapFactor) + " × plan.max_jobs (" +
+                          std::to_string(header.max_jobs) + "): entries of one model overlap that much; merge them");
       return errors.status();
     }
   }

@@ -395,11 +395,16 @@ struct WorkerClient::Impl {
         if (it->second.thread.joinable()) it->second.thread.join();
         running.erase(it);
       }
-      if (f.outcome.worker_fault && scratch_dir_usable(opt.scratch_dir)) {
-        // The state dir takes files again: what failed was this job's doing (it filled the disk
-        // and its files are gone now) or a moment's (a fork refused): the job's result.
-        f.outcome.worker_fault = false;
-        f.outcome.reason += " (the state dir took a write afterwards)";
+      // Still the worker's fault only while what failed still fails: its scratch dir takes no
+      // file, or its own binary cannot be run (removed, made unexecutable). Otherwise it was the
+      // job's doing (it filled the disk and its files are gone now) or a moment's (a fork refused
+      // under a pid limit): the job's result.
+      if (f.outcome.worker_fault) {
+        const bool runner_ok = !f.outcome.runner_unstartable || ::access(opt.worker_binary.c_str(), X_OK) == 0;
+        if (runner_ok && scratch_dir_usable(opt.scratch_dir)) {
+          f.outcome.worker_fault = false;
+          f.outcome.reason += " (the state dir took a write afterwards)";
+        }
       }
       if (f.outcome.worker_fault) {
         // Not the job's outcome either: this worker could not run it or keep its result (its

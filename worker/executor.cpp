@@ -382,7 +382,10 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     SpawnOptions spawn_options;
     spawn_options.env = req.env;
     auto spawned = ChildProcess::spawn(argv, spawn_options);
-    if (!spawned.ok()) return fail(spawned.status().message());
+    if (!spawned.ok()) {
+      out.runner_unstartable = true;
+      return fail(spawned.status().message());
+    }
     ChildProcess child = std::move(spawned).value();
     const int64_t started_steady = steady_ms();
     logger()->info("job {} attempt {}: started pid {} (timeout {}, memory limit {} MiB)",
@@ -403,7 +406,11 @@ ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel)
     }
     out.finished_at_ms = now_epoch_ms();
     out.log_tail = tail.str();
-    if (!ended.ok()) return fail("lost track of the job process: " + ended.status().message());
+    if (!ended.ok()) {
+      ExecOutcome lost = fail("lost track of the job process: " + ended.status().message());
+      lost.worker_fault = false;   // the job ran: its result is an error, the worker goes on
+      return lost;
+    }
 
     const double wall_s = static_cast<double>(steady_ms() - started_steady) / kMsPerSecond;
     const std::optional<HostSample> host_end = host_start ? read_host_sample() : std::nullopt;

@@ -65,6 +65,7 @@ struct ExecOutcome {
   // The worker could not run the job or keep its result (its state dir unusable): no outcome of
   // the job. The client reports no result for it and stops (exit 4); the lease goes back.
   bool worker_fault = false;
+  bool runner_unstartable = false;          // the fault was starting the job process (spawn)
 };
 
 ExecOutcome execute_job(const ExecRequest& req, const std::atomic<bool>* cancel = nullptr);

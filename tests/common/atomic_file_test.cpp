@@ -2,7 +2,9 @@
 // streaming reports write through.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -128,6 +130,38 @@ TEST(AtomicFileSpecialTargets, ACharacterDeviceIsWrittenThroughAndNothingIsMadeB
   ASSERT_EQ(::stat("/dev/null", &after), 0);
   EXPECT_TRUE(S_ISCHR(after.st_mode));
   EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
+}
+
+}  // namespace
+}  // namespace am
+
+namespace am {
+namespace {
+
+// `report -o /dev/stdout > file`: /dev/stdout resolves to a regular file, and the atomic write
+// renamed a temporary over the link (as root: over the system's /dev/stdout). A link that names
+// a descriptor is written through, and appended to.
+TEST(AtomicFileSpecialTargets, ALinkToADescriptorIsWrittenThroughAndStaysALink) {
+  std::mt19937_64 rng(std::random_device{}());
+  const auto dir = std::filesystem::temp_directory_path() / ("am-atomic-fd-" + std::to_string(rng()));
+  std::filesystem::create_directories(dir);
+  const auto file = dir / "captured.txt";
+  {
+    std::ofstream first(file);
+    first << "kept\n";
+  }
+  const int fd = ::open(file.c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0);
+  const auto link = dir / "fakestdout";
+  std::filesystem::create_symlink("/proc/self/fd/" + std::to_string(fd), link);
+  EXPECT_TRUE(write_file_atomically(link, "report\n").ok());
+  ::close(fd);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_FALSE(std::filesystem::exists(link.string() + ".tmp"));
+  std::ifstream in(file);
+  const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, "kept\nreport\n");
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

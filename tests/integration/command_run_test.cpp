@@ -351,6 +351,39 @@ TEST(CommandRun, ARerunOfARunWithSkippedCommandsSaysHowToRunThem) {
       << out;
 }
 
+// A worker whose own binary is gone (an uninstall, a build dir cleaned under it) cannot start
+// any job: it stopped with exit 4 once, then a fix for disk-filling jobs made it settle every
+// job it could lease as `error` in milliseconds. It stops, and the jobs run elsewhere.
+TEST(CommandRun, AWorkerThatCannotStartItsJobProcessStopsAndTheJobsRunElsewhere) {
+  ScratchDir dir("worker-binary-gone");
+  const auto db = dir / "d.db";
+  const auto plan = write_file(dir / "p.toml", "[plan]\nname = \"gone\"\nmode = \"accuracy\"\n\n"
+                                                "[[models]]\nname = \"selftest:pass\"\nbatch = [1, 2, 3]\n");
+  Process serve = start_serve(dir, plan, db);
+  const std::string ep = wait_endpoint(dir / "endpoint", serve);
+  ASSERT_FALSE(ep.empty());
+  const auto copy = dir / "amw";
+  std::filesystem::copy_file(worker_binary(), copy);
+  std::vector<std::string> argv = worker_argv(ep, dir, /*allow_commands=*/false);
+  argv[0] = copy.string();
+  Process doomed(argv, dir / "doomed.log");
+  // Removed once it runs from it (the process keeps its image; its job processes cannot start).
+  ASSERT_TRUE(wait_until([&] {
+    std::error_code ec;
+    return std::filesystem::read_symlink("/proc/" + std::to_string(doomed.pid()) + "/exe", ec).string().find("amw") !=
+           std::string::npos;
+  }, 20s));
+  std::filesystem::remove(copy);
+  EXPECT_EQ(doomed.wait(60s), 4) << doomed.log();
+  EXPECT_EQ(sql_rows(db, "SELECT 1 FROM attempts WHERE status = 'error'").size(), 0u) << doomed.log();
+  Process good({worker_binary().string(), "--coordinator", ep, "--id", "good-w", "--state-dir",
+                (dir / "good").string(), "--heartbeat-ms", "100", "--liveness", "5"},
+               dir / "good.log");
+  EXPECT_EQ(serve.wait(60s), 0) << serve.log() << good.log();
+  EXPECT_EQ(sql_rows(db, "SELECT 1 FROM jobs WHERE status = 'pass'").size(), 3u) << serve.log();
+  good.kill_hard();
+}
+
 TEST(CommandRun, AWorkerWithoutAllowCommandsNeverGetsOne) {
   ScratchDir dir("command-refused");
   const auto db = dir / "d.db";

@@ -340,6 +340,20 @@ name = "tiny-a"
 name = "tiny-a"
 seq_len = [32]
 )").jobs.size(), 4u);
+  // Many copies of a value, or of an entry, make few jobs: the values are walked once each, and
+  // entries that overlap past 4 x the cap are refused before they are walked.
+  std::string copies = "[plan]\nname = \"copies\"\n[defaults]\nbatch = [";
+  for (int i = 0; i < 3000; ++i) copies += std::string(i ? ", " : "") + "1";
+  copies += "]\nseq_len = [";
+  for (int i = 0; i < 3000; ++i) copies += std::string(i ? ", " : "") + "32";
+  copies += "]\n[[models]]\nname = \"tiny-a\"\n";
+  EXPECT_EQ(load_ok(copies.c_str()).jobs.size(), 1u);
+  std::string entries = "[plan]\nname = \"entries\"\nmax_jobs = 10\n[defaults]\nbatch = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\n";
+  for (int i = 0; i < 5; ++i) entries += "[[models]]\nname = \"tiny-a\"\n";
+  auto overlapping = load(entries.c_str());
+  ASSERT_FALSE(overlapping.ok());
+  EXPECT_NE(overlapping.status().message().find("plan's entries list 50 combinations in all"), std::string::npos)
+      << overlapping.status().message();
   expect_error_at(R"(
 [plan]
 name = "capped"
