@@ -408,8 +408,8 @@ struct WorkerClient::Impl {
       }
       if (f.outcome.worker_fault) {
         // Not the job's outcome either: this worker could not run it or keep its result (its
-        // state dir). It stops (run() below) and the BYE hands the lease back, so the job runs
-        // again elsewhere instead of every queued job being stored `error` here.
+        // state dir, its own binary). It stops (run() below) and the BYE hands the lease back, so
+        // the job runs again elsewhere instead of every queued job being stored `error` here.
         logger()->error("{}: {}; not reported", key, f.outcome.reason);
         if (worker_fault.empty()) worker_fault = f.outcome.reason;
         continue;
@@ -522,7 +522,7 @@ struct WorkerClient::Impl {
     for (auto& [key, job] : running) job.cancel->store(true);
     send(proto::Bye{worker_fault.empty() ? "stopped" : "worker fault"});
     if (endpoint) endpoint->flush_on_close(reliability::kLastMessagesFlushMs);
-    if (!worker_fault.empty()) return io_error("stopping: " + worker_fault + " (the state dir is unusable)");
+    if (!worker_fault.empty()) return io_error("stopping: " + worker_fault + " (this worker cannot run jobs)");
     return Status::Ok();
   }
 };

@@ -135,7 +135,8 @@ int run_command_job(const jobs::JobSpec& spec, const CommandContext& ctx,
       end_tree_at_ms = steady_ms() + kTreeGraceAfterTermMs;
       // The executor's SIGTERM went to the whole group; the parent-death one only to this
       // runner, so it goes on to the group here (this runner's handler only sets the flag again).
-      if (parent_gone()) ::kill(0, SIGTERM);
+      // Only as the leader of its own group (the executor spawns it so): never the worker's.
+      if (parent_gone() && ::getpgrp() == ::getpid()) ::kill(0, SIGTERM);
       signal_all_children(SIGTERM);   // those that left the group did not get it
     }
     if (steady_ms() < end_tree_at_ms) return;
