@@ -1,8 +1,10 @@
 #include "coordinator/output_guard.h"
 
+#include "coordinator/sqlite_db.h"
+
 #include <sys/stat.h>
 
-#include <cstring>
+#include <array>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -63,10 +65,9 @@ Status check_output_path(const std::filesystem::path& output, const std::filesys
   struct stat out_stat {};
   if (::stat(output.c_str(), &out_stat) != 0 || !S_ISREG(out_stat.st_mode)) return Status::Ok();
   if (std::ifstream in(output, std::ios::binary); in) {
-    char head[16] = {};
-    in.read(head, sizeof head);
-    static constexpr char kSqliteMagic[16] = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f', 'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
-    if (in.gcount() == sizeof head && std::memcmp(head, kSqliteMagic, sizeof head) == 0) {
+    std::array<char, sqlite::kSqliteHeader.size()> head{};
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (in.gcount() == static_cast<std::streamsize>(head.size()) && head == sqlite::kSqliteHeader) {
       return invalid_argument(std::string(option) + " " + output.string() +
                               " is an SQLite database; it is not overwritten (choose another file)");
     }

@@ -6,6 +6,7 @@
 // thread. Every error message names the database file and SQLite's own message.
 #pragma once
 
+#include <array>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -15,6 +16,10 @@
 struct sqlite3;
 
 namespace am::coord::sqlite {
+
+// The first 16 bytes of every SQLite 3 database file, NUL included.
+inline constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
+                                                       'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
 
 class SqliteDb {
  public:

@@ -36,6 +36,7 @@ namespace {
 
 using sqlite::Statement;
 using sqlite::Transaction;
+using sqlite::kSqliteHeader;
 
 // How long a connection waits for another one's write lock before giving up with SQLITE_BUSY.
 // A coordinator's write transactions are short (a batch of results), so a reader such as
@@ -64,9 +65,6 @@ constexpr int64_t kWalAutocheckpointBytes = 64 * 1024 * 1024;
 // made with (WAL cannot change it), so older files keep 4 KiB.
 constexpr int kNewDatabasePageBytes = 16384;
 
-// The first 16 bytes of every SQLite 3 database file, NUL included.
-constexpr std::array<char, 16> kSqliteHeader = {'S', 'Q', 'L', 'i', 't', 'e', ' ', 'f',
-                                                'o', 'r', 'm', 'a', 't', ' ', '3', '\0'};
 
 // The first bytes of the file at `path`, read through SQLite's own VFS. Not with open()/close():
 // POSIX record locks belong to the process, and closing any descriptor of a file drops every lock
