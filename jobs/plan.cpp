@@ -529,8 +529,11 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
   // different models never make the same job; entries of one model may overlap (the same job
   // listed twice runs once), so a model counts for its largest entry only. Plans between this
   // bound and the cap are counted exactly while they expand (add_checked).
+  // Also what expanding would walk: every entry's combinations, overlapping ones included. Many
+  // copies of one entry, each within the cap, made one job each at the price of all of them.
   {
     std::map<std::string, double> largest_entry;   // model name -> its largest entry's job count
+    double walked = static_cast<double>(command_specs.size());
     for (const ModelRequest& m : requests) {
       if (!m.ok) continue;
       const PlanSettings& s = m.settings;
@@ -542,6 +545,7 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
       const double n = distinct(s.backends) * distinct(s.precisions) * distinct(s.batch) * distinct(s.seq_len);
       double& largest = largest_entry[m.name];
       largest = std::max(largest, n);
+      walked += n;
     }
     double certain = static_cast<double>(command_specs.size());   // command names are distinct
     for (const auto& [name, n] : largest_entry) certain += n;
@@ -555,19 +559,6 @@ Result<Plan> load_plan_impl(const std::filesystem::path& plan_file, const std::s
                           "); raise [plan] max_jobs (at most " + std::to_string(kMaxJobsLimit) +
                           ") or split it into smaller plans");
       return errors.status();
-    }
-    // And what expanding would walk: every entry's combinations, overlapping ones included. Many
-    // copies of one entry, each within the cap, made one job each at the price of all of them.
-    double walked = static_cast<double>(command_specs.size());
-    for (const ModelRequest& m : requests) {
-      if (!m.ok) continue;
-      const PlanSettings& s = m.settings;
-      const auto distinct = [](const auto& list) {
-        std::set<decltype(list.value.front().value)> values;
-        for (const auto& v : list.value) values.insert(v.value);
-        return static_cast<double>(values.size());
-      };
-      walked += distinct(s.backends) * distinct(s.precisions) * distinct(s.batch) * distinct(s.seq_len);
     }
     if (walked > kOverlapFactor * static_cast<double>(header.max_jobs)) {
       char count[64];

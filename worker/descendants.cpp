@@ -51,10 +51,18 @@ void signal_all_children(int sig) {
   for (pid_t pid : children()) ::kill(pid, sig);
 }
 
-int end_all_children() {
+namespace {
+
+// SIGKILLs and reaps the children `chosen` picks, round after round (ending one reparents its
+// own children here), at most kMaxEndRounds rounds; returns how many it ended.
+template <typename Pick>
+int end_children_where(Pick chosen) {
   int ended = 0;
   for (int round = 0; round < kMaxEndRounds; ++round) {
-    const std::vector<pid_t> found = children();
+    std::vector<pid_t> found;
+    for (pid_t pid : children()) {
+      if (chosen(pid)) found.push_back(pid);
+    }
     if (found.empty()) break;
     for (pid_t pid : found) {
       if (::kill(pid, SIGKILL) == 0) ++ended;
@@ -67,23 +75,14 @@ int end_all_children() {
   return ended;
 }
 
+}  // namespace
+
+int end_all_children() {
+  return end_children_where([](pid_t) { return true; });
+}
+
 int end_children_with_env(const std::string& entry) {
-  int ended = 0;
-  for (int round = 0; round < kMaxEndRounds; ++round) {
-    std::vector<pid_t> found;
-    for (pid_t pid : children()) {
-      if (environ_holds(pid, entry)) found.push_back(pid);
-    }
-    if (found.empty()) break;
-    for (pid_t pid : found) {
-      if (::kill(pid, SIGKILL) == 0) ++ended;
-    }
-    for (pid_t pid : found) {
-      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  return ended;
+  return end_children_where([&entry](pid_t pid) { return environ_holds(pid, entry); });
 }
 
 }  // namespace am::worker
