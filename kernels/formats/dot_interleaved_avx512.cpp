@@ -1,19 +1,24 @@
-// AVX-512 VNNI kernels of the interleaved layout (kernels/formats/interleaved_layout.h), on
-// 256-bit registers (AVX512-VL): the layout's group block is 8 rows x 4 bytes = 32 bytes per
-// chunk, and AVX512-VL's 32 vector registers hold a tile of up to 8 rows of X (8 float and 8
-// int32 accumulators) where AVX2's 16 hold 4.
+// AVX-512 VNNI kernels of the interleaved layout (kernels/formats/interleaved_layout.h): the
+// packed-tile kernels, which take every product on this path, decode's single row of X included.
+// The layout's group block is 8 rows x 4 bytes = 32 bytes per chunk; the main kernel holds two
+// consecutive groups' chunks in one 512-bit register (16 outputs) and runs four groups per call,
+// the 256-bit ones take the last one to three groups.
 //
 // vpdpbusd multiplies unsigned by signed bytes and adds each group of four products to an int32
 // lane, exactly (no int16 step that could saturate). The weights are made the unsigned operand,
 // once per chunk and shared by every row of X:
 //   q4_0/q4_1: the nibbles 0..15 as they are; q4_0's -8 offset comes off per block as
-//              -8 * sum(x) (the activations carry each block's sum);
+//              -8 * sum(x) (the packed activations carry it as each block's correction);
 //   q8_0:      w + 128 (w xor 0x80, 0..255); the +128 comes off per block as -128 * sum(x).
-// The activation bytes of a chunk are one vpbroadcastd per row of X. So a chunk costs one load
-// and one or three shared ops, then one broadcast and one vpdpbusd per row of X (per nibble half
-// for q4) — against AVX2's vpmaddubsw + vpmaddwd (+ vpsignb for q8_0) per row. The int32 block
-// sums are the reference's exact integers; the f32 expression per block is the AVX2 kernels'
-// (the same order of operations, FMA), so the two give the same bits.
+// The activation bytes of a chunk are one broadcast per row of X, shared by every group of the
+// call. The int32 block sums are the reference's exact integers; the f32 expression per block is
+// the AVX2 kernels' (the same order of operations, FMA), so the two give the same bits.
+//
+// Until 2026-12-07 one to eight rows of X (decode, small batches) ran a 256-bit kernel of one
+// group per call with a broadcast per vpdpbusd, whose instruction count held a q4_0 GEMV to
+// 47-49 GB/s cache-resident on one thread (61-63% of the read bandwidth streaming); on the
+// packed-tile kernel it reads 66-72 GB/s (75-85%), and 4 rows of X run 2-3x faster
+// (bench_kernels --kinds gemv; docs/FORMATS.md).
 #if defined(__x86_64__)
 #include "kernels/formats/simd_avx512.h"
 
@@ -28,10 +33,10 @@ namespace {
 constexpr int kBlock = 32;
 constexpr int kHalfBytes = 2;
 constexpr int kChunkBytes = 32;  // one register: 4 bytes of each of 8 rows
-static_assert(kGroupTileRowsAvx512 == 8, "dispatch_mr handles 1..8 rows of X");
 
-// As dot_interleaved_avx2.cpp: 1-2 rows of X stream the weights once (bound by memory), so they
-// prefetch each group block's lines this far ahead.
+// 1-2 rows of X stream the weights once (bound by memory), so the kernel asks for each group's
+// lines this far ahead, as dot_interleaved_avx2.cpp does (2 blocks ahead, the GEMM's distance
+// below, left a q4_0 GEMV at 75-76% of the read bandwidth on one thread; 2 KiB: 82-85%).
 constexpr std::size_t kGemvPrefetchBytes = 2048;
 constexpr int kPrefetchMaxRows = 2;
 // The packed-tile kernel's register tile: kPackedTileRows rows of X x kTileGroups groups (8
@@ -48,83 +53,12 @@ AM_TARGET_AVX512 inline __m256 halves8(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-template <int kGroupBlock>
-AM_TARGET_AVX512 inline void prefetch_group_block(const uint8_t* p) {
-  #pragma GCC unroll 8
-  for (int line = 0; line < kGroupBlock; line += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(p + kGemvPrefetchBytes + line), _MM_HINT_T0);
-  }
-}
-
 // Ends a chunk (see chunk_fence in dot_interleaved_avx2.cpp: without it GCC hoists every
 // chunk's broadcasts to the top of the block and spills the tile).
 template <int MR>
 AM_TARGET_AVX512 inline void chunk_fence(__m256i (&acc)[MR]) {
   #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m) __asm__ volatile("" : "+v"(acc[m]) : : "memory");
-}
-
-// One block's int32 sums, scaled into the float accumulators: the AVX2 kernels' expression.
-template <int MR, bool kMin>
-AM_TARGET_AVX512 inline void scale_block(const ActRow* x, int64_t b, const uint8_t* p, int32_t offset,
-                                         const __m256i (&isum)[MR], __m256 (&acc)[MR]) {
-  const __m256 dw = halves8(p);
-  #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m) {
-    const float dx = x[m].d[b];
-    __m256i i32 = isum[m];
-    if (offset != 0) i32 = _mm256_sub_epi32(i32, _mm256_set1_epi32(offset * x[m].sum[b]));
-    acc[m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32), _mm256_mul_ps(dw, _mm256_set1_ps(dx)), acc[m]);
-    if constexpr (kMin) {
-      acc[m] = _mm256_fmadd_ps(halves8(p + kHalfBytes * kInterleaveRows),
-                               _mm256_set1_ps(dx * static_cast<float>(x[m].sum[b])), acc[m]);
-    }
-  }
-}
-
-// The group kernel on prepared rows: q8_0 (kQ8), q4_0, or q4_1 (kMin).
-template <int MR, bool kQ8, bool kMin>
-AM_TARGET_AVX512 void group_kernel(const ActRow* x, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
-  constexpr int kQuantBytes = kQ8 ? kBlock : kBlock / 2;
-  constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
-  constexpr int kGroupBlock = kHeader + kQuantBytes * kInterleaveRows;
-  const int64_t blocks = x[0].blocks;
-  const __m256i low_mask = _mm256_set1_epi8(0x0F);
-  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
-  __m256 acc[MR];
-  #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m) acc[m] = accumulate ? _mm256_loadu_ps(y + m * ldy) : _mm256_setzero_ps();
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* p = group + b * kGroupBlock;
-    if constexpr (MR <= kPrefetchMaxRows) prefetch_group_block<kGroupBlock>(p);
-    __m256i isum[MR];
-    #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) isum[m] = _mm256_setzero_si256();
-    const int8_t* xq[MR];
-    #pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m) xq[m] = x[m].q + b * kBlock;
-    #pragma GCC unroll 8
-    for (int c = 0; c < (kQ8 ? 8 : 4); ++c) {
-      const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + kHeader + c * kChunkBytes));
-      if constexpr (kQ8) {
-        const __m256i w = _mm256_xor_si256(v, bias);
-        #pragma GCC unroll 8
-        for (int m = 0; m < MR; ++m) isum[m] = _mm256_dpbusd_epi32(isum[m], w, bcast4(xq[m] + 4 * c));
-      } else {
-        const __m256i lo = _mm256_and_si256(v, low_mask);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low_mask);
-        #pragma GCC unroll 8
-        for (int m = 0; m < MR; ++m) {
-          isum[m] = _mm256_dpbusd_epi32(isum[m], lo, bcast4(xq[m] + 4 * c));
-          isum[m] = _mm256_dpbusd_epi32(isum[m], hi, bcast4(xq[m] + 4 * c + kBlock / 2));
-        }
-      }
-      chunk_fence(isum);
-    }
-    scale_block<MR, kMin>(x, b, p, kQ8 ? 128 : kMin ? 0 : 8, isum, acc);
-  }
-  #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m) _mm256_storeu_ps(y + m * ldy, acc[m]);
 }
 
 // The packed-tile kernels (PackedActView): G consecutive groups (8 G output rows) times MR rows
@@ -251,6 +185,7 @@ AM_TARGET_AVX512 void tile_kernel4(const PackedActView& x, const uint8_t* group,
   constexpr int kHeader = (kMin ? 2 : 1) * kHalfBytes * kInterleaveRows;
   constexpr int kGroupBlock = kHeader + kQuantBytes * kInterleaveRows;
   constexpr int kXBlockBytes = kBlock * MR;
+  constexpr int kAheadBlocks = MR <= kPrefetchMaxRows ? (kGemvPrefetchBytes + kGroupBlock - 1) / kGroupBlock : kPrefetchBlocks;
   const __m512i low_mask = _mm512_set1_epi8(0x0F);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   const int8_t* xq = x.q;
@@ -269,7 +204,11 @@ AM_TARGET_AVX512 void tile_kernel4(const PackedActView& x, const uint8_t* group,
     const uint8_t* p = group + b * kGroupBlock;
     const int8_t* xb = xq + b * kXBlockBytes;
     {
-      const uint8_t* ahead = p + kPrefetchBlocks * kGroupBlock;
+      // Streaming (1-2 rows of X), the last blocks ask for the start of the next call's four
+      // groups (the four after these, at the same K offset): a decode's groups are short
+      // (K = 2048: 9 KiB of q4_0), and each call's first 2 KiB per group were demand misses.
+      const uint8_t* ahead = p + kAheadBlocks * kGroupBlock;
+      if (MR <= kPrefetchMaxRows && b + kAheadBlocks >= x.blocks) ahead += 4 * gs - x.blocks * kGroupBlock;
       #pragma GCC unroll 4
       for (int gg = 0; gg < 4; ++gg) {
         #pragma GCC unroll 5
@@ -362,24 +301,6 @@ void tile_dispatch(const PackedActView& x, int64_t mr, const uint8_t* group, std
   }
 }
 
-template <template <int> class K>
-void dispatch_mr(const ActRow* x, int64_t mr, const uint8_t* group, float* y, int64_t ldy, bool accumulate) {
-  switch (mr) {
-    case 1: K<1>::run(x, group, y, ldy, accumulate); return;
-    case 2: K<2>::run(x, group, y, ldy, accumulate); return;
-    case 3: K<3>::run(x, group, y, ldy, accumulate); return;
-    case 4: K<4>::run(x, group, y, ldy, accumulate); return;
-    case 5: K<5>::run(x, group, y, ldy, accumulate); return;
-    case 6: K<6>::run(x, group, y, ldy, accumulate); return;
-    case 7: K<7>::run(x, group, y, ldy, accumulate); return;
-    default: K<8>::run(x, group, y, ldy, accumulate); return;
-  }
-}
-
-template <int MR> struct Q8 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, true, false>(x, g, y, l, a); } };
-template <int MR> struct Q40 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, false, false>(x, g, y, l, a); } };
-template <int MR> struct Q41 { static void run(const ActRow* x, const uint8_t* g, float* y, int64_t l, bool a) { group_kernel<MR, false, true>(x, g, y, l, a); } };
-
 }  // namespace
 
 GroupTileFn group_tile_avx512(WeightFormat format) {
@@ -390,19 +311,6 @@ GroupTileFn group_tile_avx512(WeightFormat format) {
       return tile_dispatch<false, false>;
     case WeightFormat::kQ4_1:
       return tile_dispatch<false, true>;
-    default:
-      return nullptr;
-  }
-}
-
-GroupDotFn group_dot_avx512(WeightFormat format) {
-  switch (format) {
-    case WeightFormat::kQ8_0:
-      return dispatch_mr<Q8>;
-    case WeightFormat::kQ4_0:
-      return dispatch_mr<Q40>;
-    case WeightFormat::kQ4_1:
-      return dispatch_mr<Q41>;
     default:
       return nullptr;
   }

@@ -114,7 +114,7 @@ PackedActView packed_view(const PackedActTile& t, int64_t b0, int64_t nb) {
 
 GroupDot group_dot_kernel(WeightFormat format, KernelPath path) {
 #if defined(__x86_64__)
-  if (path == KernelPath::kAvx512) return {group_dot_avx512(format), kGroupTileRowsAvx512, group_tile_avx512(format)};
+  if (path == KernelPath::kAvx512) return {nullptr, kPackedTileRows, group_tile_avx512(format)};
   if (path == KernelPath::kAvx2) return {group_dot_avx2(format), kGroupTileRows};
 #endif
   (void)path;

@@ -36,8 +36,7 @@ DotRowsFn dot_rows_neon(WeightFormat format);
 // dot(x[m], row i of the group) for i < kInterleaveRows, the same product as the row-dot
 // kernels compute on the group's GGUF rows. `group` is the group's first byte; like every weight
 // buffer it must be followed by kWeightReadSlackBytes readable bytes.
-inline constexpr int64_t kGroupTileRows = 4;        // scalar and AVX2 kernels (16 registers)
-inline constexpr int64_t kGroupTileRowsAvx512 = 8;  // AVX-512 kernels (32 registers)
+inline constexpr int64_t kGroupTileRows = 4;  // scalar and AVX2 kernels (16 registers)
 inline constexpr int64_t kMaxGroupTileRows = 8;
 // accumulate: each output continues from the value y holds (the f32 sum of earlier blocks, in
 // the same order as one call over all of them), instead of starting at 0. With ActRows and a
@@ -51,9 +50,6 @@ using GroupDotFn = void (*)(const ActRow* x, int64_t mr, const uint8_t* group, f
 GroupDotFn group_dot_scalar(WeightFormat format);
 // AVX2 + FMA + F16C. Null where the format has no interleaved form.
 GroupDotFn group_dot_avx2(WeightFormat format);
-// AVX-512 VNNI on 256-bit registers (dot_interleaved_avx512.cpp), up to kGroupTileRowsAvx512
-// rows of X: the same bits as the AVX2 kernels. Null where the format has no interleaved form.
-GroupDotFn group_dot_avx512(WeightFormat format);
 // The AVX-512 interleaved GEMM's tiles of X (many rows of X): a tile's rows packed so that one
 // pointer walks them and every operand the kernel broadcasts sits at a constant offset. For mr
 // rows and `blocks` blocks of 32:
@@ -90,8 +86,9 @@ using GroupTileFn = void (*)(const PackedActView& x, int64_t mr, const uint8_t* 
                              int64_t ngroups, float* y, int64_t ldy, bool accumulate);
 GroupTileFn group_tile_avx512(WeightFormat format);
 
-// A path's interleaved kernels: the group kernel on ActRows, the most rows of X it takes per
-// call, and (avx512) the packed-tile kernel for many rows of X (kPackedTileRows per call).
+// A path's interleaved kernels: the group kernel on ActRows and the most rows of X it takes per
+// call (scalar, avx2), or (avx512) the packed-tile kernel, which takes every product there
+// (kPackedTileRows rows of X per call; fn is null).
 struct GroupDot {
   GroupDotFn fn = nullptr;
   int64_t tile_rows = kGroupTileRows;
@@ -99,7 +96,7 @@ struct GroupDot {
 };
 
 // The interleaved kernel of (format, path): avx2 and avx512 their own, the scalar reference on
-// scalar and neon (the portable fallback). fn is null for formats without the layout.
+// scalar and neon (the portable fallback). fn and tile are null for formats without the layout.
 GroupDot group_dot_kernel(WeightFormat format, KernelPath path);
 
 void quantize_activation_row_avx2(const float* x, int64_t k, int64_t block, int8_t* q, float* d,

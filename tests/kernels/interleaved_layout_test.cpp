@@ -161,17 +161,19 @@ TEST(InterleavedLayout, SimdKernelsMatchTheScalarReference) {
 
 TEST(InterleavedLayout, Avx512KernelsGiveTheBitsOfTheAvx2Kernels) {
   // Same exact int32 block sums and the same f32 expression per block in the same order: the
-  // AVX-512 group, packed-tile (many rows of X, K in slices) and 512-bit 4-group kernels must
-  // agree with AVX2 bit for bit. M = 70 and 20 take the packed tiles (6 rows per tile, a partial
-  // last one); N = 301, 40 and 56 give 4-group passes with 1 or 3 groups left over (a 2-group and
-  // a 1-group call). M = 530, K = 4196 (131 blocks and a partial one) cross the packed path's
-  // row task (516 rows) and its K slices (64 blocks of q8_0, 112-128 of q4_0/q4_1), the last
-  // slice partial.
+  // AVX-512 packed-tile kernels (every M, K in slices for many rows) and their 512-bit 4-group
+  // form must agree with AVX2 bit for bit. M = 70, 20 and 7 take several packed tiles (6 rows per
+  // tile, a partial last one); M = 1, 2 and 4 one partial tile (decode, small batches; 1 and 2
+  // rows prefetch further ahead); N = 301, 40 and 56 give 4-group passes with 1 or 3 groups left
+  // over (a 2-group and a 1-group call). M = 530, K = 4196 (131 blocks and a partial one) cross
+  // the packed path's row task (516 rows) and its K slices (64 blocks of q8_0, 112-128 of
+  // q4_0/q4_1), the last slice partial; M = 1 at that K walks it in one call.
   if (!kernel_path_available(KernelPath::kAvx512) || !kernel_path_available(KernelPath::kAvx2)) {
     GTEST_SKIP() << "needs a CPU with AVX-512 VNNI";
   }
   ThreadPool pool(2);
-  const Shape3 shapes[] = {{70, 1024, 301}, {20, 600, 40}, {7, 100, 29}, {1, 1024, 301}, {64, 32, 56}, {530, 4196, 40}};
+  const Shape3 shapes[] = {{70, 1024, 301}, {20, 600, 40}, {7, 100, 29}, {1, 1024, 301}, {64, 32, 56},
+                           {530, 4196, 40},  {1, 4196, 40},  {2, 600, 56},  {4, 1024, 301}};
   for (WeightFormat f : kInterleavedFormats) {
     uint32_t seed = 700;
     for (const Shape3& s : shapes) {
