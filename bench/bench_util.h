@@ -79,6 +79,34 @@ class StreamingReader {
   uint64_t sink_ = 0;
 };
 
+// A read in the shape of a decode step: one token's weight products, in order, each one a
+// parallel_for over `tasks_per_product` contiguous slices (as the matmul driver hands a
+// product's tiles to the pool), each slice summed with software prefetch kReadPrefetchBytes
+// ahead, as StreamingReader's faster loop. No arithmetic, so it says what memory gives a
+// token's many short products (a TinyLlama layer's are 0.3-6.5 MiB) with their hand-offs and
+// joins: the most a decode's kernels can reach on this host, beside the long read's bound.
+// Products are laid out one after another in one buffer, each 64-byte aligned (std::bad_alloc
+// when it cannot be allocated); the buffer is first touched by the pool's threads.
+class ProductReader {
+ public:
+  ProductReader(kernels::ThreadPool& pool, const std::vector<std::size_t>& product_bytes, int64_t tasks_per_product);
+  // One token: every product once. Returns the seconds the pass took.
+  double pass_seconds();
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  kernels::ThreadPool& pool_;
+  std::vector<std::size_t> offsets_;  // in words: product i is [offsets_[i], offsets_[i + 1])
+  int64_t tasks_;
+  std::size_t bytes_ = 0;
+  std::unique_ptr<uint64_t, FreeDeleter> buf_;
+  std::vector<uint64_t> sums_;
+  uint64_t sink_ = 0;
+};
+
 // Arithmetic peaks of all of `pool`'s threads, measured with register-only loops of
 // kPeakChains independent dependency chains per thread (enough to cover the latency of every
 // unit these CPUs have): fp32 FMA (2 flops per lane), the int8 dot product (2 ops per byte
