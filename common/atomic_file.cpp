@@ -94,6 +94,7 @@ Status AtomicFileWriter::append(std::string_view content) {
   while (written < content.size()) {
     const ssize_t n = ::write(fd_, content.data() + written, content.size() - written);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EPIPE && direct_) reader_gone_ = true;
     if (n <= 0) return fail("cannot write");
     written += static_cast<std::size_t>(n);
   }

@@ -44,6 +44,10 @@ class AtomicFileWriter {
 
   Status append(std::string_view content);
   Status commit();
+  // Written straight through (above) and a write found the reading end closed (EPIPE: a pipe
+  // whose reader left, `-o /dev/stdout | head`): the caller may treat that as the reader having
+  // taken what it wanted, as it does for its own standard output.
+  bool reader_gone() const { return reader_gone_; }
 
  private:
   AtomicFileWriter(std::filesystem::path path, std::filesystem::path tmp, int fd);
@@ -57,6 +61,7 @@ class AtomicFileWriter {
   int fd_ = -1;           // -1 once committed or failed
   bool direct_ = false;   // written straight to path (not a regular file)
   bool failed_ = false;
+  bool reader_gone_ = false;
   std::size_t synced_to_ = 0;   // offset up to which write-back was started
   std::size_t unsynced_ = 0;    // bytes written after it
 };

@@ -788,6 +788,8 @@ int cmd_report(const ReportArgs& args) {
   Status st = render_to(args.db, args.format, args.run_id, [&](std::string_view piece) { return out.write(piece); });
   Status written = out.finish();
   if (written.ok() && st.ok()) written = file->commit();
+  // `-o /dev/stdout | head`: the same as the report on standard output above.
+  if (file->reader_gone()) return kExitOk;
   if (!written.ok()) return fail(written.message(), kExitInfrastructure);
   if (!st.ok()) return fail(st);
   return kExitOk;
@@ -880,10 +882,13 @@ int cmd_compare(const CompareArgs& args) {
   if (args.output.empty()) {
     std::cout << rendered->text;
   } else {
-    // Renamed over the output only when complete, as `report -o` does.
-    if (Status st = write_file_atomically(args.output, rendered->text); !st.ok()) {
-      return fail(st.message(), kExitInfrastructure);
-    }
+    // Renamed over the output only when complete, as `report -o` does; a pipe's reader that
+    // left early (`-o /dev/stdout | head`) is no failure, as on standard output.
+    auto file = AtomicFileWriter::create(args.output);
+    if (!file.ok()) return fail(file.status().message(), kExitInfrastructure);
+    Status st = file->append(rendered->text);
+    if (st.ok()) st = file->commit();
+    if (!st.ok() && !file->reader_gone()) return fail(st.message(), kExitInfrastructure);
   }
   if (code != kExitOk) std::cerr << "compare: regression found (exit 1)\n";
   return code;

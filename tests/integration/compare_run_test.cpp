@@ -350,6 +350,11 @@ TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabas
   // Beside the database is fine.
   EXPECT_EQ(run_logged(dir, "beside", {am, "report", "--db", db.string(), "-o", (dir / "keep.md").string()}, &log), 0)
       << log;
+  // Through a pipe whose reader leaves at once: no error, as on standard output (was exit 4).
+  const std::string piped = "set -o pipefail; '" + am + "' compare '" + db.string() + "' '" + db.string() +
+                            "' -o /dev/stdout | true";
+  EXPECT_EQ(run_logged(dir, "piped-c", {"/bin/bash", "-c", piped}, &log), 0) << log;
+  EXPECT_FALSE(has(log, "error:")) << log;
 }
 
 // ---------------------------------------------------------------------------------------------

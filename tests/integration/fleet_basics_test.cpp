@@ -75,6 +75,15 @@ TEST(RunExitCodes, RunWhoseJobsAllFailExitsOneAndFailOnChangesIt) {
                                "' --format html | true";
   EXPECT_EQ(run_logged(dir, "piped", {"/bin/bash", "-c", pipeline}, &log), 0) << log;
   EXPECT_FALSE(has(log, "error:")) << log;
+  // The same through `-o /dev/stdout` (written straight through to the pipe): exit 0 (was 4).
+  const std::string through = "set -o pipefail; '" + coordinator_binary().string() + "' report --db '" +
+                              db.string() + "' --format html -o /dev/stdout | true";
+  EXPECT_EQ(run_logged(dir, "piped-o", {"/bin/bash", "-c", through}, &log), 0) << log;
+  EXPECT_FALSE(has(log, "error:")) << log;
+  // A full device is still an error.
+  EXPECT_EQ(run_logged(dir, "full", {coordinator_binary().string(), "report", "--db", db.string(), "--format", "html",
+                                     "-o", "/dev/full"}, &log),
+            4) << log;
 }
 
 TEST(RunExitCodes, ServeExitWhenDoneFollowsTheSameRule) {
