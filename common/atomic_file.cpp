@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -15,6 +17,10 @@ namespace am {
 namespace {
 
 std::string errno_text() { return std::strerror(errno); }
+
+// Names tried for a temporary before giving up (each a fresh 64-bit random suffix, so a second
+// try already means someone else's files are in the way).
+constexpr int kTemporaryNameAttempts = 16;
 
 // Whether `path` names an open descriptor of some process (/dev/stdout, /dev/fd/N, /proc/PID/fd/N,
 // directly or through symlinks): whatever it resolves to, it is written where the descriptor
@@ -50,11 +56,21 @@ Result<AtomicFileWriter> AtomicFileWriter::create(const std::filesystem::path& p
     writer.direct_ = true;
     return writer;
   }
-  std::filesystem::path tmp = path;
-  tmp += ".tmp";
-  // A leftover temporary keeps its old permissions under O_TRUNC: start from nothing.
-  ::unlink(tmp.c_str());
-  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+  // Replacing a file never widens who may read it: a private report stays private.
+  if (exists && S_ISREG(existing.st_mode)) mode &= existing.st_mode & 07777;
+  // A temporary of our own, never an existing file: a fixed "<path>.tmp" was truncated or
+  // unlinked whatever it held (another database named so, another writer's temporary).
+  std::random_device entropy;
+  std::filesystem::path tmp;
+  UniqueFd fd;
+  for (int attempt = 0; attempt < kTemporaryNameAttempts && !fd.valid(); ++attempt) {
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".%08x%08x.tmp", entropy(), entropy());
+    tmp = path;
+    tmp += suffix;
+    fd = UniqueFd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
+    if (!fd.valid() && errno != EEXIST) break;
+  }
   if (!fd.valid()) return io_error("cannot create " + tmp.string() + ": " + errno_text());
   AtomicFileWriter writer(path, tmp, fd.release());
   if (::fchmod(writer.fd_, mode) != 0) return writer.fail("cannot set permissions of");
@@ -70,6 +86,7 @@ AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
       fd_(std::exchange(other.fd_, -1)),
       direct_(other.direct_),
       failed_(other.failed_),
+      reader_gone_(other.reader_gone_),
       synced_to_(other.synced_to_),
       unsynced_(other.unsynced_) {}
 

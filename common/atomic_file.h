@@ -1,10 +1,13 @@
 // Whole-file replacement that readers never see half done.
 //
-// Contract: write_file_atomically() writes `content` to "<path>.tmp" (created afresh with
-// permission bits `mode`, set at creation and again with fchmod so the umask cannot widen or
-// narrow them: a secret is never readable by others, not even for a moment), flushes it to
-// disk, and renames it over `path`. A reader sees the old file or the whole new one; on failure
-// the old file is untouched and the temporary is removed. Thread-safe for distinct paths.
+// Contract: write_file_atomically() writes `content` to a temporary "<path>.<random>.tmp"
+// beside it (made with O_EXCL, so no existing file is ever opened, truncated or removed in its
+// place; permission bits `mode`, set at creation and again with fchmod so the umask cannot
+// widen or narrow them: a secret is never readable by others, not even for a moment; where
+// `path` is a regular file already, only the bits both it and `mode` allow, so a replacement
+// never widens who may read it), flushes it to disk, and renames it over `path`. A reader sees
+// the old file or the whole new one; on failure the old file is untouched and the temporary is
+// removed. Thread- and process-safe: writers of the same path each finish, the last rename wins.
 #pragma once
 
 #include <sys/types.h>
@@ -25,7 +28,7 @@ Status write_file_atomically(const std::filesystem::path& path, std::string_view
                              mode_t mode = kPublicFileMode);
 
 // The same for content made a piece at a time (a report of a million results): create() makes
-// "<path>.tmp" as above, append() writes through to it, commit() flushes, closes and renames it
+// the temporary as above, append() writes through to it, commit() flushes, closes and renames it
 // over `path`. Destroyed without a successful commit() (an error on the way), it removes the
 // temporary and `path` stays as it was. append() and commit() after a failure fail again.
 // A `path` that exists and is no regular file or directory (a FIFO, a character device), or that
@@ -57,7 +60,7 @@ class AtomicFileWriter {
   static constexpr std::size_t kWritebackBytes = 64u << 20;
 
   std::filesystem::path path_;
-  std::filesystem::path tmp_;   // where the writes go: "<path>.tmp", or path itself when direct_
+  std::filesystem::path tmp_;   // where the writes go: the temporary, or path itself when direct_
   int fd_ = -1;           // -1 once committed or failed
   bool direct_ = false;   // written straight to path (not a regular file)
   bool failed_ = false;

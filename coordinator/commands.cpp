@@ -780,7 +780,7 @@ int cmd_report(const ReportArgs& args) {
     if (!st.ok()) return fail(st);
     return kExitOk;
   }
-  // Into "<output>.tmp", renamed over the output only when complete: a failed report leaves
+  // Into a temporary beside the output, renamed over it only when complete: a failed report leaves
   // an earlier one in place.
   auto file = AtomicFileWriter::create(args.output);
   if (!file.ok()) return fail(file.status().message(), kExitInfrastructure);

@@ -3,6 +3,7 @@
 #include "coordinator/sqlite_db.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <fstream>
@@ -40,6 +41,12 @@ Status check_output_path(const std::filesystem::path& output, const std::filesys
   }
   if (std::filesystem::is_directory(output, dir_ec)) {
     return invalid_argument(std::string(option) + " " + output.string() + " is a directory; name a file");
+  }
+  // A file the user made read-only is not replaced behind their back (`> file` refuses it too).
+  if (struct stat existing {}; ::stat(output.c_str(), &existing) == 0 && S_ISREG(existing.st_mode) &&
+                               ::access(output.c_str(), W_OK) != 0) {
+    return invalid_argument(std::string(option) + " " + output.string() +
+                            " exists and is not writable; it is not replaced (choose another file)");
   }
   if (db.empty()) return Status::Ok();
   // SQLite names the -wal and -shm after the database's resolved path, and DbLock its .lock: a

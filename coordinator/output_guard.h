@@ -8,7 +8,9 @@
 // by the same path, another spelling of it, a symlink or a hard link (same device and inode);
 // OK otherwise, including when `output` does not exist yet and names none of them. A `db` that
 // is a symlink guards the files beside its target too (where SQLite and DbLock put them). An
-// existing `output` that is any SQLite database (its 16-byte header) is refused the same way.
+// existing `output` that is any SQLite database (its 16-byte header), or a regular file this
+// user may not write (made read-only), is refused the same way. The write itself never touches
+// another file than `output` (common/atomic_file.h: its temporary is a fresh name).
 #pragma once
 
 #include <filesystem>

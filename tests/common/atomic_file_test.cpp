@@ -6,12 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/atomic_file.h"
 
@@ -19,6 +21,17 @@ namespace am {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The writer's temporaries of `name` in `dir` ("<name>.<random>.tmp").
+int temporaries(const fs::path& dir, const std::string& name) {
+  int n = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.rfind(name + ".", 0) == 0 && f.size() > name.size() + 4 && f.compare(f.size() - 4, 4, ".tmp") == 0) ++n;
+  }
+  return n;
+}
 
 class AtomicFileTest : public ::testing::Test {
  protected:
@@ -52,10 +65,10 @@ TEST_F(AtomicFileTest, PiecesAppendedAppearOnlyAfterCommitAndReplaceTheOldFile) 
     expected += piece;
   }
   EXPECT_EQ(read(path), "old");   // nothing of the new content is visible yet
-  EXPECT_TRUE(fs::exists(dir_ / "report.json.tmp"));
+  EXPECT_EQ(temporaries(dir_, "report.json"), 1);
   ASSERT_TRUE(writer->commit().ok());
   EXPECT_EQ(read(path), expected);
-  EXPECT_FALSE(fs::exists(dir_ / "report.json.tmp"));
+  EXPECT_EQ(temporaries(dir_, "report.json"), 0);
   EXPECT_FALSE(writer->append("more").ok());   // committed: nothing more goes in
 }
 
@@ -68,7 +81,7 @@ TEST_F(AtomicFileTest, AWriterDroppedWithoutCommitLeavesTheOldFileAndNoTemporary
     ASSERT_TRUE(writer->append("half of a new rep").ok());
   }   // an error on the way: the writer goes out of scope uncommitted
   EXPECT_EQ(read(path), "old");
-  EXPECT_FALSE(fs::exists(dir_ / "report.json.tmp"));
+  EXPECT_EQ(temporaries(dir_, "report.json"), 0);
 }
 
 TEST_F(AtomicFileTest, TheModeIsSetWhateverTheUmask) {
@@ -88,8 +101,78 @@ TEST_F(AtomicFileTest, TheModeIsSetWhateverTheUmask) {
 TEST_F(AtomicFileTest, APlaceThatCannotTakeTheFileIsAnErrorNamingTheTemporary) {
   auto writer = AtomicFileWriter::create(dir_ / "no-such-dir" / "out.json");
   ASSERT_FALSE(writer.ok());
-  EXPECT_NE(writer.status().message().find("out.json.tmp"), std::string::npos) << writer.status().message();
+  EXPECT_NE(writer.status().message().find("no-such-dir/out.json."), std::string::npos) << writer.status().message();
+  EXPECT_NE(writer.status().message().find(".tmp"), std::string::npos) << writer.status().message();
   EXPECT_FALSE(fs::exists(dir_ / "no-such-dir"));
+}
+
+// `report --db results.md.tmp -o results.md` emptied and then deleted the database: the
+// temporary was the fixed name "<path>.tmp", truncated or unlinked whatever it held.
+TEST_F(AtomicFileTest, AFileNamedLikeTheOldTemporaryIsNeverTouched) {
+  const fs::path path = dir_ / "results.md";
+  const std::string precious = "SQLite format 3" + std::string(1, '\0') + "and more";
+  {
+    std::ofstream out(dir_ / "results.md.tmp", std::ios::binary);
+    out << precious;
+  }
+  ASSERT_TRUE(write_file_atomically(path, "report").ok());
+  EXPECT_EQ(read(path), "report");
+  EXPECT_EQ(read(dir_ / "results.md.tmp"), precious);
+  {
+    auto dropped = AtomicFileWriter::create(path);   // and when a writer fails on the way
+    ASSERT_TRUE(dropped.ok());
+  }
+  EXPECT_EQ(read(dir_ / "results.md.tmp"), precious);
+}
+
+TEST_F(AtomicFileTest, ReplacingAFileNeverWidensItsPermissions) {
+  const fs::path path = dir_ / "private.md";
+  ASSERT_TRUE(write_file_atomically(path, "mine", 0600).ok());
+  ASSERT_TRUE(write_file_atomically(path, "still mine").ok());   // asked for 0644
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(read(path), "still mine");
+  // A secret written over a public file is not made public by it either.
+  const fs::path key = dir_ / "key";
+  ASSERT_TRUE(write_file_atomically(key, "public").ok());
+  ASSERT_TRUE(write_file_atomically(key, "secret", kSecretFileMode).ok());
+  ASSERT_EQ(::stat(key.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, kSecretFileMode);
+}
+
+// Six writers of one path at once (six `report -o same.json`): five failed "cannot rename
+// same.json.tmp" as they shared one temporary. Each now has its own; all succeed, the file is
+// one of them whole, and no temporary is left.
+TEST_F(AtomicFileTest, ConcurrentWritersOfOnePathAllSucceedAndOneWinsWhole) {
+  const fs::path path = dir_ / "same.json";
+  constexpr int kWriters = 6;
+  std::vector<std::string> contents;
+  for (int i = 0; i < kWriters; ++i) contents.push_back(std::string(100000 + i, static_cast<char>('a' + i)));
+  std::vector<Status> results(kWriters);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kWriters; ++i) {
+    threads.emplace_back([&, i] {
+      auto w = AtomicFileWriter::create(path);
+      if (!w.ok()) {
+        results[i] = w.status();
+        return;
+      }
+      for (std::size_t at = 0; at < contents[i].size(); at += 4096) {
+        Status st = w->append(std::string_view(contents[i]).substr(at, 4096));
+        if (!st.ok()) {
+          results[i] = st;
+          return;
+        }
+      }
+      results[i] = w->commit();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kWriters; ++i) EXPECT_TRUE(results[i].ok()) << i << ": " << results[i].to_string();
+  const std::string got = read(path);
+  EXPECT_NE(std::find(contents.begin(), contents.end(), got), contents.end()) << got.size();
+  EXPECT_EQ(temporaries(dir_, "same.json"), 0);
 }
 
 }  // namespace
@@ -120,7 +203,7 @@ TEST(AtomicFileSpecialTargets, AFifoIsWrittenThroughAndStaysAFifo) {
   struct stat after {};
   ASSERT_EQ(::stat(fifo.c_str(), &after), 0);
   EXPECT_TRUE(S_ISFIFO(after.st_mode));
-  EXPECT_FALSE(std::filesystem::exists(fifo.string() + ".tmp"));
+  EXPECT_EQ(temporaries(dir, "out.fifo"), 0);
   std::filesystem::remove_all(dir);
 }
 
@@ -129,7 +212,7 @@ TEST(AtomicFileSpecialTargets, ACharacterDeviceIsWrittenThroughAndNothingIsMadeB
   struct stat after {};
   ASSERT_EQ(::stat("/dev/null", &after), 0);
   EXPECT_TRUE(S_ISCHR(after.st_mode));
-  EXPECT_FALSE(std::filesystem::exists("/dev/null.tmp"));
+  EXPECT_EQ(temporaries("/dev", "null"), 0);
 }
 
 }  // namespace
@@ -157,7 +240,7 @@ TEST(AtomicFileSpecialTargets, ALinkToADescriptorIsWrittenThroughAndStaysALink) 
   EXPECT_TRUE(write_file_atomically(link, "report\n").ok());
   ::close(fd);
   EXPECT_TRUE(std::filesystem::is_symlink(link));
-  EXPECT_FALSE(std::filesystem::exists(link.string() + ".tmp"));
+  EXPECT_EQ(temporaries(dir, "fakestdout"), 0);
   std::ifstream in(file);
   const std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(got, "kept\nreport\n");

@@ -350,6 +350,17 @@ TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabas
   // Beside the database is fine.
   EXPECT_EQ(run_logged(dir, "beside", {am, "report", "--db", db.string(), "-o", (dir / "keep.md").string()}, &log), 0)
       << log;
+  // A database whose name is the output's plus ".tmp" (the writer's temporary was that fixed
+  // name: `report --db r.md.tmp -o r.md` emptied the database, then deleted it).
+  const auto tmp_named = dir / "r.md.tmp";
+  std::filesystem::copy_file(db, tmp_named);
+  EXPECT_EQ(run_logged(dir, "tmpname", {am, "report", "--db", tmp_named.string(), "-o", (dir / "r.md").string()}, &log),
+            0) << log;
+  EXPECT_EQ(read_file(tmp_named), before);
+  EXPECT_TRUE(has(read_file(dir / "r.md"), "two")) << read_file(dir / "r.md");
+  EXPECT_EQ(run_logged(dir, "tmpname-c", {am, "compare", db.string(), db.string(), "-o", (dir / "r.md").string()}, &log),
+            0) << log;
+  EXPECT_EQ(read_file(tmp_named), before);
   // Through a pipe whose reader leaves at once: no error, as on standard output (was exit 4).
   const std::string piped = "set -o pipefail; '" + am + "' compare '" + db.string() + "' '" + db.string() +
                             "' -o /dev/stdout | true";
@@ -470,6 +481,27 @@ TEST(LiveReports, ReportReadsADatabaseInAReadOnlyDirectory) {
   EXPECT_FALSE(std::filesystem::exists(ro_db.string() + "-wal"));
   EXPECT_FALSE(std::filesystem::exists(ro_db.string() + "-shm"));
   chmod(ro_dir.c_str(), 0755);   // so the scratch directory can be removed
+
+  // A report written over a file this user may not write (read-only, another owner's) in a
+  // directory they may write: refused, exit 2, the file kept (it was renamed over, exit 0).
+  const auto shared = dir / "shared";
+  std::filesystem::create_directories(shared);
+  ASSERT_EQ(chmod(shared.c_str(), 0777), 0);
+  const auto kept = shared / "kept.md";
+  {
+    std::ofstream out(kept);
+    out << "keep me\n";
+  }
+  ASSERT_EQ(chmod(kept.c_str(), 0444), 0);
+  std::vector<std::string> over = argv;
+  for (const std::string& a : {coordinator_binary().string(), std::string("report"), std::string("--db"),
+                               ro_db.string(), std::string("-o"), kept.string()}) {
+    over.push_back(a);
+  }
+  const std::string refused = run_capture(over, &code);
+  EXPECT_EQ(code, 2) << refused;
+  EXPECT_TRUE(has(refused, "not writable")) << refused;
+  EXPECT_EQ(read_file(kept), "keep me\n");
 }
 
 }  // namespace
