@@ -1,11 +1,15 @@
 // accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
+#include <cerrno>
 #include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
 #include <optional>
 #include <vector>
 
+#include <poll.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -25,6 +29,27 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
+
+// Whether standard output is a pipe or FIFO whose reader has gone (`| head` took what it
+// wanted): poll reports POLLERR for the write end of such a pipe.
+bool stdout_reader_gone() {
+  pollfd p{STDOUT_FILENO, POLLOUT, 0};
+  return ::poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
+// A command's output that could not be written (a full disk, `> /dev/full`) fails the command
+// with exit 4 whatever it found, so a CI gate is never green on an empty comparison; a reader
+// that left early does not. `report` writes its own standard output and says so itself.
+int finish_standard_output(int code) {
+  std::cout.flush();
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  if (flushed && !std::cout.fail() && !std::ferror(stdout)) return code;
+  if (stdout_reader_gone()) return code;
+  std::cerr << "error: cannot write to standard output"
+            << (flushed ? std::string() : std::string(": ") + std::strerror(error)) << "\n";
+  return am::kExitInfrastructure;
+}
 
 // -q, -v and --log-level, accepted before the subcommand and after it: each app (the top one
 // and every subcommand) gets its own copy, combined after parsing.
@@ -335,7 +360,7 @@ int main(int argc, char** argv) {
 
   // A command reports its failures as a Status; anything thrown past it (a library's exception
   // no one foresaw) still ends with a message and an exit code, not an abort.
-  try {
+  const auto dispatch = [&]() -> int {
     if (*run_cmd) return am::coord::cmd_run(run, g_stop);
     if (*serve_cmd) {
       if (serve_exit_with_parent > 0) {
@@ -362,9 +387,12 @@ int main(int argc, char** argv) {
     if (*drain_cmd) return am::coord::cmd_drain(drain);
     if (*release_cmd) return am::coord::cmd_release(release);
     if (*runs_cmd) return am::coord::cmd_runs(runs);
+    return am::kExitUsage;
+  };
+  try {
+    return finish_standard_output(dispatch());
   } catch (const std::exception& e) {
     std::cerr << "error: unexpected failure: " << e.what() << "\n";
     return am::kExitInfrastructure;
   }
-  return am::kExitUsage;
 }

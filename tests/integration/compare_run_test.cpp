@@ -361,6 +361,19 @@ TEST(CompareRuns, AnOutputThatIsTheDatabaseOrOneOfItsFilesIsRefusedAndTheDatabas
   EXPECT_EQ(run_logged(dir, "tmpname-c", {am, "compare", db.string(), db.string(), "-o", (dir / "r.md").string()}, &log),
             0) << log;
   EXPECT_EQ(read_file(tmp_named), before);
+  // Standard output that cannot be written (a full disk): exit 4 and a message, for compare
+  // (a CI gate was green on an empty comparison), runs and plan as for report (all were 0).
+  for (const std::string& cmd : {"compare '" + db.string() + "' '" + db.string() + "'",
+                                  "compare '" + db.string() + "' '" + db.string() + "' --fail-on-regression 10",
+                                  "runs --db '" + db.string() + "'", "plan '" + plan.string() + "'",
+                                  "report --db '" + db.string() + "'"}) {
+    EXPECT_EQ(run_logged(dir, "full", {"/bin/bash", "-c", "'" + am + "' " + cmd + " > /dev/full"}, &log), 4)
+        << cmd << ": " << log;
+    EXPECT_TRUE(has(log, "standard output")) << cmd << ": " << log;
+    // A reader that leaves early is no failure.
+    EXPECT_EQ(run_logged(dir, "gone", {"/bin/bash", "-c", "set -o pipefail; '" + am + "' " + cmd + " | true"}, &log),
+              0) << cmd << ": " << log;
+  }
   // Through a pipe whose reader leaves at once: no error, as on standard output (was exit 4).
   const std::string piped = "set -o pipefail; '" + am + "' compare '" + db.string() + "' '" + db.string() +
                             "' -o /dev/stdout | true";
