@@ -2997,7 +2997,11 @@ struct Server::Impl {
         l.host = row.lease_host;
         l.attempt = row.attempts;
         l.expires_at_ms = row.lease_expires_at_ms;
-        l.exclusive = measures_speed(j.family_spec());   // its worker may still be measuring
+        // Its worker may still be measuring there: the device stays held, alone for a perf
+        // job, until the lease ends (after a restart a second perf job was started beside it).
+        l.exclusive = row.lease_exclusive || measures_speed(j.family_spec());
+        l.device = row.lease_device;
+        l.started_ms = row.lease_leased_at_ms;
       }
       m.index_job(m.jobs.insert(std::move(j)));
       return Status::Ok();

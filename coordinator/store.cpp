@@ -846,11 +846,14 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     std::string worker;
     std::string host;
     int64_t expires_at_ms = 0;
+    std::string device;
+    int64_t leased_at_ms = 0;
+    bool exclusive = false;
   };
   std::unordered_map<std::string, OutstandingLease> leases;
   {
     AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
-        SELECT j.job_id, a.worker_id, a.hostname, a.lease_expires_at
+        SELECT j.job_id, a.worker_id, a.hostname, a.lease_expires_at, a.device, a.leased_at, a.exclusive
         FROM jobs j
         JOIN attempts a
           ON a.run_id = j.run_id AND a.job_id = j.job_id
@@ -862,7 +865,8 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
     while (true) {
       AM_ASSIGN_OR_RETURN(bool row, stmt.step());
       if (!row) break;
-      leases[stmt.column_text(0)] = OutstandingLease{stmt.column_text(1), stmt.column_text(2), stmt.column_int64(3)};
+      leases[stmt.column_text(0)] = OutstandingLease{stmt.column_text(1), stmt.column_text(2), stmt.column_int64(3),
+                                                     stmt.column_text(4), stmt.column_int64(5), stmt.column_int(6) != 0};
     }
   }
   // Columns by position (a by-name lookup takes SQLite's mutex per column per row).
@@ -922,6 +926,9 @@ Status Store::for_each_job(const std::string& run_id, bool with_spec, const std:
         job.lease_worker = std::move(lease->second.worker);
         job.lease_host = std::move(lease->second.host);
         job.lease_expires_at_ms = lease->second.expires_at_ms;
+        job.lease_device = std::move(lease->second.device);
+        job.lease_leased_at_ms = lease->second.leased_at_ms;
+        job.lease_exclusive = lease->second.exclusive;
       }
     }
     job.target = stmt.column_text(kTarget);

@@ -101,6 +101,9 @@ struct JobRow {
   std::string lease_worker;
   std::string lease_host;          // the worker's hostname when the lease was recorded
   int64_t lease_expires_at_ms = 0;
+  std::string lease_device;        // the device it was assigned to ("" when stored without one)
+  int64_t lease_leased_at_ms = 0;
+  bool lease_exclusive = false;    // it holds its hardware alone (a perf job)
   std::string target;              // placement target (jobs/placement.h); "" for any
   std::string hardware_class;      // the class the job was made for; "" for any
   std::string plan_job_id;         // the plan job it was made from ("" before schema 5, and for

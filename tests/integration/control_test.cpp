@@ -290,6 +290,46 @@ TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
   restarted.wait(20s);
 }
 
+// A perf job's lease recovered from the store after a kill -9 keeps its device: the device stays
+// held alone (a second perf job was started beside it on the same cores, PROTOCOL §5.12), and
+// `status` shows where it runs and for how long (the device was '' and running_s missing).
+TEST(Control, ARestartKeepsARecoveredPerfLeaseOnItsDeviceAloneAndInStatus) {
+  ScratchDir dir("ctl-recovered-perf");
+  const auto db = dir / "p.db";
+  const auto plan = write_file(dir / "excl.toml",
+                               "[plan]\nname = \"excl\"\nmode = \"both\"\n\n[defaults]\nbackends = [\"cpu\"]\n"
+                               "precisions = [\"f32\"]\nseq_len = [16, 32]\ntimeout_s = 60\n\n"
+                               "[[models]]\nname = \"selftest:hang\"\n");
+  LiveCoordinator c = start_live(dir, plan, db, {"--health-interval", "0"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir, /*slots=*/2), dir / "w1.log");
+  const auto leased = [&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE state = 'leased'"); };
+  ASSERT_TRUE(wait_until([&] { return leased() == 1 && !children_of(c.worker->pid()).empty(); }, 30s))
+      << c.serve->log();
+  std::this_thread::sleep_for(500ms);
+  ASSERT_EQ(leased(), 1) << "two slots, one device: the perf jobs take it one at a time";
+  c.serve->kill_hard();
+  c.serve->wait(10s);
+
+  Process restarted(restart_args(plan, db, c.endpoint, {"--health-interval", "0"}), dir / "serve2.log");
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    return st && !(*st)["workers"].empty() && !(*st)["workers"][0]["jobs"].empty();
+  }, 30s)) << restarted.log();
+  // Give the restarted coordinator time to hand the free slot out, as it did before the fix.
+  std::this_thread::sleep_for(2s);
+  st = status_of(db);
+  ASSERT_TRUE(st.has_value());
+  const json& jobs = (*st)["workers"][0]["jobs"];
+  ASSERT_EQ(jobs.size(), 1u) << st->dump(2) << restarted.log();
+  EXPECT_EQ(jobs[0]["device"], "cpu:0") << st->dump(2);
+  EXPECT_TRUE(jobs[0].contains("running_s") && jobs[0]["running_s"].get<double>() > 0.5) << st->dump(2);
+  EXPECT_EQ(leased(), 1) << restarted.log();
+  restarted.terminate();
+  restarted.wait(20s);
+}
+
 // A coordinator killed while it served a run submitted to it goes on with that run when it is
 // started again with its own plan: the plan's text was kept with the run (schema 8). Before, the
 // submitted run's queued jobs waited until someone sent its plan again.
