@@ -190,6 +190,11 @@ struct WorkerSession {
   int64_t registered_at_ms = 0;      // epoch ms of this session's WELCOME
   std::string build;
   std::string host_key;              // exclusivity.h host_key_of(HELLO.host_id, worker id)
+  // Attempts its HELLO said it holds that are no job of a run served here (a run the restarted
+  // coordinator does not serve): {job id: (run id from the store, "" when unknown; attempt)}.
+  // Shown by `status` (the worker otherwise looked idle with a slot taken); dropped when their
+  // RESULT arrives.
+  std::map<std::string, std::pair<std::string, int>> held_unserved;
 };
 
 // A health job out on a device (PROTOCOL §5.11). Not a run's job: nothing of it is stored but
@@ -1013,6 +1018,11 @@ struct Server::Impl {
                    /*reclaimed=*/true);
       }
     }
+    for (const auto& [job_id, attempt] : h.held) {
+      if (is_health_job_id(job_id) || jobs.find(job_id) != nullptr) continue;
+      auto run = store->leased_attempt_run(h.worker_id, job_id, attempt);
+      sessions[identity].held_unserved[job_id] = {run.ok() && run->has_value() ? **run : std::string(), attempt};
+    }
     if (has_usable_device(sessions[identity])) {
       workers_seen.insert(h.worker_id);
       if (first_worker_ms == 0) first_worker_ms = steady_ms();
@@ -1296,6 +1306,7 @@ struct Server::Impl {
       return;
     }
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
+    s.held_unserved.erase(r.job_id);
     JobEntry* found = jobs.find(r.job_id);
     if (found == nullptr && store_result_of_unserved_run(s, r)) return;
     if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {
@@ -2473,6 +2484,9 @@ struct Server::Impl {
         if (h.worker_id != s.worker_id) continue;
         w["jobs"].push_back({{"job_id", id}, {"model", std::string(kHealthModel)}, {"device", h.device},
                              {"attempt", h.attempt}, {"running_s", (now_epoch - h.issued_at_ms) / 1000.0}});
+      }
+      for (const auto& [id, held] : s.held_unserved) {
+        w["jobs"].push_back({{"job_id", id}, {"run_id", held.first}, {"attempt", held.second}, {"served", false}});
       }
       doc["workers"].push_back(std::move(w));
     }

@@ -112,6 +112,12 @@ std::string render_status_text(const json& status) {
       }
       for (const json& j : w.value("jobs", json::array())) {
         if (!j.is_object()) continue;
+        if (j.contains("served") && !flag(j, "served")) {
+          const std::string run = j.contains("run_id") ? str(j, "run_id") : std::string();
+          out += fmt::format("      holds {} (attempt {}) of {}, not served here: its slot is taken until it ends\n",
+                             str(j, "job_id"), str(j, "attempt"), run.empty() ? "a run unknown to this database" : "run " + run);
+          continue;
+        }
         std::string jl = fmt::format("      running {} {} {} {} on {} (attempt {}", str(j, "job_id"), str(j, "model"),
                                      j.contains("backend") ? str(j, "backend") : std::string(),
                                      j.contains("precision") ? str(j, "precision") : std::string(), str(j, "device"),

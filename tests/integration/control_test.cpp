@@ -271,21 +271,41 @@ TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
   ScratchDir dir("ctl-unserved-restart");
   const auto db = dir / "r.db";
   const auto own = write_selftest_plan(dir / "own.toml", "own", {"pass"});
-  const auto other = write_selftest_plan(dir / "other.toml", "other", {"hang"}, /*timeout_s=*/3);
+  const auto other = write_selftest_plan(dir / "other.toml", "other", {"hang"}, /*timeout_s=*/6);
   LiveCoordinator c = start_live(dir, other, db);
   ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
   c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
   ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'other' AND state = 'leased'") == 1; },
                          30s)) << c.serve->log();
+  const std::string held = sql_rows(db, "SELECT job_id FROM attempts WHERE run_id = 'other'")[0][0];
   c.serve->kill_hard();
   c.serve->wait(10s);
   // Another plan on the same database and endpoint (the worker reconnects to it).
   Process restarted(restart_args(own, db, c.endpoint), dir / "serve2.log");
+  // While the worker still runs it, status says what takes its slot (it showed the worker idle).
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] {
+    st = status_of(db);
+    return st && !(*st)["workers"].empty() && !(*st)["workers"][0]["jobs"].empty();
+  }, 20s)) << restarted.log();
+  const json& job = (*st)["workers"][0]["jobs"][0];
+  EXPECT_EQ(job["job_id"], held) << st->dump(2);
+  EXPECT_EQ(job["run_id"], "other") << st->dump(2);
+  EXPECT_EQ(job["served"], false) << st->dump(2);
+  int code = -1;
+  const std::string text = run_capture(cli({"status"}, db), &code);
+  EXPECT_NE(text.find("holds " + held + " (attempt 1) of run other, not served here"), std::string::npos) << text;
   ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM jobs WHERE run_id = 'other' AND status = 'timeout'") == 1; },
                          60s)) << restarted.log() << c.worker->log();
   EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE run_id = 'other'"), 1) << "the held result, not a rerun";
   EXPECT_NE(restarted.log().find("stored in run other, which this coordinator does not serve"), std::string::npos)
       << restarted.log();
+  // Its result in, the worker holds nothing any more.
+  st = status_of(db);
+  ASSERT_TRUE(st.has_value());
+  for (const json& w : (*st)["workers"]) {
+    for (const json& j : w["jobs"]) EXPECT_FALSE(j.contains("served")) << st->dump(2);
+  }
   restarted.terminate();
   restarted.wait(20s);
 }
