@@ -99,7 +99,8 @@ struct Encoder {
   msgpack::sbuffer& out;
   Packer pk{out};
   void operator()(const Hello& m) {
-    pk.pack_map(9 + (m.secret.empty() ? 0 : 1) + (m.commands ? 1 : 0) + (m.host_id.empty() ? 0 : 1));
+    pk.pack_map(9 + (m.secret.empty() ? 0 : 1) + (m.commands ? 1 : 0) + (m.host_id.empty() ? 0 : 1) +
+                (m.draining ? 1 : 0));
     put(out, "version_major", m.version_major);
     put(out, "version_minor", m.version_minor);
     put(out, "worker_id", m.worker_id);
@@ -112,6 +113,7 @@ struct Encoder {
     if (!m.secret.empty()) put(out, "secret", m.secret);
     if (m.commands) put(out, "commands", true);
     if (!m.host_id.empty()) put(out, "host_id", m.host_id);
+    if (m.draining) put(out, "draining", true);
   }
   void operator()(const Welcome& m) {
     pk.pack_map(6);
@@ -472,6 +474,7 @@ Result<Message> decode_hello(const FieldReader& r) {
   AM_RETURN_IF_ERROR(r.id("secret", Need::kOptional, m.secret));
   AM_RETURN_IF_ERROR(r.boolean("commands", Need::kOptional, m.commands));
   AM_RETURN_IF_ERROR(r.id("host_id", Need::kOptional, m.host_id));
+  AM_RETURN_IF_ERROR(r.boolean("draining", Need::kOptional, m.draining));
   if (!m.secret.empty() && m.secret.size() < kMinSecretBytes) {
     return r.error("secret", "expected at least " + std::to_string(kMinSecretBytes) +
                                  " characters, got " + std::to_string(m.secret.size()));

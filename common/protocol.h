@@ -26,10 +26,11 @@
 namespace am::proto {
 
 inline constexpr int kVersionMajor = 1;
-inline constexpr int kVersionMinor = 5;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
+inline constexpr int kVersionMinor = 6;   // 1.1: HELLO.held; 1.2: HELLO.secret, READY.window/seen;
                                           // 1.3: CONTROL/REPLY (admin clients, §5.10);
                                           // 1.4: HELLO.commands, ASSIGN.spec.command;
-                                          // 1.5: HELLO.host_id, ASSIGN.spec.placement (§5.12)
+                                          // 1.5: HELLO.host_id, ASSIGN.spec.placement (§5.12);
+                                          // 1.6: HELLO.draining (§5.7)
 
 // Size limits enforced on decode. A frame larger than kMaxFrameBytes is dropped before parsing.
 inline constexpr std::size_t kMaxFrameBytes = 4u << 20;       // 4 MiB
@@ -90,6 +91,9 @@ struct Hello {
   // on one machine send the same id, so the coordinator knows that their cpu and software
   // devices share cores (exclusive perf jobs). Empty = unknown: the worker counts as its own host.
   std::string host_id;
+  // Since 1.6: the worker got DRAIN (from this coordinator or one before a restart) and is
+  // finishing its jobs before it leaves; the new session is draining at once. Absent: false.
+  bool draining = false;
 };
 
 struct Welcome {

@@ -974,6 +974,8 @@ struct Server::Impl {
     s.registered_at_ms = now_epoch_ms();
     s.build = h.build;
     s.host_key = host_key_of(h.host_id, h.worker_id);
+    // Drained before a restart: it is still finishing its jobs and leaving (PROTOCOL §5.7).
+    s.draining = h.draining;
     if (!standing.proven(h.worker_id)) {
       auto answered = store->worker_has_results(h.worker_id);
       if (answered.ok() && *answered) standing.mark_proven(h.worker_id);
@@ -2431,6 +2433,7 @@ struct Server::Impl {
         r["eta_s"] = std::ceil(static_cast<double>(c.total - c.done) / slots) * mean / 1000.0;
       } else {
         r["eta_s"] = nullptr;
+        r["eta_unknown_because"] = mean > 0 ? "no connected worker takes jobs" : "no job measured yet";
       }
       r["time_budget_s"] = budget_s.count(run_id) ? nlohmann::json(budget_s.at(run_id)) : nlohmann::json(nullptr);
       r["unplaced"] = unplaced_plan_jobs(&run_id);

@@ -80,7 +80,8 @@ std::string render_status_text(const json& status) {
       if (auto e = num(r, "elapsed_s")) line += ", elapsed " + human_duration(*e);
       if (auto done = num(r, "done"), total = num(r, "total"); done && total && *done < *total) {
         auto eta = num(r, "eta_s");
-        line += eta ? ", ETA " + human_duration(*eta) : ", ETA unknown (no job measured yet)";
+        const std::string why = r.contains("eta_unknown_because") ? str(r, "eta_unknown_because") : "no job measured yet";
+        line += eta ? ", ETA " + human_duration(*eta) : ", ETA unknown (" + why + ")";
       }
       out += line + "\n";
     }

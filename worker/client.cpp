@@ -232,6 +232,7 @@ struct WorkerClient::Impl {
     h.tags = opt.tags;
     h.slots = opt.slots;
     h.commands = opt.allow_commands;
+    h.draining = draining;   // a restarted coordinator must not undo a drain (PROTOCOL §5.7)
     h.secret = opt.secret;
     if (const auto host = opt.capabilities.find("host"); host != opt.capabilities.end() && host->is_object()) {
       h.host_id = host->value("host_id", std::string());

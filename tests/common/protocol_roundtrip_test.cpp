@@ -248,6 +248,28 @@ TEST(ProtocolRoundTrip, HelloCommandsIsSentOnlyWhenTrue) {
   EXPECT_NE(wrong.status().message().find("HELLO.commands"), std::string::npos) << wrong.status().message();
 }
 
+TEST(ProtocolRoundTrip, HelloDrainingIsSentOnlyWhenTrue) {
+  // 1.6: a draining worker that re-registers says so; otherwise nothing is sent (= false).
+  Hello h;
+  h.worker_id = "w1";
+  h.draining = true;
+  const Frames f = encode(Message{h});
+  auto doc = msgpack_to_json(f.body);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_EQ((*doc)["draining"], true);
+  auto back = decode(f.type, f.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(std::get<Hello>(back->body).draining);
+  h.draining = false;
+  doc = msgpack_to_json(encode(Message{h}).body);
+  ASSERT_TRUE(doc.ok());
+  EXPECT_FALSE(doc->contains("draining"));
+  auto wrong = decode("HELLO", json_to_msgpack({{"version_major", 1}, {"version_minor", 6},
+                                                {"worker_id", "w1"}, {"slots", 1}, {"draining", 1}}));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("HELLO.draining"), std::string::npos) << wrong.status().message();
+}
+
 TEST(ProtocolRoundTrip, WelcomeRunIdMayBeEmpty) {
   Welcome w;
   w.heartbeat_interval_ms = 1000;

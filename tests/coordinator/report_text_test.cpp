@@ -51,5 +51,18 @@ TEST(RunsText, StoredNamesAreOneInertLineEach) {
   EXPECT_NE(text.find("1 pass"), std::string::npos) << text;
 }
 
+TEST(StatusText, AnUnknownEtaSaysWhyNoWorkerOrNothingMeasured) {
+  nlohmann::json status = {{"coordinator", nlohmann::json::object()},
+                           {"runs", {{{"run_id", "r"}, {"done", 1}, {"total", 12}, {"running", 0}, {"queued", 11},
+                                      {"by_status", {{"pass", 1}}}, {"eta_s", nullptr},
+                                      {"eta_unknown_because", "no connected worker takes jobs"}}}},
+                           {"workers", nlohmann::json::array()}};
+  std::string text = render_status_text(status);
+  EXPECT_NE(text.find("ETA unknown (no connected worker takes jobs)"), std::string::npos) << text;
+  status["runs"][0].erase("eta_unknown_because");   // a coordinator before the field
+  text = render_status_text(status);
+  EXPECT_NE(text.find("ETA unknown (no job measured yet)"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace am::coord

@@ -310,6 +310,36 @@ TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
   restarted.wait(20s);
 }
 
+// A drained worker still finishing its job when the coordinator is killed and restarted stays
+// draining (it says so in its HELLO, protocol 1.6): before, the new session took new jobs' place
+// in status as a worker with free slots, and its slots counted in the ETA.
+TEST(Control, ADrainSurvivesACoordinatorRestart) {
+  ScratchDir dir("ctl-drain-restart");
+  const auto db = dir / "d.db";
+  const auto plan = write_selftest_plan(dir / "dr.toml", "dr", {"hang", "pass"}, /*timeout_s=*/8);
+  LiveCoordinator c = start_live(dir, plan, db, {"--health-interval", "0"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  ASSERT_TRUE(wait_until([&] { return !children_of(c.worker->pid()).empty(); }, 30s)) << c.serve->log();
+  const std::string running = sql_rows(db, "SELECT job_id FROM attempts WHERE state = 'leased'")[0][0];
+  int code = -1;
+  const std::string drained = run_capture(cli({"drain", "w1"}, db), &code);
+  ASSERT_EQ(code, 0) << drained;
+  ASSERT_TRUE(wait_until([&] { return c.worker->log().find("draining:") != std::string::npos; }, 10s));
+  c.serve->kill_hard();
+  c.serve->wait(10s);
+
+  Process restarted(restart_args(plan, db, c.endpoint, {"--health-interval", "0"}), dir / "serve2.log");
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] { st = status_of(db); return st && !(*st)["workers"].empty(); }, 20s)) << restarted.log();
+  EXPECT_EQ((*st)["workers"][0]["draining"], true) << st->dump(2);
+  // It takes nothing new: the other job stays queued until the worker has left.
+  EXPECT_EQ(c.worker->wait(30s), 0) << c.worker->log();
+  EXPECT_EQ(sql_int(db, "SELECT COUNT(*) FROM attempts WHERE job_id <> '" + running + "'"), 0) << restarted.log();
+  restarted.terminate();
+  restarted.wait(20s);
+}
+
 // A perf job's lease recovered from the store after a kill -9 keeps its device: the device stays
 // held alone (a second perf job was started beside it on the same cores, PROTOCOL §5.12), and
 // `status` shows where it runs and for how long (the device was '' and running_s missing).
