@@ -81,8 +81,16 @@ Result<std::string> read_head_through_sqlite(const std::filesystem::path& path, 
                                         sizeof(std::max_align_t));
   auto* file = reinterpret_cast<sqlite3_file*>(storage.data());
   const std::string name = path.string();
+  // The VFS opens full pathnames only, as sqlite3_open_v2 makes them (symlinks resolved): a
+  // --db that was a symlink failed here with SQLITE_CANTOPEN, exit 4.
+  std::string full(static_cast<std::size_t>(vfs->mxPathname) + 1, '\0');
+  // (SQLITE_OK_SYMLINK, an extended OK, says a symlink was resolved.)
+  if (const int rc = vfs->xFullPathname(vfs, name.c_str(), vfs->mxPathname + 1, full.data()); (rc & 0xff) != SQLITE_OK) {
+    return io_error(name + ": cannot resolve its path (SQLite error " + std::to_string(rc) + ")");
+  }
+  full.resize(std::strlen(full.c_str()));
   int out_flags = 0;
-  const int rc = vfs->xOpen(vfs, name.c_str(), file, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &out_flags);
+  const int rc = vfs->xOpen(vfs, full.c_str(), file, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &out_flags);
   if (rc != SQLITE_OK) {
     if (file->pMethods != nullptr) file->pMethods->xClose(file);
     return io_error(name + ": cannot open for reading (SQLite error " + std::to_string(rc) + ")");
