@@ -1,5 +1,7 @@
 #include "coordinator/migrations.h"
 
+#include <sqlite3.h>
+
 #include <cstring>
 #include <string>
 
@@ -361,6 +363,12 @@ Result<int> read_schema_version(sqlite3* db) {
     // file and keeps its own code and message.
     if (tables.status().code() != StatusCode::kFailedPrecondition) {
       return tables.status().with_context(path + ": cannot read the database");
+    }
+    // The header said SQLite (checked before the open); a malformed image is a damaged
+    // database, a fault of the storage (exit 4), not a file of another kind (exit 2).
+    if ((sqlite3_errcode(db) & 0xff) == SQLITE_CORRUPT) {
+      return io_error(path + ": the database is damaged (" + std::string(sqlite3_errmsg(db)) +
+                      "); nothing was written to it: restore it from a backup");
     }
     return failed_precondition(path + ": not an accelmatrix database (" +
                                tables.status().message() + ")");

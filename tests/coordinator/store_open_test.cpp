@@ -444,6 +444,30 @@ void make_database(const std::filesystem::path& path) {
   ASSERT_TRUE((*store)->add_jobs("ro-run", {{jobs::compute_job_id("ro-run", spec), spec, std::string()}}).ok());
 }
 
+// A real accelmatrix database whose first page got damaged is said to be damaged (I/O, exit 4),
+// not "not an accelmatrix database" (exit 2), and nothing is written to it.
+TEST(StoreOpen, ADamagedDatabaseIsCalledDamagedAndLeftAsItIs) {
+  TempDir dir;
+  const auto path = dir.path() / "damaged.db";
+  make_database(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);   // the schema table's b-tree page header, right after the file header
+    const std::string junk(8, '\xff');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  const FileSnapshot before = snapshot(path);
+  for (const bool read_only : {true, false}) {
+    auto store = read_only ? Store::open_read_only(path) : Store::open(path);
+    ASSERT_FALSE(store.ok());
+    EXPECT_EQ(store.status().code(), StatusCode::kIoError) << store.status().to_string();
+    EXPECT_NE(store.status().message().find("damaged"), std::string::npos) << store.status().message();
+    EXPECT_EQ(store.status().message().find("not an accelmatrix database"), std::string::npos)
+        << store.status().message();
+  }
+  EXPECT_EQ(snapshot(path).bytes, before.bytes);
+}
+
 TEST(StoreOpenReadOnly, ReadsAMode0444CopyAndWritesNothing) {
   TempDir dir;
   const auto original = dir.path() / "live.db";
