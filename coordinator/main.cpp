@@ -1,4 +1,5 @@
 // accelmatrix: the coordinator and the CLI. Thin: parses flags and calls coordinator/commands.
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -90,6 +91,18 @@ const CLI::Validator kNonEmptyRunId(
 const CLI::Validator kNonEmptyPath(
     [](const std::string& v) { return v.empty() ? std::string("an empty file name (leave -o out for stdout)") : std::string(); },
     "FILE");
+
+// A percentage written as decimals ("10", "2.5"): strtod also read "0x10" as 16 and "inf".
+const CLI::Validator kPercent(
+    [](const std::string& v) {
+      const std::size_t digits = v.find_first_not_of("0123456789");
+      const bool ok = !v.empty() && std::isdigit(static_cast<unsigned char>(v[0])) &&
+                      (digits == std::string::npos ||
+                       (v[digits] == '.' && digits + 1 < v.size() &&
+                        v.find_first_not_of("0123456789", digits + 1) == std::string::npos));
+      return ok ? std::string() : "must be a percentage in decimal digits, e.g. 10 or 2.5 (got '" + v + "')";
+    },
+    "PCT");
 
 // The family-wise level of `compare`: a probability above 0 and at most 0.5 (CLI::Range
 // printed its lower bound 1e-9 as "0" and let NaN through to another message).
@@ -258,7 +271,7 @@ int main(int argc, char** argv) {
       "--fail-on-regression", fail_on_regression_pct,
       "Exit 1 when a job is significantly slower by at least PCT percent, or went pass->fail "
       "(without it: the verdict at 10%, exit 0)");
-  fail_on_regression->check(CLI::NonNegativeNumber);
+  fail_on_regression->check(kPercent);
   compare_cmd->add_option("--alpha", compare.alpha, "Family-wise significance level (Holm)")
       ->check(kAlpha)->capture_default_str();
   compare_cmd->footer("Exit codes: 0 no regression (or no --fail-on-regression), 1 regression, "

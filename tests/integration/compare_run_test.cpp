@@ -272,6 +272,12 @@ TEST(CompareRuns, BadInputExitsTwo) {
   EXPECT_TRUE(has(log, "holds only run 'only'")) << log;
   EXPECT_EQ(run_logged(dir, "pct", {am, "compare", db.string(), db.string(), "--fail-on-regression", "-5"}, &log), 2)
       << log;
+  // Decimal digits only: "0x10" was read as 16 %.
+  for (const char* bad : {"0x10", "inf", "1e2"}) {
+    EXPECT_EQ(run_logged(dir, "pct-text", {am, "compare", db.string(), db.string(), "--fail-on-regression", bad}, &log), 2)
+        << bad << ": " << log;
+    EXPECT_TRUE(has(log, "decimal digits")) << log;
+  }
   EXPECT_EQ(run_logged(dir, "fmt", {am, "compare", db.string(), db.string(), "--format", "xml"}, &log), 2) << log;
   write_file(dir / "text.db", "not a database");
   EXPECT_EQ(run_logged(dir, "text", {am, "compare", (dir / "text.db").string(), db.string()}, &log), 2) << log;
