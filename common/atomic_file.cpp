@@ -1,10 +1,14 @@
 #include "common/atomic_file.h"
 
 #include <fcntl.h>   // sync_file_range (_GNU_SOURCE: g++ defines it)
+#include <climits>
+#include <csignal>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -18,9 +22,49 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// Names tried for a temporary before giving up (each a fresh 64-bit random suffix, so a second
-// try already means someone else's files are in the way).
+// Names tried for a temporary before giving up (each a fresh random suffix beside the writer's
+// pid, so a second try already means someone else's files are in the way).
 constexpr int kTemporaryNameAttempts = 16;
+// A temporary whose writer is gone (killed between create and rename: SIGKILL, the OOM killer)
+// and that nothing wrote for this long is removed by the next writer of the same path, so they
+// do not pile up. A live writer on another host (a shared file system) keeps its mtime recent.
+constexpr auto kStaleTemporaryAge = std::chrono::seconds(60);
+// The longest suffix a temporary adds: "." pid "-" 8 hex ".tmp".
+constexpr std::size_t kTemporarySuffixBytes = 1 + 10 + 1 + 8 + 4;
+
+// What a temporary of `path` is named after: its file name, or, where that name plus the
+// suffix would pass NAME_MAX (a name of 235 bytes and more fitted before), a hidden name of
+// our own beside it.
+std::string temporary_stem(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  return name.size() + kTemporarySuffixBytes <= NAME_MAX ? name : std::string(".accelmatrix-output");
+}
+
+// Removes "<stem>.<pid>-<8 hex>.tmp" files in `dir` whose pid runs no process here and that
+// were not written for kStaleTemporaryAge. Best effort: errors are ignored.
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& stem) {
+  std::error_code ec;
+  const std::filesystem::path where = dir.empty() ? std::filesystem::path(".") : dir;
+  const auto now = std::filesystem::file_time_type::clock::now();
+  for (const auto& entry : std::filesystem::directory_iterator(where, ec)) {
+    const std::string f = entry.path().filename().string();
+    if (f.size() <= stem.size() + 1 || f.compare(0, stem.size() + 1, stem + ".") != 0) continue;
+    const std::string rest = f.substr(stem.size() + 1);   // "<pid>-<hex>.tmp"
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || rest.size() != dash + 1 + 8 + 4 ||
+        rest.compare(rest.size() - 4, 4, ".tmp") != 0 ||
+        rest.find_first_not_of("0123456789") != dash ||
+        rest.substr(dash + 1, 8).find_first_not_of("0123456789abcdef") != std::string::npos) {
+      continue;
+    }
+    const long pid = std::strtol(rest.substr(0, dash).c_str(), nullptr, 10);
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    std::error_code time_ec;
+    const auto written = std::filesystem::last_write_time(entry.path(), time_ec);
+    if (time_ec || now - written < kStaleTemporaryAge) continue;
+    std::filesystem::remove(entry.path(), time_ec);
+  }
+}
 
 // Whether `path` names an open descriptor of some process (/dev/stdout, /dev/fd/N, /proc/PID/fd/N,
 // directly or through symlinks): whatever it resolves to, it is written where the descriptor
@@ -56,18 +100,21 @@ Result<AtomicFileWriter> AtomicFileWriter::create(const std::filesystem::path& p
     writer.direct_ = true;
     return writer;
   }
-  // Replacing a file never widens who may read it: a private report stays private.
-  if (exists && S_ISREG(existing.st_mode)) mode &= existing.st_mode & 07777;
+  // Replacing a file never widens who else may read it (a private report stays private); the
+  // owner's own bits are the ones asked for (a secret left unreadable by mistake is readable
+  // again, as it must be for its owner).
+  if (exists && S_ISREG(existing.st_mode)) mode = (mode & ~mode_t{077}) | (mode & existing.st_mode & 077);
   // A temporary of our own, never an existing file: a fixed "<path>.tmp" was truncated or
   // unlinked whatever it held (another database named so, another writer's temporary).
+  const std::string stem = temporary_stem(path);
+  remove_stale_temporaries(path.parent_path(), stem);
   std::random_device entropy;
   std::filesystem::path tmp;
   UniqueFd fd;
   for (int attempt = 0; attempt < kTemporaryNameAttempts && !fd.valid(); ++attempt) {
-    char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".%08x%08x.tmp", entropy(), entropy());
-    tmp = path;
-    tmp += suffix;
+    char suffix[48];
+    std::snprintf(suffix, sizeof suffix, ".%ld-%08x.tmp", static_cast<long>(::getpid()), entropy());
+    tmp = path.parent_path() / (stem + suffix);
     fd = UniqueFd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode));
     if (!fd.valid() && errno != EEXIST) break;
   }

@@ -1,13 +1,16 @@
 // Whole-file replacement that readers never see half done.
 //
-// Contract: write_file_atomically() writes `content` to a temporary "<path>.<random>.tmp"
-// beside it (made with O_EXCL, so no existing file is ever opened, truncated or removed in its
-// place; permission bits `mode`, set at creation and again with fchmod so the umask cannot
-// widen or narrow them: a secret is never readable by others, not even for a moment; where
-// `path` is a regular file already, only the bits both it and `mode` allow, so a replacement
-// never widens who may read it), flushes it to disk, and renames it over `path`. A reader sees
-// the old file or the whole new one; on failure the old file is untouched and the temporary is
-// removed. Thread- and process-safe: writers of the same path each finish, the last rename wins.
+// Contract: write_file_atomically() writes `content` to a temporary "<name>.<pid>-<random>.tmp"
+// beside `path` (".accelmatrix-output.<pid>-<random>.tmp" where the name is too long for that),
+// made with O_EXCL, so no existing file is ever opened, truncated or removed in its place;
+// permission bits `mode`, set at creation and again with fchmod so the umask cannot widen or
+// narrow them: a secret is never readable by others, not even for a moment; where `path` is a
+// regular file already, its group and other bits only where it had them too, so a replacement
+// never widens who may read it. It flushes the temporary to disk and renames it over `path`. A
+// reader sees the old file or the whole new one; on failure the old file is untouched and the
+// temporary is removed. A temporary left by a writer that was killed (no such process here,
+// nothing written for a minute) is removed by the next writer of the same path. Thread- and
+// process-safe: writers of the same path each finish, the last rename wins.
 #pragma once
 
 #include <sys/types.h>

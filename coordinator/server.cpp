@@ -175,6 +175,10 @@ struct PlanJob {
   bool cancelled = false;            // `accelmatrix cancel PLAN_JOB_ID`: makes no more jobs
 };
 
+// Held attempts of runs not served here that one HELLO may have looked up in the store
+// (WorkerSession::held_unserved): a bound on the store work an unauthenticated HELLO can cause.
+constexpr int kMaxHeldUnservedLookups = 64;
+
 struct WorkerSession {
   std::string identity;
   std::string worker_id;
@@ -191,7 +195,7 @@ struct WorkerSession {
   std::string build;
   std::string host_key;              // exclusivity.h host_key_of(HELLO.host_id, worker id)
   // Attempts its HELLO said it holds that are no job of a run served here (a run the restarted
-  // coordinator does not serve): {job id: (run id from the store, "" when unknown; attempt)}.
+  // coordinator does not serve) and that the store has leased to it: {job id: (run id, attempt)}.
   // Shown by `status` (the worker otherwise looked idle with a slot taken); dropped when their
   // RESULT arrives.
   std::map<std::string, std::pair<std::string, int>> held_unserved;
@@ -1020,10 +1024,14 @@ struct Server::Impl {
                    /*reclaimed=*/true);
       }
     }
+    // Only attempts the store has leased to this worker, and a bounded number of look-ups: an
+    // unauthenticated HELLO may list thousands of invented ids.
+    int lookups = 0;
     for (const auto& [job_id, attempt] : h.held) {
       if (is_health_job_id(job_id) || jobs.find(job_id) != nullptr) continue;
+      if (++lookups > kMaxHeldUnservedLookups) break;
       auto run = store->leased_attempt_run(h.worker_id, job_id, attempt);
-      sessions[identity].held_unserved[job_id] = {run.ok() && run->has_value() ? **run : std::string(), attempt};
+      if (run.ok() && run->has_value()) sessions[identity].held_unserved[job_id] = {**run, attempt};
     }
     if (has_usable_device(sessions[identity])) {
       workers_seen.insert(h.worker_id);
@@ -1308,7 +1316,9 @@ struct Server::Impl {
       return;
     }
     if (is_health_job_id(r.job_id)) return on_health_result(s, r);
-    s.held_unserved.erase(r.job_id);
+    if (auto held = s.held_unserved.find(r.job_id); held != s.held_unserved.end() && held->second.second == r.attempt) {
+      s.held_unserved.erase(held);
+    }
     JobEntry* found = jobs.find(r.job_id);
     if (found == nullptr && store_result_of_unserved_run(s, r)) return;
     if (found == nullptr || !worker_owns_attempt(s.worker_id, *found, r.attempt)) {
@@ -2489,6 +2499,7 @@ struct Server::Impl {
                              {"attempt", h.attempt}, {"running_s", (now_epoch - h.issued_at_ms) / 1000.0}});
       }
       for (const auto& [id, held] : s.held_unserved) {
+        if (jobs.find(id) != nullptr) continue;   // its run was submitted here since: listed above
         w["jobs"].push_back({{"job_id", id}, {"run_id", held.first}, {"attempt", held.second}, {"served", false}});
       }
       doc["workers"].push_back(std::move(w));

@@ -4,9 +4,11 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -139,6 +141,56 @@ TEST_F(AtomicFileTest, ReplacingAFileNeverWidensItsPermissions) {
   ASSERT_TRUE(write_file_atomically(key, "secret", kSecretFileMode).ok());
   ASSERT_EQ(::stat(key.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, kSecretFileMode);
+}
+
+TEST_F(AtomicFileTest, AnOwnerThatCouldNotReadItsFileCanAgainAfterAReplacement) {
+  const fs::path secret = dir_ / "secret-w1";
+  ASSERT_TRUE(write_file_atomically(secret, "old", kSecretFileMode).ok());
+  ASSERT_EQ(::chmod(secret.c_str(), 0), 0);   // made unreadable by mistake
+  ASSERT_TRUE(write_file_atomically(secret, "new", kSecretFileMode).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(secret.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, kSecretFileMode);
+}
+
+// 21 bytes of suffix turned names of 235-251 bytes, which fit before, into ENAMETOOLONG.
+TEST_F(AtomicFileTest, ANameNearTheLimitStillGetsATemporary) {
+  const fs::path path = dir_ / (std::string(250, 'r') + ".md");
+  ASSERT_EQ(path.filename().string().size(), 253u);
+  const Status st = write_file_atomically(path, "long");
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  EXPECT_EQ(read(path), "long");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+// A writer killed between its temporary and the rename leaves the temporary; the next writer of
+// the path removes those whose process is gone and that nothing wrote for a minute, and no other.
+TEST_F(AtomicFileTest, TemporariesOfKilledWritersAreRemovedByTheNextWriter) {
+  const fs::path path = dir_ / "report.md";
+  pid_t dead = ::fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(dead, &status, 0), dead);
+  const auto old_time = fs::file_time_type::clock::now() - std::chrono::minutes(5);
+  const auto make = [&](const std::string& name, bool old) {
+    { std::ofstream(dir_ / name) << "partial"; }
+    if (old) fs::last_write_time(dir_ / name, old_time);
+  };
+  const std::string stale = "report.md." + std::to_string(dead) + "-0badcafe.tmp";
+  const std::string fresh = "report.md." + std::to_string(dead) + "-12345678.tmp";      // just written
+  const std::string alive = "report.md." + std::to_string(::getpid()) + "-87654321.tmp";  // a live writer
+  const std::string other = "report.md.tmp";                                              // not ours
+  make(stale, true);
+  make(fresh, false);
+  make(alive, true);
+  make(other, true);
+  ASSERT_TRUE(write_file_atomically(path, "done").ok());
+  EXPECT_FALSE(fs::exists(dir_ / stale));
+  EXPECT_TRUE(fs::exists(dir_ / fresh));
+  EXPECT_TRUE(fs::exists(dir_ / alive));
+  EXPECT_TRUE(fs::exists(dir_ / other));
+  EXPECT_EQ(read(path), "done");
 }
 
 // Six writers of one path at once (six `report -o same.json`): five failed "cannot rename
