@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iterator>
+#include <map>
 #include <optional>
+#include <set>
 #include <fstream>
 #include <system_error>
 #include <thread>
@@ -1569,6 +1571,76 @@ std::string_view document_text(std::string_view stored, const nlohmann::json& sh
 
 }  // namespace
 
+namespace {
+
+// A model name that stands for more than one model in a run: the same catalog model under
+// different `overrides` (an --extend that changed them, two plan entries), i.e. jobs whose
+// spec's model_config differ. Each config gets a label of its own, "bert-tiny (layers=8)" by the
+// keys whose values differ, so that no matrix cell, memory row or comparison pools different
+// models under one name (a cell showed the mean of two models' medians and rated a command
+// against a baseline that was neither). Commands are left out: their model is a label.
+using ModelVariantLabels = std::map<std::string, std::map<nlohmann::json, std::string>>;
+
+constexpr std::size_t kVariantLabelKeys = 3;   // differing keys named in a label, at most
+
+Result<ModelVariantLabels> model_variant_labels(sqlite3* db, const std::string& run_id, bool families) {
+  // The distinct specs: a family's text stands for all its jobs; rows with a whole spec of
+  // their own (before schema 6, commands) are read one by one.
+  const std::string sql =
+      std::string(R"sql(
+      SELECT json_extract(spec_json, '$.model'), json_extract(spec_json, '$.model_config')
+      FROM (SELECT spec_json FROM jobs WHERE run_id = ?1 AND spec_json <> ''
+                 AND json_valid(spec_json) AND json_type(spec_json, '$.command') IS NULL)sql") +
+      (families ? R"sql(
+            UNION SELECT spec_json FROM spec_families WHERE run_id = ?1 AND json_valid(spec_json)
+                 AND json_type(spec_json, '$.command') IS NULL)sql"
+                : "") +
+      ")";
+  AM_ASSIGN_OR_RETURN(auto stmt, prepare(db, sql));
+  stmt.bind(1, run_id);
+  std::map<std::string, std::vector<nlohmann::json>> configs;
+  while (true) {
+    AM_ASSIGN_OR_RETURN(bool row, stmt.step());
+    if (!row) break;
+    if (stmt.column_is_null(0) || stmt.column_is_null(1)) continue;
+    nlohmann::json config = nlohmann::json::parse(stmt.column_text(1), nullptr, /*allow_exceptions=*/false);
+    if (!config.is_object()) continue;
+    std::vector<nlohmann::json>& seen = configs[stmt.column_text(0)];
+    if (std::find(seen.begin(), seen.end(), config) == seen.end()) seen.push_back(std::move(config));
+  }
+  ModelVariantLabels labels;
+  for (auto& [model, seen] : configs) {
+    if (seen.size() < 2) continue;
+    std::set<std::string> keys;
+    for (const nlohmann::json& c : seen) {
+      for (const auto& [key, value] : c.items()) keys.insert(key);
+    }
+    std::vector<std::string> differing;
+    for (const std::string& key : keys) {
+      const nlohmann::json* first = seen.front().contains(key) ? &seen.front().at(key) : nullptr;
+      for (const nlohmann::json& c : seen) {
+        const nlohmann::json* v = c.contains(key) ? &c.at(key) : nullptr;
+        if ((first == nullptr) != (v == nullptr) || (first != nullptr && *first != *v)) {
+          differing.push_back(key);
+          break;
+        }
+      }
+    }
+    for (const nlohmann::json& c : seen) {
+      std::string label;
+      for (std::size_t i = 0; i < differing.size() && i < kVariantLabelKeys; ++i) {
+        const std::string& key = differing[i];
+        label += (label.empty() ? "" : ", ") + key + "=" + (c.contains(key) ? c.at(key).dump() : std::string("-"));
+      }
+      if (differing.size() > kVariantLabelKeys) label += ", ...";
+      labels[model][c] = model + " (" + label + ")";
+    }
+  }
+  return labels;
+}
+
+}  // namespace
+
 Status Store::for_each_report_row(const std::string& run_id, const ReportDocumentKeys& keys,
                                   const ReportRowVisitor& visit) {
   AM_ASSIGN_OR_RETURN(auto run, get_run(run_id));
@@ -1586,6 +1658,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   // reader thread's until it is joined.
   const bool families = schema >= kSpecFamiliesSchemaVersion;
   if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, schema));
+  AM_ASSIGN_OR_RETURN(const ModelVariantLabels variant_labels, model_variant_labels(db_, run_id, families));
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT )sql" + placement_columns + R"sql(, )sql" + (families ? "j.family_id" : "0") + R"sql( AS family_id,
              j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
@@ -1734,6 +1807,14 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
           spec_damaged = true;
         }
         r.model.swap(raw.model);
+        if (auto variants = variant_labels.find(r.model); variants != variant_labels.end() && !spec_damaged) {
+          const nlohmann::json whole = nlohmann::json::parse(raw.spec, nullptr, /*allow_exceptions=*/false);
+          if (whole.is_object() && !whole.contains("command") && whole.contains("model_config")) {
+            if (auto label = variants->second.find(whole.at("model_config")); label != variants->second.end()) {
+              r.model = label->second;
+            }
+          }
+        }
         r.architecture.swap(raw.architecture);
         if (jobs::is_selftest_model(r.model)) r.architecture = jobs::kSelftestShownArchitecture;
         r.backend.swap(raw.backend);

@@ -1,6 +1,7 @@
 // The job lifecycle in the store: jobs, leases, results, terminal statuses, and report rows.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "coordinator/store.h"
@@ -623,6 +624,29 @@ TEST_F(StoreJobs, RunsAreListedNewestFirstAndUpsertKeepsTheFirstRecord) {
   EXPECT_FALSE(store_->get_run("nope")->has_value());
   EXPECT_EQ(store_->mark_run_finished("nope", 1).code(), StatusCode::kNotFound);
   EXPECT_EQ(store_->report_rows("nope").status().code(), StatusCode::kNotFound);
+}
+
+// One catalog model under two configs in a run (two plan entries, or an --extend that changed
+// its overrides) is two models: each gets a label of its own, named by the keys that differ, so
+// no cell, memory row or comparison pools them; a model with one config keeps its name, and a
+// command's model label is left as it is.
+TEST_F(StoreJobs, OneModelNameUnderTwoConfigsReadsAsTwoLabelledModels) {
+  auto deep = make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16, 77);
+  deep.model_config["layers"] = 8;
+  const std::string shallow_f32 = add(make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16, 77));
+  const std::string deep_f32 = add(deep);
+  auto deep_q8 = deep;
+  deep_q8.precision = precision_named("q8_0");
+  const std::string deep_q8_id = add(deep_q8);
+  const std::string other = add(make_spec("gpt2", "decoder-only", "cpu", "f32", 1, 16, 77));
+  auto rows = this->rows();
+  ASSERT_EQ(rows.size(), 4u);
+  std::map<std::string, std::string> model_of;
+  for (const ReportRow& r : rows) model_of[r.job_id] = r.model;
+  EXPECT_EQ(model_of[shallow_f32], "bert-tiny (layers=2)");
+  EXPECT_EQ(model_of[deep_f32], "bert-tiny (layers=8)");
+  EXPECT_EQ(model_of[deep_q8_id], "bert-tiny (layers=8)");
+  EXPECT_EQ(model_of[other], "gpt2");
 }
 
 TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {
