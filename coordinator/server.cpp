@@ -3111,7 +3111,18 @@ struct Server::Impl {
       m.budget_s[run_id] = time_budget_s;
       m.budget_from_ms[run_id] = steady_ms();
     }
-    if (!m.run_started_ms.count(run_id)) m.run_started_ms[run_id] = now_epoch_ms();
+    if (!m.run_started_ms.count(run_id)) {
+      m.run_started_ms[run_id] = now_epoch_ms();
+      // A run finished before this session that gets no work in it: its elapsed time is the
+      // stored one, fixed (after a restart it grew with the coordinator's uptime).
+      if (!had_work) {
+        AM_ASSIGN_OR_RETURN(std::optional<RunRecord> stored, m.store->get_run(run_id));
+        if (stored && stored->finished_at_ms > 0 && stored->created_at_ms > 0) {
+          m.run_started_ms[run_id] = stored->created_at_ms;
+          m.run_finished_ms[run_id] = stored->finished_at_ms;
+        }
+      }
+    }
     m.assign_dirty = true;
     return Status::Ok();
   }

@@ -310,6 +310,33 @@ TEST(Control, AResultOfARunTheRestartDoesNotServeIsStoredAndAcknowledged) {
   restarted.wait(20s);
 }
 
+// A run that finished before a restart keeps its stored elapsed time in status (it grew with the
+// restarted coordinator's uptime).
+TEST(Control, AFinishedRunsElapsedTimeStaysFixedAfterARestart) {
+  ScratchDir dir("ctl-elapsed-restart");
+  const auto db = dir / "e.db";
+  const auto plan = write_selftest_plan(dir / "t1.toml", "t1", {"pass"});
+  LiveCoordinator c = start_live(dir, plan, db, {"--health-interval", "0"});
+  ASSERT_FALSE(c.endpoint.empty()) << c.serve->log();
+  c.worker = std::make_unique<Process>(worker_args(c.endpoint, "w1", dir), dir / "w1.log");
+  ASSERT_TRUE(wait_until([&] { return sql_int(db, "SELECT COUNT(*) FROM runs WHERE run_id = 't1' AND finished_at > 0") == 1; },
+                         30s)) << c.serve->log();
+  const int64_t stored_ms = sql_int(db, "SELECT finished_at - created_at FROM runs WHERE run_id = 't1'");
+  c.serve->terminate();
+  c.serve->wait(20s);
+  Process restarted(restart_args(plan, db, c.endpoint, {"--health-interval", "0"}), dir / "serve2.log");
+  std::optional<json> st;
+  ASSERT_TRUE(wait_until([&] { st = status_of(db); return st && find_run(*st, "t1") != nullptr; }, 20s)) << restarted.log();
+  const double first = (*find_run(*st, "t1"))["elapsed_s"].get<double>();
+  EXPECT_NEAR(first, stored_ms / 1000.0, 0.002) << st->dump(2);
+  std::this_thread::sleep_for(1200ms);
+  st = status_of(db);
+  ASSERT_TRUE(st.has_value());
+  EXPECT_DOUBLE_EQ((*find_run(*st, "t1"))["elapsed_s"].get<double>(), first) << st->dump(2);
+  restarted.terminate();
+  restarted.wait(20s);
+}
+
 // A drained worker still finishing its job when the coordinator is killed and restarted stays
 // draining (it says so in its HELLO, protocol 1.6): before, the new session took new jobs' place
 // in status as a worker with free slots, and its slots counted in the ETA.
