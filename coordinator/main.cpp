@@ -134,7 +134,13 @@ void add_server_flags(CLI::App* cmd, am::coord::ServeArgs& a) {
                 "Add this plan's jobs to the run even though it was made from another plan");
   cmd->add_option("--fail-on", a.fail_on,
                   "Statuses that make the run exit 1, comma-separated (default: fail,crash,timeout,oom,error)")
-      ->type_name("STATUS,...");
+      ->type_name("STATUS,...")
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            // An empty value was taken as "the default list" without a word.
+            return v.empty() ? std::string("an empty list (leave --fail-on out for the default)") : std::string();
+          },
+          "STATUS,..."));
   cmd->add_option("--curve-key", a.curve_key_file, "CURVE: this coordinator's .key file (accelmatrix keys)");
   cmd->add_option("--curve-allow", a.curve_allow, "CURVE: worker .pub file, or a directory of them");
   cmd->add_option("--curve-admin", a.curve_admin,

@@ -114,6 +114,11 @@ TEST(RunExitCodes, AnUnknownFailOnStatusIsAUsageErrorBeforeAnythingStarts) {
   EXPECT_TRUE(has(log, "unknown status 'bogus'")) << log;
   EXPECT_TRUE(has(log, "pass, degraded, fail")) << log;
   EXPECT_FALSE(std::filesystem::exists(db)) << "nothing may start on a usage error";
+  // An empty list is not the default list said another way (it was taken silently).
+  EXPECT_EQ(run_logged(dir, "empty", with(serve_args(plan, db, "tcp://127.0.0.1:*", dir / "ep"), {"--fail-on", ""}), &log),
+            2) << log;
+  EXPECT_TRUE(has(log, "--fail-on: an empty list")) << log;
+  EXPECT_FALSE(std::filesystem::exists(db));
 }
 
 TEST(RunExitCodes, AStoppedServeExitsThree) {
