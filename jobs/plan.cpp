@@ -278,12 +278,13 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
     }
     config[k] = std::move(*coerced);
   }
-  if (!ok) return false;
+  // The cross-key rules on the overrides that were accepted, beside any refused above: every
+  // problem at once (hidden = 129 was reported only after vocab = 0 was fixed).
   if (Status st = check_model_config(config); !st.ok()) {
     errors.add(*m.overrides, "model '" + entry.name + "' with these overrides: " + st.message());
     return false;
   }
-  return true;
+  return ok;
 }
 
 // The seed names the synthetic weights and inputs. It depends on the plan seed and the model
@@ -320,8 +321,15 @@ bool check_settings(const ModelRequest& m, const json& config, ErrorList& errors
     const int64_t limit = max_positions->get<int64_t>();
     for (const Placed<int64_t>& len : s.seq_len.value) {
       if (len.value > limit) {
-        errors.add(len.where, "seq_len " + std::to_string(len.value) + " exceeds max_positions " +
-                                  std::to_string(limit) + " of model '" + m.name + "'");
+        // A built-in default seq_len has no line of its own: said at the model's overrides (which
+        // set the limit it passes) or its table.
+        const toml::source_region& where =
+            len.where.begin.line > 0 ? len.where
+            : m.overrides != nullptr ? m.overrides->source()
+            : m.table != nullptr     ? m.table->source()
+                                     : len.where;
+        errors.add(where, "seq_len " + std::to_string(len.value) + " exceeds max_positions " +
+                              std::to_string(limit) + " of model '" + m.name + "'");
         ok = false;
       }
     }

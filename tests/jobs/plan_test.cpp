@@ -719,6 +719,33 @@ overrides = { max_positions = 32 }
 )", 5, "seq_len 64 exceeds max_positions 32 of model 'tiny-b'");
 }
 
+// The built-in default seq_len has no line: the error points at the overrides that set the
+// limit it passes (it had no line at all).
+TEST_F(PlanLoader, ADefaultSeqLenBeyondAnOverriddenLimitIsSaidAtTheOverrides) {
+  expect_error_at(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-b"
+[models.overrides]
+max_positions = 16
+)", 5, "seq_len 32 exceeds max_positions 16 of model 'tiny-b'");
+}
+
+// A refused override and a cross-key rule broken by the accepted ones: both at once (the second
+// was said only after the first was fixed).
+TEST_F(PlanLoader, ARefusedOverrideAndABrokenCrossKeyRuleAreReportedTogether) {
+  const char* raw = R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-a"
+overrides = { vocab = 0, heads = 3 }
+)";
+  expect_error_at(raw, 5, "override 'vocab': a size must be a positive integer, got 0");
+  expect_error_at(raw, 5, "hidden (64) is not divisible by heads (3)");
+}
+
 TEST_F(PlanLoader, ReportsLineOfOverrideKeyMissingFromCatalog) {
   expect_error_at(R"(
 [plan]
