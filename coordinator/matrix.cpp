@@ -346,6 +346,9 @@ struct MatrixBuilder::State {
   // worker ran on each cpu class, and the rows of each other column per worker.
   std::set<std::string> cpu_classes;
   std::set<std::string> cpu_columns;   // classes of the cpu columns, each its own baseline
+  // Model names that stand for several configs in the run, with their labels: a command naming
+  // one has no single baseline (MatrixCell::baseline_configs).
+  std::map<std::string, std::set<std::string>> names_with_configs;
   std::map<std::string, std::map<std::string, int>> cpu_classes_of_worker;
   std::map<std::pair<std::string, std::string>, std::map<std::string, int>> column_worker_rows;
 };
@@ -357,6 +360,10 @@ MatrixBuilder& MatrixBuilder::operator=(MatrixBuilder&&) noexcept = default;
 
 void MatrixBuilder::add(const ReportRow& row) {
   State& s = *state_;
+  // The model as the matrix shows it: one config of a name that stands for several in the run
+  // is a model of its own (ReportRow::model_label).
+  const std::string& model = row.model_label.empty() ? row.model : row.model_label;
+  if (model != row.model) s.names_with_configs[row.model].insert(model);
   remember(s.m.architectures, row.architecture);
   // A command's cell is keyed by its name and precision label (command_key), shown by its name
   // with the label beside it.
@@ -364,15 +371,15 @@ void MatrixBuilder::add(const ReportRow& row) {
   // Rows come in plan order, so a row is mostly of the previous row's cell: checked first,
   // without making the key.
   const auto same_cell = [&](const MatrixCell& c) {
-    return c.precision == row.precision && c.model == row.model && c.backend == row.backend &&
+    return c.precision == row.precision && c.model == model && c.backend == row.backend &&
            c.hardware_class == row.hardware_class && c.command_key() == command;
   };
   if (!s.last_cell || !same_cell(s.builders[*s.last_cell].cell)) {
-    auto key = std::make_tuple(row.model, row.backend, row.hardware_class, row.precision, command);
+    auto key = std::make_tuple(model, row.backend, row.hardware_class, row.precision, command);
     auto [it, inserted] = s.index.emplace(std::move(key), s.builders.size());
     if (inserted) {
       // What is part of a cell's key is remembered with its first row.
-      remember(s.m.models, row.model);
+      remember(s.m.models, model);
       remember(s.m.backends, row.backend);
       remember(s.m.precisions, row.precision);
       remember(s.columns, MatrixColumn{row.backend, row.hardware_class});
@@ -381,7 +388,7 @@ void MatrixBuilder::add(const ReportRow& row) {
         b.cell.command = id->name;
         b.cell.command_precision_label = id->label;
       }
-      b.cell.model = row.model;
+      b.cell.model = model;
       b.cell.architecture = row.architecture;
       b.cell.backend = row.backend;
       b.cell.hardware_class = row.hardware_class;
@@ -435,6 +442,11 @@ Matrix MatrixBuilder::finish() {
   }
   for (CellBuilder& b : s.builders) reduce_shapes(b);
   for (CellBuilder& b : s.builders) {
+    if (!b.cell.command.empty()) {
+      if (auto configs = s.names_with_configs.find(b.cell.model); configs != s.names_with_configs.end()) {
+        b.cell.baseline_configs = static_cast<int>(configs->second.size());
+      }
+    }
     const CellBuilder* baseline = nullptr;
     auto cls = baselines.find({b.cell.backend, b.cell.hardware_class});
     if (cls != baselines.end() && cls->second) {

@@ -107,6 +107,9 @@ struct MatrixCell {
   std::vector<std::string> job_ids;      // the result rows behind the cell, in job order
   std::vector<std::string> hardware_classes;   // {hardware_class}, or empty (kept for readers)
   std::string baseline_class;            // the cpu class whose f32 cell is the baseline; "" = none
+  // A command cell whose model label names this many configs of the model in the run (> 1):
+  // there is no single cpu f32 cell to rate it against, and none is taken.
+  int baseline_configs = 0;
 };
 
 // How well an architecture runs on a backend, over all its cells.

@@ -258,7 +258,7 @@ json matrix_cell_json(const MatrixCell& c, bool with_lists) {
   if (c.pending > 0) counts["pending"] = c.pending;
   json shape = nullptr;
   if (c.rep_batch) shape = {{"batch", *c.rep_batch}, {"seq_len", c.rep_seq_len.value_or(0)}};
-  return {{"model", repair_utf8(c.model)},
+  json out = {{"model", repair_utf8(c.model)},
           {"architecture", repair_utf8(c.architecture)},
           {"backend", repair_utf8(c.backend)},
           {"precision", std::string(jobs::to_string(c.precision))},
@@ -292,6 +292,8 @@ json matrix_cell_json(const MatrixCell& c, bool with_lists) {
           {"hardware_classes", strings(c.hardware_classes)},
           {"hardware_class", repair_utf8(c.hardware_class)},
           {"baseline_class", repair_utf8(c.baseline_class)}};
+  if (c.baseline_configs > 1) out["baseline_configs"] = c.baseline_configs;   // no single baseline
+  return out;
 }
 
 json overview_cell_json(const OverviewCell& o) {

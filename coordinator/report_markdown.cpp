@@ -104,8 +104,13 @@ std::string notes(const MatrixCell& cell) {
   }
   if (cell.rating == Rating::kNoBaseline) {
     // A baseline that was there but gave no finite, positive ratio is not a missing one.
-    parts.push_back(cell.baseline_ms.has_value() ? "the speed-up over the cpu f32 latency is no finite number (a latency too small or too large)"
-                                   : "no cpu f32 latency for this shape");
+    parts.push_back(cell.baseline_configs > 1
+                        ? fmt::format("no single baseline: '{}' names {} configs of the model in this run (set the "
+                                      "command's model to one of their labels)",
+                                      cell.model, cell.baseline_configs)
+                    : cell.baseline_ms.has_value()
+                        ? "the speed-up over the cpu f32 latency is no finite number (a latency too small or too large)"
+                        : "no cpu f32 latency for this shape");
   }
   if (cell.rating == Rating::kNoisy && cell.speedup_interval) {
     const SpeedupEstimate& s = *cell.speedup_interval;
@@ -311,7 +316,7 @@ struct MemoryPeaks {
     if (!bytes || *bytes <= 0) return;
     // An external command's line names it: two commands of one model label are two lines.
     const std::string command = command_key(r.spec);
-    const std::string label = command.empty() ? r.model : r.model + " · " + command;
+    const std::string label = command.empty() ? (r.model_label.empty() ? r.model : r.model_label) : r.model + " · " + command;
     const Key key{label, r.precision, r.backend, r.hardware_class};
     double& slot = peak[key];
     slot = std::max(slot, *bytes);

@@ -1575,13 +1575,12 @@ namespace {
 
 // A model name that stands for more than one model in a run: the same catalog model under
 // different `overrides` (an --extend that changed them, two plan entries), i.e. jobs whose
-// spec's model_config differ. Each config gets a label of its own, "bert-tiny (layers=8)" by the
-// keys whose values differ, so that no matrix cell, memory row or comparison pools different
-// models under one name (a cell showed the mean of two models' medians and rated a command
-// against a baseline that was neither). Commands are left out: their model is a label.
+// spec's model_config differ. Each config gets a label of its own (ReportRow::model_label),
+// "bert-tiny (layers=8)" by the keys whose values differ, so that no matrix cell or memory row
+// pools different models under one name (a cell showed the mean of two models' medians and
+// rated a command against a baseline that was neither). Commands are left out: their model is
+// a label.
 using ModelVariantLabels = std::map<std::string, std::map<nlohmann::json, std::string>>;
-
-constexpr std::size_t kVariantLabelKeys = 3;   // differing keys named in a label, at most
 
 Result<ModelVariantLabels> model_variant_labels(sqlite3* db, const std::string& run_id, bool families) {
   // The distinct specs: a family's text stands for all its jobs; rows with a whole spec of
@@ -1626,13 +1625,13 @@ Result<ModelVariantLabels> model_variant_labels(sqlite3* db, const std::string& 
         }
       }
     }
+    // Every differing key: two distinct configs differ in one of them, so no two labels are the
+    // same (naming only the first few let two configs share a label and be pooled again).
     for (const nlohmann::json& c : seen) {
       std::string label;
-      for (std::size_t i = 0; i < differing.size() && i < kVariantLabelKeys; ++i) {
-        const std::string& key = differing[i];
+      for (const std::string& key : differing) {
         label += (label.empty() ? "" : ", ") + key + "=" + (c.contains(key) ? c.at(key).dump() : std::string("-"));
       }
-      if (differing.size() > kVariantLabelKeys) label += ", ...";
       labels[model][c] = model + " (" + label + ")";
     }
   }
@@ -1659,6 +1658,7 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
   const bool families = schema >= kSpecFamiliesSchemaVersion;
   if (families) AM_RETURN_IF_ERROR(families_.load_run(db_, run_id, schema));
   AM_ASSIGN_OR_RETURN(const ModelVariantLabels variant_labels, model_variant_labels(db_, run_id, families));
+  std::unordered_map<int64_t, std::string> label_of_family;
   AM_ASSIGN_OR_RETURN(auto stmt, prepare(db_, R"sql(
       SELECT )sql" + placement_columns + R"sql(, )sql" + (families ? "j.family_id" : "0") + R"sql( AS family_id,
              j.job_id, j.spec_json, j.model, j.architecture, j.backend, j.precision, j.state,
@@ -1807,12 +1807,21 @@ Status Store::for_each_report_row(const std::string& run_id, const ReportDocumen
           spec_damaged = true;
         }
         r.model.swap(raw.model);
+        r.model_label = r.model;
         if (auto variants = variant_labels.find(r.model); variants != variant_labels.end() && !spec_damaged) {
-          const nlohmann::json whole = nlohmann::json::parse(raw.spec, nullptr, /*allow_exceptions=*/false);
-          if (whole.is_object() && !whole.contains("command") && whole.contains("model_config")) {
-            if (auto label = variants->second.find(whole.at("model_config")); label != variants->second.end()) {
-              r.model = label->second;
+          // Once per spec family (a family is one config); a job with a whole spec of its own
+          // (a command, an older schema) is parsed itself.
+          auto cached = raw.family_id != 0 ? label_of_family.find(raw.family_id) : label_of_family.end();
+          if (cached != label_of_family.end()) {
+            r.model_label = cached->second;
+          } else {
+            const nlohmann::json whole = nlohmann::json::parse(raw.spec, nullptr, /*allow_exceptions=*/false);
+            if (whole.is_object() && !whole.contains("command") && whole.contains("model_config")) {
+              if (auto label = variants->second.find(whole.at("model_config")); label != variants->second.end()) {
+                r.model_label = label->second;
+              }
             }
+            if (raw.family_id != 0) label_of_family.emplace(raw.family_id, r.model_label);
           }
         }
         r.architecture.swap(raw.architecture);

@@ -216,6 +216,12 @@ struct ReportRow {
   std::string job_id;
   nlohmann::json spec;
   std::string model, architecture, backend;
+  // The model as the matrix and the memory table show it: `model`, or, where the run has this
+  // model name under more than one config (plan entries with different overrides, an --extend
+  // that changed them), "name (key=value, ...)" by every config key that differs among them, so
+  // that no cell pools different models. Per run, so not a key across runs (compare keys on
+  // `model`). Commands keep their label.
+  std::string model_label;
   jobs::Precision precision = jobs::Precision::kF32;
   JobState state = JobState::kQueued;
   std::optional<ResultStatus> status;   // nullopt while not terminal

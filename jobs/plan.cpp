@@ -227,6 +227,7 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
   std::vector<std::string> config_keys;
   for (const auto& [k, v] : entry.config.items()) config_keys.push_back(k);
   bool ok = true;
+  std::vector<std::string> refused;   // overridden keys whose value was refused
   for (const auto& [key, value] : *m.overrides) {
     const std::string k(key.str());
     // A checkpoint may be named for any model: its weights (and, for a Hugging Face directory,
@@ -236,6 +237,7 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
         errors.add(value, std::string("override '") + kWeightsPathKey +
                               "': expected a non-empty path string (a .safetensors file or a checkpoint directory)");
         ok = false;
+        refused.push_back(k);
         continue;
       }
       config[k] = value.as_string()->get();
@@ -251,6 +253,7 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
       }
       errors.add(key, "override '" + k + "' is not a config key of model '" + entry.name + "'" + hint);
       ok = false;
+      refused.push_back(k);
       continue;
     }
     std::string why;
@@ -264,6 +267,7 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
       errors.add(value, "override '" + k + "': expected " + expected + ", got " +
                             std::string(detail::type_name(value)));
       ok = false;
+      refused.push_back(k);
       continue;
     }
     if (is_size_key(k)) {
@@ -272,6 +276,7 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
         errors.add(value, "override '" + k + "': a size must be a positive integer, got " +
                               coerced->dump());
         ok = false;
+        refused.push_back(k);
         continue;
       }
       if (is_smaller(*published, *coerced)) scaled = true;
@@ -279,8 +284,11 @@ bool apply_overrides(const ModelRequest& m, const ModelEntry& entry, ErrorList& 
     config[k] = std::move(*coerced);
   }
   // The cross-key rules on the overrides that were accepted, beside any refused above: every
-  // problem at once (hidden = 129 was reported only after vocab = 0 was fixed).
-  if (Status st = check_model_config(config); !st.ok()) {
+  // problem at once (hidden = 129 was reported only after vocab = 0 was fixed). A refused key
+  // is left out of them: the catalog's value it would be judged by is one the plan replaced.
+  json judged = config;
+  for (const std::string& k : refused) judged.erase(k);
+  if (Status st = check_model_config(judged); !st.ok()) {
     errors.add(*m.overrides, "model '" + entry.name + "' with these overrides: " + st.message());
     return false;
   }

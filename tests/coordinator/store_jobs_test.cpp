@@ -3,6 +3,7 @@
 
 #include <map>
 #include <random>
+#include <set>
 
 #include "coordinator/store.h"
 #include "store_fixture.h"
@@ -641,12 +642,34 @@ TEST_F(StoreJobs, OneModelNameUnderTwoConfigsReadsAsTwoLabelledModels) {
   const std::string other = add(make_spec("gpt2", "decoder-only", "cpu", "f32", 1, 16, 77));
   auto rows = this->rows();
   ASSERT_EQ(rows.size(), 4u);
-  std::map<std::string, std::string> model_of;
-  for (const ReportRow& r : rows) model_of[r.job_id] = r.model;
-  EXPECT_EQ(model_of[shallow_f32], "bert-tiny (layers=2)");
-  EXPECT_EQ(model_of[deep_f32], "bert-tiny (layers=8)");
-  EXPECT_EQ(model_of[deep_q8_id], "bert-tiny (layers=8)");
-  EXPECT_EQ(model_of[other], "gpt2");
+  std::map<std::string, std::string> label_of;
+  for (const ReportRow& r : rows) {
+    label_of[r.job_id] = r.model_label;
+    // The model itself stays the name: what compare matches runs on.
+    EXPECT_EQ(r.model, r.job_id == other ? "gpt2" : "bert-tiny");
+  }
+  EXPECT_EQ(label_of[shallow_f32], "bert-tiny (layers=2)");
+  EXPECT_EQ(label_of[deep_f32], "bert-tiny (layers=8)");
+  EXPECT_EQ(label_of[deep_q8_id], "bert-tiny (layers=8)");
+  EXPECT_EQ(label_of[other], "gpt2");
+}
+
+// Three configs that agree on the first keys that differ and differ in a later one: every
+// differing key is named, so no two configs share a label (naming three let two be pooled).
+TEST_F(StoreJobs, ConfigsThatDifferOnlyInALaterKeyStillGetLabelsOfTheirOwn) {
+  auto base = make_spec("bert-tiny", "encoder-only", "cpu", "f32", 1, 16, 77);
+  base.model_config = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}};
+  auto x = base;
+  x.model_config = {{"a", 2}, {"b", 2}, {"c", 2}, {"d", 1}};
+  auto y = base;
+  y.model_config = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 2}};
+  add(base);
+  add(x);
+  add(y);
+  std::set<std::string> labels;
+  for (const ReportRow& r : this->rows()) labels.insert(r.model_label);
+  EXPECT_EQ(labels.size(), 3u);
+  EXPECT_TRUE(labels.count("bert-tiny (a=1, b=1, c=1, d=2)")) << ::testing::PrintToString(labels);
 }
 
 TEST_F(StoreJobs, ReportRowsCarryResultAndProvenance) {

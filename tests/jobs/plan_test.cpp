@@ -744,6 +744,19 @@ overrides = { vocab = 0, heads = 3 }
 )";
   expect_error_at(raw, 5, "override 'vocab': a size must be a positive integer, got 0");
   expect_error_at(raw, 5, "hidden (64) is not divisible by heads (3)");
+  // A refused value is not judged by the catalog's value it replaces: heads = "3" (a string)
+  // is one error, not also "hidden (65) is not divisible by heads (4)".
+  auto plan = load(R"(
+[plan]
+name = "x"
+[[models]]
+name = "tiny-a"
+overrides = { hidden = 65, heads = "3" }
+)");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("override 'heads': expected an integer"), std::string::npos)
+      << plan.status().message();
+  EXPECT_EQ(plan.status().message().find("not divisible"), std::string::npos) << plan.status().message();
 }
 
 TEST_F(PlanLoader, ReportsLineOfOverrideKeyMissingFromCatalog) {
