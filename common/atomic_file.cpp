@@ -42,10 +42,11 @@ std::string temporary_stem(const std::filesystem::path& path) {
 
 // Removes "<stem>.<pid>-<8 hex>.tmp" files in `dir` whose pid runs no process here and that
 // were not written for kStaleTemporaryAge. Best effort: errors are ignored.
-void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& stem) {
+void remove_stale_temporaries(const std::filesystem::path& dir, const std::string& stem) noexcept try {
   std::error_code ec;
   const std::filesystem::path where = dir.empty() ? std::filesystem::path(".") : dir;
   const auto now = std::filesystem::file_time_type::clock::now();
+  // (The range-for's increment throws when the directory changes under it: caught below.)
   for (const auto& entry : std::filesystem::directory_iterator(where, ec)) {
     const std::string f = entry.path().filename().string();
     if (f.size() <= stem.size() + 1 || f.compare(0, stem.size() + 1, stem + ".") != 0) continue;
@@ -64,6 +65,8 @@ void remove_stale_temporaries(const std::filesystem::path& dir, const std::strin
     if (time_ec || now - written < kStaleTemporaryAge) continue;
     std::filesystem::remove(entry.path(), time_ec);
   }
+} catch (const std::exception&) {
+  // Best effort: a directory that cannot be walked leaves its stale temporaries for next time.
 }
 
 // Whether `path` names an open descriptor of some process (/dev/stdout, /dev/fd/N, /proc/PID/fd/N,
