@@ -50,8 +50,8 @@ using GroupDotFn = void (*)(const ActRow* x, int64_t mr, const uint8_t* group, f
 GroupDotFn group_dot_scalar(WeightFormat format);
 // AVX2 + FMA + F16C. Null where the format has no interleaved form.
 GroupDotFn group_dot_avx2(WeightFormat format);
-// The AVX-512 interleaved products' tiles of X (any number of rows): a tile's rows packed so that one
-// pointer walks them and every operand the kernel broadcasts sits at a constant offset. For mr
+// The AVX-512 interleaved products' tiles of X (any number of rows): a tile's rows packed so
+// that one pointer walks them and every operand the kernel broadcasts sits at a constant offset. For mr
 // rows and `blocks` blocks of 32:
 //   q:     [block][chunk c of 8][row][4 bytes]: bytes 4c..4c+3 of the row's block quants;
 //   d:     [block][row] the rows' scales;
