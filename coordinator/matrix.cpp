@@ -363,7 +363,6 @@ void MatrixBuilder::add(const ReportRow& row) {
   // The model as the matrix shows it: one config of a name that stands for several in the run
   // is a model of its own (ReportRow::model_label).
   const std::string& model = row.model_label.empty() ? row.model : row.model_label;
-  if (model != row.model) s.names_with_configs[row.model].insert(model);
   remember(s.m.architectures, row.architecture);
   // A command's cell is keyed by its name and precision label (command_key), shown by its name
   // with the label beside it.
@@ -380,6 +379,7 @@ void MatrixBuilder::add(const ReportRow& row) {
     if (inserted) {
       // What is part of a cell's key is remembered with its first row.
       remember(s.m.models, model);
+      if (model != row.model) s.names_with_configs[row.model].insert(model);
       remember(s.m.backends, row.backend);
       remember(s.m.precisions, row.precision);
       remember(s.columns, MatrixColumn{row.backend, row.hardware_class});

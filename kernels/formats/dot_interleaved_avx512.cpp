@@ -17,7 +17,7 @@
 // Until 2026-12-07 one to eight rows of X (decode, small batches) ran a 256-bit kernel of one
 // group per call with a broadcast per vpdpbusd, whose instruction count held a q4_0 GEMV to
 // 47-49 GB/s cache-resident on one thread (61-63% of the read bandwidth streaming); on the
-// packed-tile kernel it reads 66-72 GB/s (75-85%), and 4 rows of X run 2-3x faster
+// packed-tile kernel it reads 55-82 GB/s (75-85%), and 4 rows of X run 2-3x faster
 // (bench_kernels --kinds gemv; docs/FORMATS.md).
 #if defined(__x86_64__)
 #include "kernels/formats/simd_avx512.h"

@@ -136,6 +136,39 @@ TEST(CommandMatrix, WithoutABuiltInBaselineACommandShowsItsLatencyOnly) {
   }
 }
 
+// A run that holds the model under two configs (its rows labelled by the store): each config is
+// a cell of its own, and a command naming the plain model has no single baseline to be rated
+// against (it was rated against the two pooled).
+TEST(CommandMatrix, ACommandNamingAModelWithTwoConfigsHasNoSingleBaseline) {
+  ReportRow shallow = row("a", builtin("cpu", jobs::Precision::kF32), {2, 2, 2, 2, 2});
+  shallow.model_label = "bert-tiny (layers=1)";
+  ReportRow deep = row("d", builtin("cpu", jobs::Precision::kF32), {20, 20, 20, 20, 20});
+  deep.model_label = "bert-tiny (layers=8)";
+  ReportRow cmd = row("c", command_spec("cpu", "bert-tiny", jobs::Precision::kF32), {5, 5, 5, 5, 5});
+  const Matrix m = build_matrix({shallow, deep, cmd});
+  ASSERT_EQ(m.cells.size(), 3u);
+  const MatrixCell* one = find_cell(m, "bert-tiny (layers=1)", "cpu", jobs::Precision::kF32);
+  const MatrixCell* eight = find_cell(m, "bert-tiny (layers=8)", "cpu", jobs::Precision::kF32);
+  ASSERT_TRUE(one != nullptr && eight != nullptr);
+  EXPECT_DOUBLE_EQ(*one->median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(*eight->median_ms, 20.0);
+  const MatrixCell* command_cell = nullptr;
+  for (const auto& c : m.cells) if (c.command == "bench") command_cell = &c;
+  ASSERT_NE(command_cell, nullptr);
+  EXPECT_EQ(command_cell->baseline_configs, 2);
+  EXPECT_EQ(command_cell->rating, Rating::kNoBaseline);
+  EXPECT_FALSE(command_cell->speedup.has_value());
+  // Named by one of the labels, it is rated against that config.
+  cmd.model = cmd.model_label = "bert-tiny (layers=8)";
+  const Matrix named = build_matrix({shallow, deep, cmd});
+  for (const auto& c : named.cells) {
+    if (c.command != "bench") continue;
+    EXPECT_EQ(c.baseline_configs, 0);
+    ASSERT_TRUE(c.speedup.has_value());
+    EXPECT_NEAR(*c.speedup, 4.0, 0.05);
+  }
+}
+
 // Two runs of one command that differ by their precision label (llama-bench at Q4_K_M and at
 // Q8_0) are two cells and two memory lines, not one whose figures mix both.
 TEST(CommandMatrix, CommandsThatDifferByTheirPrecisionLabelAreCellsOfTheirOwn) {
